@@ -1,0 +1,518 @@
+/*
+ * rlx.h — the public API of librlx, a C11 library of lazy tensors.
+ *
+ * This header is the specification. It follows ../shared/API.md section by
+ * section; where API.md is silent, the decision taken is written here.
+ *
+ * Ownership, once for all: every function returning `rlx_tensor *` returns a
+ * NEW reference (release it with rlx_release); every `rlx_tensor *` argument
+ * is BORROWED, never consumed. Exceptions are stated at the function.
+ *
+ * Errors, once for all: no function aborts, asserts, exits or prints because
+ * of its input. A failing function returns NULL (handles), a non-RLX_OK
+ * status, or the sentinel given at the function, and records a thread-local
+ * error (rlx_last_status / rlx_last_error). An op given a NULL tensor returns
+ * NULL and keeps the error already recorded (or records RLX_E_ARG when none
+ * is), so a whole expression can be built and checked once. A new error
+ * replaces the recorded one; successful calls never clear it — only
+ * rlx_clear_error does. Messages name the function and the offending values:
+ * "rlx_matmul: inner dimensions differ: [2,3] @ [4,5]".
+ *
+ * Shapes are `int rank` + `const int64_t *shape`, rank 0..8 (RLX_MAX_RANK),
+ * row-major. A negative axis counts from the end. Shapes whose byte size does
+ * not fit in int64_t are RLX_E_SHAPE. Building allocates no payload and runs
+ * nothing; rlx_realize (or a read) computes. Identical subexpressions are one
+ * node, so building the same expression twice may return the same pointer
+ * (retained twice): compare values, not pointers.
+ *
+ * Threads: any number of threads may build, realize and release at once;
+ * errors and scopes are per thread.
+ */
+#ifndef RLX_H
+#define RLX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RLX_BUILDING_LIBRARY) && defined(__GNUC__)
+#define RLX_API __attribute__((visibility("default")))
+#else
+#define RLX_API
+#endif
+
+/* Version: the macros describe this header, rlx_version() the library. */
+#define RLX_VERSION_MAJOR 0
+#define RLX_VERSION_MINOR 1
+#define RLX_VERSION_PATCH 0
+#define RLX_VERSION_STRING "0.1.0"
+#define RLX_MAX_RANK 8
+#define RLX_END INT64_MAX /* "to the end" for rlx_slice */
+
+/* ------------------------------------------------------------------ types */
+
+typedef struct rlx_tensor rlx_tensor; /* opaque, immutable, lazy */
+
+typedef enum {
+    RLX_OK = 0,
+    RLX_E_ARG = 1,         /* bad argument: NULL, out-of-range axis, bad option */
+    RLX_E_SHAPE = 2,       /* shapes do not fit the operation */
+    RLX_E_DTYPE = 3,       /* dtype not accepted by the operation */
+    RLX_E_NOMEM = 4,       /* allocation failed or larger than the address space */
+    RLX_E_JIT = 5,         /* code generation failed (LLVM's message attached) */
+    RLX_E_LINALG = 6,      /* singular matrix (the batch index is named) */
+    RLX_E_UNSUPPORTED = 7, /* not available in this build or not yet implemented */
+    RLX_E_IO = 8,          /* a file could not be written or read */
+    RLX_E_INTERNAL = 9     /* a bug in librlx: please report it */
+} rlx_status;
+
+typedef enum { RLX_BOOL = 0, RLX_I32 = 1, RLX_I64 = 2, RLX_F32 = 3, RLX_F64 = 4 } rlx_dtype;
+/* later types take new numbers (e.g. RLX_F16 = 5, RLX_BF16 = 6); never renumber */
+
+typedef enum {
+    RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,
+    RLX_ACT_SILU = 4, RLX_ACT_TANH = 5, RLX_ACT_SIGMOID = 6
+} rlx_act;
+
+typedef enum { RLX_MASK_NONE = 0, RLX_MASK_CAUSAL = 1, RLX_MASK_SLIDING = 2 } rlx_mask;
+
+typedef enum {
+    RLX_FP8_E4M3 = 0, RLX_FP8_E5M2 = 1, RLX_FP6_E2M3 = 2, RLX_FP6_E3M2 = 3, RLX_FP4_E2M1 = 4
+} rlx_minifloat;
+
+/* ----------------------------------------------------------------- errors */
+
+/* Status of the last recorded error on this thread (RLX_OK when none). */
+RLX_API rlx_status rlx_last_status(void);
+/* Message of the last recorded error on this thread, "" when none. Owned by
+ * the library; valid until the next librlx call on this thread. */
+RLX_API const char *rlx_last_error(void);
+/* Forget the recorded error of this thread. */
+RLX_API void rlx_clear_error(void);
+/* Library version, "MAJOR.MINOR.PATCH"; compare with RLX_VERSION_STRING. */
+RLX_API const char *rlx_version(void);
+/* The machine the library compiles for, e.g.
+ * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f". Owned by the library. */
+RLX_API const char *rlx_host_info(void);
+/* "bool", "i32", "i64", "f32", "f64"; "?" (and RLX_E_ARG) for other values. */
+RLX_API const char *rlx_dtype_name(rlx_dtype dt);
+
+/* -------------------------------------------------------------- lifecycle */
+
+/* Adds a reference; returns t (NULL stays NULL, with no error recorded). */
+RLX_API rlx_tensor *rlx_retain(rlx_tensor *t);
+/* Drops a reference; NULL is a no-op. Releasing a 100,000-node chain does
+ * not recurse. */
+RLX_API void rlx_release(rlx_tensor *t);
+/* Opens a scope on this thread: until the matching rlx_scope_end, every
+ * handle returned to this thread (rlx_retain included) is also recorded in
+ * it. Scopes nest. */
+RLX_API void rlx_scope_begin(void);
+/* Releases every handle recorded in the innermost scope, then closes it.
+ * Without an open scope it does nothing (and records RLX_E_ARG). */
+RLX_API void rlx_scope_end(void);
+/* Moves one recorded occurrence of t from the innermost scope to the
+ * enclosing one (or to the caller when none); returns t. A handle not in the
+ * scope is returned unchanged. */
+RLX_API rlx_tensor *rlx_escape(rlx_tensor *t);
+
+/* ---------------------------------------------------------- introspection */
+/* On error: -1 / false / 0 and a recorded error. */
+
+RLX_API rlx_dtype rlx_dtype_of(rlx_tensor *t);     /* (rlx_dtype)-1 on error */
+RLX_API int rlx_rank(rlx_tensor *t);
+RLX_API int64_t rlx_dim(rlx_tensor *t, int axis);   /* -1 also for a dynamic dim */
+/* Writes min(rank, cap) dims to out and returns the rank. */
+RLX_API int rlx_shape(rlx_tensor *t, int64_t *out, int cap);
+RLX_API int64_t rlx_numel(rlx_tensor *t);            /* -1 when a dim is dynamic */
+RLX_API bool rlx_is_realized(rlx_tensor *t);
+/* True when a and b would read (part of) the same backing buffer. */
+RLX_API bool rlx_shares_storage(rlx_tensor *a, rlx_tensor *b);
+/* Payload bytes physically held by the buffers t reads (0 for an unrealized
+ * expression over no realized data; a view of a 1 MiB tensor reports 1 MiB). */
+RLX_API size_t rlx_storage_bytes(rlx_tensor *t);
+
+/* ----------------------------------------------------------- constructors */
+
+/* Copies numel * size(dt) bytes from data (row-major). data may be NULL only
+ * for an empty shape. */
+RLX_API rlx_tensor *rlx_from_data(rlx_dtype dt, int rank, const int64_t *shape, const void *data);
+/* Zero-copy: the tensor reads data in place (64-byte alignment not needed).
+ * deleter(ctx) runs once when the last tensor reading data is gone; it may be
+ * NULL. Writes to data before realization are visible to the results. On
+ * failure the deleter is NOT called: the caller still owns data. */
+RLX_API rlx_tensor *rlx_from_blob(rlx_dtype dt, int rank, const int64_t *shape, void *data,
+                                  void (*deleter)(void *ctx), void *ctx);
+/* Constant tensors; value is converted to dt (float -> int truncates). */
+RLX_API rlx_tensor *rlx_full(rlx_dtype dt, int rank, const int64_t *shape, double value);
+RLX_API rlx_tensor *rlx_zeros(rlx_dtype dt, int rank, const int64_t *shape);
+RLX_API rlx_tensor *rlx_ones(rlx_dtype dt, int rank, const int64_t *shape);
+RLX_API rlx_tensor *rlx_scalar(rlx_dtype dt, double value); /* rank 0 */
+/* [start, stop) by step, NumPy length ceil((stop-start)/step); step 0 or a
+ * non-finite argument is RLX_E_ARG; bool is RLX_E_DTYPE. */
+RLX_API rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step);
+RLX_API rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n); /* [n, n] identity */
+/* Counter-based random numbers: the same (dt, shape, seed) always gives the
+ * same values, whatever the backend or thread count. Float dtypes only. */
+RLX_API rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed);  /* U[0,1) */
+RLX_API rlx_tensor *rlx_randn(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed); /* N(0,1) */
+RLX_API rlx_tensor *rlx_full_like(rlx_tensor *t, double value);
+RLX_API rlx_tensor *rlx_zeros_like(rlx_tensor *t);
+RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
+/* A named placeholder for compiled programs; -1 marks a dynamic dim.
+ * Realizing a graph that still holds an unbound input is RLX_E_ARG. */
+RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
+
+/* ------------------------------------------------------------------ unary */
+/* Elementwise, same shape. Math that needs floats (everything below except
+ * neg, abs, sign, relu, round, floor, ceil, logical_not) on bool or integer
+ * input computes and returns f32. neg/abs/sign/relu/round/floor/ceil keep
+ * integer dtypes (neg of bool is RLX_E_DTYPE; abs/sign/relu/round/floor/ceil
+ * of bool return it unchanged). logical_not returns bool for any dtype.
+ * round is half to even. gelu is the exact erf form; gelu_tanh the tanh
+ * approximation. softplus = log(1+exp(x)), elu uses alpha 1, mish =
+ * x*tanh(softplus(x)), hard_sigmoid = clamp(x/6+1/2, 0, 1) (PyTorch),
+ * hard_swish = x*hard_sigmoid(x), log_sigmoid = -softplus(-x), softsign =
+ * x/(1+|x|). sign(NaN) is NaN. */
+
+RLX_API rlx_tensor *rlx_neg(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_relu(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_gelu(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_gelu_tanh(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_silu(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_tanh(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_exp(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_log(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_sqrt(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_rsqrt(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_sigmoid(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_abs(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_sin(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_cos(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_tan(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_atan(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_round(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_recip(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_floor(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_ceil(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_sign(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_softplus(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_elu(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_erf(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_hard_swish(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_hard_sigmoid(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_mish(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_softsign(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_log_sigmoid(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_logical_not(rlx_tensor *x);
+
+/* ----------------------------------------------------------------- binary */
+/* Broadcast like NumPy, promote like NumPy (bool < i32 < i64 < f32 < f64;
+ * any integer with f32 gives f32). The _s forms convert the scalar to the
+ * tensor's dtype first (0.5 on an i32 tensor is 0). Integer add/sub/mul
+ * wrap; integer div and rem truncate like C, and dividing an integer by zero
+ * gives 0 (NumPy's value; no trap). Float rem is fmod. pow of an integer by
+ * a negative integer exponent gives 1/x^n truncated. maximum/minimum
+ * propagate NaN. On two bool operands add and maximum are logical or, mul
+ * and minimum logical and; the other arithmetic ops are RLX_E_DTYPE.
+ * Comparisons return bool (one byte per element); logical_and/or treat any
+ * nonzero as true and return bool. */
+
+RLX_API rlx_tensor *rlx_name(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_name_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_add(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_add_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_sub(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_sub_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_mul(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_mul_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_div(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_div_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_pow(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_pow_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_maximum(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_maximum_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_minimum(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_minimum_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_atan2(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_atan2_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_rem(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_rem_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_eq(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_eq_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_ne(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_ne_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_lt(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_lt_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_le(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_le_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_gt(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_gt_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_ge(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_ge_s(rlx_tensor *a, double s);
+RLX_API rlx_tensor *rlx_logical_and(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_logical_or(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_rsub_s(rlx_tensor *x, double s); /* s - x */
+RLX_API rlx_tensor *rlx_rdiv_s(rlx_tensor *x, double s); /* s / x */
+
+/* -------------------------------------------------------------- selection */
+
+/* cond ? a : b, all three broadcast; cond of any dtype (nonzero is true);
+ * a and b promote. */
+RLX_API rlx_tensor *rlx_where(rlx_tensor *cond, rlx_tensor *a, rlx_tensor *b);
+/* where(mask, value, x): mask (any dtype) must broadcast to x's shape; the
+ * result has x's shape and dtype. */
+RLX_API rlx_tensor *rlx_masked_fill(rlx_tensor *x, rlx_tensor *mask, double value);
+/* min(max(x, lo), hi) with NaN propagating (lo > hi gives hi, as PyTorch);
+ * lo/hi are converted to x's dtype. */
+RLX_API rlx_tensor *rlx_clamp(rlx_tensor *x, double lo, double hi);
+RLX_API rlx_tensor *rlx_clamp_min(rlx_tensor *x, double lo);
+RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
+
+/* ------------------------------------------------------------- reductions */
+/* axes == NULL reduces every axis; otherwise the naxes listed axes (any
+ * set, negative allowed, a repeated axis is RLX_E_ARG; naxes 0 reduces
+ * nothing). keepdim keeps reduced axes as size 1. Result dtypes: sum and
+ * prod of bool/integers give i64 (NumPy and PyTorch); max/min keep the
+ * dtype; mean, var, std, norm of bool/integers give f32. Over an empty axis:
+ * sum 0, prod 1, mean NaN, max -inf (the dtype's lowest value for integers,
+ * false for bool), min +inf (highest, true). NaN propagates through max/min.
+ * var is the population variance; norm is the 2-norm sqrt(sum(x^2)). */
+
+RLX_API rlx_tensor *rlx_sum(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_max(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_min(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_prod(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_var(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_std(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+RLX_API rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
+/* i64 index of the first maximum (minimum) along axis; NaN counts as the
+ * extreme (NumPy). An empty axis is RLX_E_SHAPE. Rank 0: axis 0 or -1. */
+RLX_API rlx_tensor *rlx_argmax(rlx_tensor *x, int axis, bool keepdim);
+RLX_API rlx_tensor *rlx_argmin(rlx_tensor *x, int axis, bool keepdim);
+/* log(sum(exp(x))) along axis, stable; all -inf gives -inf. Float result. */
+RLX_API rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim);
+/* Running sum along axis; exclusive starts at 0 and drops the last term.
+ * bool/integer input gives i64. */
+RLX_API rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive);
+RLX_API rlx_tensor *rlx_sum_all(rlx_tensor *x);  /* rank 0 */
+RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */
+
+/* ------------------------------------------------------- movement (views) */
+/* None of these copies payload. */
+
+/* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE). */
+RLX_API rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape);
+/* Result axis i is input axis perm[i]; nperm must equal the rank. perm NULL
+ * (nperm 0) reverses all axes, as NumPy's transpose. */
+RLX_API rlx_tensor *rlx_transpose(rlx_tensor *x, int nperm, const int *perm);
+/* Swaps the last two axes; rank 0 and 1 are returned as they are. */
+RLX_API rlx_tensor *rlx_t(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_broadcast_to(rlx_tensor *x, int rank, const int64_t *shape);
+RLX_API rlx_tensor *rlx_flatten(rlx_tensor *x); /* rank 1 (rank 0 gives [1]) */
+RLX_API rlx_tensor *rlx_unsqueeze(rlx_tensor *x, int axis); /* axis in [-rank-1, rank] */
+/* The axis must have size 1 (NumPy); otherwise RLX_E_SHAPE. */
+RLX_API rlx_tensor *rlx_squeeze(rlx_tensor *x, int axis);
+RLX_API rlx_tensor *rlx_squeeze_all(rlx_tensor *x);
+/* [start, start+len) along axis; a negative start counts from the end. */
+RLX_API rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t len);
+/* Python slice rules: start/stop clamp to the axis, step != 0. stop RLX_END
+ * runs to the end in the step's direction (through index 0 when step < 0);
+ * start RLX_END with a negative step starts at the last element. So
+ * x[::-1] is rlx_slice(x, axis, RLX_END, RLX_END, -1). */
+RLX_API rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int64_t step);
+RLX_API rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index); /* drops the axis */
+/* n pieces of the given sizes (sum must equal the axis length) into out[n].
+ * On error every out[i] is NULL. */
+RLX_API rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out);
+/* n pieces; the first len%n get one element more (some may be empty). */
+RLX_API rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out);
+
+/* ---------------------------------------------------------- data movement */
+
+/* Concatenate along an existing axis; dtypes promote; n >= 1. */
+RLX_API rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis);
+/* Stack equal shapes along a new axis in [-rank-1, rank]; dtypes promote. */
+RLX_API rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis);
+/* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis. */
+RLX_API rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps);
+RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
+/* np.roll along axis: element i moves to (i + shift) mod len. */
+RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
+/* Constant padding; before/after >= 0; value converted to x's dtype. */
+RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value);
+/* NumPy take: shape x[:axis] + indices.shape + x[axis+1:]. indices i32/i64;
+ * negative indices count from the end; out of range makes rlx_realize
+ * return RLX_E_ARG (nothing is read out of bounds). */
+RLX_API rlx_tensor *rlx_gather(rlx_tensor *x, rlx_tensor *indices, int axis);
+/* PyTorch index_select: indices must be 1-D; otherwise as rlx_gather. */
+RLX_API rlx_tensor *rlx_index_select(rlx_tensor *x, int axis, rlx_tensor *indices);
+/* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
+ * saturate; -> bool is x != 0 (NaN is true). */
+RLX_API rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt);
+/* Same values; realizing it always gives its own contiguous buffer. */
+RLX_API rlx_tensor *rlx_contiguous(rlx_tensor *x);
+/* Same values; gradients do not flow through it. */
+RLX_API rlx_tensor *rlx_stop_gradient(rlx_tensor *x);
+
+/* --------------------------------------------------------- linear algebra */
+/* Float results; integer operands of matmul stay integer (i64 accumulate),
+ * bool operands are RLX_E_DTYPE; solve/inv of integers compute in f32. */
+
+/* NumPy @: 1-D operands get a dim added and removed; batch dims broadcast;
+ * rank 0 is RLX_E_SHAPE. */
+RLX_API rlx_tensor *rlx_matmul(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last_two(b) */
+/* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
+RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act);
+/* NumPy linalg.solve: a [..., n, n]; b [..., n, k], or [n] (a vector).
+ * Batch dims broadcast. A singular matrix makes rlx_realize return
+ * RLX_E_LINALG naming the batch index. */
+RLX_API rlx_tensor *rlx_solve(rlx_tensor *a, rlx_tensor *b);
+RLX_API rlx_tensor *rlx_inv(rlx_tensor *a); /* [..., n, n] */
+
+/* ---------------------------------------------------- neural-network ops */
+/* Integer inputs compute in f32. */
+
+RLX_API rlx_tensor *rlx_softmax(rlx_tensor *x, int axis);
+RLX_API rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis);
+/* Over the last axis D; gamma and beta are [D] and may be NULL. */
+RLX_API rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps);
+/* x / sqrt(mean(x^2, last axis) + eps) * gamma; gamma [D] may be NULL. */
+RLX_API rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps);
+/* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...]. */
+RLX_API rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs);
+/* -log_softmax(logits)[i, labels[i]] per row: logits [N, C], labels [N] of
+ * an integer dtype or float-coded (truncated) -> [N]. A label outside
+ * [0, C) makes rlx_realize return RLX_E_ARG. */
+RLX_API rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor *labels);
+/* q [B, Sq, H*D], k and v [B, Sk, H*D] -> [B, Sq, H*D]; scores scaled by
+ * 1/sqrt(D). CAUSAL: query i sits at position Sk-Sq+i and sees keys <= it.
+ * SLIDING: it sees the `window` keys up to and including its position
+ * (window >= 1). A row with every key masked yields zeros. */
+RLX_API rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads,
+                                  int head_dim, rlx_mask mask, int window);
+/* As rlx_attention without a positional mask; mask [B, Sk]: nonzero keeps
+ * the key, 0 drops it. */
+RLX_API rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v,
+                                         rlx_tensor *mask, int num_heads, int head_dim);
+/* x [B, S, H*D]; cos, sin [S, D/2]; rotate-half per head:
+ * (x1, x2) -> (x1 c - x2 s, x2 c + x1 s). D must be even. */
+RLX_API rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim);
+/* x [N, C, H, W], w [O, C/groups, KH, KW], b [O] or NULL -> [N, O, OH, OW].
+ * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. */
+RLX_API rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
+                               const int padding[2], const int dilation[2], int groups);
+/* x [N, C, H, W]; stride NULL means the kernel size, padding NULL means 0
+ * (at most half the kernel). max pads with -inf; avg counts the padding
+ * (PyTorch count_include_pad=True). Floor output size. */
+RLX_API rlx_tensor *rlx_max_pool2d(rlx_tensor *x, const int kernel[2], const int stride[2],
+                                   const int padding[2]);
+RLX_API rlx_tensor *rlx_avg_pool2d(rlx_tensor *x, const int kernel[2], const int stride[2],
+                                   const int padding[2]);
+
+/* ----------------------------------------------------------------- signal */
+/* Complex values use the [..., 2N] layout: N real parts, then N imaginary
+ * parts. Real input is given with zero imaginary parts. Integer inputs
+ * compute in f32. */
+
+RLX_API rlx_tensor *rlx_fft(rlx_tensor *x);  /* last axis, unnormalized */
+RLX_API rlx_tensor *rlx_ifft(rlx_tensor *x); /* unnormalized: ifft(fft(x)) = N x */
+RLX_API rlx_tensor *rlx_fft_axis(rlx_tensor *x, int axis, bool inverse); /* axis has length 2N */
+
+/* ------------------------------------- low precision and weight synthesis */
+
+/* x [m, k] . w[n, k]^T with both operands rounded (nearest-even, saturating)
+ * to the minifloat after scaling each `block` elements along k by a power of
+ * two (OCP MX: scale = 2^(floor(log2(amax)) - emax of the format)); block 0
+ * uses one scale per tensor; a last partial block has its own scale.
+ * f32 result. */
+RLX_API rlx_tensor *rlx_scaled_matmul(rlx_tensor *x, rlx_tensor *w, rlx_minifloat fmt, int block);
+/* x [m, k]; indices [n, k/d] integer; codebook [E, d];
+ * W row j = concat(codebook[indices[j, :]]); returns x . W^T [m, n]. */
+RLX_API rlx_tensor *rlx_synth_matmul(rlx_tensor *x, rlx_tensor *indices, rlx_tensor *codebook);
+RLX_API rlx_tensor *rlx_synth_reconstruct(rlx_tensor *indices, rlx_tensor *codebook); /* W^T [k, n] */
+/* x [..., C], coeff [C, G] with G = num_basis >= 2, grid_max > grid_min:
+ * out[..., c] = sum_g coeff[c, g] exp(-((x - ctr_g) / h)^2),
+ * ctr = linspace(grid_min, grid_max, G), h = (grid_max - grid_min)/(G-1). */
+RLX_API rlx_tensor *rlx_spline_activation(rlx_tensor *x, rlx_tensor *coeff, int num_basis,
+                                          double grid_min, double grid_max);
+
+/* ------------------------------------------------- realization, readback */
+
+/* Computes t (and what it needs); later calls return RLX_OK at once. */
+RLX_API rlx_status rlx_realize(rlx_tensor *t);
+/* Realizes n tensors in one schedule; shared work runs once. */
+RLX_API rlx_status rlx_realize_many(rlx_tensor *const *ts, int n);
+/* Realizes t and copies its values in its own dtype, row-major; dst_bytes
+ * must be at least numel * dtype size. */
+RLX_API rlx_status rlx_read(rlx_tensor *t, void *dst, size_t dst_bytes);
+/* As rlx_read, converting to f32 / f64; count must be at least numel. */
+RLX_API rlx_status rlx_read_f32(rlx_tensor *t, float *dst, size_t count);
+RLX_API rlx_status rlx_read_f64(rlx_tensor *t, double *dst, size_t count);
+/* Realizes t; returns its contiguous row-major payload, owned by t and valid
+ * while t lives. NULL on error. */
+RLX_API const void *rlx_data(rlx_tensor *t);
+/* The value of a one-element tensor, as a double. */
+RLX_API rlx_status rlx_item(rlx_tensor *t, double *out);
+/* Realizes t and formats it like NumPy, with shape and dtype, e.g.
+ * "tensor([[1, 2], [3, 4]], shape=[2, 2], dtype=i32)"; more than 1000
+ * elements are summarized with "...". Free it with free(). NULL on error. */
+RLX_API char *rlx_to_string(rlx_tensor *t);
+
+/* ------------------------------------------------------- compiled programs */
+/* Trace once, run many times without retracing. */
+
+typedef struct rlx_program rlx_program;
+typedef struct {
+    const char *name;
+    rlx_tensor *value;
+} rlx_binding;
+/* Compiles the graphs of outputs[0..n) (which may hold rlx_input nodes). */
+RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
+/* Binds every input by name and writes the new references of the n
+ * outputs to outputs[]. */
+RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin,
+                                   rlx_tensor **outputs);
+RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
+
+/* --------------------------------------------------------------- autodiff */
+
+/* grads[i] = lazy d sum(loss) / d wrt[i]; grad of grad works; stop_gradient
+ * blocks; round is straight-through; floor/ceil/sign/compare give zero. */
+RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
+
+/* ---------------------------------------------------------- runtime control */
+
+typedef struct {
+    uint64_t kernels_compiled, cache_hits, cache_misses, kernels_run;
+    double compile_seconds;
+    uint64_t arena_bytes, peak_bytes;
+} rlx_stats_t;
+
+/* n <= 0 restores the default: online cores, or env RLX_NUM_THREADS. */
+RLX_API void rlx_set_num_threads(int n);
+RLX_API int rlx_get_num_threads(void);
+/* Tuning knobs (key = value, also read from env RLX_<KEY> upper-cased):
+ *   "backend"      "ref" (reference evaluator; env RLX_BACKEND)
+ *   "num_threads"  integer >= 0 (0 = default)
+ * An unknown key or a malformed value is RLX_E_ARG. */
+RLX_API rlx_status rlx_set_option(const char *key, const char *value);
+/* Process-wide counters since start or the last rlx_stats_reset. With the
+ * reference backend kernels_run counts evaluated primitive nodes and
+ * peak_bytes the largest intermediate memory of one realization. */
+RLX_API void rlx_stats(rlx_stats_t *out);
+RLX_API void rlx_stats_reset(void);
+/* Writes the graph of t as Graphviz dot to path (RLX_E_IO when it cannot). */
+RLX_API rlx_status rlx_dump_dot(rlx_tensor *t, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLX_H */

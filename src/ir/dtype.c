@@ -1,0 +1,22 @@
+/* dtype.c — sizes, classes and NumPy promotion of the element types. */
+#include "ir/ir.h"
+
+const ir_op_info ir_ops[IR_OP_COUNT] = {
+#define IR_OP(e, nm, ar, cl, fl) [e] = {.name = nm, .arity = ar, .cls = cl, .flags = fl},
+#include "ir/ops.def"
+#undef IR_OP
+};
+
+size_t ir_dtype_size(rlx_dtype dt)
+{
+    static const size_t size[] = {[RLX_BOOL] = 1, [RLX_I32] = 4, [RLX_I64] = 8, [RLX_F32] = 4, [RLX_F64] = 8};
+    return ir_dtype_valid((int)dt) ? size[dt] : 0;
+}
+
+bool ir_dtype_valid(int dt) { return dt >= RLX_BOOL && dt <= RLX_F64; }
+bool ir_dtype_is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
+bool ir_dtype_is_int(rlx_dtype dt) { return dt == RLX_I32 || dt == RLX_I64; }
+
+/* The enum is ordered bool < i32 < i64 < f32 < f64, which is the lattice;
+ * "any integer with f32 gives f32" falls out of taking the larger. */
+rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b) { return a > b ? a : b; }

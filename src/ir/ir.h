@@ -1,0 +1,198 @@
+/*
+ * ir.h — the graph of librlx: immutable, refcounted, hash-consed nodes.
+ *
+ * A node is one primitive of ops.def applied to source nodes, with a small
+ * typed attribute struct, a dtype and a static shape (a -1 dim is dynamic,
+ * only below an IR_OP_INPUT). Nodes are created through ir_make, which runs
+ * the op's shape rule and returns an existing identical node when there is
+ * one (hash-consing), so identical subexpressions are one node.
+ *
+ * Invariants the tensor layer establishes before calling ir_make, and every
+ * later stage relies on: binary and ternary sources have the node's shape
+ * (broadcasts are explicit EXPAND nodes) and one dtype; float-math ops get
+ * float sources; reductions of integers already work in i64.
+ *
+ * src/ir depends on nothing else of librlx. Nothing here knows handles.
+ */
+#ifndef RLX_IR_H
+#define RLX_IR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx.h"
+
+#define IR_MAX_RANK RLX_MAX_RANK
+#define IR_MAX_BYTES ((int64_t)1 << 47) /* beyond any address space here */
+
+typedef enum {
+#define IR_OP(e, name, arity, cls, flags) e,
+#include "ir/ops.def"
+#undef IR_OP
+    IR_OP_COUNT
+} ir_op;
+
+typedef enum {
+    IR_CLS_LEAF, IR_CLS_UNARY, IR_CLS_BINARY, IR_CLS_TERNARY, IR_CLS_REDUCE,
+    IR_CLS_MOVEMENT, IR_CLS_INDEX, IR_CLS_SCAN, IR_CLS_LIBRARY
+} ir_class;
+
+enum {
+    IR_F_COMMUTATIVE = 1 << 0,
+    IR_F_FLOAT_MATH = 1 << 1, /* needs float input: the tensor layer casts ints to f32 */
+    IR_F_BOOL_OUT = 1 << 2,   /* result is bool */
+    IR_F_BOOL_OK = 1 << 3,    /* a binary op defined on two bools */
+    IR_F_NO_BOOL = 1 << 4     /* a unary op undefined on bool */
+};
+
+typedef struct {
+    const char *name;
+    int arity; /* -1: variadic */
+    ir_class cls;
+    unsigned flags;
+} ir_op_info;
+
+extern const ir_op_info ir_ops[IR_OP_COUNT];
+
+enum { IR_POOL_MAX = 0, IR_POOL_AVG = 1 };
+
+/* Attributes, one typed struct per op family. Zero-filled before use so
+ * that they hash and compare as bytes (the input name is compared apart). */
+typedef struct {
+    union {
+        struct { double value; } cst;                            /* CONST */
+        struct { double start, step; int axis; } iota;           /* IOTA */
+        struct { uint64_t seed; int normal; } rand;              /* RAND */
+        struct { char *name; } input;                            /* INPUT, owns */
+        struct { uint32_t mask; } red;                           /* SUM..ARGMIN: reduced axes */
+        struct { int axis; } ax;                                 /* CAT, GATHER */
+        struct { int axis; int exclusive; } scan;                /* CUMSUM */
+        struct { rlx_dtype dtype; } cast;                        /* CAST */
+        struct { int rank; int64_t dims[IR_MAX_RANK]; } shape;   /* RESHAPE, EXPAND */
+        struct { int perm[IR_MAX_RANK]; } perm;                  /* PERMUTE: out axis i = in axis perm[i] */
+        struct { int64_t before[IR_MAX_RANK], after[IR_MAX_RANK]; double value; } pad;
+        struct { int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], len[IR_MAX_RANK]; } slice;
+        struct { int axis; int inverse; } fft;
+        struct { int stride[2], pad[2], dil[2], groups; } conv;
+        struct { int kind, kernel[2], stride[2], pad[2]; } pool;
+        struct { int fmt, block; } quant;
+    };
+} ir_attrs;
+
+/* A block of payload bytes with its own refcount; several nodes (a tensor
+ * and views of it realized in place) may share one. */
+typedef struct ir_storage {
+    atomic_long refs;
+    void *data;      /* borrows when free_fn is a user deleter, else owns */
+    size_t bytes;
+    void (*free_fn)(void *data, void *ctx);
+    void *ctx;
+} ir_storage;
+
+typedef struct ir_node ir_node;
+struct ir_node {
+    atomic_long refs;
+    ir_op op;
+    rlx_dtype dtype;
+    int rank;
+    int64_t shape[IR_MAX_RANK];
+    int nsrc;
+    ir_node **src; /* owns one reference each */
+    ir_attrs attr;
+    uint64_t cons_hash;   /* identity: op, attrs, type and source pointers */
+    uint64_t struct_hash; /* structure only, no payload: the compile-cache key */
+    ir_node *cons_next;   /* hash-cons chain, guarded by the table lock */
+    bool consed;
+    /* Realization: set once, published with release ordering. */
+    _Atomic(ir_storage *) storage; /* owns one reference */
+    size_t offset;                 /* bytes into storage->data */
+};
+
+/* dtype.c */
+size_t ir_dtype_size(rlx_dtype dt);
+bool ir_dtype_valid(int dt);
+bool ir_dtype_is_float(rlx_dtype dt);
+bool ir_dtype_is_int(rlx_dtype dt); /* i32 or i64 (not bool) */
+rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
+
+/* shape.c: helpers shared by the tensor layer and the passes. */
+int64_t ir_numel(int rank, const int64_t *shape); /* -1 if a dim is dynamic */
+bool ir_shape_bytes_ok(rlx_dtype dt, int rank, const int64_t *shape);
+bool ir_shape_eq(int ra, const int64_t *a, int rb, const int64_t *b);
+/* NumPy broadcast of two shapes into out (rank = max); false if they do not. */
+bool ir_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout, int64_t *out);
+/* "[2,3]" into buf. */
+const char *ir_shape_str(char *buf, size_t cap, int rank, const int64_t *shape);
+/* Computes dtype and shape of a new node from its op, sources and attrs.
+ * Returns false with a message in err when the invariants do not hold. */
+bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype *dt,
+              int *rank, int64_t *shape, char *err, size_t errcap);
+
+/* node.c */
+/* New node (new reference) or an existing identical one (retained).
+ * Leaves give their type in dt/rank/shape; other ops infer it and ignore
+ * those. Returns NULL on allocation failure or a broken invariant, with a
+ * message in err. Sources are retained, not consumed. */
+ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype dt,
+                 int rank, const int64_t *shape, char *err, size_t errcap);
+/* A realized leaf over storage (retained). Never hash-consed. */
+ir_node *ir_make_buffer(ir_storage *st, size_t offset, rlx_dtype dt, int rank, const int64_t *shape);
+ir_node *ir_retain(ir_node *n);
+void ir_release(ir_node *n); /* iterative: deep chains do not recurse */
+ir_storage *ir_storage_new(void *data, size_t bytes, void (*free_fn)(void *, void *), void *ctx);
+void ir_storage_retain(ir_storage *st);
+void ir_storage_release(ir_storage *st);
+static inline ir_storage *ir_node_storage(const ir_node *n)
+{
+    ir_node *m = (ir_node *)(uintptr_t)n; /* reading the published payload does not modify n */
+    return atomic_load_explicit(&m->storage, memory_order_acquire);
+}
+/* Publishes the realized payload of n; takes one reference to st. A node
+ * realized already keeps its payload and st is released. */
+void ir_node_set_storage(ir_node *n, ir_storage *st, size_t offset);
+static inline int64_t ir_node_numel(const ir_node *n) { return ir_numel(n->rank, n->shape); }
+static inline size_t ir_node_bytes(const ir_node *n)
+{
+    return (size_t)ir_node_numel(n) * ir_dtype_size(n->dtype);
+}
+/* Number of live nodes (for leak tests). */
+long ir_live_nodes(void);
+
+/* verify.c: checks every invariant of the graph under root. */
+bool ir_verify(ir_node *root, char *err, size_t errcap);
+
+/* Allocation hook for fault injection: when set, ir_alloc fails (NULL) on
+ * the call where the countdown reaches zero. All of librlx allocates here. */
+void *ir_alloc(size_t bytes);
+void *ir_calloc(size_t n, size_t size);
+void *ir_realloc(void *p, size_t bytes);
+void ir_free(void *p);
+void ir_alloc_fail_after(long n); /* -1 disables */
+
+/* visit.c: a set of node pointers and a post-order walk, without recursion. */
+typedef struct {
+    const ir_node **slots;
+    size_t cap, count;
+} ir_set;
+/* Adds n; returns 1 if added, 0 if present, -1 when out of memory. */
+int ir_set_add(ir_set *s, const ir_node *n);
+bool ir_set_has(const ir_set *s, const ir_node *n);
+void ir_set_free(ir_set *s);
+/* A map from nodes to indices (a set with a value per slot). */
+typedef struct {
+    ir_set set;
+    long *values;
+} ir_map;
+int ir_map_put(ir_map *m, const ir_node *n, long value); /* 1 new, 0 updated, -1 out of memory */
+long ir_map_get(const ir_map *m, const ir_node *n);     /* -1 when absent */
+void ir_map_free(ir_map *m);
+/* Nodes reachable from roots in post-order (sources before users), each
+ * once; a walk stops at nodes for which stop(n, ctx) is true (they are
+ * still listed). Returns the count, or -1 when out of memory. *out is
+ * ir_alloc'ed; free it with ir_free. */
+long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node *, void *), void *ctx,
+                  ir_node ***out);
+
+#endif

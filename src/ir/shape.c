@@ -1,0 +1,309 @@
+/*
+ * shape.c — shape arithmetic and the shape/dtype rule of every op class.
+ *
+ * ir_infer is the single place that knows what a primitive produces; the
+ * verifier re-runs it over a graph, and the tensor layer relies on it after
+ * validating user arguments with user-facing messages of its own.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+int64_t ir_numel(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return -1;
+        n *= shape[i]; /* callers checked ir_shape_bytes_ok: no overflow */
+    }
+    return n;
+}
+
+bool ir_shape_bytes_ok(rlx_dtype dt, int rank, const int64_t *shape)
+{
+    if (rank < 0 || rank > IR_MAX_RANK)
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] == 0)
+            return true; /* an empty tensor has 0 bytes whatever the other dims */
+    int64_t limit = INT64_MAX / (int64_t)(ir_dtype_size(dt) ? ir_dtype_size(dt) : 1), n = 1;
+    for (int i = 0; i < rank; i++) {
+        int64_t d = shape[i] < 0 ? 1 : shape[i];
+        if (n > limit / d)
+            return false;
+        n *= d;
+    }
+    return true;
+}
+
+bool ir_shape_eq(int ra, const int64_t *a, int rb, const int64_t *b)
+{
+    return ra == rb && (ra == 0 || memcmp(a, b, (size_t)ra * sizeof *a) == 0);
+}
+
+bool ir_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout, int64_t *out)
+{
+    int r = ra > rb ? ra : rb;
+    int64_t tmp[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da == db || db == 1)
+            tmp[i] = da;
+        else if (da == 1)
+            tmp[i] = db;
+        else if (da < 0 || db < 0)
+            tmp[i] = da < 0 ? db : da; /* a dynamic dim meets a static one */
+        else
+            return false;
+    }
+    memcpy(out, tmp, (size_t)r * sizeof *out);
+    *rout = r;
+    return true;
+}
+
+const char *ir_shape_str(char *buf, size_t cap, int rank, const int64_t *shape)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+#define FAIL(...) do { snprintf(err, errcap, __VA_ARGS__); return false; } while (0)
+
+static bool same_type(int nsrc, ir_node *const *src, char *err, size_t errcap)
+{
+    for (int i = 1; i < nsrc; i++) {
+        if (src[i]->dtype != src[0]->dtype)
+            FAIL("sources differ in dtype");
+        if (!ir_shape_eq(src[i]->rank, src[i]->shape, src[0]->rank, src[0]->shape))
+            FAIL("sources differ in shape");
+    }
+    return true;
+}
+
+static bool infer_reduce(ir_op op, ir_node *x, const ir_attrs *a, rlx_dtype *dt, int64_t *shape,
+                         char *err, size_t errcap)
+{
+    if (a->red.mask >> x->rank)
+        FAIL("reduce mask 0x%x beyond rank %d", a->red.mask, x->rank);
+    for (int i = 0; i < x->rank; i++)
+        shape[i] = (a->red.mask >> i & 1) ? 1 : x->shape[i];
+    *dt = x->dtype;
+    if (op == IR_OP_ARGMAX || op == IR_OP_ARGMIN) {
+        if (__builtin_popcount(a->red.mask) != 1)
+            FAIL("arg reduction needs exactly one axis");
+        *dt = RLX_I64;
+    }
+    return true;
+}
+
+static bool infer_movement(ir_op op, ir_node *x, const ir_attrs *a, int *rank, int64_t *shape,
+                           char *err, size_t errcap)
+{
+    switch (op) {
+    case IR_OP_RESHAPE:
+    case IR_OP_EXPAND:
+        *rank = a->shape.rank;
+        memcpy(shape, a->shape.dims, sizeof a->shape.dims);
+        if (op == IR_OP_RESHAPE) {
+            if (ir_numel(*rank, shape) != ir_numel(x->rank, x->shape))
+                FAIL("reshape changes the element count");
+            return true;
+        }
+        if (*rank != x->rank)
+            FAIL("expand changes the rank");
+        for (int i = 0; i < x->rank; i++)
+            if (x->shape[i] != 1 && x->shape[i] != shape[i])
+                FAIL("expand of a dim that is not 1");
+        return true;
+    case IR_OP_PERMUTE: {
+        unsigned seen = 0;
+        for (int i = 0; i < x->rank; i++) {
+            int p = a->perm.perm[i];
+            if (p < 0 || p >= x->rank || (seen >> p & 1))
+                FAIL("permutation is not one");
+            seen |= 1u << p;
+            shape[i] = x->shape[p];
+        }
+        return true;
+    }
+    case IR_OP_PAD:
+        for (int i = 0; i < x->rank; i++) {
+            if (a->pad.before[i] < 0 || a->pad.after[i] < 0)
+                FAIL("negative padding");
+            shape[i] = x->shape[i] + a->pad.before[i] + a->pad.after[i];
+        }
+        return true;
+    case IR_OP_SLICE:
+        for (int i = 0; i < x->rank; i++) {
+            int64_t s = a->slice.start[i], st = a->slice.step[i], n = a->slice.len[i];
+            if (st == 0 || n < 0)
+                FAIL("slice step 0 or negative length");
+            if (n > 0 && (s < 0 || s >= x->shape[i] || s + (n - 1) * st < 0 || s + (n - 1) * st >= x->shape[i]))
+                FAIL("slice out of range on axis %d", i);
+            shape[i] = n;
+        }
+        return true;
+    default:
+        FAIL("not a movement op");
+    }
+}
+
+static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype *dt,
+                          int *rank, int64_t *shape, char *err, size_t errcap)
+{
+    ir_node *x = src[0];
+    *dt = x->dtype;
+    *rank = x->rank;
+    memcpy(shape, x->shape, sizeof x->shape);
+    switch (op) {
+    case IR_OP_MATMUL:
+    case IR_OP_SOLVE: {
+        ir_node *y = src[1];
+        int r = x->rank;
+        if (nsrc != 2 || r < 2 || y->rank != r || y->dtype != x->dtype)
+            FAIL("%s needs two operands of one rank >= 2 and one dtype", ir_ops[op].name);
+        for (int i = 0; i < r - 2; i++)
+            if (x->shape[i] != y->shape[i])
+                FAIL("batch dims differ");
+        if (x->shape[r - 1] != y->shape[r - 2])
+            FAIL("inner dims differ");
+        if (op == IR_OP_SOLVE && (x->shape[r - 1] != x->shape[r - 2] || !ir_dtype_is_float(x->dtype)))
+            FAIL("solve needs square float matrices");
+        if (x->dtype == RLX_BOOL)
+            FAIL("matmul of bool");
+        shape[r - 1] = y->shape[r - 1];
+        if (op == IR_OP_SOLVE)
+            shape[r - 2] = y->shape[r - 2];
+        return true;
+    }
+    case IR_OP_FFT:
+        if (a->fft.axis < 0 || a->fft.axis >= x->rank || x->shape[a->fft.axis] % 2 || !ir_dtype_is_float(x->dtype))
+            FAIL("fft needs a float axis of even length");
+        return true;
+    case IR_OP_CONV2D: {
+        ir_node *w = src[1];
+        const int *s = a->conv.stride, *p = a->conv.pad, *d = a->conv.dil;
+        int g = a->conv.groups;
+        if (x->rank != 4 || w->rank != 4 || w->dtype != x->dtype || !ir_dtype_is_float(x->dtype) || g < 1 ||
+            x->shape[1] != w->shape[1] * g || w->shape[0] % g)
+            FAIL("conv2d operands do not fit");
+        for (int i = 0; i < 2; i++) {
+            if (s[i] < 1 || d[i] < 1 || p[i] < 0)
+                FAIL("conv2d stride/dilation/padding");
+            int64_t span = (int64_t)d[i] * (w->shape[2 + i] - 1) + 1;
+            int64_t in = x->shape[2 + i] + 2 * (int64_t)p[i];
+            if (in < span)
+                FAIL("conv2d kernel larger than input");
+            shape[2 + i] = (in - span) / s[i] + 1;
+        }
+        shape[1] = w->shape[0];
+        return true;
+    }
+    case IR_OP_POOL2D:
+        if (x->rank != 4 || !ir_dtype_is_float(x->dtype))
+            FAIL("pool2d needs float [N,C,H,W]");
+        for (int i = 0; i < 2; i++) {
+            int k = a->pool.kernel[i], s = a->pool.stride[i], p = a->pool.pad[i];
+            if (k < 1 || s < 1 || p < 0 || 2 * p > k || x->shape[2 + i] + 2 * p < k)
+                FAIL("pool2d kernel/stride/padding");
+            shape[2 + i] = (x->shape[2 + i] + 2 * p - k) / s + 1;
+        }
+        return true;
+    case IR_OP_MXQUANT:
+        if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || a->quant.fmt < 0 || a->quant.fmt > 4 || a->quant.block < 0)
+            FAIL("mxquant needs float input and a format");
+        *dt = RLX_F32;
+        return true;
+    default:
+        FAIL("not a library op");
+    }
+}
+
+bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype *dt,
+              int *rank, int64_t *shape, char *err, size_t errcap)
+{
+    const ir_op_info *info = &ir_ops[op];
+    if (info->arity >= 0 ? nsrc != info->arity : nsrc < 1)
+        FAIL("%s takes %d sources, got %d", info->name, info->arity, nsrc);
+    if (info->cls == IR_CLS_LEAF)
+        FAIL("leaf has no rule");
+    ir_node *x = src[0];
+    *dt = x->dtype;
+    *rank = x->rank;
+    memcpy(shape, x->shape, sizeof x->shape);
+    switch (info->cls) {
+    case IR_CLS_UNARY:
+        if ((info->flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(x->dtype))
+            FAIL("%s of a non-float source", info->name);
+        if ((info->flags & IR_F_NO_BOOL) && x->dtype == RLX_BOOL)
+            FAIL("%s of bool", info->name);
+        if (op == IR_OP_CAST)
+            *dt = attr->cast.dtype;
+        if (info->flags & IR_F_BOOL_OUT)
+            *dt = RLX_BOOL;
+        return ir_dtype_valid((int)*dt) ? true : (snprintf(err, errcap, "bad dtype"), false);
+    case IR_CLS_BINARY:
+        if (!same_type(nsrc, src, err, errcap))
+            return false;
+        if ((info->flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(x->dtype))
+            FAIL("%s of non-float sources", info->name);
+        if (!(info->flags & IR_F_BOOL_OK) && x->dtype == RLX_BOOL)
+            FAIL("%s of bools", info->name);
+        if (info->flags & IR_F_BOOL_OUT)
+            *dt = RLX_BOOL;
+        return true;
+    case IR_CLS_TERNARY:
+        if (src[0]->dtype != RLX_BOOL || !ir_shape_eq(src[0]->rank, src[0]->shape, src[1]->rank, src[1]->shape))
+            FAIL("where needs a bool condition of the result's shape");
+        if (!same_type(2, src + 1, err, errcap))
+            return false;
+        *dt = src[1]->dtype;
+        return true;
+    case IR_CLS_REDUCE:
+        return infer_reduce(op, x, attr, dt, shape, err, errcap);
+    case IR_CLS_MOVEMENT:
+        return infer_movement(op, x, attr, rank, shape, err, errcap);
+    case IR_CLS_SCAN:
+        if (attr->scan.axis < 0 || attr->scan.axis >= x->rank)
+            FAIL("cumsum axis");
+        return true;
+    case IR_CLS_INDEX:
+        if (op == IR_OP_GATHER) {
+            ir_node *idx = src[1];
+            int ax = attr->ax.axis;
+            if (ax < 0 || ax >= x->rank || !ir_dtype_is_int(idx->dtype) || x->rank - 1 + idx->rank > IR_MAX_RANK)
+                FAIL("gather axis/index dtype/rank");
+            *rank = x->rank - 1 + idx->rank;
+            memcpy(shape + ax, idx->shape, (size_t)idx->rank * sizeof *shape);
+            memcpy(shape + ax + idx->rank, x->shape + ax + 1, (size_t)(x->rank - ax - 1) * sizeof *shape);
+            return true;
+        } else {
+            int ax = attr->ax.axis;
+            if (ax < 0 || ax >= x->rank)
+                FAIL("cat axis");
+            shape[ax] = 0;
+            for (int i = 0; i < nsrc; i++) {
+                ir_node *s = src[i];
+                if (s->rank != x->rank || s->dtype != x->dtype)
+                    FAIL("cat sources differ in rank or dtype");
+                for (int d = 0; d < x->rank; d++)
+                    if (d != ax && s->shape[d] != x->shape[d])
+                        FAIL("cat sources differ off the axis");
+                shape[ax] += s->shape[ax];
+            }
+            return true;
+        }
+    case IR_CLS_LIBRARY:
+        return infer_library(op, nsrc, src, attr, dt, rank, shape, err, errcap);
+    default:
+        FAIL("unknown class");
+    }
+}

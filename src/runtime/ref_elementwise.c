@@ -1,0 +1,212 @@
+/*
+ * ref_elementwise.c — scalar semantics of every elementwise primitive and
+ * the leaves, in two compute domains: double for float sources, 64-bit
+ * wrapping integers for bool and integer sources. This file is the
+ * definition the JIT is tested against.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* ------------------------------------------------------ scalar semantics */
+
+static double f_sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+static double f_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; /* keeps NaN and signed zero */ }
+
+static double unary_f(ir_op op, double x)
+{
+    switch (op) {
+    case IR_OP_EXP: return exp(x);
+    case IR_OP_EXPM1: return expm1(x);
+    case IR_OP_LOG: return log(x);
+    case IR_OP_LOG1P: return log1p(x);
+    case IR_OP_SIN: return sin(x);
+    case IR_OP_COS: return cos(x);
+    case IR_OP_TAN: return tan(x);
+    case IR_OP_ATAN: return atan(x);
+    case IR_OP_SQRT: return sqrt(x);
+    case IR_OP_RSQRT: return 1 / sqrt(x);
+    case IR_OP_RECIP: return 1 / x;
+    case IR_OP_TANH: return tanh(x);
+    case IR_OP_ERF: return erf(x);
+    case IR_OP_SIGMOID: return f_sigmoid(x);
+    case IR_OP_NEG: return -x;
+    case IR_OP_ABS: return fabs(x);
+    case IR_OP_SIGN: return f_sign(x);
+    case IR_OP_ROUND: return nearbyint(x); /* default rounding mode: half to even */
+    case IR_OP_FLOOR: return floor(x);
+    case IR_OP_CEIL: return ceil(x);
+    case IR_OP_NOT: return x == 0;
+    default: return x; /* CAST, CONTIGUOUS, STOP_GRAD */
+    }
+}
+
+static int64_t unary_i(ir_op op, int64_t x)
+{
+    switch (op) {
+    case IR_OP_NEG: return (int64_t)(0 - (uint64_t)x);
+    case IR_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case IR_OP_SIGN: return (x > 0) - (x < 0);
+    case IR_OP_NOT: return x == 0;
+    default: return x; /* ROUND/FLOOR/CEIL of integers, CAST, CONTIGUOUS, STOP_GRAD */
+    }
+}
+
+static double binary_f(ir_op op, double a, double b)
+{
+    switch (op) {
+    case IR_OP_ADD: return a + b;
+    case IR_OP_SUB: return a - b;
+    case IR_OP_MUL: return a * b;
+    case IR_OP_DIV: return a / b;
+    case IR_OP_POW: return pow(a, b);
+    case IR_OP_MAX: return a != a || b != b ? NAN : a > b ? a : b;
+    case IR_OP_MIN: return a != a || b != b ? NAN : a < b ? a : b;
+    case IR_OP_ATAN2: return atan2(a, b);
+    case IR_OP_REM: return fmod(a, b);
+    case IR_OP_EQ: return a == b;
+    case IR_OP_NE: return a != b;
+    case IR_OP_LT: return a < b;
+    case IR_OP_LE: return a <= b;
+    case IR_OP_GT: return a > b;
+    case IR_OP_GE: return a >= b;
+    case IR_OP_AND: return a != 0 && b != 0;
+    case IR_OP_OR: return a != 0 || b != 0;
+    default: return NAN;
+    }
+}
+
+static int64_t ipow(int64_t a, int64_t b)
+{
+    if (b < 0) /* 1/a^|b| truncated toward zero */
+        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, base = (uint64_t)a;
+    for (uint64_t e = (uint64_t)b; e; e >>= 1, base *= base)
+        if (e & 1)
+            r *= base;
+    return (int64_t)r;
+}
+
+static int64_t binary_i(ir_op op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case IR_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case IR_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case IR_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    /* Integer division by zero gives 0 (NumPy's value); INT_MIN / -1 wraps. */
+    case IR_OP_DIV: return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;
+    case IR_OP_REM: return b == 0 || b == -1 ? 0 : a % b;
+    case IR_OP_POW: return ipow(a, b);
+    case IR_OP_MAX: return a > b ? a : b;
+    case IR_OP_MIN: return a < b ? a : b;
+    case IR_OP_EQ: return a == b;
+    case IR_OP_NE: return a != b;
+    case IR_OP_LT: return a < b;
+    case IR_OP_LE: return a <= b;
+    case IR_OP_GT: return a > b;
+    case IR_OP_GE: return a >= b;
+    case IR_OP_AND: return a && b;
+    case IR_OP_OR: return a || b;
+    default: return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ leaves */
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t rand_bits(uint64_t seed, uint64_t i) { return splitmix64(splitmix64(seed) ^ (i * 0xd1342543de82ef95ull)); }
+
+double rt_rand_uniform(uint64_t seed, uint64_t i, rlx_dtype dt)
+{
+    uint64_t r = rand_bits(seed, i);
+    /* As many random bits as the type holds, so rounding never gives 1. */
+    return dt == RLX_F32 ? (double)(r >> 40) * 0x1p-24 : (double)(r >> 11) * 0x1p-53;
+}
+
+double rt_rand_normal(uint64_t seed, uint64_t i)
+{
+    /* Box-Muller on two uniforms drawn from the even/odd counters of i. */
+    double u1 = ((double)(rand_bits(seed, 2 * i) >> 11) + 1) * 0x1p-53; /* (0, 1] */
+    double u2 = (double)(rand_bits(seed, 2 * i + 1) >> 11) * 0x1p-53;
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    (void)in;
+    if (n->op == IR_OP_INPUT)
+        return rt_fail(ctx, RLX_E_ARG, "input '%s' is not bound (compile the graph and bind it)", n->attr.input.name);
+    if (rt_alloc_out(ctx, n, out, false))
+        return ctx->status;
+    void *p = out->st->data;
+    int64_t numel = ir_node_numel(n);
+    const ir_attrs *a = &n->attr;
+    if (n->op == IR_OP_CONST) {
+        for (int64_t i = 0; i < numel; i++)
+            rt_st_f(p, n->dtype, i, a->cst.value);
+    } else if (n->op == IR_OP_IOTA) {
+        int64_t inner = 1;
+        for (int d = a->iota.axis + 1; d < n->rank; d++)
+            inner *= n->shape[d];
+        int64_t len = n->shape[a->iota.axis];
+        for (int64_t i = 0; i < numel; i++)
+            rt_st_f(p, n->dtype, i, a->iota.start + (double)(i / inner % len) * a->iota.step);
+    } else if (n->op == IR_OP_RAND) {
+        for (int64_t i = 0; i < numel; i++)
+            rt_st_f(p, n->dtype, i,
+                    a->rand.normal ? rt_rand_normal(a->rand.seed, (uint64_t)i)
+                                   : rt_rand_uniform(a->rand.seed, (uint64_t)i, n->dtype));
+    } else {
+        return rt_fail(ctx, RLX_E_INTERNAL, "leaf %s has no evaluator", ir_ops[n->op].name);
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    if (rt_alloc_out(ctx, n, out, false))
+        return ctx->status;
+    int k = n->nsrc;
+    const int64_t *strides[3];
+    const char *base[3];
+    for (int s = 0; s < k; s++) {
+        strides[s] = in[s].strides;
+        base[s] = (const char *)in[s].st->data;
+    }
+    rt_iter it;
+    rt_iter_init(&it, n->rank, n->shape, k, strides);
+    for (int s = 0; s < k; s++)
+        it.off[s] = in[s].off;
+    void *dst = out->st->data;
+    int64_t numel = ir_node_numel(n);
+    ir_op op = n->op;
+    rlx_dtype sdt = n->src[k - 1]->dtype, odt = n->dtype;
+    bool fdom = ir_dtype_is_float(sdt);
+    size_t es = ir_dtype_size(odt);
+    for (int64_t i = 0; i < numel; i++, rt_iter_next(&it)) {
+        if (op == IR_OP_WHERE) {
+            int64_t c = rt_ld_i(base[0], RLX_BOOL, it.off[0]);
+            int pick = c ? 1 : 2;
+            memcpy((char *)dst + i * (int64_t)es, base[pick] + it.off[pick] * (int64_t)es, es);
+        } else if (fdom) {
+            double a = rt_ld_f(base[0], sdt, it.off[0]);
+            double r = k == 1 ? unary_f(op, a) : binary_f(op, a, rt_ld_f(base[1], sdt, it.off[1]));
+            rt_st_f(dst, odt, i, r);
+        } else {
+            int64_t a = rt_ld_i(base[0], sdt, it.off[0]);
+            int64_t r = k == 1 ? unary_i(op, a) : binary_i(op, a, rt_ld_i(base[1], sdt, it.off[1]));
+            rt_st_i(dst, odt, i, r);
+        }
+    }
+    return RLX_OK;
+}

@@ -1,0 +1,206 @@
+/*
+ * ref_eval.c — the reference evaluator's driver: order the graph, compute
+ * one primitive at a time, free each value after its last use, and publish
+ * the roots' payloads.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "runtime/rt.h"
+
+rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)
+{
+    if (ctx->status != RLX_OK)
+        return ctx->status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    ctx->status = st;
+    return st;
+}
+
+void rt_contiguous_strides(int rank, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+bool rt_view_is_contiguous(const ir_node *n, const rt_view *v)
+{
+    int64_t s = 1;
+    for (int i = n->rank - 1; i >= 0; i--) {
+        if (n->shape[i] != 1 && v->strides[i] != s)
+            return false;
+        s *= n->shape[i];
+    }
+    return true;
+}
+
+void rt_iter_init(rt_iter *it, int rank, const int64_t *shape, int nv, const int64_t *const *strides)
+{
+    memset(it, 0, sizeof *it);
+    it->rank = rank;
+    it->nv = nv;
+    memcpy(it->shape, shape, (size_t)rank * sizeof *shape);
+    for (int k = 0; k < nv; k++)
+        memcpy(it->strides[k], strides[k], (size_t)rank * sizeof *shape);
+}
+
+rlx_status rt_alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out, bool zero)
+{
+    size_t bytes = ir_node_bytes(n);
+    memset(out, 0, sizeof *out);
+    out->st = rt_storage_alloc(bytes, zero);
+    if (!out->st)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating %zu bytes for %s", bytes, ir_ops[n->op].name);
+    rt_contiguous_strides(n->rank, n->shape, out->strides);
+    ctx->live_bytes += bytes;
+    if (ctx->live_bytes > ctx->peak_bytes)
+        ctx->peak_bytes = ctx->live_bytes;
+    return RLX_OK;
+}
+
+rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_view *out)
+{
+    if (rt_alloc_out(ctx, n, out, false))
+        return ctx->status;
+    size_t es = ir_dtype_size(n->dtype);
+    int64_t numel = ir_node_numel(n);
+    const char *src = (const char *)v->st->data;
+    char *dst = out->st->data;
+    const int64_t *strides[1] = {v->strides};
+    rt_iter it;
+    rt_iter_init(&it, n->rank, n->shape, 1, strides);
+    it.off[0] = v->off;
+    for (int64_t i = 0; i < numel; i++, rt_iter_next(&it))
+        memcpy(dst + i * (int64_t)es, src + it.off[0] * (int64_t)es, es);
+    return RLX_OK;
+}
+
+static rt_eval_fn eval_fn(ir_op op)
+{
+    switch (ir_ops[op].cls) {
+    case IR_CLS_LEAF: return rt_eval_leaf;
+    case IR_CLS_UNARY:
+    case IR_CLS_BINARY:
+    case IR_CLS_TERNARY: return rt_eval_elementwise;
+    case IR_CLS_REDUCE: return rt_eval_reduce;
+    case IR_CLS_MOVEMENT: return rt_eval_movement;
+    case IR_CLS_SCAN: return rt_eval_cumsum;
+    case IR_CLS_INDEX: return op == IR_OP_CAT ? rt_eval_cat : rt_eval_gather;
+    case IR_CLS_LIBRARY: break;
+    }
+    switch (op) {
+    case IR_OP_MATMUL: return rt_eval_matmul;
+    case IR_OP_SOLVE: return rt_eval_solve;
+    case IR_OP_FFT: return rt_eval_fft;
+    case IR_OP_CONV2D: return rt_eval_conv2d;
+    case IR_OP_POOL2D: return rt_eval_pool2d;
+    case IR_OP_MXQUANT: return rt_eval_mxquant;
+    default: return NULL;
+    }
+}
+
+static void view_release(rt_ctx *ctx, const ir_node *n, rt_view *v, bool owned_payload)
+{
+    if (!v->st)
+        return;
+    if (owned_payload && ctx->live_bytes >= ir_node_bytes(n))
+        ctx->live_bytes -= ir_node_bytes(n);
+    ir_storage_release(v->st);
+    v->st = NULL;
+}
+
+/* Publishes v as the payload of root: in place when it is contiguous,
+ * otherwise (and always for CONTIGUOUS over a shared buffer) as a copy. */
+static rlx_status publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
+{
+    rt_view tmp = {0};
+    const rt_view *src = v;
+    if (!rt_view_is_contiguous(root, v)) {
+        if (rt_materialize(ctx, root, v, &tmp))
+            return ctx->status;
+        src = &tmp;
+    }
+    ir_storage_retain(src->st);
+    ir_node_set_storage(root, src->st, (size_t)src->off * ir_dtype_size(root->dtype));
+    ir_storage_release(tmp.st);
+    return RLX_OK;
+}
+
+rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
+{
+    sched_liveness lv;
+    if (!sched_liveness_build(roots, nroots, &lv))
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory ordering the graph");
+    rt_view *views = ir_calloc((size_t)lv.count, sizeof *views);
+    bool *fresh = ir_calloc((size_t)lv.count, sizeof *fresh);
+    rt_view in[IR_MAX_RANK + 8];
+    rt_view *inputs = in;
+    if (!views || !fresh) {
+        rt_fail(ctx, RLX_E_NOMEM, "out of memory for the evaluation state");
+        goto out;
+    }
+    for (long i = 0; i < lv.count && ctx->status == RLX_OK; i++) {
+        ir_node *n = lv.order[i];
+        ir_storage *st = ir_node_storage(n);
+        if (st) {
+            ir_storage_retain(st);
+            views[i].st = st;
+            views[i].off = (int64_t)(n->offset / ir_dtype_size(n->dtype));
+            rt_contiguous_strides(n->rank, n->shape, views[i].strides);
+            continue;
+        }
+        long ns = lv.src_start[i + 1] - lv.src_start[i];
+        if (ns > (long)(sizeof in / sizeof *in)) {
+            if (inputs != in)
+                ir_free(inputs);
+            if (!(inputs = ir_alloc((size_t)ns * sizeof *inputs))) {
+                inputs = in;
+                rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+                break;
+            }
+        }
+        for (long k = 0; k < ns; k++)
+            inputs[k] = views[lv.src_index[lv.src_start[i] + k]];
+        rt_eval_fn fn = eval_fn(n->op);
+        if (!fn) {
+            rt_fail(ctx, RLX_E_INTERNAL, "no reference evaluator for %s", ir_ops[n->op].name);
+            break;
+        }
+        if (fn(ctx, n, inputs, &views[i]) != RLX_OK)
+            break;
+        ctx->nodes_run++;
+        /* Movement ops return a view of their source's storage; only fresh
+         * buffers count as live intermediate memory. */
+        fresh[i] = ns == 0 || views[i].st != inputs[0].st;
+        for (long k = 0; k < ns; k++) {
+            long j = lv.src_index[lv.src_start[i] + k];
+            if (--lv.uses[j] == 0)
+                view_release(ctx, lv.order[j], &views[j], fresh[j]);
+        }
+    }
+    for (int r = 0; r < nroots && ctx->status == RLX_OK; r++) {
+        ir_node *root = roots[r];
+        if (ir_node_storage(root) && root->op != IR_OP_CONTIGUOUS)
+            continue;
+        for (long i = 0; i < lv.count; i++)
+            if (lv.order[i] == root && views[i].st && !ir_node_storage(root))
+                publish(ctx, root, &views[i]);
+    }
+out:
+    if (inputs != in)
+        ir_free(inputs);
+    for (long i = 0; views && i < lv.count; i++)
+        view_release(ctx, lv.order[i], &views[i], fresh && fresh[i]);
+    ir_free(views);
+    ir_free(fresh);
+    sched_liveness_free(&lv);
+    return ctx->status;
+}

@@ -1,0 +1,158 @@
+/*
+ * rt.h — the runtime: payload memory, and the reference evaluator that
+ * computes a graph one primitive at a time with plain loops.
+ *
+ * The reference evaluator is the oracle for every faster backend: it
+ * computes floats in double (rounding once when storing an f32), integers
+ * in 64-bit wrapping arithmetic, and checks every index it reads.
+ * Evaluated nodes are strided views over storages: movement ops only change
+ * the view, compute ops write a fresh contiguous buffer.
+ */
+#ifndef RLX_RT_H
+#define RLX_RT_H
+
+#include "ir/ir.h"
+
+/* storage.c */
+/* A new storage of bytes (64-byte aligned, zero-filled when zero is true).
+ * NULL when out of memory or larger than IR_MAX_BYTES. */
+ir_storage *rt_storage_alloc(size_t bytes, bool zero);
+/* A storage over user memory; deleter(ctx) runs when it dies. */
+ir_storage *rt_storage_wrap(void *data, size_t bytes, void (*deleter)(void *), void *ctx);
+
+/* A strided view of a storage: element (i0..ir) lives at element offset
+ * off + sum(i_k * strides[k]). Stride 0 broadcasts. */
+typedef struct {
+    ir_storage *st; /* owns one reference */
+    int64_t off;
+    int64_t strides[IR_MAX_RANK];
+} rt_view;
+
+typedef struct {
+    rlx_status status;
+    char msg[400];
+    uint64_t nodes_run;
+    uint64_t live_bytes, peak_bytes;
+} rt_ctx;
+
+/* ref_eval.c: realizes every root (nodes already realized are skipped). */
+rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx);
+/* Records an error in ctx (first one wins); returns the status. */
+rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* A fresh contiguous view for n's result. */
+rlx_status rt_alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out, bool zero);
+void rt_contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
+bool rt_view_is_contiguous(const ir_node *n, const rt_view *v);
+static inline char *rt_base(const rt_view *v, rlx_dtype dt)
+{
+    return (char *)v->st->data + v->off * (int64_t)ir_dtype_size(dt);
+}
+
+/* Element access in the two compute domains. */
+static inline double rt_ld_f(const void *p, rlx_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
+    case RLX_I32: return ((const int32_t *)p)[i];
+    case RLX_I64: return (double)((const int64_t *)p)[i];
+    case RLX_F32: return ((const float *)p)[i];
+    default: return ((const double *)p)[i];
+    }
+}
+static inline int64_t rt_ld_i(const void *p, rlx_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
+    case RLX_I32: return ((const int32_t *)p)[i];
+    case RLX_I64: return ((const int64_t *)p)[i];
+    default: return (int64_t)rt_ld_f(p, dt, i); /* callers convert floats with rt_f2i */
+    }
+}
+/* Float -> integer as CAST defines it: truncate, NaN 0, saturate. */
+static inline int64_t rt_f2i(double v, rlx_dtype dt)
+{
+    double lo = dt == RLX_I32 ? -2147483648.0 : -9223372036854775808.0;
+    double hi = dt == RLX_I32 ? 2147483647.0 : 9223372036854775807.0;
+    if (v != v)
+        return 0;
+    if (v <= lo)
+        return dt == RLX_I32 ? INT32_MIN : INT64_MIN;
+    if (v >= hi)
+        return dt == RLX_I32 ? INT32_MAX : INT64_MAX;
+    return (int64_t)v;
+}
+static inline void rt_st_f(void *p, rlx_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)rt_f2i(v, RLX_I32); break;
+    case RLX_I64: ((int64_t *)p)[i] = rt_f2i(v, RLX_I64); break;
+    case RLX_F32: ((float *)p)[i] = (float)v; break;
+    default: ((double *)p)[i] = v; break;
+    }
+}
+static inline void rt_st_i(void *p, rlx_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break; /* wraps */
+    case RLX_I64: ((int64_t *)p)[i] = v; break;
+    case RLX_F32: ((float *)p)[i] = (float)v; break;
+    default: ((double *)p)[i] = (double)v; break;
+    }
+}
+
+/* An odometer over a shape carrying element offsets of up to 4 views. */
+typedef struct {
+    int rank, nv;
+    int64_t shape[IR_MAX_RANK], idx[IR_MAX_RANK];
+    int64_t off[4];
+    int64_t strides[4][IR_MAX_RANK];
+} rt_iter;
+void rt_iter_init(rt_iter *it, int rank, const int64_t *shape, int nv, const int64_t *const *strides);
+static inline void rt_iter_next(rt_iter *it)
+{
+    for (int d = it->rank - 1; d >= 0; d--) {
+        for (int k = 0; k < it->nv; k++)
+            it->off[k] += it->strides[k][d];
+        if (++it->idx[d] < it->shape[d])
+            return;
+        for (int k = 0; k < it->nv; k++)
+            it->off[k] -= it->strides[k][d] * it->shape[d];
+        it->idx[d] = 0;
+    }
+}
+
+/* The evaluators of each family: compute n from its sources' views. */
+typedef rlx_status (*rt_eval_fn)(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_movement(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_cat(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_gather(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_cumsum(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_mxquant(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+
+/* Copies view v of node-typed data (dtype dt, shape of n) into a fresh
+ * contiguous view. */
+rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_view *out);
+
+/* Deterministic random numbers: element i of a RAND leaf with seed. */
+double rt_rand_uniform(uint64_t seed, uint64_t i, rlx_dtype dt);
+double rt_rand_normal(uint64_t seed, uint64_t i);
+
+/* Minifloat rounding (ref_quant.c): nearest-even, saturating. */
+double rt_minifloat_round(double v, int fmt);
+int rt_minifloat_emax(int fmt);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * build.c — making nodes from the tensor layer: ir_make with the error
+ * recorded under the public function's name, and the casts, reshapes and
+ * broadcasts that establish the IR's invariants.
+ */
+#include <string.h>
+
+#include "tensor/ts.h"
+
+ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a)
+{
+    char err[200] = "";
+    ir_node *n = ir_make(op, nsrc, src, a, RLX_F32, 0, NULL, err, sizeof err);
+    if (!n)
+        ts_error(strstr(err, "out of memory") ? RLX_E_NOMEM : RLX_E_INTERNAL, fn, "%s", err);
+    return n;
+}
+
+ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int rank, const int64_t *shape)
+{
+    char err[200] = "";
+    ir_node *n = ir_make(op, 0, NULL, a, dt, rank, shape, err, sizeof err);
+    if (!n)
+        ts_error(RLX_E_NOMEM, fn, "%s", err);
+    return n;
+}
+
+ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double v)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.cst.value = v;
+    return ts_leaf(fn, IR_OP_CONST, &a, dt, rank, shape);
+}
+
+/* Conversion of a constant's value to dt, as CAST does to data: so the
+ * folded constant is exactly what casting would compute. */
+static double convert_value(double v, rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_BOOL: return v != 0;
+    case RLX_I32: return v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : (double)(int64_t)v;
+    case RLX_I64: return v != v ? 0 : v >= 9223372036854775807.0 ? 9223372036854775807.0 : v <= -9223372036854775808.0 ? -9223372036854775808.0 : (double)(int64_t)v;
+    case RLX_F32: return (double)(float)v;
+    default: return v;
+    }
+}
+
+ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
+{
+    if (x->dtype == dt)
+        return ir_retain(x);
+    if (x->op == IR_OP_CONST)
+        return ts_const_node(fn, dt, x->rank, x->shape, convert_value(x->attr.cst.value, dt));
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.cast.dtype = dt;
+    return ts_make(fn, IR_OP_CAST, 1, &x, &a);
+}
+
+ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *shape)
+{
+    if (ir_shape_eq(x->rank, x->shape, rank, shape))
+        return ir_retain(x);
+    if (x->op == IR_OP_CONST)
+        return ts_const_node(fn, x->dtype, rank, shape, x->attr.cst.value);
+    if (x->op == IR_OP_RESHAPE) /* a reshape of a reshape is one reshape */
+        x = x->src[0];
+    if (ir_shape_eq(x->rank, x->shape, rank, shape))
+        return ir_retain(x);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.rank = rank;
+    memcpy(a.shape.dims, shape, (size_t)rank * sizeof *shape);
+    return ts_make(fn, IR_OP_RESHAPE, 1, &x, &a);
+}
+
+ir_node *ts_expand_node(const char *fn, ir_node *x, int rank, const int64_t *shape)
+{
+    if (ir_shape_eq(x->rank, x->shape, rank, shape))
+        return ir_retain(x);
+    if (x->op == IR_OP_CONST)
+        return ts_const_node(fn, x->dtype, rank, shape, x->attr.cst.value);
+    int64_t padded[IR_MAX_RANK];
+    int lead = rank - x->rank;
+    for (int i = 0; i < rank; i++)
+        padded[i] = i < lead ? 1 : x->shape[i - lead];
+    ir_node *r = ts_reshape_node(fn, x, rank, padded);
+    if (!r || ir_shape_eq(rank, padded, rank, shape))
+        return r;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.rank = rank;
+    memcpy(a.shape.dims, shape, (size_t)rank * sizeof *shape);
+    ir_node *e = ts_make(fn, IR_OP_EXPAND, 1, &r, &a);
+    ir_release(r);
+    return e;
+}

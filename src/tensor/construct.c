@@ -1,0 +1,193 @@
+/* construct.c — leaves: copied and borrowed data, constants, iota, random. */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+#include "tensor/ts.h"
+
+static rlx_tensor *wrap_storage(const char *fn, ir_storage *st, rlx_dtype dt, int rank, const int64_t *shape)
+{
+    if (!st) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
+        return NULL;
+    }
+    ir_node *n = ir_make_buffer(st, 0, dt, rank, shape);
+    ir_storage_release(st);
+    if (!n)
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+    return ts_wrap(n);
+}
+
+static bool check_leaf(const char *fn, rlx_dtype dt, int rank, const int64_t *shape)
+{
+    return ts_check_dtype(fn, (int)dt) && ts_check_shape(fn, dt, rank, shape, false);
+}
+
+rlx_tensor *rlx_from_data(rlx_dtype dt, int rank, const int64_t *shape, const void *data)
+{
+    const char *fn = "rlx_from_data";
+    if (!check_leaf(fn, dt, rank, shape))
+        return NULL;
+    size_t bytes = (size_t)ir_numel(rank, shape) * ir_dtype_size(dt);
+    if (!data && bytes) {
+        ts_error(RLX_E_ARG, fn, "data is NULL for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
+        return NULL;
+    }
+    ir_storage *st = rt_storage_alloc(bytes, false);
+    if (st && bytes)
+        memcpy(st->data, data, bytes);
+    return wrap_storage(fn, st, dt, rank, shape);
+}
+
+rlx_tensor *rlx_from_blob(rlx_dtype dt, int rank, const int64_t *shape, void *data, void (*deleter)(void *ctx),
+                          void *ctx)
+{
+    const char *fn = "rlx_from_blob";
+    if (!check_leaf(fn, dt, rank, shape))
+        return NULL;
+    size_t bytes = (size_t)ir_numel(rank, shape) * ir_dtype_size(dt);
+    if (!data && bytes) {
+        ts_error(RLX_E_ARG, fn, "data is NULL for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
+        return NULL;
+    }
+    ir_storage *st = rt_storage_wrap(data, bytes, deleter, ctx);
+    if (!st) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return NULL;
+    }
+    ir_node *n = ir_make_buffer(st, 0, dt, rank, shape);
+    if (!n) {
+        st->free_fn = NULL; /* on failure the caller keeps data: do not run the deleter */
+        ir_storage_release(st);
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return NULL;
+    }
+    ir_storage_release(st);
+    return ts_wrap(n);
+}
+
+static rlx_tensor *full(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double value)
+{
+    if (!check_leaf(fn, dt, rank, shape))
+        return NULL;
+    ir_node *c = ts_const_node(fn, RLX_F64, rank, shape, value);
+    if (!c)
+        return NULL;
+    ir_node *n = ts_cast_node(fn, c, dt); /* folds: the value converted as CAST would */
+    ir_release(c);
+    return ts_wrap(n);
+}
+
+rlx_tensor *rlx_full(rlx_dtype dt, int rank, const int64_t *shape, double value)
+{
+    return full("rlx_full", dt, rank, shape, value);
+}
+rlx_tensor *rlx_zeros(rlx_dtype dt, int rank, const int64_t *shape) { return full("rlx_zeros", dt, rank, shape, 0); }
+rlx_tensor *rlx_ones(rlx_dtype dt, int rank, const int64_t *shape) { return full("rlx_ones", dt, rank, shape, 1); }
+rlx_tensor *rlx_scalar(rlx_dtype dt, double value) { return full("rlx_scalar", dt, 0, NULL, value); }
+
+rlx_tensor *rlx_full_like(rlx_tensor *t, double value)
+{
+    if (ts_null("rlx_full_like", "t", t))
+        return NULL;
+    ir_node *n = ts_node(t);
+    return full("rlx_full_like", n->dtype, n->rank, n->shape, value);
+}
+
+rlx_tensor *rlx_zeros_like(rlx_tensor *t) { return ts_null("rlx_zeros_like", "t", t) ? NULL : rlx_full_like(t, 0); }
+rlx_tensor *rlx_ones_like(rlx_tensor *t) { return ts_null("rlx_ones_like", "t", t) ? NULL : rlx_full_like(t, 1); }
+
+static ir_node *iota_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, int axis, double start,
+                          double step)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.iota.start = start;
+    a.iota.step = step;
+    a.iota.axis = axis;
+    return ts_leaf(fn, IR_OP_IOTA, &a, dt, rank, shape);
+}
+
+rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step)
+{
+    const char *fn = "rlx_arange";
+    if (!ts_check_dtype(fn, (int)dt))
+        return NULL;
+    if (dt == RLX_BOOL) {
+        ts_error(RLX_E_DTYPE, fn, "bool is not a numeric range dtype");
+        return NULL;
+    }
+    if (!isfinite(start) || !isfinite(stop) || !isfinite(step) || step == 0) {
+        ts_error(RLX_E_ARG, fn, "start %g, stop %g, step %g: need finite values and step != 0", start, stop, step);
+        return NULL;
+    }
+    double len = ceil((stop - start) / step);
+    if (!(len > 0))
+        len = 0;
+    if (len > 9.0e15) {
+        ts_error(RLX_E_SHAPE, fn, "range of %g elements is too long", len);
+        return NULL;
+    }
+    int64_t n = (int64_t)len;
+    if (!ts_check_shape(fn, dt, 1, &n, false))
+        return NULL;
+    return ts_wrap(iota_node(fn, dt, 1, &n, 0, start, step));
+}
+
+rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n)
+{
+    const char *fn = "rlx_eye";
+    int64_t shape[2] = {n, n};
+    if (!check_leaf(fn, dt, 2, shape))
+        return NULL;
+    ir_node *rows = iota_node(fn, RLX_I64, 2, shape, 0, 0, 1);
+    ir_node *cols = rows ? iota_node(fn, RLX_I64, 2, shape, 1, 0, 1) : NULL;
+    ir_node *src[2] = {rows, cols};
+    ir_node *eq = cols ? ts_make(fn, IR_OP_EQ, 2, src, NULL) : NULL;
+    ir_node *out = eq ? ts_cast_node(fn, eq, dt) : NULL;
+    ir_release(rows);
+    ir_release(cols);
+    ir_release(eq);
+    return ts_wrap(out);
+}
+
+static rlx_tensor *random_leaf(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed,
+                               int normal)
+{
+    if (!check_leaf(fn, dt, rank, shape))
+        return NULL;
+    if (!ir_dtype_is_float(dt)) {
+        ts_error(RLX_E_DTYPE, fn, "random values need f32 or f64, got %s", rlx_dtype_name(dt));
+        return NULL;
+    }
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.rand.seed = seed;
+    a.rand.normal = normal;
+    return ts_wrap(ts_leaf(fn, IR_OP_RAND, &a, dt, rank, shape));
+}
+
+rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed)
+{
+    return random_leaf("rlx_rand", dt, rank, shape, seed, 0);
+}
+
+rlx_tensor *rlx_randn(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed)
+{
+    return random_leaf("rlx_randn", dt, rank, shape, seed, 1);
+}
+
+rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape)
+{
+    const char *fn = "rlx_input";
+    if (!name || !*name) {
+        ts_error(RLX_E_ARG, fn, "name is NULL or empty");
+        return NULL;
+    }
+    if (!ts_check_dtype(fn, (int)dt) || !ts_check_shape(fn, dt, rank, shape, true))
+        return NULL;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.input.name = (char *)(uintptr_t)name; /* copied by ir_make */
+    return ts_wrap(ts_leaf(fn, IR_OP_INPUT, &a, dt, rank, shape));
+}

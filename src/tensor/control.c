@@ -1,0 +1,164 @@
+/*
+ * control.c — threads, options, counters and the Graphviz dump.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen_llvm/cg.h"
+#include "tensor/control.h"
+#include "tensor/ts.h"
+
+static atomic_int num_threads; /* 0: not set, use the default */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static rlx_stats_t stats;
+
+static int default_threads(void)
+{
+    const char *env = getenv("RLX_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == 0 && v > 0 && v <= 1024)
+            return (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+void rlx_set_num_threads(int n) { atomic_store(&num_threads, n > 0 ? (n > 1024 ? 1024 : n) : 0); }
+
+int rlx_get_num_threads(void)
+{
+    int n = atomic_load(&num_threads);
+    return n > 0 ? n : default_threads();
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+rlx_status rlx_set_option(const char *key, const char *value)
+{
+    const char *fn = "rlx_set_option";
+    if (!key || !value) {
+        ts_error(RLX_E_ARG, fn, "key or value is NULL");
+        return RLX_E_ARG;
+    }
+    long v;
+    if (strcmp(key, "num_threads") == 0) {
+        if (!parse_int(value, 0, 1024, &v)) {
+            ts_error(RLX_E_ARG, fn, "num_threads must be an integer in 0..1024, got '%s'", value);
+            return RLX_E_ARG;
+        }
+        rlx_set_num_threads((int)v);
+        return RLX_OK;
+    }
+    if (strcmp(key, "backend") == 0) {
+        if (strcmp(value, "ref") != 0) {
+            ts_error(RLX_E_ARG, fn, "backend '%s' is not available (known: ref)", value);
+            return RLX_E_ARG;
+        }
+        return RLX_OK;
+    }
+    ts_error(RLX_E_ARG, fn, "unknown option '%s' (known: backend, num_threads)", key);
+    return RLX_E_ARG;
+}
+
+void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes)
+{
+    pthread_mutex_lock(&stats_lock);
+    stats.kernels_run += nodes_run;
+    if (peak_bytes > stats.peak_bytes)
+        stats.peak_bytes = peak_bytes;
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void rlx_stats(rlx_stats_t *out)
+{
+    if (!out) {
+        ts_error(RLX_E_ARG, "rlx_stats", "out is NULL");
+        return;
+    }
+    pthread_mutex_lock(&stats_lock);
+    *out = stats;
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void rlx_stats_reset(void)
+{
+    pthread_mutex_lock(&stats_lock);
+    memset(&stats, 0, sizeof stats);
+    pthread_mutex_unlock(&stats_lock);
+}
+
+rlx_status rlx_dump_dot(rlx_tensor *t, const char *path)
+{
+    const char *fn = "rlx_dump_dot";
+    if (ts_null(fn, "t", t))
+        return rlx_last_status();
+    if (!path || !*path) {
+        ts_error(RLX_E_ARG, fn, "path is NULL or empty");
+        return RLX_E_ARG;
+    }
+    ir_node *root = ts_node(t), **order;
+    long n = ir_postorder(&root, 1, NULL, NULL, &order);
+    if (n < 0) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return RLX_E_NOMEM;
+    }
+    ir_map ids = {0};
+    FILE *f = fopen(path, "w");
+    rlx_status st = RLX_OK;
+    if (!f) {
+        ts_error(RLX_E_IO, fn, "cannot open '%s': %s", path, strerror(errno));
+        st = RLX_E_IO;
+        goto out;
+    }
+    /* The reference backend runs one primitive per kernel: each node is
+     * its own cluster until the scheduler groups them. */
+    fprintf(f, "digraph rlx {\n  rankdir=BT;\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (long i = 0; i < n; i++) {
+        ir_node *nd = order[i];
+        if (ir_map_put(&ids, nd, i) < 0) {
+            ts_error(RLX_E_NOMEM, fn, "out of memory");
+            st = RLX_E_NOMEM;
+            break;
+        }
+        fprintf(f, "  subgraph cluster_%ld { label=\"kernel %ld\"; n%ld [label=\"%s\\n%s %s%s\"]; }\n", i, i, i,
+                ir_ops[nd->op].name, rlx_dtype_name(nd->dtype), ts_shape_str(nd),
+                ir_node_storage(nd) ? "\\nrealized" : "");
+        for (int s = 0; s < nd->nsrc; s++)
+            fprintf(f, "  n%ld -> n%ld;\n", ir_map_get(&ids, nd->src[s]), i);
+    }
+    fprintf(f, "}\n");
+    if (fclose(f) != 0 && st == RLX_OK) {
+        ts_error(RLX_E_IO, fn, "cannot write '%s': %s", path, strerror(errno));
+        st = RLX_E_IO;
+    }
+out:
+    ir_map_free(&ids);
+    ir_free(order);
+    return st;
+}
+
+static char host_info[256];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void host_info_init(void) { cg_host_describe(host_info, sizeof host_info); }
+
+const char *rlx_host_info(void)
+{
+    pthread_once(&host_once, host_info_init);
+    return host_info;
+}

@@ -1,0 +1,9 @@
+/* control.h — process-wide counters and settings of the tensor layer. */
+#ifndef RLX_TS_CONTROL_H
+#define RLX_TS_CONTROL_H
+
+#include <stdint.h>
+
+void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes);
+
+#endif

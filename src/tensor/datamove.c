@@ -1,0 +1,256 @@
+/*
+ * datamove.c — ops that rearrange data: cat, stack, tile, flip, roll, pad,
+ * gather, index_select, cast, and the two identities the passes must see
+ * (contiguous, stop_gradient).
+ */
+#include <string.h>
+
+#include "tensor/ts.h"
+
+rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis)
+{
+    const char *fn = "rlx_cat";
+    if (!xs || n < 1) {
+        ts_error(RLX_E_ARG, fn, "need at least one tensor (n = %d, xs %s)", n, xs ? "set" : "NULL");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!xs[i]) {
+            if (rlx_last_status() == RLX_OK)
+                ts_error(RLX_E_ARG, fn, "xs[%d] is NULL", i);
+            return NULL;
+        }
+    }
+    ir_node *first = ts_node(xs[0]);
+    int ax = ts_axis(fn, axis, first->rank);
+    if (ax < 0)
+        return NULL;
+    rlx_dtype dt = first->dtype;
+    for (int i = 1; i < n; i++) {
+        ir_node *x = ts_node(xs[i]);
+        bool ok = x->rank == first->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = d == ax || x->shape[d] == first->shape[d];
+        if (!ok) {
+            ts_error(RLX_E_SHAPE, fn, "xs[%d] %s does not match xs[0] %s off axis %d", i, ts_shape_str(x),
+                     ts_shape_str(first), axis);
+            return NULL;
+        }
+        dt = ir_promote(dt, x->dtype);
+    }
+    ir_node **src = ir_alloc((size_t)n * sizeof *src);
+    if (!src) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return NULL;
+    }
+    /* Empty pieces add nothing; when all are empty, the first one (cast)
+     * already has the result's shape. */
+    int k = 0;
+    ir_node *out = NULL;
+    for (int i = 0; i < n; i++) {
+        ir_node *x = ts_node(xs[i]);
+        if (x->shape[ax] == 0)
+            continue;
+        if (!(src[k] = ts_cast_node(fn, x, dt)))
+            goto done;
+        k++;
+    }
+    if (k <= 1) {
+        out = k ? ir_retain(src[0]) : ts_cast_node(fn, first, dt);
+    } else {
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.ax.axis = ax;
+        out = ts_make(fn, IR_OP_CAT, k, src, &a);
+    }
+done:
+    for (int i = 0; i < k; i++)
+        ir_release(src[i]);
+    ir_free(src);
+    return ts_wrap(out);
+}
+
+rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis)
+{
+    const char *fn = "rlx_stack";
+    if (!xs || n < 1) {
+        ts_error(RLX_E_ARG, fn, "need at least one tensor (n = %d, xs %s)", n, xs ? "set" : "NULL");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!xs[i]) {
+            if (rlx_last_status() == RLX_OK)
+                ts_error(RLX_E_ARG, fn, "xs[%d] is NULL", i);
+            return NULL;
+        }
+        ir_node *x = ts_node(xs[i]), *f = ts_node(xs[0]);
+        if (!ir_shape_eq(x->rank, x->shape, f->rank, f->shape)) {
+            ts_error(RLX_E_SHAPE, fn, "xs[%d] %s differs from xs[0] %s", i, ts_shape_str(x), ts_shape_str(f));
+            return NULL;
+        }
+    }
+    int rank = ts_node(xs[0])->rank;
+    if (axis < -rank - 1 || axis > rank || rank == RLX_MAX_RANK) {
+        ts_error(RLX_E_ARG, fn, "axis %d out of range for stacking rank %d", axis, rank);
+        return NULL;
+    }
+    rlx_tensor **parts = ir_alloc((size_t)n * sizeof *parts);
+    if (!parts) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return NULL;
+    }
+    if (!ts_open(fn)) {
+        ir_free(parts);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        parts[i] = rlx_unsqueeze(xs[i], axis);
+    rlx_tensor *r = rlx_cat(parts, n, axis);
+    ir_free(parts);
+    return ts_close(r);
+}
+
+rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
+{
+    const char *fn = "rlx_tile";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (reps < 0 || (n->shape[ax] && reps > INT64_MAX / n->shape[ax])) {
+        ts_error(RLX_E_ARG, fn, "reps %lld is negative or too large for %s", (long long)reps, ts_shape_str(n));
+        return NULL;
+    }
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, n->shape, sizeof shape);
+    shape[ax] *= reps;
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || n->rank == RLX_MAX_RANK) {
+        if (n->rank == RLX_MAX_RANK)
+            ts_error(RLX_E_SHAPE, fn, "rank %d leaves no room for the repeat axis", n->rank);
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    /* [.., d, ..] -> [.., 1, d, ..] -> expand [.., reps, d, ..] -> merge. */
+    rlx_tensor *u = rlx_unsqueeze(x, ax);
+    int64_t ex[IR_MAX_RANK];
+    for (int i = 0, k = 0; i <= n->rank; i++)
+        ex[i] = i == ax ? reps : n->shape[k++];
+    return ts_close(rlx_reshape(rlx_broadcast_to(u, n->rank + 1, ex), n->rank, shape));
+}
+
+rlx_tensor *rlx_flip(rlx_tensor *x, int axis)
+{
+    if (ts_null("rlx_flip", "x", x) || ts_axis("rlx_flip", axis, ts_node(x)->rank) < 0)
+        return NULL;
+    if (!ts_open("rlx_flip"))
+        return NULL;
+    return ts_close(rlx_slice(x, axis, RLX_END, RLX_END, -1));
+}
+
+rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
+{
+    const char *fn = "rlx_roll";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    int64_t len = n->shape[ax];
+    int64_t s = len ? ((shift % len) + len) % len : 0;
+    if (s == 0)
+        return rlx_retain(x);
+    if (!ts_open(fn))
+        return NULL;
+    rlx_tensor *parts[2] = {rlx_narrow(x, ax, len - s, s), rlx_narrow(x, ax, 0, len - s)};
+    return ts_close(rlx_cat(parts, 2, ax));
+}
+
+rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value)
+{
+    const char *fn = "rlx_pad";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (before < 0 || after < 0 || before > INT64_MAX / 4 || after > INT64_MAX / 4) {
+        ts_error(RLX_E_ARG, fn, "padding %lld before and %lld after must be >= 0 and finite", (long long)before,
+                 (long long)after);
+        return NULL;
+    }
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, n->shape, sizeof shape);
+    shape[ax] += before + after;
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false))
+        return NULL;
+    if (before == 0 && after == 0)
+        return rlx_retain(x);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.pad.before[ax] = before;
+    a.pad.after[ax] = after;
+    a.pad.value = value;
+    return ts_wrap(ts_make(fn, IR_OP_PAD, 1, &n, &a));
+}
+
+static rlx_tensor *gather(const char *fn, rlx_tensor *x, rlx_tensor *indices, int axis)
+{
+    if (ts_null(fn, "x", x) || ts_null(fn, "indices", indices))
+        return NULL;
+    ir_node *n = ts_node(x), *idx = ts_node(indices);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (!ir_dtype_is_int(idx->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "indices must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
+        return NULL;
+    }
+    if (n->rank - 1 + idx->rank > RLX_MAX_RANK) {
+        ts_error(RLX_E_SHAPE, fn, "result rank %d exceeds %d (x %s, indices %s)", n->rank - 1 + idx->rank,
+                 RLX_MAX_RANK, ts_shape_str(n), ts_shape_str(idx));
+        return NULL;
+    }
+    if (n->shape[ax] == 0 && ir_node_numel(idx) > 0) {
+        ts_error(RLX_E_SHAPE, fn, "cannot index the empty axis %d of %s", axis, ts_shape_str(n));
+        return NULL;
+    }
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ax.axis = ax;
+    ir_node *src[2] = {n, idx};
+    return ts_wrap(ts_make(fn, IR_OP_GATHER, 2, src, &a));
+}
+
+rlx_tensor *rlx_gather(rlx_tensor *x, rlx_tensor *indices, int axis) { return gather("rlx_gather", x, indices, axis); }
+
+rlx_tensor *rlx_index_select(rlx_tensor *x, int axis, rlx_tensor *indices)
+{
+    if (!ts_null("rlx_index_select", "indices", indices) && ts_node(indices)->rank != 1) {
+        ts_error(RLX_E_SHAPE, "rlx_index_select", "indices must be 1-D, got %s", ts_shape_str(ts_node(indices)));
+        return NULL;
+    }
+    return gather("rlx_index_select", x, indices, axis);
+}
+
+rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt)
+{
+    if (ts_null("rlx_cast", "x", x) || !ts_check_dtype("rlx_cast", (int)dt))
+        return NULL;
+    return ts_wrap(ts_cast_node("rlx_cast", ts_node(x), dt));
+}
+
+static rlx_tensor *identity(const char *fn, ir_op op, rlx_tensor *x)
+{
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    return ts_wrap(ts_make(fn, op, 1, &n, NULL));
+}
+
+rlx_tensor *rlx_contiguous(rlx_tensor *x) { return identity("rlx_contiguous", IR_OP_CONTIGUOUS, x); }
+rlx_tensor *rlx_stop_gradient(rlx_tensor *x) { return identity("rlx_stop_gradient", IR_OP_STOP_GRAD, x); }

@@ -1,0 +1,380 @@
+/*
+ * movement.c — views: reshape, transpose, broadcast, squeeze, narrow,
+ * slice, select, split, chunk. None copies payload; each is one movement
+ * node (RESHAPE, PERMUTE, EXPAND, SLICE) that later folds into the index
+ * map of whatever reads it.
+ */
+#include <string.h>
+
+#include "tensor/ts.h"
+
+rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
+{
+    const char *fn = "rlx_reshape";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (rank < 0 || rank > RLX_MAX_RANK || (rank > 0 && !shape)) {
+        ts_error(RLX_E_SHAPE, fn, "rank %d outside 0..%d or shape NULL", rank, RLX_MAX_RANK);
+        return NULL;
+    }
+    int64_t dims[IR_MAX_RANK], known = 1;
+    int infer = -1;
+    for (int i = 0; i < rank; i++) {
+        dims[i] = shape[i];
+        if (shape[i] == -1 && infer < 0) {
+            infer = i;
+            continue;
+        }
+        if (shape[i] < 0) {
+            ts_error(RLX_E_SHAPE, fn, "shape %s: dim %d is %lld (one -1 allowed)", ts_dims_str(rank, shape), i,
+                     (long long)shape[i]);
+            return NULL;
+        }
+        if (shape[i] && known > INT64_MAX / shape[i]) {
+            ts_error(RLX_E_SHAPE, fn, "shape %s overflows", ts_dims_str(rank, shape));
+            return NULL;
+        }
+        known *= shape[i];
+    }
+    int64_t numel = ir_node_numel(n);
+    if (infer >= 0) {
+        if (known == 0 || numel % known) {
+            ts_error(RLX_E_SHAPE, fn, "cannot infer -1 in %s for input %s of %lld elements",
+                     ts_dims_str(rank, shape), ts_shape_str(n), (long long)numel);
+            return NULL;
+        }
+        dims[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel) {
+        ts_error(RLX_E_SHAPE, fn, "shape %s has %lld elements, input %s has %lld", ts_dims_str(rank, shape),
+                 (long long)known, ts_shape_str(n), (long long)numel);
+        return NULL;
+    }
+    return ts_wrap(ts_reshape_node(fn, n, rank, dims));
+}
+
+static ir_node *permute_node(const char *fn, ir_node *n, const int *perm)
+{
+    bool identity = true;
+    for (int i = 0; i < n->rank; i++)
+        identity &= perm[i] == i;
+    if (identity)
+        return ir_retain(n);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.perm.perm, perm, (size_t)n->rank * sizeof *perm);
+    return ts_make(fn, IR_OP_PERMUTE, 1, &n, &a);
+}
+
+rlx_tensor *rlx_transpose(rlx_tensor *x, int nperm, const int *perm)
+{
+    const char *fn = "rlx_transpose";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int p[IR_MAX_RANK];
+    if (!perm && nperm == 0) {
+        for (int i = 0; i < n->rank; i++)
+            p[i] = n->rank - 1 - i;
+        return ts_wrap(permute_node(fn, n, p));
+    }
+    if (!perm || nperm != n->rank) {
+        ts_error(RLX_E_ARG, fn, "permutation of %d axes for %s of rank %d", perm ? nperm : 0, ts_shape_str(n), n->rank);
+        return NULL;
+    }
+    unsigned seen = 0;
+    for (int i = 0; i < nperm; i++) {
+        if (perm[i] < -n->rank || perm[i] >= n->rank) {
+            ts_error(RLX_E_ARG, fn, "axis %d out of range for rank %d", perm[i], n->rank);
+            return NULL;
+        }
+        p[i] = perm[i] < 0 ? perm[i] + n->rank : perm[i];
+        if (seen >> p[i] & 1) {
+            ts_error(RLX_E_ARG, fn, "axis %d repeated in the permutation", perm[i]);
+            return NULL;
+        }
+        seen |= 1u << p[i];
+    }
+    return ts_wrap(permute_node(fn, n, p));
+}
+
+rlx_tensor *rlx_t(rlx_tensor *x)
+{
+    if (ts_null("rlx_t", "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (n->rank < 2)
+        return rlx_retain(x);
+    int p[IR_MAX_RANK];
+    for (int i = 0; i < n->rank; i++)
+        p[i] = i;
+    p[n->rank - 2] = n->rank - 1;
+    p[n->rank - 1] = n->rank - 2;
+    return ts_wrap(permute_node("rlx_t", n, p));
+}
+
+rlx_tensor *rlx_broadcast_to(rlx_tensor *x, int rank, const int64_t *shape)
+{
+    const char *fn = "rlx_broadcast_to";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (!ts_check_shape(fn, n->dtype, rank, shape, false))
+        return NULL;
+    bool ok = n->rank <= rank;
+    for (int i = 0; ok && i < n->rank; i++) {
+        int64_t d = n->shape[n->rank - 1 - i], t = shape[rank - 1 - i];
+        ok = d == t || d == 1;
+    }
+    if (!ok) {
+        ts_error(RLX_E_SHAPE, fn, "%s does not broadcast to %s", ts_shape_str(n), ts_dims_str(rank, shape));
+        return NULL;
+    }
+    return ts_wrap(ts_expand_node(fn, n, rank, shape));
+}
+
+rlx_tensor *rlx_flatten(rlx_tensor *x)
+{
+    if (ts_null("rlx_flatten", "x", x))
+        return NULL;
+    int64_t n = ir_node_numel(ts_node(x));
+    return ts_wrap(ts_reshape_node("rlx_flatten", ts_node(x), 1, &n));
+}
+
+rlx_tensor *rlx_unsqueeze(rlx_tensor *x, int axis)
+{
+    const char *fn = "rlx_unsqueeze";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (axis < -n->rank - 1 || axis > n->rank || n->rank == RLX_MAX_RANK) {
+        ts_error(RLX_E_ARG, fn, "axis %d out of range for %s (rank %d)", axis, ts_shape_str(n), n->rank);
+        return NULL;
+    }
+    int ax = axis < 0 ? axis + n->rank + 1 : axis;
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0, k = 0; i <= n->rank; i++)
+        dims[i] = i == ax ? 1 : n->shape[k++];
+    return ts_wrap(ts_reshape_node(fn, n, n->rank + 1, dims));
+}
+
+rlx_tensor *rlx_squeeze(rlx_tensor *x, int axis)
+{
+    const char *fn = "rlx_squeeze";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (n->shape[ax] != 1) {
+        ts_error(RLX_E_SHAPE, fn, "axis %d of %s has size %lld, not 1", axis, ts_shape_str(n), (long long)n->shape[ax]);
+        return NULL;
+    }
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0, k = 0; i < n->rank; i++)
+        if (i != ax)
+            dims[k++] = n->shape[i];
+    return ts_wrap(ts_reshape_node(fn, n, n->rank - 1, dims));
+}
+
+rlx_tensor *rlx_squeeze_all(rlx_tensor *x)
+{
+    if (ts_null("rlx_squeeze_all", "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int64_t dims[IR_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < n->rank; i++)
+        if (n->shape[i] != 1)
+            dims[k++] = n->shape[i];
+    return ts_wrap(ts_reshape_node("rlx_squeeze_all", n, k, dims));
+}
+
+/* A SLICE node over one axis; the other axes are taken whole. */
+static ir_node *slice_axis(const char *fn, ir_node *n, int ax, int64_t start, int64_t step, int64_t len)
+{
+    if (start == 0 && step == 1 && len == n->shape[ax])
+        return ir_retain(n);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < n->rank; i++) {
+        a.slice.step[i] = 1;
+        a.slice.len[i] = n->shape[i];
+    }
+    a.slice.start[ax] = len ? start : 0;
+    a.slice.step[ax] = step;
+    a.slice.len[ax] = len;
+    return ts_make(fn, IR_OP_SLICE, 1, &n, &a);
+}
+
+rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t len)
+{
+    const char *fn = "rlx_narrow";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    int64_t dim = n->shape[ax], s = start < 0 ? start + dim : start;
+    if (s < 0 || len < 0 || s > dim || len > dim - s) {
+        ts_error(RLX_E_ARG, fn, "start %lld, length %lld out of range for axis %d of %s", (long long)start,
+                 (long long)len, axis, ts_shape_str(n));
+        return NULL;
+    }
+    return ts_wrap(slice_axis(fn, n, ax, s, 1, len));
+}
+
+/* Python's slice.indices(): clamps start and stop and counts the elements. */
+static int64_t slice_indices(int64_t dim, int64_t start, int64_t stop, int64_t step, int64_t *first)
+{
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+    if (stop == RLX_END)
+        stop = step > 0 ? dim : -1;
+    else if (stop < 0)
+        stop = stop + dim < lo ? lo : stop + dim;
+    else if (stop > hi)
+        stop = hi;
+    if (start == RLX_END)
+        start = step > 0 ? dim : dim - 1;
+    else if (start < 0)
+        start = start + dim < lo ? lo : start + dim;
+    else if (start > hi)
+        start = hi;
+    *first = start;
+    if (step > 0)
+        return stop > start ? (stop - start - 1) / step + 1 : 0;
+    return start > stop ? (start - stop - 1) / (-step) + 1 : 0;
+}
+
+rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int64_t step)
+{
+    const char *fn = "rlx_slice";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (step == 0 || step == INT64_MIN) {
+        ts_error(RLX_E_ARG, fn, "step %lld is not allowed", (long long)step);
+        return NULL;
+    }
+    int64_t first, len = slice_indices(n->shape[ax], start, stop, step, &first);
+    return ts_wrap(slice_axis(fn, n, ax, first, step, len));
+}
+
+rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index)
+{
+    const char *fn = "rlx_select";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    int64_t dim = n->shape[ax], i = index < 0 ? index + dim : index;
+    if (i < 0 || i >= dim) {
+        ts_error(RLX_E_ARG, fn, "index %lld out of range for axis %d of %s", (long long)index, axis, ts_shape_str(n));
+        return NULL;
+    }
+    ir_node *s = slice_axis(fn, n, ax, i, 1, 1);
+    if (!s)
+        return NULL;
+    int64_t dims[IR_MAX_RANK];
+    for (int d = 0, k = 0; d < n->rank; d++)
+        if (d != ax)
+            dims[k++] = n->shape[d];
+    ir_node *r = ts_reshape_node(fn, s, n->rank - 1, dims);
+    ir_release(s);
+    return ts_wrap(r);
+}
+
+/* Cuts axis ax of x into n pieces of the given sizes (already checked).
+ * Handles are made only once every piece exists, so a failure leaves no
+ * handle in a scope and every out[i] NULL. */
+static rlx_status split_into(const char *fn, ir_node *x, int ax, int n, const int64_t *sizes, rlx_tensor **out)
+{
+    ir_node **pieces = (ir_node **)out;
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        pieces[i] = slice_axis(fn, x, ax, at, 1, sizes[i]);
+        at += sizes[i];
+        if (!pieces[i]) {
+            for (int j = 0; j < i; j++) {
+                ir_release(pieces[j]);
+                out[j] = NULL;
+            }
+            return rlx_last_status();
+        }
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = ts_wrap(pieces[i]);
+    return RLX_OK;
+}
+
+static bool split_args(const char *fn, rlx_tensor *x, int axis, int n, rlx_tensor **out, int *ax)
+{
+    if (out && n > 0)
+        for (int i = 0; i < n; i++)
+            out[i] = NULL;
+    if (ts_null(fn, "x", x))
+        return false;
+    if (!out || n <= 0) {
+        ts_error(RLX_E_ARG, fn, "need n > 0 pieces and an out array (n = %d, out %s)", n, out ? "set" : "NULL");
+        return false;
+    }
+    *ax = ts_axis(fn, axis, ts_node(x)->rank);
+    return *ax >= 0;
+}
+
+rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out)
+{
+    const char *fn = "rlx_split";
+    int ax;
+    if (!split_args(fn, x, axis, n, out, &ax))
+        return rlx_last_status();
+    if (!sizes) {
+        ts_error(RLX_E_ARG, fn, "sizes is NULL");
+        return RLX_E_ARG;
+    }
+    ir_node *nd = ts_node(x);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] < 0 || sizes[i] > nd->shape[ax] - total) {
+            ts_error(RLX_E_SHAPE, fn, "sizes do not add up to %lld, the length of axis %d of %s",
+                     (long long)nd->shape[ax], axis, ts_shape_str(nd));
+            return RLX_E_SHAPE;
+        }
+        total += sizes[i];
+    }
+    if (total != nd->shape[ax]) {
+        ts_error(RLX_E_SHAPE, fn, "sizes add up to %lld, axis %d of %s has %lld", (long long)total, axis,
+                 ts_shape_str(nd), (long long)nd->shape[ax]);
+        return RLX_E_SHAPE;
+    }
+    return split_into(fn, nd, ax, n, sizes, out);
+}
+
+rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out)
+{
+    const char *fn = "rlx_chunk";
+    int ax;
+    if (!split_args(fn, x, axis, n, out, &ax))
+        return rlx_last_status();
+    ir_node *nd = ts_node(x);
+    int64_t len = nd->shape[ax];
+    int64_t *sizes = ir_alloc((size_t)n * sizeof *sizes);
+    if (!sizes) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return RLX_E_NOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        sizes[i] = len / n + (i < len % n);
+    rlx_status st = split_into(fn, nd, ax, n, sizes, out);
+    ir_free(sizes);
+    return st;
+}

@@ -1,0 +1,456 @@
+/*
+ * nn.c — neural-network ops: softmax and log_softmax, layer and RMS norm,
+ * the cross entropies, attention (positional and key masks), rotary
+ * embeddings, conv2d and the 2-D pools.
+ *
+ * Everything but conv2d and the pools is a composite of public calls,
+ * built inside ts_open/ts_close so that intermediates are released and
+ * errors name the function the user called. Arguments are checked first,
+ * with user-facing messages, so the composites never fail on shapes.
+ * Integer inputs compute in f32; bool inputs (except masks, probabilities
+ * and labels) are RLX_E_DTYPE, as they have no numeric meaning here.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tensor/ts.h"
+
+/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
+static bool numeric(const char *fn, const char *arg, rlx_tensor *t)
+{
+    if (ts_node(t)->dtype != RLX_BOOL)
+        return true;
+    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
+    return false;
+}
+
+/* x as floats: integers compute in f32. */
+static rlx_tensor *as_float(rlx_tensor *x)
+{
+    return ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* The row max used to shift x before exp: the max where finite, 0 on rows
+ * whose max is +-inf, so such rows give inf/NaN like the plain formula
+ * instead of -inf - -inf. */
+static rlx_tensor *row_shift(rlx_tensor *xf, int ax)
+{
+    rlx_tensor *m = rlx_max(xf, &ax, 1, true);
+    return rlx_where(rlx_lt_s(rlx_abs(m), INFINITY), m, rlx_zeros_like(m));
+}
+
+static bool softmax_begin(const char *fn, rlx_tensor *x, int axis, int *ax)
+{
+    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+        return false;
+    *ax = ts_axis(fn, axis, ts_node(x)->rank);
+    return *ax >= 0 && ts_open(fn);
+}
+
+rlx_tensor *rlx_softmax(rlx_tensor *x, int axis)
+{
+    int ax;
+    if (!softmax_begin("rlx_softmax", x, axis, &ax))
+        return NULL;
+    rlx_tensor *xf = as_float(x);
+    rlx_tensor *e = rlx_exp(rlx_sub(xf, row_shift(xf, ax)));
+    return ts_close(rlx_div(e, rlx_sum(e, &ax, 1, true)));
+}
+
+rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis)
+{
+    int ax;
+    if (!softmax_begin("rlx_log_softmax", x, axis, &ax))
+        return NULL;
+    rlx_tensor *xf = as_float(x);
+    rlx_tensor *d = rlx_sub(xf, row_shift(xf, ax));
+    return ts_close(rlx_sub(d, rlx_log(rlx_sum(rlx_exp(d), &ax, 1, true))));
+}
+
+/* ------------------------------------------------------------------ norms */
+
+/* Checks x (rank >= 1, numeric), an optional [D] parameter and eps. */
+static bool norm_check(const char *fn, rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps)
+{
+    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+        return false;
+    ir_node *xn = ts_node(x);
+    if (xn->rank < 1) {
+        ts_error(RLX_E_SHAPE, fn, "x must have rank >= 1, got %s", ts_shape_str(xn));
+        return false;
+    }
+    int64_t d = xn->shape[xn->rank - 1];
+    rlx_tensor *params[2] = {gamma, beta};
+    const char *names[2] = {"gamma", "beta"};
+    for (int i = 0; i < 2; i++) {
+        if (!params[i])
+            continue;
+        ir_node *p = ts_node(params[i]);
+        if (!numeric(fn, names[i], params[i]))
+            return false;
+        if (p->rank != 1 || p->shape[0] != d) {
+            ts_error(RLX_E_SHAPE, fn, "%s must be [%lld] (last dim of x %s), got %s", names[i], (long long)d,
+                     ts_shape_str(xn), ts_shape_str(p));
+            return false;
+        }
+    }
+    if (!(eps >= 0) || isinf(eps)) {
+        ts_error(RLX_E_ARG, fn, "eps must be finite and >= 0, got %g", eps);
+        return false;
+    }
+    return true;
+}
+
+rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps)
+{
+    const char *fn = "rlx_layer_norm";
+    if (!norm_check(fn, x, gamma, beta, eps) || !ts_open(fn))
+        return NULL;
+    int ax = -1;
+    rlx_tensor *xf = as_float(x);
+    rlx_tensor *d = rlx_sub(xf, rlx_mean(xf, &ax, 1, true));
+    rlx_tensor *var = rlx_mean(rlx_mul(d, d), &ax, 1, true); /* population variance */
+    rlx_tensor *y = rlx_mul(d, rlx_rsqrt(rlx_add_s(var, eps)));
+    if (gamma)
+        y = rlx_mul(y, gamma);
+    if (beta)
+        y = rlx_add(y, beta);
+    return ts_close(y);
+}
+
+rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps)
+{
+    const char *fn = "rlx_rms_norm";
+    if (!norm_check(fn, x, gamma, NULL, eps) || !ts_open(fn))
+        return NULL;
+    int ax = -1;
+    rlx_tensor *xf = as_float(x);
+    rlx_tensor *y = rlx_mul(xf, rlx_rsqrt(rlx_add_s(rlx_mean(rlx_mul(xf, xf), &ax, 1, true), eps)));
+    return ts_close(gamma ? rlx_mul(y, gamma) : y);
+}
+
+/* --------------------------------------------------------- cross entropy */
+
+rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs)
+{
+    const char *fn = "rlx_cross_entropy";
+    if (ts_null(fn, "logits", logits) || ts_null(fn, "probs", probs) || !numeric(fn, "logits", logits))
+        return NULL;
+    ir_node *ln = ts_node(logits), *pn = ts_node(probs);
+    if (ln->rank < 1 || !ir_shape_eq(ln->rank, ln->shape, pn->rank, pn->shape)) {
+        ts_error(RLX_E_SHAPE, fn, "logits and probs must be one shape [..., C] of rank >= 1, got %s and %s",
+                 ts_shape_str(ln), ts_shape_str(pn));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int ax = -1;
+    /* A zero probability contributes 0 even where log_softmax is -inf
+     * (0 log 0 = 0), rather than NaN. */
+    rlx_tensor *t = rlx_mul(probs, rlx_log_softmax(logits, -1));
+    t = rlx_where(rlx_ne_s(probs, 0), t, rlx_zeros_like(t));
+    return ts_close(rlx_neg(rlx_sum(t, &ax, 1, false)));
+}
+
+rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor *labels)
+{
+    const char *fn = "rlx_softmax_cross_entropy_with_logits";
+    if (ts_null(fn, "logits", logits) || ts_null(fn, "labels", labels) || !numeric(fn, "logits", logits))
+        return NULL;
+    ir_node *ln = ts_node(logits), *yn = ts_node(labels);
+    if (yn->dtype == RLX_BOOL) {
+        ts_error(RLX_E_DTYPE, fn, "labels must be integer or float-coded, got bool");
+        return NULL;
+    }
+    if (ln->rank != 2 || yn->rank != 1 || yn->shape[0] != ln->shape[0]) {
+        ts_error(RLX_E_SHAPE, fn, "logits must be [N, C] and labels [N], got %s and %s", ts_shape_str(ln),
+                 ts_shape_str(yn));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int64_t n = ln->shape[0], c = ln->shape[1], flat = n * c;
+    /* Pick row i's label from the flattened log-probabilities with a
+     * gather. A label outside [0, C) (or NaN) is sent to index N*C, which
+     * is out of range, so realization fails instead of reading another row
+     * or counting from the end. */
+    rlx_tensor *lab = rlx_cast(labels, RLX_I64); /* truncates float codes */
+    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(lab, 0), rlx_lt_s(lab, (double)c));
+    if (ir_dtype_is_float(yn->dtype))
+        ok = rlx_logical_and(ok, rlx_eq(labels, labels));
+    rlx_tensor *idx = rlx_add(rlx_mul_s(rlx_arange(RLX_I64, 0, (double)n, 1), (double)c), lab);
+    idx = rlx_where(ok, idx, rlx_full(RLX_I64, 1, &n, (double)flat));
+    rlx_tensor *ls = rlx_reshape(rlx_log_softmax(logits, 1), 1, &flat);
+    return ts_close(rlx_neg(rlx_gather(ls, idx, 0)));
+}
+
+/* -------------------------------------------------------------- attention */
+
+/* Checks q [B, Sq, H*D], k and v [B, Sk, H*D], heads and head_dim. */
+static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int d)
+{
+    if (ts_null(fn, "q", q) || ts_null(fn, "k", k) || ts_null(fn, "v", v) || !numeric(fn, "q", q) ||
+        !numeric(fn, "k", k) || !numeric(fn, "v", v))
+        return false;
+    if (h < 1 || d < 1) {
+        ts_error(RLX_E_ARG, fn, "num_heads %d and head_dim %d must be >= 1", h, d);
+        return false;
+    }
+    ir_node *qn = ts_node(q), *kn = ts_node(k), *vn = ts_node(v);
+    int64_t hd = (int64_t)h * d;
+    if (qn->rank != 3 || kn->rank != 3 || vn->rank != 3 || qn->shape[2] != hd || kn->shape[2] != hd ||
+        vn->shape[2] != hd || kn->shape[0] != qn->shape[0] || vn->shape[0] != qn->shape[0] ||
+        vn->shape[1] != kn->shape[1]) {
+        ts_error(RLX_E_SHAPE, fn, "need q [B, Sq, %lld], k and v [B, Sk, %lld] (%d heads of %d), got %s, %s, %s",
+                 (long long)hd, (long long)hd, h, d, ts_shape_str(qn), ts_shape_str(kn), ts_shape_str(vn));
+        return false;
+    }
+    return true;
+}
+
+/* [B, S, H*D] -> [B, H, S, D] (a view). */
+static rlx_tensor *split_heads(rlx_tensor *x, int h, int d)
+{
+    ir_node *n = ts_node(x);
+    int64_t shape[4] = {n->shape[0], n->shape[1], h, d};
+    static const int perm[4] = {0, 2, 1, 3};
+    return rlx_transpose(rlx_reshape(x, 4, shape), 4, perm);
+}
+
+/* Attention inside an open scope; keep (bool, broadcasting to
+ * [B, H, Sq, Sk]) selects visible keys, NULL keeps all. A row with no
+ * visible key gets e = 0 everywhere and denominator 1: zeros, not NaN. */
+static rlx_tensor *attn_core(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int d, rlx_tensor *keep)
+{
+    rlx_dtype dt = ir_promote(ir_promote(ts_node(q)->dtype, ts_node(k)->dtype), ts_node(v)->dtype);
+    if (!ir_dtype_is_float(dt))
+        dt = RLX_F32;
+    ir_node *qn = ts_node(q);
+    rlx_tensor *qh = split_heads(rlx_cast(q, dt), h, d), *kh = split_heads(rlx_cast(k, dt), h, d);
+    rlx_tensor *vh = split_heads(rlx_cast(v, dt), h, d);
+    rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), 1.0 / sqrt((double)d));
+    int ax = -1;
+    rlx_tensor *ninf = rlx_full(dt, 0, NULL, -INFINITY), *zero = rlx_zeros(dt, 0, NULL);
+    rlx_tensor *sm = keep ? rlx_where(keep, s, ninf) : s;
+    rlx_tensor *m = rlx_max(sm, &ax, 1, true);
+    rlx_tensor *m_safe = rlx_where(rlx_gt_s(m, -INFINITY), m, zero);
+    rlx_tensor *e = rlx_exp(rlx_sub(s, m_safe));
+    if (keep)
+        e = rlx_where(keep, e, zero);
+    rlx_tensor *den = rlx_sum(e, &ax, 1, true);
+    rlx_tensor *p = rlx_div(e, rlx_where(rlx_eq_s(den, 0), rlx_ones(dt, 0, NULL), den));
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t shape[3] = {qn->shape[0], qn->shape[1], (int64_t)h * d};
+    return rlx_reshape(rlx_transpose(rlx_matmul(p, vh), 4, perm), 3, shape);
+}
+
+rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim, rlx_mask mask,
+                          int window)
+{
+    const char *fn = "rlx_attention";
+    if (!attn_check(fn, q, k, v, num_heads, head_dim))
+        return NULL;
+    if ((int)mask < RLX_MASK_NONE || (int)mask > RLX_MASK_SLIDING) {
+        ts_error(RLX_E_ARG, fn, "unknown mask kind %d", (int)mask);
+        return NULL;
+    }
+    if (mask == RLX_MASK_SLIDING && window < 1) {
+        ts_error(RLX_E_ARG, fn, "sliding window must be >= 1, got %d", window);
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    rlx_tensor *keep = NULL;
+    if (mask != RLX_MASK_NONE) {
+        /* Query i sits at position Sk - Sq + i; key j at position j. */
+        double sq = (double)ts_node(q)->shape[1], sk = (double)ts_node(k)->shape[1];
+        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1); /* [Sq, 1] */
+        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);                         /* [Sk] */
+        keep = rlx_le(kpos, qpos);
+        if (mask == RLX_MASK_SLIDING)
+            keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, window)));
+    }
+    return ts_close(attn_core(q, k, v, num_heads, head_dim, keep));
+}
+
+rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int num_heads,
+                                 int head_dim)
+{
+    const char *fn = "rlx_attention_masked";
+    if (!attn_check(fn, q, k, v, num_heads, head_dim) || ts_null(fn, "mask", mask))
+        return NULL;
+    ir_node *mn = ts_node(mask), *kn = ts_node(k);
+    if (mn->rank != 2 || mn->shape[0] != kn->shape[0] || mn->shape[1] != kn->shape[1]) {
+        ts_error(RLX_E_SHAPE, fn, "mask must be [B, Sk] = [%lld,%lld], got %s", (long long)kn->shape[0],
+                 (long long)kn->shape[1], ts_shape_str(mn));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int64_t shape[4] = {mn->shape[0], 1, 1, mn->shape[1]};
+    rlx_tensor *keep = rlx_reshape(rlx_ne_s(mask, 0), 4, shape);
+    return ts_close(attn_core(q, k, v, num_heads, head_dim, keep));
+}
+
+/* ------------------------------------------------------------------- rope */
+
+rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim)
+{
+    const char *fn = "rlx_rope";
+    if (ts_null(fn, "x", x) || ts_null(fn, "cos", cos) || ts_null(fn, "sin", sin) || !numeric(fn, "x", x) ||
+        !numeric(fn, "cos", cos) || !numeric(fn, "sin", sin))
+        return NULL;
+    if (head_dim < 2 || head_dim % 2) {
+        ts_error(RLX_E_ARG, fn, "head_dim must be even and >= 2, got %d", head_dim);
+        return NULL;
+    }
+    ir_node *xn = ts_node(x), *cn = ts_node(cos), *sn = ts_node(sin);
+    int64_t half = head_dim / 2;
+    if (xn->rank != 3 || xn->shape[2] % head_dim) {
+        ts_error(RLX_E_SHAPE, fn, "x must be [B, S, H*%d], got %s", head_dim, ts_shape_str(xn));
+        return NULL;
+    }
+    int64_t cs[2] = {xn->shape[1], half};
+    if (!ir_shape_eq(cn->rank, cn->shape, 2, cs) || !ir_shape_eq(sn->rank, sn->shape, 2, cs)) {
+        ts_error(RLX_E_SHAPE, fn, "cos and sin must be [S, D/2] = %s, got %s and %s", ts_dims_str(2, cs),
+                 ts_shape_str(cn), ts_shape_str(sn));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int64_t xs[4] = {xn->shape[0], xn->shape[1], xn->shape[2] / head_dim, head_dim};
+    int64_t bs[3] = {xn->shape[1], 1, half}; /* [S, 1, D/2] broadcasts over batch and heads */
+    rlx_tensor *xr = rlx_reshape(as_float(x), 4, xs);
+    rlx_tensor *x1 = rlx_narrow(xr, 3, 0, half), *x2 = rlx_narrow(xr, 3, half, half);
+    rlx_tensor *c = rlx_reshape(cos, 3, bs), *s = rlx_reshape(sin, 3, bs);
+    rlx_tensor *halves[2] = {rlx_sub(rlx_mul(x1, c), rlx_mul(x2, s)), rlx_add(rlx_mul(x2, c), rlx_mul(x1, s))};
+    return ts_close(rlx_reshape(rlx_cat(halves, 2, 3), 3, xn->shape));
+}
+
+/* ---------------------------------------------------------- conv and pool */
+
+/* Reads an optional int pair, def when NULL. */
+static void pair(const int *p, int def, int out[2])
+{
+    out[0] = p ? p[0] : def;
+    out[1] = p ? p[1] : def;
+}
+
+static bool check_nchw(const char *fn, rlx_tensor *x)
+{
+    ir_node *xn = ts_node(x);
+    if (xn->rank == 4)
+        return true;
+    ts_error(RLX_E_SHAPE, fn, "x must be [N, C, H, W], got %s", ts_shape_str(xn));
+    return false;
+}
+
+rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2], const int padding[2],
+                       const int dilation[2], int groups)
+{
+    const char *fn = "rlx_conv2d";
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !numeric(fn, "x", x) || !numeric(fn, "w", w) ||
+        (b && !numeric(fn, "b", b)) || !check_nchw(fn, x))
+        return NULL;
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    if (wn->rank != 4) {
+        ts_error(RLX_E_SHAPE, fn, "w must be [O, C/groups, KH, KW], got %s", ts_shape_str(wn));
+        return NULL;
+    }
+    if (groups < 1) {
+        ts_error(RLX_E_ARG, fn, "groups must be >= 1, got %d", groups);
+        return NULL;
+    }
+    if (xn->shape[1] % groups || wn->shape[0] % groups || wn->shape[1] * groups != xn->shape[1]) {
+        ts_error(RLX_E_SHAPE, fn, "groups %d must divide C and O, and w must be [O, C/groups, KH, KW]: x %s, w %s",
+                 groups, ts_shape_str(xn), ts_shape_str(wn));
+        return NULL;
+    }
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    pair(stride, 1, a.conv.stride);
+    pair(padding, 0, a.conv.pad);
+    pair(dilation, 1, a.conv.dil);
+    a.conv.groups = groups;
+    for (int i = 0; i < 2; i++) {
+        if (a.conv.stride[i] < 1 || a.conv.dil[i] < 1 || a.conv.pad[i] < 0) {
+            ts_error(RLX_E_ARG, fn, "stride [%d,%d] and dilation [%d,%d] must be >= 1, padding [%d,%d] >= 0",
+                     a.conv.stride[0], a.conv.stride[1], a.conv.dil[0], a.conv.dil[1], a.conv.pad[0], a.conv.pad[1]);
+            return NULL;
+        }
+        int64_t span = (int64_t)a.conv.dil[i] * (wn->shape[2 + i] - 1) + 1;
+        if (xn->shape[2 + i] + 2 * (int64_t)a.conv.pad[i] < span) {
+            ts_error(RLX_E_SHAPE, fn, "dilated kernel of %lld exceeds the padded input %lld on axis %d: x %s, w %s",
+                     (long long)span, (long long)(xn->shape[2 + i] + 2 * (int64_t)a.conv.pad[i]), 2 + i,
+                     ts_shape_str(xn), ts_shape_str(wn));
+            return NULL;
+        }
+    }
+    ir_node *bn = b ? ts_node(b) : NULL;
+    if (bn && (bn->rank != 1 || bn->shape[0] != wn->shape[0])) {
+        ts_error(RLX_E_SHAPE, fn, "b must be [O] = [%lld], got %s", (long long)wn->shape[0], ts_shape_str(bn));
+        return NULL;
+    }
+    rlx_dtype dt = ir_promote(xn->dtype, wn->dtype);
+    if (!ir_dtype_is_float(dt))
+        dt = RLX_F32;
+    if (!ts_open(fn))
+        return NULL;
+    ir_node *src[2];
+    src[0] = ts_cast_node(fn, xn, dt);
+    src[1] = src[0] ? ts_cast_node(fn, wn, dt) : NULL;
+    rlx_tensor *y = ts_wrap(src[1] ? ts_make(fn, IR_OP_CONV2D, 2, src, &a) : NULL);
+    ir_release(src[0]);
+    ir_release(src[1]);
+    int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */
+    return ts_close(y && b ? rlx_add(y, rlx_reshape(b, 4, bs)) : y);
+}
+
+static rlx_tensor *pool(const char *fn, int kind, rlx_tensor *x, const int kernel[2], const int stride[2],
+                        const int padding[2])
+{
+    if (ts_null(fn, "x", x) || !numeric(fn, "x", x) || !check_nchw(fn, x))
+        return NULL;
+    if (!kernel) {
+        ts_error(RLX_E_ARG, fn, "kernel is NULL");
+        return NULL;
+    }
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.pool.kind = kind;
+    pair(kernel, 1, a.pool.kernel);
+    pair(stride ? stride : kernel, 1, a.pool.stride);
+    pair(padding, 0, a.pool.pad);
+    ir_node *xn = ts_node(x);
+    for (int i = 0; i < 2; i++) {
+        int k = a.pool.kernel[i], s = a.pool.stride[i], p = a.pool.pad[i];
+        if (k < 1 || s < 1 || p < 0 || 2 * (int64_t)p > k) {
+            ts_error(RLX_E_ARG, fn,
+                     "kernel [%d,%d] and stride [%d,%d] must be >= 1, padding [%d,%d] in 0..kernel/2",
+                     a.pool.kernel[0], a.pool.kernel[1], a.pool.stride[0], a.pool.stride[1], a.pool.pad[0],
+                     a.pool.pad[1]);
+            return NULL;
+        }
+        if (xn->shape[2 + i] + 2 * (int64_t)p < k) {
+            ts_error(RLX_E_SHAPE, fn, "kernel %d exceeds the padded input %lld on axis %d of x %s", k,
+                     (long long)(xn->shape[2 + i] + 2 * (int64_t)p), 2 + i, ts_shape_str(xn));
+            return NULL;
+        }
+    }
+    ir_node *src = ts_cast_node(fn, xn, ir_dtype_is_float(xn->dtype) ? xn->dtype : RLX_F32);
+    ir_node *y = src ? ts_make(fn, IR_OP_POOL2D, 1, &src, &a) : NULL;
+    ir_release(src);
+    return ts_wrap(y);
+}
+
+rlx_tensor *rlx_max_pool2d(rlx_tensor *x, const int kernel[2], const int stride[2], const int padding[2])
+{
+    return pool("rlx_max_pool2d", IR_POOL_MAX, x, kernel, stride, padding);
+}
+
+rlx_tensor *rlx_avg_pool2d(rlx_tensor *x, const int kernel[2], const int stride[2], const int padding[2])
+{
+    return pool("rlx_avg_pool2d", IR_POOL_AVG, x, kernel, stride, padding);
+}

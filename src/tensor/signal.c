@@ -1,0 +1,51 @@
+/*
+ * signal.c — the discrete Fourier transform over one axis.
+ *
+ * Complex values use the [..., 2N] layout: along the axis, N real parts
+ * then N imaginary parts. The transform is one FFT primitive (a library
+ * call for the passes); both directions are unnormalized, so
+ * ifft(fft(x)) = N x. Integer and bool inputs compute in f32.
+ */
+#include <string.h>
+
+#include "tensor/ts.h"
+
+static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool inverse)
+{
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (n->rank == 0) {
+        ts_error(RLX_E_SHAPE, fn, "a rank-0 tensor has no axis to transform (need [..., 2N])");
+        return NULL;
+    }
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    int64_t len = n->shape[ax];
+    if (len < 0) {
+        ts_error(RLX_E_SHAPE, fn, "axis %d of shape %s is dynamic; the transform needs its length", axis,
+                 ts_shape_str(n));
+        return NULL;
+    }
+    if (len % 2) {
+        ts_error(RLX_E_SHAPE, fn,
+                 "axis %d of shape %s has odd length %lld; complex values need 2N (N real, N imaginary parts)",
+                 axis, ts_shape_str(n), (long long)len);
+        return NULL;
+    }
+    ir_node *src = ts_cast_node(fn, n, ir_dtype_is_float(n->dtype) ? n->dtype : RLX_F32);
+    if (!src)
+        return NULL;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.fft.axis = ax;
+    a.fft.inverse = inverse;
+    ir_node *out = ts_make(fn, IR_OP_FFT, 1, &src, &a);
+    ir_release(src);
+    return ts_wrap(out);
+}
+
+rlx_tensor *rlx_fft(rlx_tensor *x) { return fft_impl("rlx_fft", x, -1, false); }
+rlx_tensor *rlx_ifft(rlx_tensor *x) { return fft_impl("rlx_ifft", x, -1, true); }
+rlx_tensor *rlx_fft_axis(rlx_tensor *x, int axis, bool inverse) { return fft_impl("rlx_fft_axis", x, axis, inverse); }

@@ -1,0 +1,73 @@
+/*
+ * ts.h — the tensor layer's internals: handles, errors, scopes and the
+ * node-building helpers every public function uses.
+ *
+ * A handle (rlx_tensor *) is an ir_node * whose refcount is the handle's.
+ * Public functions check arguments here, at the edge, with messages naming
+ * the function; below this layer values are trusted.
+ *
+ * Composites (softmax, attention, ...) are written with public calls inside
+ * ts_open/ts_close: an internal scope that releases intermediates, and that
+ * makes errors raised inside name the composite the user called.
+ */
+#ifndef RLX_TS_H
+#define RLX_TS_H
+
+#include <stdarg.h>
+
+#include "ir/ir.h"
+#include "rlx.h"
+
+static inline ir_node *ts_node(rlx_tensor *t) { return (ir_node *)t; }
+
+/* error.c: the one place failures are recorded (one breakpoint). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void ts_error(rlx_status st, const char *fn, const char *fmt, ...);
+/* True when t is NULL; records RLX_E_ARG naming arg unless an error is
+ * already recorded (NULL propagation keeps the first error). */
+bool ts_null(const char *fn, const char *arg, const rlx_tensor *t);
+/* Normalizes axis for rank (axis in [-rank, rank)); -1 and an error if not. */
+int ts_axis(const char *fn, int axis, int rank);
+/* Checks a user shape (rank 0..8, dims >= 0, or -1 when dynamic_ok, byte
+ * size within int64). */
+bool ts_check_shape(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, bool dynamic_ok);
+bool ts_check_dtype(const char *fn, int dt);
+/* "[2,3]" of a node, in a thread-local ring of buffers (4 live at once). */
+const char *ts_shape_str(const ir_node *n);
+const char *ts_dims_str(int rank, const int64_t *shape);
+
+/* handle.c */
+/* Records n in the open scope and returns it as a handle; NULL passes. */
+rlx_tensor *ts_wrap(ir_node *n);
+/* Internal scope for composites; fn names their errors. */
+bool ts_open(const char *fn); /* false (error recorded) when out of memory */
+/* Escapes result (may be NULL) from the internal scope, closes it, returns it. */
+rlx_tensor *ts_close(rlx_tensor *result);
+/* The composite currently building, or fn. */
+const char *ts_fn(const char *fn);
+
+/* Node helpers (new references, errors recorded under fn). */
+ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a);
+ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int rank, const int64_t *shape);
+ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt);
+ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *shape);
+/* Broadcasts x to shape (reshape to the rank, then expand). */
+ir_node *ts_expand_node(const char *fn, ir_node *x, int rank, const int64_t *shape);
+ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double v);
+
+/* elementwise.c: the shared bodies of the unary and binary entry points. */
+rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x);
+rlx_tensor *ts_binary(const char *fn, ir_op op, rlx_tensor *a, rlx_tensor *b);
+rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
+
+/* reduce.c: reduction over an axis mask (bit i = axis i); keepdim as rlx_sum. */
+rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim);
+/* Parses (axes, naxes) into a mask; false with an error recorded. */
+bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t *mask);
+
+/* realize.c */
+rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * harness.h — the tiny test harness of librlx's C tests.
+ *
+ * A test file defines TEST(name) functions and lists them in a table passed
+ * to test_main; `./test_x [filter]` runs those whose name contains filter.
+ * Checks record failures and go on; seeds are fixed and printed on failure.
+ * Each test runs inside an rlx scope, starts with no recorded error, and
+ * must leave no live node behind (checked through test_live_nodes).
+ */
+#ifndef RLX_TEST_HARNESS_H
+#define RLX_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlx.h"
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+extern int test_failures;
+extern const char *test_current;
+extern uint64_t test_seed;
+
+#define TEST(name) static void name(void)
+#define T(name) {#name, name}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        if (!(cond))                                                        \
+            test_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond);       \
+    } while (0)
+#define CHECK_EQ_INT(a, b)                                                  \
+    do {                                                                    \
+        long long a_ = (long long)(a), b_ = (long long)(b);                 \
+        if (a_ != b_)                                                       \
+            test_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, a_, #b, b_); \
+    } while (0)
+#define CHECK_NEAR(a, b, tol)                                               \
+    do {                                                                    \
+        double a_ = (double)(a), b_ = (double)(b);                          \
+        if (!test_close(a_, b_, (tol), (tol)))                              \
+            test_fail(__FILE__, __LINE__, "%s = %.17g, expected %.17g (tol %g)", #a, a_, b_, (double)(tol)); \
+    } while (0)
+
+/* Close in the NumPy allclose sense: |a-b| <= atol + rtol*|b|; NaN equals
+ * NaN and infinities must match in sign. */
+int test_close(double a, double b, double rtol, double atol);
+
+/* A status and message check: status equals want and the message names fn. */
+#define CHECK_ERR(call, want, fn)                                           \
+    do {                                                                    \
+        rlx_clear_error();                                                  \
+        (void)(call);                                                       \
+        test_check_error(__FILE__, __LINE__, #call, (want), (fn));          \
+    } while (0)
+/* The call returns NULL and records status want naming fn. */
+#define CHECK_NULL_ERR(call, want, fn)                                      \
+    do {                                                                    \
+        rlx_clear_error();                                                  \
+        rlx_tensor *r_ = (call);                                            \
+        if (r_) {                                                           \
+            test_fail(__FILE__, __LINE__, "%s returned a tensor, expected NULL", #call); \
+            rlx_release(r_);                                                \
+        }                                                                   \
+        test_check_error(__FILE__, __LINE__, #call, (want), (fn));          \
+    } while (0)
+void test_check_error(const char *file, int line, const char *call, rlx_status want, const char *fn);
+
+/* Builders (results recorded in the test's scope). */
+rlx_tensor *tf32(int rank, const int64_t *shape, const float *data);
+rlx_tensor *tf64(int rank, const int64_t *shape, const double *data);
+rlx_tensor *ti32(int rank, const int64_t *shape, const int32_t *data);
+rlx_tensor *ti64(int rank, const int64_t *shape, const int64_t *data);
+rlx_tensor *tbool(int rank, const int64_t *shape, const unsigned char *data);
+/* Random uniform values in [lo, hi) from the harness's seeded generator. */
+rlx_tensor *trand(rlx_dtype dt, int rank, const int64_t *shape, double lo, double hi);
+double test_uniform(double lo, double hi);
+
+/* Reads t as doubles into a malloc'ed array (NULL and a failure if it
+ * does not realize); *n gets the element count. */
+double *test_values(rlx_tensor *t, int64_t *n);
+/* Compares t's shape, dtype and values with expected (as doubles). */
+void test_expect(const char *file, int line, rlx_tensor *t, rlx_dtype dt, int rank, const int64_t *shape,
+                 const double *expected, double rtol, double atol);
+#define EXPECT(t, dt, rank, shape, expected, tol) \
+    test_expect(__FILE__, __LINE__, (t), (dt), (rank), (shape), (expected), (tol), (tol))
+/* Compares two tensors of one shape (values as doubles). */
+void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *want, double rtol, double atol);
+#define EXPECT_SAME(got, want, tol) test_expect_same(__FILE__, __LINE__, (got), (want), (tol), (tol))
+
+int test_main(int argc, char **argv, const test_case *cases, int ncases);
+#define TEST_MAIN(...)                                                      \
+    int main(int argc, char **argv)                                         \
+    {                                                                       \
+        static const test_case cases_[] = {__VA_ARGS__};                    \
+        return test_main(argc, argv, cases_, (int)(sizeof cases_ / sizeof *cases_)); \
+    }
+
+#endif

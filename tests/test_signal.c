@@ -1,0 +1,258 @@
+/*
+ * test_signal.c — rlx_fft, rlx_ifft and rlx_fft_axis against a naive DFT
+ * computed here in double: every length N = 1..64, large primes and a
+ * large power of two, f32 and f64, both directions, any axis, strided
+ * inputs, the round trip, and every documented error.
+ */
+#include "harness.h"
+
+/* Naive DFT of one line of 2N values (N real, then N imaginary) read with
+ * stride `stride`, written contiguous to out[2N]. Angles use the exact
+ * index (j*k) mod N into a table, so the reference is accurate to about
+ * N ulps of the line's l1 norm. */
+static void naive_dft(const double *x, int64_t stride, int64_t n, int inverse, const double *cs,
+                      const double *sn, double *out)
+{
+    for (int64_t k = 0; k < n; k++) {
+        double sr = 0, si = 0;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t t = (j * k) % n;
+            double wr = cs[t], wi = inverse ? sn[t] : -sn[t];
+            double xr = x[j * stride], xi = x[(n + j) * stride];
+            sr += xr * wr - xi * wi;
+            si += xr * wi + xi * wr;
+        }
+        out[k] = sr;
+        out[n + k] = si;
+    }
+}
+
+/* Compares got (the transform of x along axis) with the naive DFT of x's
+ * values, line by line, within tol times the line's l1 norm. */
+static void check_transform(const char *file, int line, rlx_tensor *x, rlx_tensor *got, int axis, int inverse,
+                            double tol)
+{
+    if (!x || !got) {
+        test_fail(file, line, "tensor is NULL: %s", rlx_last_error());
+        return;
+    }
+    int64_t shape[RLX_MAX_RANK], gshape[RLX_MAX_RANK], nx, ng;
+    int rank = rlx_shape(x, shape, RLX_MAX_RANK);
+    int grank = rlx_shape(got, gshape, RLX_MAX_RANK);
+    if (grank != rank || memcmp(shape, gshape, (size_t)rank * sizeof *shape) != 0) {
+        test_fail(file, line, "result shape differs from the input shape");
+        return;
+    }
+    rlx_dtype want_dt = rlx_dtype_of(x) == RLX_F64 ? RLX_F64 : RLX_F32;
+    if (rlx_dtype_of(got) != want_dt) {
+        test_fail(file, line, "dtype %s, expected %s", rlx_dtype_name(rlx_dtype_of(got)), rlx_dtype_name(want_dt));
+        return;
+    }
+    if (axis < 0)
+        axis += rank;
+    double *xv = test_values(x, &nx), *gv = test_values(got, &ng);
+    int64_t len = shape[axis], n = len / 2, stride = 1, outer = 1;
+    for (int i = axis + 1; i < rank; i++)
+        stride *= shape[i];
+    for (int i = 0; i < axis; i++)
+        outer *= shape[i];
+    double *cs = malloc((size_t)(n ? n : 1) * sizeof *cs), *sn = malloc((size_t)(n ? n : 1) * sizeof *sn);
+    double *ref = malloc((size_t)(len ? len : 1) * sizeof *ref);
+    for (int64_t t = 0; t < n; t++) {
+        cs[t] = cos(2 * M_PI * (double)t / (double)n);
+        sn[t] = sin(2 * M_PI * (double)t / (double)n);
+    }
+    int bad = 0;
+    for (int64_t o = 0; xv && gv && o < outer && !bad; o++) {
+        for (int64_t in = 0; in < stride && !bad; in++) {
+            const double *xl = xv + o * len * stride + in;
+            const double *gl = gv + o * len * stride + in;
+            naive_dft(xl, stride, n, inverse, cs, sn, ref);
+            double l1 = 0;
+            for (int64_t j = 0; j < n; j++)
+                l1 += hypot(xl[j * stride], xl[(n + j) * stride]);
+            for (int64_t k = 0; k < len; k++) {
+                if (!(fabs(gl[k * stride] - ref[k]) <= tol * (l1 + 1e-300))) {
+                    test_fail(file, line, "N=%lld line (%lld,%lld) element %lld: %.17g, expected %.17g",
+                              (long long)n, (long long)o, (long long)in, (long long)k, gl[k * stride], ref[k]);
+                    bad = 1;
+                    break;
+                }
+            }
+        }
+    }
+    free(xv);
+    free(gv);
+    free(cs);
+    free(sn);
+    free(ref);
+}
+#define CHECK_TRANSFORM(x, got, axis, inverse, tol) \
+    check_transform(__FILE__, __LINE__, (x), (got), (axis), (inverse), (tol))
+
+/* Tolerances relative to a line's l1 norm: f64 leaves room for the naive
+ * reference's own error; f32 results are rounded once from double. */
+#define TOL_F64 1e-12
+#define TOL_F32 2e-7
+
+TEST(fft_known_values)
+{
+    /* [1,2,3,4] -> [10, -2+2i, -2, -2-2i], by hand. */
+    int64_t s[1] = {8};
+    double x[8] = {1, 2, 3, 4, 0, 0, 0, 0};
+    double want[8] = {10, -2, -2, -2, 0, 2, 0, -2};
+    EXPECT(rlx_fft(tf64(1, s, x)), RLX_F64, 1, s, want, 1e-15);
+    /* The inverse of that spectrum is 4 x. */
+    double back[8] = {4, 8, 12, 16, 0, 0, 0, 0};
+    EXPECT(rlx_ifft(tf64(1, s, want)), RLX_F64, 1, s, back, 1e-14);
+    /* An impulse has a flat spectrum; N = 3 goes through Bluestein. */
+    int64_t s3[1] = {6};
+    float imp[6] = {1, 0, 0, 0, 0, 0};
+    double flat[6] = {1, 1, 1, 0, 0, 0};
+    EXPECT(rlx_fft(tf32(1, s3, imp)), RLX_F32, 1, s3, flat, 1e-7);
+    /* N = 3, x = [0, 1, 0]: X_k = exp(-2 pi i k / 3). */
+    double e1[6] = {0, 1, 0, 0, 0, 0};
+    double w3[6] = {1, -0.5, -0.5, 0, -0.86602540378443865, 0.86602540378443865};
+    EXPECT(rlx_fft(tf64(1, s3, e1)), RLX_F64, 1, s3, w3, 1e-15);
+}
+
+TEST(fft_every_length_1_to_64)
+{
+    for (int64_t n = 1; n <= 64; n++) {
+        int64_t s[2] = {3, 2 * n};
+        for (int d = 0; d < 2; d++) {
+            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+            double tol = d ? TOL_F64 : TOL_F32;
+            rlx_tensor *x = trand(dt, 2, s, -1, 1);
+            CHECK_TRANSFORM(x, rlx_fft(x), -1, 0, tol);
+            CHECK_TRANSFORM(x, rlx_ifft(x), -1, 1, tol);
+            CHECK_TRANSFORM(x, rlx_fft_axis(x, 1, false), 1, 0, tol);
+            CHECK_TRANSFORM(x, rlx_fft_axis(x, -1, true), 1, 1, tol);
+        }
+    }
+}
+
+TEST(fft_large_lengths)
+{
+    const int64_t ns[] = {251, 1009, 4096, 1000};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s[2] = {2, 2 * ns[i]};
+        rlx_tensor *x = trand(RLX_F64, 2, s, -1, 1);
+        CHECK_TRANSFORM(x, rlx_fft(x), -1, 0, TOL_F64);
+        CHECK_TRANSFORM(x, rlx_ifft(x), -1, 1, TOL_F64);
+        rlx_tensor *xf = trand(RLX_F32, 2, s, -1, 1);
+        CHECK_TRANSFORM(xf, rlx_fft(xf), -1, 0, TOL_F32);
+        CHECK_TRANSFORM(xf, rlx_ifft(xf), -1, 1, TOL_F32);
+    }
+}
+
+TEST(fft_axis_0_and_middle)
+{
+    const int64_t ns[] = {1, 4, 5, 12, 17};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s[2] = {2 * ns[i], 3};
+        rlx_tensor *x = trand(RLX_F64, 2, s, -2, 2);
+        CHECK_TRANSFORM(x, rlx_fft_axis(x, 0, false), 0, 0, TOL_F64);
+        CHECK_TRANSFORM(x, rlx_fft_axis(x, -2, true), 0, 1, TOL_F64);
+        int64_t s3[3] = {2, 2 * ns[i], 3};
+        rlx_tensor *y = trand(RLX_F32, 3, s3, -2, 2);
+        CHECK_TRANSFORM(y, rlx_fft_axis(y, 1, false), 1, 0, TOL_F32);
+        CHECK_TRANSFORM(y, rlx_fft_axis(y, 1, true), 1, 1, TOL_F32);
+    }
+}
+
+TEST(fft_strided_input)
+{
+    /* A transposed view is not contiguous: the transform must follow its
+     * strides, on the last axis and on axis 0. */
+    const int64_t ns[] = {6, 8, 13};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s[2] = {2 * ns[i], 3};
+        rlx_tensor *x = trand(RLX_F64, 2, s, -1, 1);
+        int perm[2] = {1, 0};
+        rlx_tensor *xt = rlx_transpose(x, 2, perm); /* [3, 2N] */
+        CHECK_TRANSFORM(xt, rlx_fft(xt), -1, 0, TOL_F64);
+        CHECK_TRANSFORM(xt, rlx_ifft(xt), -1, 1, TOL_F64);
+        int64_t s2[2] = {3, 2 * ns[i]};
+        rlx_tensor *y = trand(RLX_F32, 2, s2, -1, 1);
+        rlx_tensor *yt = rlx_transpose(y, 2, perm); /* [2N, 3] */
+        CHECK_TRANSFORM(yt, rlx_fft_axis(yt, 0, false), 0, 0, TOL_F32);
+        /* A narrowed view starting mid-buffer. */
+        rlx_tensor *yn = rlx_narrow(y, 0, 1, 2);
+        CHECK_TRANSFORM(yn, rlx_fft(yn), -1, 0, TOL_F32);
+    }
+}
+
+TEST(fft_round_trip)
+{
+    const int64_t ns[] = {1, 2, 7, 16, 100};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s[2] = {4, 2 * ns[i]}, n;
+        rlx_tensor *x = trand(RLX_F64, 2, s, -1, 1);
+        double *xv = test_values(x, &n);
+        for (int64_t k = 0; xv && k < n; k++)
+            xv[k] *= (double)ns[i];
+        if (xv)
+            EXPECT(rlx_ifft(rlx_fft(x)), RLX_F64, 2, s, xv, 1e-12);
+        free(xv);
+        rlx_tensor *y = trand(RLX_F32, 2, s, -1, 1);
+        double *yv = test_values(y, &n);
+        for (int64_t k = 0; yv && k < n; k++)
+            yv[k] *= (double)ns[i];
+        if (yv)
+            EXPECT(rlx_fft_axis(rlx_fft_axis(y, 1, true), 1, false), RLX_F32, 2, s, yv, 2e-5);
+        free(yv);
+    }
+}
+
+TEST(fft_integer_input_and_empty)
+{
+    /* Integers and bools compute in f32. */
+    int64_t s[1] = {4};
+    int32_t xi[4] = {1, 2, 0, 0};
+    double want[4] = {3, -1, 0, 0};
+    EXPECT(rlx_fft(ti32(1, s, xi)), RLX_F32, 1, s, want, 0);
+    int64_t xl[4] = {1, 2, 0, 0};
+    EXPECT(rlx_fft_axis(ti64(1, s, xl), 0, false), RLX_F32, 1, s, want, 0);
+    unsigned char xb[4] = {1, 1, 0, 0};
+    double wb[4] = {2, 0, 0, 0};
+    EXPECT(rlx_ifft(tbool(1, s, xb)), RLX_F32, 1, s, wb, 0);
+    /* An empty axis (N = 0) and an empty batch give empty results. */
+    int64_t e1[2] = {3, 0}, e2[3] = {0, 2, 6};
+    EXPECT(rlx_fft(rlx_zeros(RLX_F32, 2, e1)), RLX_F32, 2, e1, NULL, 0);
+    EXPECT(rlx_ifft(rlx_zeros(RLX_F64, 2, e1)), RLX_F64, 2, e1, NULL, 0);
+    EXPECT(rlx_fft_axis(rlx_zeros(RLX_F64, 3, e2), 1, false), RLX_F64, 3, e2, NULL, 0);
+    EXPECT(rlx_fft_axis(rlx_zeros(RLX_F64, 3, e2), -1, true), RLX_F64, 3, e2, NULL, 0);
+}
+
+TEST(fft_errors)
+{
+    int64_t s5[2] = {3, 5}, s4[2] = {3, 4};
+    rlx_tensor *odd = rlx_zeros(RLX_F32, 2, s5), *even = rlx_zeros(RLX_F32, 2, s4);
+    CHECK_NULL_ERR(rlx_fft(NULL), RLX_E_ARG, "rlx_fft");
+    CHECK_NULL_ERR(rlx_ifft(NULL), RLX_E_ARG, "rlx_ifft");
+    CHECK_NULL_ERR(rlx_fft_axis(NULL, 0, false), RLX_E_ARG, "rlx_fft_axis");
+    CHECK_NULL_ERR(rlx_fft(odd), RLX_E_SHAPE, "rlx_fft");
+    CHECK_NULL_ERR(rlx_ifft(odd), RLX_E_SHAPE, "rlx_ifft");
+    CHECK_NULL_ERR(rlx_fft_axis(odd, 1, true), RLX_E_SHAPE, "rlx_fft_axis");
+    CHECK_NULL_ERR(rlx_fft_axis(even, 0, false), RLX_E_SHAPE, "rlx_fft_axis"); /* axis 0 has length 3 */
+    /* The message names the shape. */
+    rlx_clear_error();
+    CHECK(rlx_fft(odd) == NULL);
+    CHECK(strstr(rlx_last_error(), "[3,5]") != NULL);
+    rlx_clear_error();
+    CHECK_NULL_ERR(rlx_fft_axis(even, 2, false), RLX_E_ARG, "rlx_fft_axis");
+    CHECK_NULL_ERR(rlx_fft_axis(even, -3, false), RLX_E_ARG, "rlx_fft_axis");
+    CHECK_NULL_ERR(rlx_fft(rlx_scalar(RLX_F32, 1)), RLX_E_SHAPE, "rlx_fft");
+    CHECK_NULL_ERR(rlx_fft_axis(rlx_scalar(RLX_F64, 1), 0, false), RLX_E_SHAPE, "rlx_fft_axis");
+    /* NULL propagates and keeps the first error. */
+    rlx_clear_error();
+    CHECK(rlx_fft(odd) == NULL);
+    CHECK(rlx_ifft(rlx_fft(odd)) == NULL);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_SHAPE);
+    CHECK(strncmp(rlx_last_error(), "rlx_fft:", 8) == 0);
+    rlx_clear_error();
+}
+
+TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
+          T(fft_strided_input), T(fft_round_trip), T(fft_integer_input_and_empty), T(fft_errors))
