@@ -177,7 +177,9 @@ RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const in
  * approximation. softplus = log(1+exp(x)), elu uses alpha 1, mish =
  * x*tanh(softplus(x)), hard_sigmoid = clamp(x/6+1/2, 0, 1) (PyTorch),
  * hard_swish = x*hard_sigmoid(x), log_sigmoid = -softplus(-x), softsign =
- * x/(1+|x|). sign(NaN) is NaN. */
+ * x/(1+|x|). sign(NaN) is NaN. At +-inf the activations follow their
+ * formulas as PyTorch evaluates them: gelu, silu, mish, hard_swish of -inf
+ * and softsign of +-inf are NaN (inf * 0, inf / inf). */
 
 RLX_API rlx_tensor *rlx_neg(rlx_tensor *x);
 RLX_API rlx_tensor *rlx_relu(rlx_tensor *x);
@@ -215,15 +217,15 @@ RLX_API rlx_tensor *rlx_logical_not(rlx_tensor *x);
  * any integer with f32 gives f32). The _s forms convert the scalar to the
  * tensor's dtype first (0.5 on an i32 tensor is 0). Integer add/sub/mul
  * wrap; integer div and rem truncate like C, and dividing an integer by zero
- * gives 0 (NumPy's value; no trap). Float rem is fmod. pow of an integer by
- * a negative integer exponent gives 1/x^n truncated. maximum/minimum
+ * gives 0 (NumPy's value; no trap), as does integer rem by zero. Float rem
+ * is fmod. pow of an integer by a negative integer exponent gives 1/x^n
+ * truncated (0 for 0^-n). atan2 computes in f32 for bool and integer
+ * operands, like the unary float math. maximum/minimum
  * propagate NaN. On two bool operands add and maximum are logical or, mul
  * and minimum logical and; the other arithmetic ops are RLX_E_DTYPE.
  * Comparisons return bool (one byte per element); logical_and/or treat any
  * nonzero as true and return bool. */
 
-RLX_API rlx_tensor *rlx_name(rlx_tensor *a, rlx_tensor *b);
-RLX_API rlx_tensor *rlx_name_s(rlx_tensor *a, double s);
 RLX_API rlx_tensor *rlx_add(rlx_tensor *a, rlx_tensor *b);
 RLX_API rlx_tensor *rlx_add_s(rlx_tensor *a, double s);
 RLX_API rlx_tensor *rlx_sub(rlx_tensor *a, rlx_tensor *b);
@@ -279,7 +281,7 @@ RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
  * nothing). keepdim keeps reduced axes as size 1. Result dtypes: sum and
  * prod of bool/integers give i64 (NumPy and PyTorch); max/min keep the
  * dtype; mean, var, std, norm of bool/integers give f32. Over an empty axis:
- * sum 0, prod 1, mean NaN, max -inf (the dtype's lowest value for integers,
+ * sum 0, prod 1, mean/var/std NaN, norm 0, max -inf (the dtype's lowest value for integers,
  * false for bool), min +inf (highest, true). NaN propagates through max/min.
  * var is the population variance; norm is the 2-norm sqrt(sum(x^2)). */
 
@@ -295,10 +297,11 @@ RLX_API rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool kee
  * extreme (NumPy). An empty axis is RLX_E_SHAPE. Rank 0: axis 0 or -1. */
 RLX_API rlx_tensor *rlx_argmax(rlx_tensor *x, int axis, bool keepdim);
 RLX_API rlx_tensor *rlx_argmin(rlx_tensor *x, int axis, bool keepdim);
-/* log(sum(exp(x))) along axis, stable; all -inf gives -inf. Float result. */
+/* log(sum(exp(x))) along axis, stable; all -inf gives -inf. Float result.
+ * Rank 0 (axis 0 or -1) returns x, as PyTorch. */
 RLX_API rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim);
 /* Running sum along axis; exclusive starts at 0 and drops the last term.
- * bool/integer input gives i64. */
+ * bool/integer input gives i64. Rank 0 (axis 0 or -1) returns x. */
 RLX_API rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive);
 RLX_API rlx_tensor *rlx_sum_all(rlx_tensor *x);  /* rank 0 */
 RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */

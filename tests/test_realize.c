@@ -124,16 +124,6 @@ TEST(compiled_program)
     rlx_clear_error();
 }
 
-TEST(grad_not_yet)
-{
-    rlx_tensor *x = rlx_ones(RLX_F32, 1, (int64_t[]){2});
-    rlx_tensor *g[1];
-    CHECK_ERR(rlx_grad(rlx_sum_all(x), &x, 1, g), RLX_E_UNSUPPORTED, "rlx_grad");
-    CHECK(g[0] == NULL);
-    CHECK_ERR(rlx_grad(NULL, &x, 1, g), RLX_E_ARG, "rlx_grad");
-    CHECK_ERR(rlx_grad(x, &x, -1, g), RLX_E_ARG, "rlx_grad");
-}
-
 TEST(control)
 {
     int n0 = rlx_get_num_threads();
@@ -182,5 +172,5 @@ TEST(dump_dot)
     CHECK_ERR(rlx_dump_dot(NULL, path), RLX_E_ARG, "rlx_dump_dot");
 }
 
-TEST_MAIN(T(realize_and_many), T(readers), T(item), T(to_string), T(compiled_program), T(grad_not_yet), T(control),
+TEST_MAIN(T(realize_and_many), T(readers), T(item), T(to_string), T(compiled_program), T(control),
           T(dump_dot))

@@ -71,11 +71,12 @@ static ir_node *binary_nodes(const char *fn, ir_op op, ir_node *a, ir_node *b)
     rlx_dtype dt = ir_promote(a->dtype, b->dtype);
     if (op == IR_OP_AND || op == IR_OP_OR)
         dt = RLX_BOOL;
+    else if ((flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(dt))
+        dt = RLX_F32;
     else if (dt == RLX_BOOL && !(flags & IR_F_BOOL_OK)) {
         ts_error(RLX_E_DTYPE, fn, "not defined on two bool operands");
         return NULL;
-    } else if ((flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(dt))
-        dt = RLX_F32;
+    }
     ir_node *in[2] = {a, b};
     rlx_dtype dts[2] = {dt, dt};
     return make_broadcast(fn, op, 2, in, dts);

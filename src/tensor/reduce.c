@@ -200,6 +200,8 @@ rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim)
     const char *fn = "rlx_logsumexp";
     if (ts_null(fn, "x", x))
         return NULL;
+    if (ts_node(x)->rank == 0 && (axis == 0 || axis == -1))
+        return ir_dtype_is_float(ts_node(x)->dtype) ? rlx_retain(x) : rlx_cast(x, RLX_F32);
     int ax = ts_axis(fn, axis, ts_node(x)->rank);
     if (ax < 0 || !ts_open(fn))
         return NULL;
@@ -220,6 +222,9 @@ rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive)
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
+    if (n->rank == 0 && (axis == 0 || axis == -1)) /* a scalar is its own running sum */
+        return exclusive ? rlx_zeros(ir_dtype_is_float(n->dtype) ? n->dtype : RLX_I64, 0, NULL)
+                         : rlx_cast(x, ir_dtype_is_float(n->dtype) ? n->dtype : RLX_I64);
     int ax = ts_axis(fn, axis, n->rank);
     if (ax < 0)
         return NULL;

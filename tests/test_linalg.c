@@ -1,0 +1,567 @@
+/*
+ * test_linalg.c — matmul, matmul_t, linear, linear_act, solve and inv
+ * against hand-computed values and independent double-precision loops:
+ * 1-D operands, batch broadcasting, transposed and strided views, empty
+ * dims, f32/f64 and integer products, singular systems, and the argument
+ * checks of every function.
+ */
+#include "harness.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static int64_t numel_of(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    return n;
+}
+
+/* A malloc'ed array of n uniform values (at least one slot). */
+static double *rnd(int64_t n, double lo, double hi)
+{
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = test_uniform(lo, hi);
+    return v;
+}
+
+/* Random small integers as doubles (exact in every dtype). */
+static double *rnd_int(int64_t n, int lo, int hi)
+{
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = floor(test_uniform(lo, hi + 1));
+    return v;
+}
+
+/* A tensor of dtype dt holding the doubles v. */
+static rlx_tensor *mk(rlx_dtype dt, int rank, const int64_t *shape, const double *v)
+{
+    return rlx_cast(tf64(rank, shape, v), dt);
+}
+
+/* NumPy matmul in double: 1-D promotion, batch broadcasting. out must hold
+ * the result; its rank and shape go to *rout/sout. */
+static void ref_matmul(const double *a, int ra, const int64_t *sa, const double *b, int rb, const int64_t *sb,
+                       double *out, int *rout, int64_t *sout)
+{
+    int64_t a2[RLX_MAX_RANK], b2[RLX_MAX_RANK];
+    int ra2 = ra, rb2 = rb;
+    if (ra == 1) {
+        a2[0] = 1;
+        a2[1] = sa[0];
+        ra2 = 2;
+    } else
+        memcpy(a2, sa, (size_t)ra * sizeof *sa);
+    if (rb == 1) {
+        b2[0] = sb[0];
+        b2[1] = 1;
+        rb2 = 2;
+    } else
+        memcpy(b2, sb, (size_t)rb * sizeof *sb);
+    int nba = ra2 - 2, nbb = rb2 - 2, nb = nba > nbb ? nba : nbb;
+    int64_t batch[RLX_MAX_RANK];
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - nba), ib = i - (nb - nbb);
+        int64_t da = ia >= 0 ? a2[ia] : 1, db = ib >= 0 ? b2[ib] : 1;
+        batch[i] = da == 1 ? db : da;
+    }
+    int64_t m = a2[ra2 - 2], k = a2[ra2 - 1], n = b2[rb2 - 1];
+    int64_t nbatch = numel_of(nb, batch);
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        /* Batch index -> offsets into a and b (broadcast dims read index 0). */
+        int64_t rem = bi, aoff = 0, boff = 0, astride = m * k, bstride = k * n;
+        for (int i = nb - 1; i >= 0; i--) {
+            int64_t idx = rem % batch[i];
+            rem /= batch[i];
+            int ia = i - (nb - nba), ib = i - (nb - nbb);
+            if (ia >= 0) {
+                aoff += (a2[ia] == 1 ? 0 : idx) * astride;
+                astride *= a2[ia];
+            }
+            if (ib >= 0) {
+                boff += (b2[ib] == 1 ? 0 : idx) * bstride;
+                bstride *= b2[ib];
+            }
+        }
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < k; p++)
+                    s += a[aoff + i * k + p] * b[boff + p * n + j];
+                out[bi * m * n + i * n + j] = s;
+            }
+    }
+    int r = nb;
+    memcpy(sout, batch, (size_t)nb * sizeof *batch);
+    if (ra > 1)
+        sout[r++] = m;
+    if (rb > 1)
+        sout[r++] = n;
+    *rout = r;
+}
+
+/* Checks rlx_matmul on random operands of the given shapes against the
+ * reference, in dtype dt. */
+static void check_matmul(rlx_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb)
+{
+    int64_t na = numel_of(ra, sa), nbn = numel_of(rb, sb);
+    bool fl = dt == RLX_F32 || dt == RLX_F64;
+    double *a = fl ? rnd(na, -1, 1) : rnd_int(na, -9, 9), *b = fl ? rnd(nbn, -1, 1) : rnd_int(nbn, -9, 9);
+    double *want = malloc(4096 * sizeof *want);
+    int r;
+    int64_t shape[RLX_MAX_RANK];
+    ref_matmul(a, ra, sa, b, rb, sb, want, &r, shape);
+    rlx_tensor *got = rlx_matmul(mk(dt, ra, sa, a), mk(dt, rb, sb, b));
+    EXPECT(got, dt, r, shape, want, dt == RLX_F32 ? 1e-5 : 1e-12);
+    free(a);
+    free(b);
+    free(want);
+}
+
+/* ----------------------------------------------------------- matmul */
+
+TEST(matmul_hand_values)
+{
+    int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, so[2] = {2, 2};
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
+    double want[4] = {58, 64, 139, 154};
+    EXPECT(rlx_matmul(tf32(2, sa, a), tf32(2, sb, b)), RLX_F32, 2, so, want, 0);
+    /* 1-D @ 1-D is a scalar dot product; 1-D @ 2-D a row times a matrix. */
+    int64_t s3[1] = {3};
+    double dot[1] = {1 * 7 + 2 * 9 + 3 * 11};
+    float b0[3] = {7, 9, 11};
+    EXPECT(rlx_matmul(tf32(1, s3, a), tf32(1, s3, b0)), RLX_F32, 0, NULL, dot, 0);
+    int64_t s2[1] = {2};
+    double row[2] = {58, 64};
+    EXPECT(rlx_matmul(tf32(1, s3, a), tf32(2, sb, b)), RLX_F32, 1, s2, row, 0);
+    double col[2] = {1 * 7 + 2 * 9 + 3 * 11, 4 * 7 + 5 * 9 + 6 * 11};
+    EXPECT(rlx_matmul(tf32(2, sa, a), tf32(1, s3, b0)), RLX_F32, 1, s2, col, 0);
+}
+
+TEST(matmul_random_shapes)
+{
+    static const struct {
+        int ra, rb;
+        int64_t sa[4], sb[4];
+    } cases[] = {
+        {2, 2, {1, 1}, {1, 1}},
+        {2, 2, {7, 3}, {3, 5}},
+        {2, 2, {200, 2}, {2, 3}},       /* tall-skinny */
+        {2, 2, {2, 200}, {200, 2}},     /* long inner dim */
+        {3, 2, {2, 3, 4}, {4, 5}},      /* batch broadcast of b */
+        {2, 3, {3, 4}, {2, 4, 5}},      /* batch broadcast of a */
+        {4, 3, {2, 1, 3, 4}, {5, 4, 2}}, /* both broadcast */
+        {1, 3, {4}, {2, 4, 3}},         /* 1-D @ batched */
+        {3, 1, {2, 3, 4}, {4}},         /* batched @ 1-D */
+        {1, 1, {5}, {5}},
+        {1, 2, {1}, {1, 6}},
+    };
+    rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            check_matmul(dts[d], cases[i].ra, cases[i].sa, cases[i].rb, cases[i].sb);
+}
+
+TEST(matmul_integer)
+{
+    static const int64_t sa[3] = {2, 3, 4}, sb[2] = {4, 5};
+    check_matmul(RLX_I32, 3, sa, 2, sb);
+    check_matmul(RLX_I64, 3, sa, 2, sb);
+    /* Integers stay integers, and i32 results wrap like C unsigned math. */
+    int64_t s11[2] = {1, 1};
+    int32_t big[1] = {65536};
+    double zero[1] = {0};
+    EXPECT(rlx_matmul(ti32(2, s11, big), ti32(2, s11, big)), RLX_I32, 2, s11, zero, 0);
+    int64_t big64[1] = {(int64_t)1 << 40};
+    double prod[1] = {(double)((int64_t)1 << 40) * 3};
+    int64_t three[1] = {3};
+    EXPECT(rlx_matmul(ti64(2, s11, big64), ti64(2, s11, three)), RLX_I64, 2, s11, prod, 0);
+    /* Promotion: i32 @ i64 is i64, i32 @ f32 is f32, f32 @ f64 is f64. */
+    int32_t two[1] = {2};
+    float half[1] = {0.5f};
+    double quarter[1] = {0.25};
+    double v1[1] = {6}, v2[1] = {1}, v3[1] = {0.125};
+    EXPECT(rlx_matmul(ti32(2, s11, two), ti64(2, s11, three)), RLX_I64, 2, s11, v1, 0);
+    EXPECT(rlx_matmul(ti32(2, s11, two), tf32(2, s11, half)), RLX_F32, 2, s11, v2, 0);
+    EXPECT(rlx_matmul(tf32(2, s11, half), tf64(2, s11, quarter)), RLX_F64, 2, s11, v3, 0);
+}
+
+TEST(matmul_views)
+{
+    /* x [k, m] and y [n, k] stored transposed: a = x^T, b = y^T. */
+    int64_t m = 5, k = 4, n = 3;
+    int64_t sx[2] = {k, m}, sy[2] = {n, k};
+    double *x = rnd(k * m, -1, 1), *y = rnd(n * k, -1, 1);
+    double a[20], b[12], want[15];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            a[i * k + p] = x[p * m + i];
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++)
+            b[p * n + j] = y[j * k + p];
+    int r;
+    int64_t so[RLX_MAX_RANK], sa[2] = {m, k}, sb[2] = {k, n};
+    ref_matmul(a, 2, sa, b, 2, sb, want, &r, so);
+    rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++) {
+        double tol = d ? 1e-12 : 1e-5;
+        rlx_tensor *xt = rlx_t(mk(dts[d], 2, sx, x)), *yt = rlx_t(mk(dts[d], 2, sy, y));
+        EXPECT(rlx_matmul(xt, yt), dts[d], 2, so, want, tol);
+        EXPECT(rlx_matmul(xt, mk(dts[d], 2, sb, b)), dts[d], 2, so, want, tol);
+        EXPECT(rlx_matmul(mk(dts[d], 2, sa, a), yt), dts[d], 2, so, want, tol);
+        /* matmul_t reads y [n, k] as b^T directly. */
+        EXPECT(rlx_matmul_t(xt, mk(dts[d], 2, sy, y)), dts[d], 2, so, want, tol);
+    }
+    /* A strided column view (every other column) and a reversed one go
+     * through the packing path: neither stride is 1. */
+    int64_t sw[2] = {k, 2 * n};
+    double *w = rnd(k * 2 * n, -1, 1), bs[12], br[12];
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++) {
+            bs[p * n + j] = w[p * 2 * n + 2 * j];
+            br[p * n + j] = b[(k - 1 - p) * n + j];
+        }
+    ref_matmul(a, 2, sa, bs, 2, sb, want, &r, so);
+    rlx_tensor *wv = rlx_slice(mk(RLX_F64, 2, sw, w), 1, 0, RLX_END, 2);
+    EXPECT(rlx_matmul(mk(RLX_F64, 2, sa, a), wv), RLX_F64, 2, so, want, 1e-12);
+    EXPECT(rlx_matmul(rlx_t(mk(RLX_F64, 2, sx, x)), wv), RLX_F64, 2, so, want, 1e-12);
+    ref_matmul(a, 2, sa, br, 2, sb, want, &r, so);
+    rlx_tensor *rev = rlx_slice(mk(RLX_F32, 2, sb, b), 0, RLX_END, RLX_END, -1);
+    EXPECT(rlx_matmul(mk(RLX_F32, 2, sa, a), rev), RLX_F32, 2, so, want, 1e-5);
+    /* A broadcast row (stride 0) as a matrix, and a 3-D permuted operand. */
+    int64_t s1k[2] = {1, k}, smk[2] = {m, k};
+    double rowv[4], ab[20];
+    for (int64_t p = 0; p < k; p++)
+        rowv[p] = a[p];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            ab[i * k + p] = rowv[p];
+    ref_matmul(ab, 2, smk, b, 2, sb, want, &r, so);
+    rlx_tensor *bc = rlx_broadcast_to(mk(RLX_F32, 2, s1k, rowv), 2, smk);
+    EXPECT(rlx_matmul(bc, mk(RLX_F32, 2, sb, b)), RLX_F32, 2, so, want, 1e-5);
+    /* z [k, 2, n] permuted to [2, k, n]. */
+    int64_t sz[3] = {k, 2, n}, sbz[3] = {2, k, n};
+    double *z = rnd(k * 2 * n, -1, 1), zp[24], want2[30];
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t q = 0; q < 2; q++)
+            for (int64_t j = 0; j < n; j++)
+                zp[q * k * n + p * n + j] = z[p * 2 * n + q * n + j];
+    ref_matmul(a, 2, sa, zp, 3, sbz, want2, &r, so);
+    static const int perm[3] = {1, 0, 2};
+    EXPECT(rlx_matmul(mk(RLX_F64, 2, sa, a), rlx_transpose(mk(RLX_F64, 3, sz, z), 3, perm)), RLX_F64, r, so, want2,
+           1e-12);
+    free(x);
+    free(y);
+    free(w);
+    free(z);
+}
+
+TEST(matmul_empty)
+{
+    int64_t s03[2] = {0, 3}, s34[2] = {3, 4}, s04[2] = {0, 4};
+    EXPECT(rlx_matmul(rlx_zeros(RLX_F32, 2, s03), rlx_ones(RLX_F32, 2, s34)), RLX_F32, 2, s04, NULL, 0);
+    /* An empty inner dim gives zeros. */
+    int64_t s20[2] = {2, 0}, s03b[2] = {0, 3}, s23[2] = {2, 3};
+    double z6[6] = {0};
+    EXPECT(rlx_matmul(rlx_ones(RLX_F64, 2, s20), rlx_ones(RLX_F64, 2, s03b)), RLX_F64, 2, s23, z6, 0);
+    EXPECT(rlx_matmul(rlx_ones(RLX_I32, 2, s20), rlx_ones(RLX_I32, 2, s03b)), RLX_I32, 2, s23, z6, 0);
+    int64_t s30[2] = {3, 0}, s20b[2] = {2, 0};
+    EXPECT(rlx_matmul(rlx_ones(RLX_F32, 2, s23), rlx_ones(RLX_F32, 2, s30)), RLX_F32, 2, s20b, NULL, 0);
+    int64_t sb0[3] = {0, 2, 3}, sb0o[3] = {0, 2, 4};
+    EXPECT(rlx_matmul(rlx_ones(RLX_F32, 3, sb0), rlx_ones(RLX_F32, 2, s34)), RLX_F32, 3, sb0o, NULL, 0);
+    int64_t s0[1] = {0};
+    double z1[1] = {0};
+    EXPECT(rlx_matmul(rlx_ones(RLX_F32, 1, s0), rlx_ones(RLX_F32, 1, s0)), RLX_F32, 0, NULL, z1, 0);
+}
+
+TEST(matmul_t_matches_matmul)
+{
+    int64_t sa[3] = {2, 3, 4}, sb[3] = {2, 5, 4}, sv[1] = {4};
+    rlx_tensor *a = trand(RLX_F32, 3, sa, -1, 1), *b = trand(RLX_F32, 3, sb, -1, 1);
+    EXPECT_SAME(rlx_matmul_t(a, b), rlx_matmul(a, rlx_t(b)), 1e-6);
+    /* A 1-D b is itself: a @ v. */
+    rlx_tensor *v = trand(RLX_F64, 1, sv, -1, 1);
+    EXPECT_SAME(rlx_matmul_t(a, v), rlx_matmul(a, v), 1e-6);
+    int64_t s5[1] = {5};
+    CHECK_EQ_INT(rlx_rank(rlx_matmul_t(rlx_ones(RLX_F32, 1, sv), b)), 2);
+    CHECK_EQ_INT(rlx_dim(rlx_matmul_t(rlx_ones(RLX_F32, 1, sv), b), -1), s5[0]);
+}
+
+/* ----------------------------------------------------------- linear */
+
+static double act_ref(rlx_act act, double x)
+{
+    switch (act) {
+    case RLX_ACT_RELU: return x > 0 ? x : 0;
+    case RLX_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2)));
+    case RLX_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case RLX_ACT_SILU: return x / (1 + exp(-x));
+    case RLX_ACT_TANH: return tanh(x);
+    case RLX_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    default: return x;
+    }
+}
+
+TEST(linear_and_activations)
+{
+    int64_t sx[3] = {2, 3, 4}, sw[2] = {5, 4}, sb[1] = {5}, so[3] = {2, 3, 5};
+    double *x = rnd(24, -2, 2), *w = rnd(20, -1, 1), *b = rnd(5, -1, 1), lin[30], want[30];
+    for (int64_t r = 0; r < 6; r++)
+        for (int64_t o = 0; o < 5; o++) {
+            double s = 0;
+            for (int64_t i = 0; i < 4; i++)
+                s += x[r * 4 + i] * w[o * 4 + i];
+            lin[r * 5 + o] = s;
+        }
+    rlx_tensor *tx = mk(RLX_F64, 3, sx, x), *tw = mk(RLX_F64, 2, sw, w), *tb = mk(RLX_F64, 1, sb, b);
+    EXPECT(rlx_linear(tx, tw, NULL), RLX_F64, 3, so, lin, 1e-12);
+    for (int i = 0; i < 30; i++)
+        want[i] = lin[i] + b[i % 5];
+    EXPECT(rlx_linear(tx, tw, tb), RLX_F64, 3, so, want, 1e-12);
+    for (int act = RLX_ACT_NONE; act <= RLX_ACT_SIGMOID; act++) {
+        for (int i = 0; i < 30; i++)
+            want[i] = act_ref((rlx_act)act, lin[i] + b[i % 5]);
+        EXPECT(rlx_linear_act(tx, tw, tb, (rlx_act)act), RLX_F64, 3, so, want, 1e-10);
+    }
+    /* A 1-D x gives a 1-D result; f32 operands stay f32. */
+    int64_t s4[1] = {4};
+    for (int o = 0; o < 5; o++)
+        want[o] = lin[o] + b[o];
+    EXPECT(rlx_linear(mk(RLX_F32, 1, s4, x), mk(RLX_F32, 2, sw, w), mk(RLX_F32, 1, sb, b)), RLX_F32, 1, sb, want,
+           1e-5);
+    /* A non-contiguous x (a transposed view) flattens correctly. */
+    int64_t sxt[3] = {3, 2, 4};
+    static const int perm[3] = {1, 0, 2};
+    double xt[24];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            for (int c = 0; c < 4; c++)
+                xt[(i * 2 + j) * 4 + c] = x[(j * 3 + i) * 4 + c];
+    rlx_tensor *xv = rlx_transpose(mk(RLX_F64, 3, sxt, xt), 3, perm);
+    EXPECT(rlx_linear(xv, tw, NULL), RLX_F64, 3, so, lin, 1e-12);
+    free(x);
+    free(w);
+    free(b);
+}
+
+/* ------------------------------------------------------------ solve */
+
+TEST(solve_known_system)
+{
+    int64_t s22[2] = {2, 2}, s2[1] = {2}, s21[2] = {2, 1};
+    double a[4] = {3, 1, 1, 2}, b[2] = {9, 8}, x[2] = {2, 3};
+    EXPECT(rlx_solve(tf64(2, s22, a), tf64(1, s2, b)), RLX_F64, 1, s2, x, 1e-12);
+    EXPECT(rlx_solve(tf64(2, s22, a), tf64(2, s21, b)), RLX_F64, 2, s21, x, 1e-12);
+    /* Integers compute in f32; f32 with f64 promotes to f64. */
+    int32_t ai[4] = {3, 1, 1, 2}, bi[2] = {9, 8};
+    EXPECT(rlx_solve(ti32(2, s22, ai), ti32(1, s2, bi)), RLX_F32, 1, s2, x, 1e-5);
+    float af[4] = {3, 1, 1, 2};
+    EXPECT(rlx_solve(tf32(2, s22, af), tf64(1, s2, b)), RLX_F64, 1, s2, x, 1e-12);
+    /* A pivoting case: a zero on the diagonal is not singular. */
+    double p[4] = {0, 1, 1, 0}, pb[2] = {4, 5}, px[2] = {5, 4};
+    EXPECT(rlx_solve(tf64(2, s22, p), tf64(1, s2, pb)), RLX_F64, 1, s2, px, 1e-12);
+}
+
+/* Residual of a @ x - b for batched a [nb, n, n], x and b [nb, n, k]. */
+static double residual(const double *a, const double *x, const double *b, int64_t nb, int64_t n, int64_t k)
+{
+    double worst = 0;
+    for (int64_t q = 0; q < nb; q++)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < k; j++) {
+                double s = -b[(q * n + i) * k + j];
+                for (int64_t p = 0; p < n; p++)
+                    s += a[(q * n + i) * n + p] * x[(q * n + p) * k + j];
+                worst = fmax(worst, fabs(s));
+            }
+    return worst;
+}
+
+/* Diagonally dominant random matrices: well conditioned. */
+static double *rnd_system(int64_t nb, int64_t n)
+{
+    double *a = rnd(nb * n * n, -1, 1);
+    for (int64_t q = 0; q < nb; q++)
+        for (int64_t i = 0; i < n; i++)
+            a[(q * n + i) * n + i] += (double)n + 1;
+    return a;
+}
+
+TEST(solve_random_batched)
+{
+    int64_t nb = 3, n = 6, k = 4;
+    int64_t sa[3] = {nb, n, n}, sb[3] = {nb, n, k};
+    double *a = rnd_system(nb, n), *b = rnd(nb * n * k, -3, 3);
+    rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++) {
+        rlx_tensor *x = rlx_solve(mk(dts[d], 3, sa, a), mk(dts[d], 3, sb, b));
+        CHECK(x && rlx_dtype_of(x) == dts[d]);
+        int64_t cnt;
+        double *xv = test_values(x, &cnt);
+        CHECK_EQ_INT(cnt, nb * n * k);
+        if (xv)
+            CHECK(residual(a, xv, b, nb, n, k) < (d ? 1e-12 : 1e-4));
+        free(xv);
+    }
+    /* Transposed a (a view) solves a^T x = b. */
+    double at[108];
+    for (int64_t q = 0; q < nb; q++)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++)
+                at[(q * n + i) * n + j] = a[(q * n + j) * n + i];
+    int64_t cnt;
+    double *xv = test_values(rlx_solve(rlx_t(mk(RLX_F64, 3, sa, a)), mk(RLX_F64, 3, sb, b)), &cnt);
+    if (xv)
+        CHECK(residual(at, xv, b, nb, n, k) < 1e-12);
+    free(xv);
+    /* Batch broadcasting: a [2, 1, n, n] with b [3, n, k] -> [2, 3, n, k];
+     * a 1-D b against batched a -> [nb, n]. */
+    int64_t sa4[4] = {2, 1, n, n}, sb3[3] = {3, n, k}, so[4] = {2, 3, n, k};
+    double *a2 = rnd_system(2, n), *b3 = rnd(3 * n * k, -1, 1);
+    rlx_tensor *x = rlx_solve(mk(RLX_F64, 4, sa4, a2), mk(RLX_F64, 3, sb3, b3));
+    int64_t got[4];
+    CHECK_EQ_INT(rlx_shape(x, got, 4), 4);
+    CHECK(memcmp(got, so, sizeof so) == 0);
+    xv = test_values(x, &cnt);
+    for (int i = 0; xv && i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            CHECK(residual(a2 + i * n * n, xv + (i * 3 + j) * n * k, b3 + j * n * k, 1, n, k) < 1e-12);
+    free(xv);
+    int64_t sv[1] = {n}, sxv[2] = {nb, n};
+    x = rlx_solve(mk(RLX_F64, 3, sa, a), mk(RLX_F64, 1, sv, b));
+    CHECK_EQ_INT(rlx_shape(x, got, 4), 2);
+    CHECK(got[0] == sxv[0] && got[1] == sxv[1]);
+    xv = test_values(x, &cnt);
+    for (int q = 0; xv && q < nb; q++)
+        CHECK(residual(a + q * n * n, xv + q * n, b, 1, n, 1) < 1e-12);
+    free(xv);
+    free(a);
+    free(b);
+    free(a2);
+    free(b3);
+}
+
+TEST(solve_singular)
+{
+    int64_t s[3] = {3, 2, 2}, sb[3] = {3, 2, 1};
+    double a[12] = {1, 0, 0, 1, 2, 0, 0, 2, 1, 2, 2, 4}, b[6] = {1, 1, 1, 1, 1, 1};
+    rlx_tensor *x = rlx_solve(tf64(3, s, a), tf64(3, sb, b));
+    CHECK(x != NULL);
+    rlx_clear_error();
+    CHECK_EQ_INT(rlx_realize(x), RLX_E_LINALG);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_LINALG);
+    CHECK(strstr(rlx_last_error(), "matrix 2 of the batch is singular") != NULL);
+    rlx_clear_error();
+    /* inv reports it too, in f32 as well; a zero matrix is singular at U[0,0]. */
+    int64_t s22[2] = {2, 2};
+    float z[4] = {0};
+    CHECK_EQ_INT(rlx_realize(rlx_inv(tf32(2, s22, z))), RLX_E_LINALG);
+    CHECK(strstr(rlx_last_error(), "matrix 0 of the batch is singular (U[0,0] = 0)") != NULL);
+    rlx_clear_error();
+}
+
+TEST(inv_times_a_is_identity)
+{
+    int64_t nb = 2, n = 5;
+    int64_t sa[3] = {nb, n, n};
+    double *a = rnd_system(nb, n), eye[50];
+    for (int q = 0; q < nb; q++)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                eye[(q * n + i) * n + j] = i == j;
+    rlx_tensor *ta = mk(RLX_F64, 3, sa, a);
+    EXPECT(rlx_matmul(rlx_inv(ta), ta), RLX_F64, 3, sa, eye, 1e-12);
+    EXPECT(rlx_matmul(ta, rlx_inv(ta)), RLX_F64, 3, sa, eye, 1e-12);
+    EXPECT(rlx_matmul(rlx_inv(rlx_cast(ta, RLX_F32)), rlx_cast(ta, RLX_F32)), RLX_F32, 3, sa, eye, 1e-5);
+    /* Hand value, and integers computing in f32. */
+    int64_t s22[2] = {2, 2};
+    int32_t ai[4] = {4, 7, 2, 6};
+    double inv[4] = {0.6, -0.7, -0.2, 0.4};
+    EXPECT(rlx_inv(ti32(2, s22, ai)), RLX_F32, 2, s22, inv, 1e-6);
+    /* Empty matrices give empty results. */
+    int64_t s00[2] = {0, 0};
+    EXPECT(rlx_inv(rlx_zeros(RLX_F64, 2, s00)), RLX_F64, 2, s00, NULL, 0);
+    free(a);
+}
+
+/* ------------------------------------------------------------ errors */
+
+TEST(linalg_bad_arguments)
+{
+    int64_t s23[2] = {2, 3}, s45[2] = {4, 5}, s34[2] = {3, 4}, s3[1] = {3};
+    rlx_tensor *a = rlx_ones(RLX_F32, 2, s23), *b = rlx_ones(RLX_F32, 2, s45), *c = rlx_ones(RLX_F32, 2, s34);
+    rlx_tensor *bl = rlx_ones(RLX_BOOL, 2, s34), *sc = rlx_scalar(RLX_F32, 1);
+
+    CHECK_NULL_ERR(rlx_matmul(a, b), RLX_E_SHAPE, "rlx_matmul");
+    rlx_clear_error();
+    CHECK(rlx_matmul(a, b) == NULL);
+    CHECK(strcmp(rlx_last_error(), "rlx_matmul: inner dimensions differ: [2,3] @ [4,5]") == 0);
+    rlx_clear_error();
+    CHECK_NULL_ERR(rlx_matmul(NULL, c), RLX_E_ARG, "rlx_matmul");
+    CHECK_NULL_ERR(rlx_matmul(a, NULL), RLX_E_ARG, "rlx_matmul");
+    CHECK_NULL_ERR(rlx_matmul(a, bl), RLX_E_DTYPE, "rlx_matmul");
+    CHECK_NULL_ERR(rlx_matmul(sc, c), RLX_E_SHAPE, "rlx_matmul");
+    CHECK_NULL_ERR(rlx_matmul(a, a), RLX_E_SHAPE, "rlx_matmul");
+    CHECK_NULL_ERR(rlx_matmul(rlx_ones(RLX_F32, 1, s3), b), RLX_E_SHAPE, "rlx_matmul");
+    int64_t sb1[3] = {2, 2, 3}, sb2[3] = {3, 3, 4};
+    CHECK_NULL_ERR(rlx_matmul(rlx_ones(RLX_F32, 3, sb1), rlx_ones(RLX_F32, 3, sb2)), RLX_E_SHAPE, "rlx_matmul");
+    /* NULL propagation keeps the first error. */
+    rlx_clear_error();
+    rlx_tensor *bad = rlx_matmul(a, b);
+    CHECK(rlx_matmul(bad, c) == NULL);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_SHAPE);
+    CHECK(strstr(rlx_last_error(), "inner dimensions differ") != NULL);
+    rlx_clear_error();
+
+    CHECK_NULL_ERR(rlx_matmul_t(a, c), RLX_E_SHAPE, "rlx_matmul_t");
+    CHECK_NULL_ERR(rlx_matmul_t(NULL, c), RLX_E_ARG, "rlx_matmul_t");
+    CHECK_NULL_ERR(rlx_matmul_t(a, NULL), RLX_E_ARG, "rlx_matmul_t");
+    CHECK_NULL_ERR(rlx_matmul_t(bl, a), RLX_E_DTYPE, "rlx_matmul_t");
+    CHECK_NULL_ERR(rlx_matmul_t(a, sc), RLX_E_SHAPE, "rlx_matmul_t");
+
+    /* linear: x [..., in], w [out, in], b [out]. */
+    int64_t s53[2] = {5, 3}, s5[1] = {5}, s4[1] = {4}, s533[3] = {5, 3, 1};
+    rlx_tensor *w = rlx_ones(RLX_F32, 2, s53), *bias = rlx_ones(RLX_F32, 1, s5);
+    CHECK(rlx_linear(a, w, bias) != NULL);
+    CHECK_NULL_ERR(rlx_linear(NULL, w, bias), RLX_E_ARG, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, NULL, bias), RLX_E_ARG, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(c, w, bias), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, rlx_ones(RLX_F32, 3, s533), bias), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, rlx_ones(RLX_F32, 1, s3), NULL), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, w, rlx_ones(RLX_F32, 1, s4)), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, w, rlx_ones(RLX_F32, 2, s53)), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(sc, w, NULL), RLX_E_SHAPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(rlx_ones(RLX_BOOL, 2, s23), w, NULL), RLX_E_DTYPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear(a, w, rlx_ones(RLX_BOOL, 1, s5)), RLX_E_DTYPE, "rlx_linear");
+    CHECK_NULL_ERR(rlx_linear_act(a, w, bias, (rlx_act)7), RLX_E_ARG, "rlx_linear_act");
+    CHECK_NULL_ERR(rlx_linear_act(a, w, bias, (rlx_act)-1), RLX_E_ARG, "rlx_linear_act");
+    CHECK_NULL_ERR(rlx_linear_act(NULL, w, bias, RLX_ACT_RELU), RLX_E_ARG, "rlx_linear_act");
+    CHECK_NULL_ERR(rlx_linear_act(a, NULL, bias, RLX_ACT_RELU), RLX_E_ARG, "rlx_linear_act");
+    CHECK_NULL_ERR(rlx_linear_act(c, w, bias, RLX_ACT_RELU), RLX_E_SHAPE, "rlx_linear_act");
+    CHECK_NULL_ERR(rlx_linear_act(a, rlx_ones(RLX_BOOL, 2, s53), bias, RLX_ACT_GELU), RLX_E_DTYPE,
+                   "rlx_linear_act");
+
+    /* solve: a [..., n, n], b [n] or [..., n, k]. */
+    int64_t s33[2] = {3, 3}, s32[2] = {3, 2}, s42[2] = {4, 2}, sb33[3] = {2, 3, 3}, sb332[3] = {3, 3, 2};
+    rlx_tensor *sq = rlx_eye(RLX_F32, 3);
+    CHECK_NULL_ERR(rlx_solve(a, rlx_ones(RLX_F32, 1, s3)), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(rlx_ones(RLX_F32, 1, s3), rlx_ones(RLX_F32, 1, s3)), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(sq, rlx_ones(RLX_F32, 1, s4)), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(sq, rlx_ones(RLX_F32, 2, s42)), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(sq, sc), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(rlx_ones(RLX_F32, 3, sb33), rlx_ones(RLX_F32, 3, sb332)), RLX_E_SHAPE, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(NULL, rlx_ones(RLX_F32, 2, s32)), RLX_E_ARG, "rlx_solve");
+    CHECK_NULL_ERR(rlx_solve(sq, NULL), RLX_E_ARG, "rlx_solve");
+    CHECK(rlx_solve(rlx_eye(RLX_BOOL, 3), rlx_ones(RLX_I32, 2, s33)) != NULL); /* bool/int compute in f32 */
+    CHECK_NULL_ERR(rlx_inv(a), RLX_E_SHAPE, "rlx_inv");
+    CHECK_NULL_ERR(rlx_inv(rlx_ones(RLX_F32, 1, s3)), RLX_E_SHAPE, "rlx_inv");
+    CHECK_NULL_ERR(rlx_inv(sc), RLX_E_SHAPE, "rlx_inv");
+    CHECK_NULL_ERR(rlx_inv(NULL), RLX_E_ARG, "rlx_inv");
+    CHECK(rlx_last_status() == RLX_OK);
+}
+
+TEST_MAIN(T(matmul_hand_values), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
+          T(matmul_t_matches_matmul), T(linear_and_activations), T(solve_known_system), T(solve_random_batched),
+          T(solve_singular), T(inv_times_a_is_identity), T(linalg_bad_arguments))
