@@ -7,6 +7,7 @@ VALGRIND_OPTIONS ?= --leak-check=full --error-exitcode=1 --errors-for-leak-kinds
 ASAN_ENV = ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+SHELL := /bin/bash
 .DEFAULT_GOAL := build
 .PHONY: help deps build demo test test-asan test-valgrind install clean
 
@@ -23,8 +24,12 @@ build: deps
 demo: build
 	./build/examples/rlx-demo
 
+# ctest hides the output of passing tests: the pytest summary is echoed
+# from ctest's log, then ctest's own summary closes the run.
 test: build
-	cd build && ctest --output-on-failure -j2
+	@cd build && set -o pipefail && ctest --output-on-failure -j2 | tee Testing/ctest-output.txt; rc=$$?; \
+	  echo "pytest: $$(grep -h -E '^[0-9]+ passed' Testing/Temporary/LastTest.log | tail -1)"; \
+	  grep -E 'tests passed|tests failed' Testing/ctest-output.txt | tail -1; exit $$rc
 
 test-asan: deps
 	@test -f build-asan/CMakeCache.txt || \

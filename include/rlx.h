@@ -307,7 +307,11 @@ RLX_API rlx_tensor *rlx_sum_all(rlx_tensor *x);  /* rank 0 */
 RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */
 
 /* ------------------------------------------------------- movement (views) */
-/* None of these copies payload. */
+/* None of these copies payload: a view reads its source's buffer
+ * (rlx_shares_storage is true) until it is realized itself. Realizing a
+ * view whose elements are contiguous in the source keeps sharing it;
+ * realizing any other view gives it its own contiguous buffer, since
+ * rlx_data promises a contiguous payload. */
 
 /* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE). */
 RLX_API rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape);

@@ -181,7 +181,8 @@ static ir_node *node_new(ir_op op, int nsrc, ir_node *const *src, const ir_attrs
     n->op = op;
     n->dtype = dt;
     n->rank = rank;
-    memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
+    if (rank > 0)
+        memcpy(n->shape, shape, (size_t)rank * sizeof *shape);
     n->nsrc = nsrc;
     for (int i = 0; i < nsrc; i++)
         n->src[i] = ir_retain(src[i]);
@@ -211,7 +212,8 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
             if (errcap) snprintf(err, errcap, "ir_make: leaf type");
             return NULL;
         }
-        memcpy(shp, shape, (size_t)rank * sizeof *shape);
+        if (rank > 0)
+            memcpy(shp, shape, (size_t)rank * sizeof *shape);
     } else if (!ir_infer(op, nsrc, src, a, &dt, &rank, shp, err, errcap)) {
         return NULL;
     }

@@ -33,6 +33,8 @@ void rt_contiguous_strides(int rank, const int64_t *shape, int64_t *strides)
 
 bool rt_view_is_contiguous(const ir_node *n, const rt_view *v)
 {
+    if (ir_node_numel(n) == 0)
+        return true; /* no element to misplace */
     int64_t s = 1;
     for (int i = n->rank - 1; i >= 0; i--) {
         if (n->shape[i] != 1 && v->strides[i] != s)

@@ -35,8 +35,10 @@ ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *sh
 
 /* Conversion of a constant's value to dt, as CAST does to data: so the
  * folded constant is exactly what casting would compute. */
-static double convert_value(double v, rlx_dtype dt)
+static double convert_value(double v, rlx_dtype from, rlx_dtype dt)
 {
+    if (!ir_dtype_is_float(from) && dt == RLX_I32) /* integer -> i32 wraps, as NumPy's astype */
+        return (double)(int32_t)(uint32_t)(uint64_t)(int64_t)v;
     switch (dt) {
     case RLX_BOOL: return v != 0;
     case RLX_I32: return v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : (double)(int64_t)v;
@@ -51,7 +53,7 @@ ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
     if (x->dtype == dt)
         return ir_retain(x);
     if (x->op == IR_OP_CONST)
-        return ts_const_node(fn, dt, x->rank, x->shape, convert_value(x->attr.cst.value, dt));
+        return ts_const_node(fn, dt, x->rank, x->shape, convert_value(x->attr.cst.value, x->dtype, dt));
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.cast.dtype = dt;

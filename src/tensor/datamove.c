@@ -126,13 +126,12 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
     shape[ax] *= reps;
-    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || n->rank == RLX_MAX_RANK) {
-        if (n->rank == RLX_MAX_RANK)
-            ts_error(RLX_E_SHAPE, fn, "rank %d leaves no room for the repeat axis", n->rank);
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || !ts_open(fn))
         return NULL;
+    if (n->rank == RLX_MAX_RANK) { /* no room for a repeat axis: gather i % len instead */
+        rlx_tensor *i = rlx_arange(RLX_I64, 0, (double)shape[ax], 1);
+        return ts_close(rlx_gather(x, n->shape[ax] ? rlx_rem_s(i, (double)n->shape[ax]) : i, ax));
     }
-    if (!ts_open(fn))
-        return NULL;
     /* [.., d, ..] -> [.., 1, d, ..] -> expand [.., reps, d, ..] -> merge. */
     rlx_tensor *u = rlx_unsqueeze(x, ax);
     int64_t ex[IR_MAX_RANK];

@@ -14,8 +14,12 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    if (rank < 0 || rank > RLX_MAX_RANK || (rank > 0 && !shape)) {
-        ts_error(RLX_E_SHAPE, fn, "rank %d outside 0..%d or shape NULL", rank, RLX_MAX_RANK);
+    if (rank > 0 && !shape) {
+        ts_error(RLX_E_ARG, fn, "shape is NULL for rank %d", rank);
+        return NULL;
+    }
+    if (rank < 0 || rank > RLX_MAX_RANK) {
+        ts_error(RLX_E_SHAPE, fn, "rank %d outside 0..%d", rank, RLX_MAX_RANK);
         return NULL;
     }
     int64_t dims[IR_MAX_RANK], known = 1;
@@ -205,7 +209,7 @@ static ir_node *slice_axis(const char *fn, ir_node *n, int ax, int64_t start, in
         a.slice.len[i] = n->shape[i];
     }
     a.slice.start[ax] = len ? start : 0;
-    a.slice.step[ax] = step;
+    a.slice.step[ax] = len > 1 ? step : 1; /* keeps stride arithmetic far from overflow */
     a.slice.len[ax] = len;
     return ts_make(fn, IR_OP_SLICE, 1, &n, &a);
 }
@@ -259,10 +263,12 @@ rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int6
     int ax = ts_axis(fn, axis, n->rank);
     if (ax < 0)
         return NULL;
-    if (step == 0 || step == INT64_MIN) {
-        ts_error(RLX_E_ARG, fn, "step %lld is not allowed", (long long)step);
+    if (step == 0) {
+        ts_error(RLX_E_ARG, fn, "step 0 is not allowed");
         return NULL;
     }
+    if (step == INT64_MIN)
+        step = -INT64_MAX; /* Python clamps the step the same way */
     int64_t first, len = slice_indices(n->shape[ax], start, stop, step, &first);
     return ts_wrap(slice_axis(fn, n, ax, first, step, len));
 }

@@ -1,0 +1,79 @@
+"""rlx — Python binding of librlx, a C11 library of lazy tensors.
+
+    import numpy as np, rlx
+    x = rlx.tensor([[1.0, 2.0], [3.0, 4.0]])
+    w = rlx.randn(2, 3, seed=0)
+    y = (x @ w + 1).relu()            # lazy: builds a graph, runs nothing
+    print(y)                          # realizes; NumPy-like text
+    a = y.numpy()                     # read-only zero-copy view (copy=True: writable copy)
+
+Semantics worth knowing (NumPy / PyTorch users):
+  * Tensors are immutable and lazy; reading values realizes. ``x[...] = v``
+    raises TypeError: use rlx.where / masked_fill.
+  * dtypes: rlx.bool, int32, int64, float32, float64 only; anything else is a
+    TypeError naming the dtype. Python floats become float32, ints int64
+    (PyTorch's rule); NumPy arrays keep their dtype exactly.
+  * A Python scalar takes the tensor's dtype unless it is a float next to an
+    integer/bool tensor (then float32) or an int next to a bool tensor (int64).
+  * ``/`` is true division: integer/bool operands are cast to float32 first.
+    ``//`` and ``%`` round toward -inf like Python/NumPy. rlx.div / rlx.rem
+    (= fmod) keep librlx's C semantics (truncation).
+  * Reductions take ``axis=``/``dim=`` and ``keepdims=``/``keepdim=``;
+    var/std are population (ddof=0) as NumPy. ``max(axis)`` returns values
+    only (NumPy), use argmax for indices.
+  * ``transpose(*axes)`` is NumPy's permutation; PyTorch's two-axis swap is
+    ``swapaxes``. ``split`` follows PyTorch (sizes, not split points).
+  * NumPy interop: np.asarray(t) / t.numpy() are zero-copy read-only views
+    (t.numpy(copy=True) for a writable copy); rlx.from_numpy(a) reads a's
+    memory in place (writes before realization are visible). NumPy ufuncs
+    librlx has (np.exp(t), ndarray + t, ...) stay lazy and return Tensors;
+    np.sum(t) etc. call the Tensor methods; other ufunc uses run in NumPy.
+  * Errors: every librlx failure raises rlx.RlxError (a ValueError) with
+    ``.status`` (an rlx.Status) and the library's message.
+  * The library is found via $RLX_LIBRARY, next to this package, the repo's
+    build/ tree, or the system path; its header rlx.h supplies every ctypes
+    declaration (rlx.lib is the raw ctypes library).
+"""
+
+from . import _ffi
+from ._ffi import lib, LIBRARY_PATH, HEADER_PATH
+from ._core import *  # noqa: F401,F403
+from ._core import (  # names that shadow builtins, so kept out of __all__
+    abs, all, any, max, min, pow, round, sum, slice, input, compile, bool_, Tensor, RlxError,
+    Status, Act, Mask, Minifloat, DType, Program, END, MAX_RANK, HEADER_VERSION)
+from . import _core
+
+bool = bool_
+int32 = _core.int32
+int64 = _core.int64
+float32 = _core.float32
+float64 = _core.float64
+float = float32   # torch.float
+double = float64
+long = int64
+int = int32       # torch.int
+
+# Enum constants under their C names without the RLX_ prefix (rlx.E_SHAPE, ...)
+for _e, _prefix in ((Status, ""), (Act, "ACT_"), (Mask, "MASK_"), (Minifloat, "")):
+    for _m in _e:
+        globals()[_prefix + _m.name] = _m
+del _e, _m, _prefix
+for _leak in ("builtins", "ctypes", "enum", "operator", "np"):
+    globals().pop(_leak, None)
+del _leak
+
+
+class _Linalg:
+    """rlx.linalg.solve / inv / norm (NumPy's namespace)."""
+    solve = staticmethod(_core.solve)
+    inv = staticmethod(_core.inv)
+    norm = staticmethod(_core.norm)
+
+
+linalg = _Linalg()
+
+__version__ = _core.version()
+
+__all__ = [n for n in dir(_core) if not n.startswith("_") and n not in {
+    "abs", "all", "any", "max", "min", "pow", "round", "sum", "slice", "input", "compile",
+    "builtins", "ctypes", "enum", "operator", "np"}] + ["lib", "linalg"]
