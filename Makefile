@@ -1,6 +1,7 @@
 # Convenience wrapper around CMake. `make` builds into build/; see `make help`.
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_TIMEOUT ?= 900
 VALGRIND_LABELS ?= unit
 VALGRIND_OPTIONS ?= --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect
 
@@ -27,7 +28,7 @@ demo: build
 # ctest hides the output of passing tests: the pytest summary is echoed
 # from ctest's log, then ctest's own summary closes the run.
 test: build
-	@cd build && set -o pipefail && ctest --output-on-failure -j2 | tee Testing/ctest-output.txt; rc=$$?; \
+	@cd build && set -o pipefail && ctest --output-on-failure -j2 --timeout $(TEST_TIMEOUT) | tee Testing/ctest-output.txt; rc=$$?; \
 	  echo "pytest: $$(grep -h -E '^[0-9]+ passed' Testing/Temporary/LastTest.log | tail -1)"; \
 	  grep -E 'tests passed|tests failed' Testing/ctest-output.txt | tail -1; exit $$rc
 
@@ -35,7 +36,7 @@ test-asan: deps
 	@test -f build-asan/CMakeCache.txt || \
 	  cmake -S . -B build-asan -DRLX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j2
+	cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j2 --timeout $(TEST_TIMEOUT)
 
 # CMakeLists uses enable_testing(), not include(CTest), so the memcheck
 # settings are given to ctest directly instead of through DartConfiguration.tcl.
