@@ -22,8 +22,10 @@ build: deps
 	@test -f build/CMakeCache.txt || cmake -S . -B build
 	cmake --build build -j$(JOBS)
 
+# The expression tour, then the main job: training an MLP with autodiff.
 demo: build
 	./build/examples/rlx-demo
+	./build/examples/rlx-train
 
 # ctest hides the output of passing tests: the pytest summary is echoed
 # from ctest's log, then ctest's own summary closes the run.

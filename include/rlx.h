@@ -491,8 +491,19 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
 
 /* --------------------------------------------------------------- autodiff */
 
-/* grads[i] = lazy d sum(loss) / d wrt[i]; grad of grad works; stop_gradient
- * blocks; round is straight-through; floor/ceil/sign/compare give zero. */
+/* grads[i] = lazy d sum(loss) / d wrt[i], with wrt[i]'s shape and dtype;
+ * gradients are ordinary lazy tensors, so rlx_grad of a gradient works and
+ * realizing loss and gradients together shares the forward work. A wrt not
+ * reachable from loss gets zeros. stop_gradient blocks. round and the
+ * scaled_matmul quantization are straight-through. floor, ceil, sign,
+ * comparisons, logical ops, argmax/argmin and casts to integers give zero.
+ * abs and relu at 0 give 0. maximum/minimum ties (so clamp at a bound) give
+ * half to each operand; max/min reductions and max_pool2d split the
+ * gradient evenly over tied extremes (PyTorch's rule). prod is exact with
+ * zeros. pow: d/da = 0 where b == 0, d/db = 0 where a == 0 and b >= 0.
+ * Errors: n < 0 or NULL entries RLX_E_ARG; non-float loss or wrt
+ * RLX_E_DTYPE; a dynamic dim on the path RLX_E_UNSUPPORTED. On error every
+ * grads[i] is NULL. */
 RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
 
 /* ---------------------------------------------------------- runtime control */

@@ -6,6 +6,10 @@
  */
 #include "harness.h"
 
+void ir_alloc_fail_after(long n); /* internal: the allocation-failure hook */
+
+#define TWO_PI 6.283185307179586476925286766559 /* M_PI is not in strict C11 */
+
 /* Naive DFT of one line of 2N values (N real, then N imaginary) read with
  * stride `stride`, written contiguous to out[2N]. Angles use the exact
  * index (j*k) mod N into a table, so the reference is accurate to about
@@ -50,7 +54,9 @@ static void check_transform(const char *file, int line, rlx_tensor *x, rlx_tenso
     }
     if (axis < 0)
         axis += rank;
-    double *xv = test_values(x, &nx), *gv = test_values(got, &ng);
+    /* got first: reading x realizes it, and a realized view is then a
+     * contiguous buffer to later transforms. */
+    double *gv = test_values(got, &ng), *xv = test_values(x, &nx);
     int64_t len = shape[axis], n = len / 2, stride = 1, outer = 1;
     for (int i = axis + 1; i < rank; i++)
         stride *= shape[i];
@@ -59,8 +65,8 @@ static void check_transform(const char *file, int line, rlx_tensor *x, rlx_tenso
     double *cs = malloc((size_t)(n ? n : 1) * sizeof *cs), *sn = malloc((size_t)(n ? n : 1) * sizeof *sn);
     double *ref = malloc((size_t)(len ? len : 1) * sizeof *ref);
     for (int64_t t = 0; t < n; t++) {
-        cs[t] = cos(2 * M_PI * (double)t / (double)n);
-        sn[t] = sin(2 * M_PI * (double)t / (double)n);
+        cs[t] = cos(TWO_PI * (double)t / (double)n);
+        sn[t] = sin(TWO_PI * (double)t / (double)n);
     }
     int bad = 0;
     for (int64_t o = 0; xv && gv && o < outer && !bad; o++) {
@@ -163,23 +169,24 @@ TEST(fft_axis_0_and_middle)
 
 TEST(fft_strided_input)
 {
-    /* A transposed view is not contiguous: the transform must follow its
-     * strides, on the last axis and on axis 0. */
+    /* Views that are not contiguous: the transform must follow their
+     * strides and offset. Each result is realized before its input view
+     * is read (reading a view realizes it as a contiguous buffer). */
     const int64_t ns[] = {6, 8, 13};
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-        int64_t s[2] = {2 * ns[i], 3};
-        rlx_tensor *x = trand(RLX_F64, 2, s, -1, 1);
+        int64_t s[2] = {2 * ns[i], 3}, s2[2] = {3, 2 * ns[i]};
         int perm[2] = {1, 0};
-        rlx_tensor *xt = rlx_transpose(x, 2, perm); /* [3, 2N] */
-        CHECK_TRANSFORM(xt, rlx_fft(xt), -1, 0, TOL_F64);
-        CHECK_TRANSFORM(xt, rlx_ifft(xt), -1, 1, TOL_F64);
-        int64_t s2[2] = {3, 2 * ns[i]};
-        rlx_tensor *y = trand(RLX_F32, 2, s2, -1, 1);
-        rlx_tensor *yt = rlx_transpose(y, 2, perm); /* [2N, 3] */
-        CHECK_TRANSFORM(yt, rlx_fft_axis(yt, 0, false), 0, 0, TOL_F32);
-        /* A narrowed view starting mid-buffer. */
-        rlx_tensor *yn = rlx_narrow(y, 0, 1, 2);
-        CHECK_TRANSFORM(yn, rlx_fft(yn), -1, 0, TOL_F32);
+        rlx_tensor *x = trand(RLX_F64, 2, s, -1, 1), *y = trand(RLX_F32, 2, s2, -1, 1);
+        rlx_tensor *xt = rlx_transpose(x, 2, perm); /* [3, 2N], strides [1, 3] */
+        rlx_tensor *yt = rlx_transpose(y, 2, perm); /* [2N, 3], strides [1, 2N] */
+        rlx_tensor *yn = rlx_narrow(y, 0, 1, 2);    /* rows 1..2: offset 2N */
+        rlx_tensor *got[4] = {rlx_fft(xt), rlx_ifft(xt), rlx_fft_axis(yt, 0, false), rlx_fft(yn)};
+        CHECK_EQ_INT(rlx_realize_many(got, 4), RLX_OK);
+        CHECK(!rlx_is_realized(xt) && !rlx_is_realized(yt) && !rlx_is_realized(yn));
+        CHECK_TRANSFORM(xt, got[0], -1, 0, TOL_F64);
+        CHECK_TRANSFORM(xt, got[1], -1, 1, TOL_F64);
+        CHECK_TRANSFORM(yt, got[2], 0, 0, TOL_F32);
+        CHECK_TRANSFORM(yn, got[3], -1, 0, TOL_F32);
     }
 }
 
@@ -245,6 +252,12 @@ TEST(fft_errors)
     CHECK_NULL_ERR(rlx_fft_axis(even, -3, false), RLX_E_ARG, "rlx_fft_axis");
     CHECK_NULL_ERR(rlx_fft(rlx_scalar(RLX_F32, 1)), RLX_E_SHAPE, "rlx_fft");
     CHECK_NULL_ERR(rlx_fft_axis(rlx_scalar(RLX_F64, 1), 0, false), RLX_E_SHAPE, "rlx_fft_axis");
+    /* A dynamic axis has no length to check; a dynamic batch is fine. */
+    rlx_tensor *dyn_axis = rlx_input("x", RLX_F32, 2, (const int64_t[]){2, -1});
+    rlx_tensor *dyn_batch = rlx_input("x", RLX_F32, 2, (const int64_t[]){-1, 4});
+    CHECK_NULL_ERR(rlx_fft(dyn_axis), RLX_E_SHAPE, "rlx_fft");
+    rlx_tensor *fb = rlx_fft(dyn_batch);
+    CHECK(fb != NULL && rlx_dim(fb, 0) == -1 && rlx_dim(fb, 1) == 4);
     /* NULL propagates and keeps the first error. */
     rlx_clear_error();
     CHECK(rlx_fft(odd) == NULL);
@@ -254,5 +267,44 @@ TEST(fft_errors)
     rlx_clear_error();
 }
 
+/* Builds and realizes a Bluestein and a radix-2 transform in a scope of
+ * its own; true when every step worked and the values are right. */
+static int fft_workload(void)
+{
+    rlx_scope_begin();
+    int64_t s[1] = {6};
+    double x[6] = {1, 0, 0, 0, 0, 0}; /* impulse: flat spectrum */
+    double v[6] = {0};
+    rlx_tensor *t = rlx_from_data(RLX_F64, 1, s, x);
+    rlx_tensor *f = rlx_fft(t), *g = rlx_ifft(rlx_narrow(t, 0, 0, 4)); /* N = 3 and N = 2 */
+    int ok = f && g && rlx_realize(g) == RLX_OK && rlx_read_f64(f, v, 6) == RLX_OK && v[0] == 1 && v[1] == 1 &&
+             v[2] == 1 && v[3] == 0;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(fft_allocation_failures)
+{
+    /* Every allocation failing in turn gives RLX_E_NOMEM, never a crash
+     * or a leak (valgrind checks the payload; the harness the nodes). */
+    int failures_seen = 0;
+    for (long n = 0; n < 2000; n++) {
+        rlx_clear_error();
+        ir_alloc_fail_after(n);
+        int ok = fft_workload();
+        ir_alloc_fail_after(-1);
+        if (ok)
+            break;
+        failures_seen++;
+        if (rlx_last_status() != RLX_E_NOMEM)
+            test_fail(__FILE__, __LINE__, "failing allocation %ld gave status %d: %s", n, (int)rlx_last_status(),
+                      rlx_last_error());
+    }
+    CHECK(failures_seen > 5);
+    rlx_clear_error();
+    CHECK(fft_workload());
+}
+
 TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
-          T(fft_strided_input), T(fft_round_trip), T(fft_integer_input_and_empty), T(fft_errors))
+          T(fft_strided_input), T(fft_round_trip), T(fft_integer_input_and_empty), T(fft_errors),
+          T(fft_allocation_failures))

@@ -23,4 +23,68 @@ typedef struct {
 bool sched_liveness_build(ir_node *const *roots, int nroots, sched_liveness *out);
 void sched_liveness_free(sched_liveness *lv);
 
+/* schedule.c — cuts the unrealized graph of a realization into kernels.
+ *
+ * A LOOP kernel is one loop nest computing one materialized node: views
+ * (permute, expand, slice, reshape) fold into the affine index of each
+ * load, elementwise chains and CONST/IOTA leaves fuse, and a SUM, PROD,
+ * MAX or MIN reduction absorbs its elementwise producers. A REF kernel runs
+ * one node through the reference evaluator (ops the code generator does not
+ * cover); a VIEW kernel publishes a root that is only a view of a
+ * materialized value. The loop body is a small SSA list (sched_instr) that
+ * names no payload, so it is also the compile-cache key. */
+enum { SCHED_MAX_LOOP = IR_MAX_RANK + 1 };
+
+/* An element offset (or, for IOTA, an index along its axis) as an affine
+ * function of the loop indices: off + sum stride[k] * i_k. */
+typedef struct {
+    int64_t off;
+    int64_t stride[SCHED_MAX_LOOP];
+} sched_affine;
+
+typedef enum { SCHED_I_LOAD = 0, SCHED_I_CONST = 1, SCHED_I_IOTA = 2, SCHED_I_OP = 3 } sched_ikind;
+
+typedef struct {
+    sched_ikind kind;
+    ir_op op;           /* SCHED_I_OP: a unary, binary or ternary primitive */
+    rlx_dtype dtype;    /* of the value */
+    int src[3];         /* SCHED_I_OP: indices of earlier instructions */
+    int arg;            /* SCHED_I_LOAD: index into the kernel's args */
+    double value, step; /* CONST: the value, already converted to dtype; IOTA: start, step */
+    sched_affine idx;   /* LOAD: element offset; IOTA: position along the iota axis */
+} sched_instr;
+
+typedef enum { SCHED_LOOP = 0, SCHED_REF = 1, SCHED_VIEW = 2 } sched_kind;
+
+typedef struct {
+    sched_kind kind;
+    ir_node *node; /* borrows: the value this kernel produces */
+    /* SCHED_LOOP only. Loop dim 0 is never reduced: the runtime splits it.
+     * Reduced dims sit together, after the kept dims, except a trailing
+     * run of kept dims (the contiguous output row) that may come last. */
+    int rank;
+    int64_t shape[SCHED_MAX_LOOP];
+    ir_op red_op;       /* IR_OP_COUNT for an elementwise kernel */
+    uint32_t red_mask;  /* bit k: loop dim k is reduced */
+    sched_affine out;   /* output element offset (stride 0 on reduced dims) */
+    int nargs;          /* args[0] is node (the output); then its inputs */
+    ir_node **args;     /* owns the array, borrows the nodes */
+    int ninstr;
+    sched_instr *instr; /* owns; the last one is the value stored or reduced */
+} sched_kernel;
+
+typedef struct {
+    sched_kernel *k; /* owns; in execution order */
+    long count;
+} sched_schedule;
+
+/* True when the code generator covers n as part of a fused loop. */
+bool sched_fusable(const ir_node *n);
+/* Builds the schedule of roots. False with a message when out of memory. */
+bool sched_build(ir_node *const *roots, int nroots, sched_schedule *out, char *err, size_t errcap);
+void sched_free(sched_schedule *s);
+/* The structural key of a LOOP kernel: words written to buf (at most cap);
+ * returns the number needed. Equal keys compile to the same code. */
+size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
+
 #endif

@@ -55,10 +55,10 @@ double rt_minifloat_round(double v, int fmt)
     if (e < f->emin)
         e = f->emin; /* subnormals share the smallest normal's spacing */
     double q = ldexp(1.0, e - f->mbits);
-    /* a/q and r*q are exact (powers of two); nearbyint rounds half to even
-     * in the default rounding mode. Rounding up may pass max: saturate. */
-    double r = nearbyint(a / q) * q;
-    return copysign(r < f->max ? r : f->max, v);
+    /* a/q and r*q are exact (q is a power of two); nearbyint rounds half
+     * to even in the default rounding mode. max is a grid point and a < max,
+     * so the result never passes max. */
+    return copysign(nearbyint(a / q) * q, v);
 }
 
 /* The shared scale of a block whose largest finite magnitude is amax. */

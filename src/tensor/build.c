@@ -2,9 +2,13 @@
  * build.c — making nodes from the tensor layer: ir_make with the error
  * recorded under the public function's name, and the casts, reshapes and
  * broadcasts that establish the IR's invariants.
+ *
+ * Constants are never folded into new constants here: a constant the user
+ * made may be differentiated against, so it must stay in the graph.
  */
 #include <string.h>
 
+#include "runtime/rt.h"
 #include "tensor/ts.h"
 
 ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a)
@@ -25,35 +29,26 @@ ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int 
     return n;
 }
 
+/* A constant holds exactly what casting the double to dt would give. */
+static double convert_value(double v, rlx_dtype dt)
+{
+    if (ir_dtype_is_float(dt))
+        return dt == RLX_F32 ? (double)(float)v : v;
+    return dt == RLX_BOOL ? v != 0 : (double)rt_f2i(v, dt);
+}
+
 ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double v)
 {
     ir_attrs a;
     memset(&a, 0, sizeof a);
-    a.cst.value = v;
+    a.cst.value = convert_value(v, dt);
     return ts_leaf(fn, IR_OP_CONST, &a, dt, rank, shape);
-}
-
-/* Conversion of a constant's value to dt, as CAST does to data: so the
- * folded constant is exactly what casting would compute. */
-static double convert_value(double v, rlx_dtype from, rlx_dtype dt)
-{
-    if (!ir_dtype_is_float(from) && dt == RLX_I32) /* integer -> i32 wraps, as NumPy's astype */
-        return (double)(int32_t)(uint32_t)(uint64_t)(int64_t)v;
-    switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32: return v != v ? 0 : v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : (double)(int64_t)v;
-    case RLX_I64: return v != v ? 0 : v >= 9223372036854775807.0 ? 9223372036854775807.0 : v <= -9223372036854775808.0 ? -9223372036854775808.0 : (double)(int64_t)v;
-    case RLX_F32: return (double)(float)v;
-    default: return v;
-    }
 }
 
 ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
 {
     if (x->dtype == dt)
         return ir_retain(x);
-    if (x->op == IR_OP_CONST)
-        return ts_const_node(fn, dt, x->rank, x->shape, convert_value(x->attr.cst.value, x->dtype, dt));
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.cast.dtype = dt;
@@ -64,8 +59,6 @@ ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *sh
 {
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
-    if (x->op == IR_OP_CONST)
-        return ts_const_node(fn, x->dtype, rank, shape, x->attr.cst.value);
     if (x->op == IR_OP_RESHAPE) /* a reshape of a reshape is one reshape */
         x = x->src[0];
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
@@ -81,8 +74,6 @@ ir_node *ts_expand_node(const char *fn, ir_node *x, int rank, const int64_t *sha
 {
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
-    if (x->op == IR_OP_CONST)
-        return ts_const_node(fn, x->dtype, rank, shape, x->attr.cst.value);
     int64_t padded[IR_MAX_RANK];
     int lead = rank - x->rank;
     for (int i = 0; i < rank; i++)

@@ -70,12 +70,7 @@ static rlx_tensor *full(const char *fn, rlx_dtype dt, int rank, const int64_t *s
 {
     if (!check_leaf(fn, dt, rank, shape))
         return NULL;
-    ir_node *c = ts_const_node(fn, RLX_F64, rank, shape, value);
-    if (!c)
-        return NULL;
-    ir_node *n = ts_cast_node(fn, c, dt); /* folds: the value converted as CAST would */
-    ir_release(c);
-    return ts_wrap(n);
+    return ts_wrap(ts_const_node(fn, dt, rank, shape, value)); /* value converted as CAST would */
 }
 
 rlx_tensor *rlx_full(rlx_dtype dt, int rank, const int64_t *shape, double value)

@@ -84,6 +84,16 @@ void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes)
     pthread_mutex_unlock(&stats_lock);
 }
 
+void ts_stats_add_jit(uint64_t compiled, uint64_t hits, uint64_t misses, double seconds)
+{
+    pthread_mutex_lock(&stats_lock);
+    stats.kernels_compiled += compiled;
+    stats.cache_hits += hits;
+    stats.cache_misses += misses;
+    stats.compile_seconds += seconds;
+    pthread_mutex_unlock(&stats_lock);
+}
+
 void rlx_stats(rlx_stats_t *out)
 {
     if (!out) {

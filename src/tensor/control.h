@@ -5,5 +5,7 @@
 #include <stdint.h>
 
 void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes);
+/* The JIT backend's compile and cache counters of one realization. */
+void ts_stats_add_jit(uint64_t compiled, uint64_t hits, uint64_t misses, double seconds);
 
 #endif

@@ -93,11 +93,10 @@ rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s)
 {
     if (ts_null(fn, "a", a))
         return NULL;
-    ir_node *c = ts_const_node(fn, RLX_F64, 0, NULL, s);
-    ir_node *cs = c ? ts_cast_node(fn, c, ts_node(a)->dtype) : NULL; /* the scalar takes a's dtype */
-    ir_node *out = cs ? binary_nodes(fn, op, ts_node(a), cs) : NULL;
+    ir_node *x = ts_node(a);
+    ir_node *c = ts_const_node(fn, x->dtype, x->rank, x->shape, s); /* the scalar takes a's dtype */
+    ir_node *out = c ? binary_nodes(fn, op, x, c) : NULL;
     ir_release(c);
-    ir_release(cs);
     return ts_wrap(out);
 }
 

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "runtime/jit_exec.h"
 #include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
@@ -18,7 +19,14 @@ rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
         return RLX_OK;
     rt_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    rlx_status st = rt_ref_realize(nodes, n, &ctx);
+    rlx_status st;
+    if (rt_jit_selected()) { /* opt-in until the JIT covers every op */
+        rt_jit_stats js = {0};
+        st = rt_jit_realize(nodes, n, &ctx, &js);
+        ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
+    } else {
+        st = rt_ref_realize(nodes, n, &ctx);
+    }
     ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
     if (st != RLX_OK)
         ts_error(st, fn, "%s", ctx.msg);

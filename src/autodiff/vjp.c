@@ -1,0 +1,589 @@
+/*
+ * vjp.c — the vector-Jacobian product of every primitive, one row per op
+ * in ad_vjps, and the rules themselves.
+ *
+ * A rule gets the node n, its cotangent g (n's shape and dtype) and which
+ * sources want a gradient; it builds the sources' cotangents with public
+ * calls, inside the composite scope the driver (grad.c) opened. Binary and
+ * ternary sources already have the node's shape (broadcasts are explicit
+ * EXPAND nodes), so summing a gradient back over broadcast axes is the
+ * EXPAND rule's job alone. Rules use only differentiable primitives or
+ * masks, so gradients of gradients work.
+ *
+ * Decisions at kinks and ties (documented at rlx_grad in rlx.h):
+ *   abs, sign at 0: abs' = sign(0) = 0. relu is where(x <= 0, 0, x): 0 at 0.
+ *   maximum/minimum on a tie: each operand gets half (as PyTorch, JAX).
+ *   max/min reductions and max pooling: the cotangent is split evenly over
+ *   every tied extreme of the reduced set (window).
+ *   round: straight-through (identity). floor, ceil, sign, comparisons,
+ *   logical ops, argmax/argmin, stop_gradient: no gradient.
+ *   prod: exact with zeros (the product of the others where one factor is
+ *   0; zero where two are).
+ *   pow: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0 (and NaN
+ *   for a < 0, like log).
+ *   rem (fmod): d/da = 1, d/db = -trunc(a/b).
+ *   mxquant: straight-through.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "autodiff/ad.h"
+
+#define FN "rlx_grad"
+
+static rlx_tensor *T(ir_node *n) { return (rlx_tensor *)n; }
+
+/* ------------------------------------------------------------ helpers */
+
+/* t with `before`/`after` elements added (zeros) or, when negative, cut
+ * along axis ax. */
+static rlx_tensor *pad_crop(rlx_tensor *t, int ax, int64_t before, int64_t after)
+{
+    if (!t)
+        return NULL;
+    int64_t len = ts_node(t)->shape[ax];
+    if (before < 0 || after < 0) {
+        int64_t b = before < 0 ? -before : 0, a = after < 0 ? -after : 0;
+        t = rlx_narrow(t, ax, b, len - b - a);
+        before = before < 0 ? 0 : before;
+        after = after < 0 ? 0 : after;
+    }
+    return rlx_pad(t, ax, before, after, 0);
+}
+
+/* The transpose of a strided read along axis ax: a tensor whose axis ax
+ * has length dim, holding t's elements k at start + k*step and zeros
+ * elsewhere (exact: only pads, reshapes and a flip). */
+static rlx_tensor *place_axis(rlx_tensor *t, int ax, int64_t start, int64_t step, int64_t dim)
+{
+    if (!t)
+        return NULL;
+    ir_node *tn = ts_node(t);
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, tn->shape, sizeof shape);
+    int64_t len = shape[ax];
+    shape[ax] = dim;
+    if (len == 0 || ir_numel(tn->rank, tn->shape) == 0)
+        return rlx_zeros(tn->dtype, tn->rank, shape);
+    if (len == 1)
+        step = 1; /* one element: its step does not matter */
+    if (step < 0) { /* the same positions, visited upward */
+        t = rlx_flip(t, ax);
+        start += (len - 1) * step;
+        step = -step;
+    }
+    if (step == 1)
+        return rlx_pad(t, ax, start, dim - start - len, 0);
+    /* [pre, len, post] -> [pre, len, 1, post] -> pad to [pre, len, step, post]
+     * -> [pre, len*step, post]: element k lands at k*step. */
+    int64_t pre = ir_numel(ax, tn->shape), post = ir_numel(tn->rank - ax - 1, tn->shape + ax + 1);
+    int64_t s4[4] = {pre, len, 1, post}, s3[3] = {pre, len * step, post};
+    rlx_tensor *u = rlx_pad(rlx_reshape(t, 4, s4), 2, 0, step - 1, 0);
+    int64_t span = (len - 1) * step + 1;
+    u = rlx_narrow(rlx_reshape(u, 3, s3), 1, 0, span);
+    u = rlx_pad(u, 1, start, dim - start - span, 0);
+    return rlx_reshape(u, tn->rank, shape);
+}
+
+/* op over the axes of mask, keeping them (NULL passes through). */
+static rlx_tensor *reduce_keep(ir_op op, rlx_tensor *t, uint32_t mask)
+{
+    return t ? ts_reduce_mask(FN, op, t, mask, true) : NULL;
+}
+
+/* t cast to the dtype of node s (a no-op when it has it). */
+static rlx_tensor *as_dtype(rlx_tensor *t, const ir_node *s)
+{
+    return t && ts_node(t)->dtype != s->dtype ? rlx_cast(t, s->dtype) : t;
+}
+
+static rlx_tensor *dt_const(const ir_node *n, double v) { return rlx_scalar(n->dtype, v); }
+
+/* ------------------------------------------------------- unary rules */
+
+#define UNARY_RULE(name, expr)                                                         \
+    static void vjp_##name(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx) \
+    {                                                                                  \
+        (void)need;                                                                    \
+        rlx_tensor *x = T(n->src[0]), *y = T(n);                                       \
+        (void)x;                                                                       \
+        (void)y;                                                                       \
+        dx[0] = (expr);                                                                \
+    }
+
+UNARY_RULE(exp, rlx_mul(g, y))
+UNARY_RULE(expm1, rlx_mul(g, rlx_add_s(y, 1)))
+UNARY_RULE(log, rlx_div(g, x))
+UNARY_RULE(log1p, rlx_div(g, rlx_add_s(x, 1)))
+UNARY_RULE(sin, rlx_mul(g, rlx_cos(x)))
+UNARY_RULE(cos, rlx_neg(rlx_mul(g, rlx_sin(x))))
+UNARY_RULE(tan, rlx_mul(g, rlx_add_s(rlx_mul(y, y), 1)))
+UNARY_RULE(atan, rlx_div(g, rlx_add_s(rlx_mul(x, x), 1)))
+UNARY_RULE(sqrt, rlx_div(rlx_mul_s(g, 0.5), y))
+UNARY_RULE(rsqrt, rlx_mul(rlx_mul_s(g, -0.5), rlx_mul(y, rlx_mul(y, y)))) /* x^(-3/2) = rsqrt(x)^3 */
+UNARY_RULE(recip, rlx_neg(rlx_mul(g, rlx_mul(y, y))))
+UNARY_RULE(tanh, rlx_mul(g, rlx_rsub_s(rlx_mul(y, y), 1)))
+UNARY_RULE(erf, rlx_mul(g, rlx_mul_s(rlx_exp(rlx_neg(rlx_mul(x, x))), M_2_SQRTPI)))
+UNARY_RULE(sigmoid, rlx_mul(g, rlx_mul(y, rlx_rsub_s(y, 1))))
+UNARY_RULE(neg, rlx_neg(g))
+UNARY_RULE(abs, rlx_mul(g, rlx_sign(x))) /* sign(0) = 0: |x| has gradient 0 at 0 */
+UNARY_RULE(identity, g)                  /* round (straight-through), contiguous */
+UNARY_RULE(cast, as_dtype(g, n->src[0])) /* float -> float only: other casts carry no gradient */
+#undef UNARY_RULE
+
+/* ------------------------------------------------------ binary rules */
+
+static void vjp_add(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)n;
+    (void)need;
+    dx[0] = dx[1] = g;
+}
+
+static void vjp_sub(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)n;
+    dx[0] = g;
+    dx[1] = need[1] ? rlx_neg(g) : NULL;
+}
+
+static void vjp_mul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    dx[0] = need[0] ? rlx_mul(g, T(n->src[1])) : NULL;
+    dx[1] = need[1] ? rlx_mul(g, T(n->src[0])) : NULL;
+}
+
+static void vjp_div(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *b = T(n->src[1]);
+    dx[0] = need[0] ? rlx_div(g, b) : NULL;
+    dx[1] = need[1] ? rlx_neg(rlx_div(rlx_mul(g, T(n)), b)) : NULL; /* -g a/b^2 = -g (a/b)/b */
+}
+
+static void vjp_pow(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]), *zero = dt_const(n, 0);
+    if (need[0]) /* b a^(b-1), and 0 where b == 0 (not 0 * inf at a == 0) */
+        dx[0] = rlx_mul(g, rlx_where(rlx_eq_s(b, 0), zero, rlx_mul(b, rlx_pow(a, rlx_sub_s(b, 1)))));
+    if (need[1]) { /* a^b log a, and 0 where a == 0 and b >= 0 (the limit) */
+        rlx_tensor *at0 = rlx_logical_and(rlx_eq_s(a, 0), rlx_ge_s(b, 0));
+        rlx_tensor *safe_a = rlx_where(at0, dt_const(n, 1), a);
+        dx[1] = rlx_mul(g, rlx_where(at0, zero, rlx_mul(T(n), rlx_log(safe_a))));
+    }
+}
+
+/* maximum (is_max) or minimum: the chosen operand takes g, a tie splits it. */
+static void minmax(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx, bool is_max)
+{
+    rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]);
+    rlx_tensor *half = rlx_mul_s(rlx_cast(rlx_eq(a, b), n->dtype), 0.5);
+    rlx_tensor *a_wins = is_max ? rlx_gt(a, b) : rlx_lt(a, b), *b_wins = is_max ? rlx_gt(b, a) : rlx_lt(b, a);
+    if (need[0])
+        dx[0] = rlx_mul(g, rlx_add(rlx_cast(a_wins, n->dtype), half));
+    if (need[1])
+        dx[1] = rlx_mul(g, rlx_add(rlx_cast(b_wins, n->dtype), half));
+}
+
+static void vjp_max(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx) { minmax(n, g, need, dx, true); }
+static void vjp_min(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx) { minmax(n, g, need, dx, false); }
+
+static void vjp_atan2(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]);
+    rlx_tensor *gd = rlx_div(g, rlx_add(rlx_mul(a, a), rlx_mul(b, b)));
+    dx[0] = need[0] ? rlx_mul(gd, b) : NULL;
+    dx[1] = need[1] ? rlx_neg(rlx_mul(gd, a)) : NULL;
+}
+
+static void vjp_rem(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    dx[0] = g;
+    if (need[1]) { /* fmod(a, b) = a - trunc(a/b) b */
+        rlx_tensor *q = rlx_div(T(n->src[0]), T(n->src[1]));
+        rlx_tensor *trunc = rlx_where(rlx_lt_s(q, 0), rlx_ceil(q), rlx_floor(q));
+        dx[1] = rlx_neg(rlx_mul(g, trunc));
+    }
+}
+
+static void vjp_where(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *c = T(n->src[0]), *zero = dt_const(n, 0);
+    dx[1] = need[1] ? rlx_where(c, g, zero) : NULL;
+    dx[2] = need[2] ? rlx_where(c, zero, g) : NULL;
+}
+
+/* -------------------------------------------------------- reductions */
+
+static void vjp_sum(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0];
+    dx[0] = rlx_broadcast_to(g, x->rank, x->shape);
+}
+
+/* max/min: g split evenly over the elements equal to the extreme. */
+static void vjp_extreme(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    rlx_tensor *hit = rlx_cast(rlx_eq(T(n->src[0]), T(n)), n->dtype);
+    rlx_tensor *count = reduce_keep(IR_OP_SUM, hit, n->attr.red.mask);
+    dx[0] = rlx_mul(rlx_div(g, count), hit);
+}
+
+/* prod: g * (product of the other factors of the set), exact with zeros.
+ * With no zero it is p/x; with one zero, the zero's entry is the product
+ * of the nonzeros and the rest 0; with two or more, all 0. Divisions only
+ * ever see nonzero x, so second derivatives stay finite too. */
+static void vjp_prod(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    rlx_tensor *x = T(n->src[0]), *zero = dt_const(n, 0);
+    uint32_t mask = n->attr.red.mask;
+    rlx_tensor *is0 = rlx_eq_s(x, 0);
+    rlx_tensor *safe = rlx_where(is0, dt_const(n, 1), x);
+    rlx_tensor *p_nz = reduce_keep(IR_OP_PROD, safe, mask);
+    rlx_tensor *zeros = reduce_keep(IR_OP_SUM, rlx_cast(is0, n->dtype), mask);
+    rlx_tensor *one_zero = rlx_logical_and(rlx_eq_s(zeros, 1), is0);
+    rlx_tensor *others = rlx_where(rlx_eq_s(zeros, 0), rlx_div(p_nz, safe), rlx_where(one_zero, p_nz, zero));
+    dx[0] = rlx_mul(g, others);
+}
+
+/* ---------------------------------------------------------- movement */
+
+static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    dx[0] = rlx_reshape(g, n->src[0]->rank, n->src[0]->shape);
+}
+
+static void vjp_permute(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    int inv[IR_MAX_RANK];
+    for (int i = 0; i < n->rank; i++)
+        inv[n->attr.perm.perm[i]] = i;
+    dx[0] = rlx_transpose(g, n->rank, inv);
+}
+
+static void vjp_expand(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0];
+    uint32_t mask = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (x->shape[i] != n->shape[i])
+            mask |= 1u << i;
+    dx[0] = reduce_keep(IR_OP_SUM, g, mask);
+}
+
+static void vjp_pad(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0];
+    rlx_tensor *t = g;
+    for (int i = 0; i < x->rank && t; i++)
+        if (n->attr.pad.before[i] || n->attr.pad.after[i])
+            t = rlx_narrow(t, i, n->attr.pad.before[i], x->shape[i]);
+    dx[0] = t;
+}
+
+static void vjp_slice(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0];
+    rlx_tensor *t = g;
+    for (int i = 0; i < x->rank; i++) {
+        int64_t start = n->attr.slice.start[i], step = n->attr.slice.step[i];
+        if (start != 0 || step != 1 || n->shape[i] != x->shape[i])
+            t = place_axis(t, i, start, step, x->shape[i]);
+    }
+    dx[0] = t;
+}
+
+/* ------------------------------------------------------ data movement */
+
+static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    int ax = n->attr.ax.axis;
+    int64_t at = 0;
+    for (int k = 0; k < n->nsrc; k++) {
+        int64_t len = n->src[k]->shape[ax];
+        if (need[k])
+            dx[k] = rlx_narrow(g, ax, at, len);
+        at += len;
+    }
+}
+
+/* gather: the cotangent of x is a scatter-add of g (repeated indices add
+ * up), written as a product with a one-hot matrix. Indices are normalized
+ * (and range-checked, as the forward gather does) by gathering from
+ * arange(L). With g as G [ni, M] (M = outer * inner), dx = onehot [L, ni]
+ * @ G. When M is small against L, the one-hot factors into two smaller
+ * ones over idx = q*R + r, so that memory grows like sqrt(L) * ni. */
+static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0], *idx = n->src[1];
+    int ax = n->attr.ax.axis;
+    int64_t outer = ir_numel(ax, x->shape), len = x->shape[ax];
+    int64_t inner = ir_numel(x->rank - ax - 1, x->shape + ax + 1), ni = ir_node_numel(idx), m = outer * inner;
+    if (ni == 0 || m == 0) {
+        dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
+        return;
+    }
+    rlx_tensor *pos = rlx_gather(rlx_arange(RLX_I64, 0, (double)len, 1), rlx_flatten(T(idx)), 0); /* [ni] */
+    int64_t s3[3] = {outer, ni, inner}, s2[2] = {ni, m};
+    static const int swap01[3] = {1, 0, 2};
+    rlx_tensor *g3 = rlx_reshape(g, 3, s3);
+    rlx_tensor *gm = rlx_reshape(outer == 1 ? g3 : rlx_transpose(g3, 3, swap01), 2, s2); /* [ni, M] */
+    int64_t r = (int64_t)ceil(sqrt((double)len)), q = (len + r - 1) / r;
+    rlx_tensor *d; /* [L, M] */
+    if (m * r < len) {
+        rlx_tensor *qa = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)q, 1), 1); /* [Q, 1] */
+        rlx_tensor *ra = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)r, 1), 1); /* [R, 1] */
+        rlx_tensor *a = rlx_cast(rlx_eq(qa, rlx_div_s(pos, (double)r)), x->dtype);  /* [Q, ni] */
+        rlx_tensor *b = rlx_cast(rlx_eq(ra, rlx_rem_s(pos, (double)r)), x->dtype);  /* [R, ni] */
+        int64_t bs[3] = {ni, r, 1}, gs[3] = {ni, 1, m}, cs[2] = {ni, r * m}, qs[2] = {q * r, m};
+        rlx_tensor *c = rlx_mul(rlx_reshape(rlx_t(b), 3, bs), rlx_reshape(gm, 3, gs)); /* [ni, R, M] */
+        d = rlx_narrow(rlx_reshape(rlx_matmul(a, rlx_reshape(c, 2, cs)), 2, qs), 0, 0, len);
+    } else {
+        rlx_tensor *la = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)len, 1), 1); /* [L, 1] */
+        d = rlx_matmul(rlx_cast(rlx_eq(la, pos), x->dtype), gm);
+    }
+    int64_t ls[3] = {len, outer, inner};
+    dx[0] = rlx_reshape(outer == 1 ? d : rlx_transpose(rlx_reshape(d, 3, ls), 3, swap01), x->rank, x->shape);
+}
+
+/* cumsum: the adjoint of a running sum is a running sum from the end
+ * (exclusive stays exclusive). */
+static void vjp_cumsum(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    int ax = n->attr.scan.axis;
+    dx[0] = rlx_flip(rlx_cumsum(rlx_flip(g, ax), ax, n->attr.scan.exclusive), ax);
+}
+
+/* ------------------------------------------------------------ library */
+
+/* C = A B: dA = G B^T, dB = A^T G (batch dims are equal here; broadcast
+ * batches are summed by the EXPAND rule below). */
+static void vjp_matmul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]);
+    dx[0] = need[0] ? rlx_matmul_t(g, b) : NULL;
+    dx[1] = need[1] ? rlx_matmul(rlx_t(a), g) : NULL;
+}
+
+/* X = A^-1 B (implicit function): dB = A^-T G, dA = -dB X^T. */
+static void vjp_solve(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *db = rlx_solve(rlx_t(T(n->src[0])), g);
+    dx[1] = need[1] ? db : NULL;
+    dx[0] = need[0] ? rlx_neg(rlx_matmul_t(db, T(n))) : NULL;
+}
+
+/* The unnormalized DFT matrix W is symmetric, so its adjoint as a real map
+ * of the [re, im] layout is conj(W): the unnormalized transform the other
+ * way, with no scale. */
+static void vjp_fft(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    dx[0] = rlx_fft_axis(g, n->attr.fft.axis, !n->attr.fft.inverse);
+}
+
+/* conv2d, input side: a stride-1 convolution of g, dilated by the stride
+ * and padded by dil*(K-1) - pad (cropped when negative, plus the rows the
+ * forward stride skipped at the end), with the kernel flipped and its
+ * in/out channels swapped per group. */
+static rlx_tensor *conv_dx(ir_node *n, rlx_tensor *g)
+{
+    ir_node *x = n->src[0], *w = n->src[1];
+    const int *s = n->attr.conv.stride, *p = n->attr.conv.pad, *d = n->attr.conv.dil;
+    int groups = n->attr.conv.groups;
+    int64_t o = w->shape[0], cg = w->shape[1], kh = w->shape[2], kw = w->shape[3], og = o / groups;
+    int64_t w5[5] = {groups, og, cg, kh, kw}, w4[4] = {cg * groups, og, kh, kw};
+    static const int swap12[5] = {0, 2, 1, 3, 4};
+    rlx_tensor *wt = rlx_reshape(rlx_transpose(rlx_reshape(T(w), 5, w5), 5, swap12), 4, w4);
+    wt = rlx_flip(rlx_flip(wt, 2), 3);
+    rlx_tensor *t = g;
+    for (int i = 0; i < 2; i++) {
+        int64_t k = w->shape[2 + i], out = n->shape[2 + i], in = x->shape[2 + i];
+        int64_t dil_len = (out - 1) * s[i] + 1;
+        int64_t skipped = in + 2 * (int64_t)p[i] - (int64_t)d[i] * (k - 1) - 1 - (out - 1) * s[i];
+        int64_t edge = (int64_t)d[i] * (k - 1) - p[i];
+        t = place_axis(t, 2 + i, 0, s[i], dil_len);
+        t = pad_crop(t, 2 + i, edge, edge + skipped);
+    }
+    static const int one[2] = {1, 1}, none[2] = {0, 0};
+    return rlx_conv2d(t, wt, NULL, one, none, d, groups);
+}
+
+/* conv2d, weight side: per group, the correlation of x with g over the
+ * batch (batch and channel axes swapped), with the forward dilation as
+ * stride and the forward stride as dilation; the result is cut to KH, KW. */
+static rlx_tensor *conv_dw(ir_node *n, rlx_tensor *g)
+{
+    ir_node *x = n->src[0], *w = n->src[1];
+    int groups = n->attr.conv.groups;
+    int64_t cg = w->shape[1], og = w->shape[0] / groups;
+    static const int swap01[4] = {1, 0, 2, 3};
+    rlx_tensor *parts[64], **part = groups <= 64 ? parts : ir_alloc((size_t)groups * sizeof *part);
+    if (!part) {
+        ts_error(RLX_E_NOMEM, FN, "out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < groups; k++) {
+        rlx_tensor *xg = groups > 1 ? rlx_narrow(T(x), 1, k * cg, cg) : T(x);
+        rlx_tensor *gg = groups > 1 ? rlx_narrow(g, 1, k * og, og) : g;
+        rlx_tensor *r = rlx_conv2d(rlx_transpose(xg, 4, swap01), rlx_transpose(gg, 4, swap01), NULL,
+                                   n->attr.conv.dil, n->attr.conv.pad, n->attr.conv.stride, 1);
+        r = rlx_narrow(rlx_narrow(r, 2, 0, w->shape[2]), 3, 0, w->shape[3]);
+        part[k] = rlx_transpose(r, 4, swap01);
+    }
+    rlx_tensor *dw = groups > 1 ? rlx_cat(part, groups, 0) : part[0];
+    if (part != parts)
+        ir_free(part);
+    return dw;
+}
+
+static void vjp_conv2d(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    dx[0] = need[0] ? conv_dx(n, g) : NULL;
+    dx[1] = need[1] ? conv_dw(n, g) : NULL;
+}
+
+/* Tap (u, v) of a pool: xp[:, :, u + s0*i, v + s1*j] for the output's
+ * (i, j), from the padded input xp. */
+static rlx_tensor *pool_tap(ir_node *n, rlx_tensor *xp, int u, int v)
+{
+    const int *s = n->attr.pool.stride;
+    int64_t oh = n->shape[2], ow = n->shape[3];
+    return rlx_slice(rlx_slice(xp, 2, u, u + (oh - 1) * s[0] + 1, s[0]), 3, v, v + (ow - 1) * s[1] + 1, s[1]);
+}
+
+/* pool2d: each kernel tap's share of g goes back to the input positions
+ * the tap read (a strided placement into the padded input). Average
+ * pooling gives every tap g/(KH*KW) (padding counted, as the forward);
+ * max pooling gives g to the taps equal to the window's max, split evenly
+ * when several tie. */
+static void vjp_pool2d(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *x = n->src[0];
+    const int *k = n->attr.pool.kernel, *s = n->attr.pool.stride, *p = n->attr.pool.pad;
+    int64_t hp = x->shape[2] + 2 * (int64_t)p[0], wp = x->shape[3] + 2 * (int64_t)p[1];
+    bool avg = n->attr.pool.kind == IR_POOL_AVG;
+    rlx_tensor *xp = NULL, *share = rlx_mul_s(g, 1.0 / ((double)k[0] * k[1]));
+    if (!avg) {
+        xp = rlx_pad(rlx_pad(T(x), 2, p[0], p[0], -INFINITY), 3, p[1], p[1], -INFINITY);
+        rlx_tensor *count = NULL;
+        for (int u = 0; u < k[0]; u++)
+            for (int v = 0; v < k[1]; v++) {
+                rlx_tensor *hit = rlx_cast(rlx_eq(pool_tap(n, xp, u, v), T(n)), n->dtype);
+                count = count ? rlx_add(count, hit) : hit;
+            }
+        share = rlx_div(g, count);
+    }
+    rlx_tensor *sum = NULL;
+    for (int u = 0; u < k[0]; u++)
+        for (int v = 0; v < k[1]; v++) {
+            rlx_tensor *c = avg ? share : rlx_mul(share, rlx_cast(rlx_eq(pool_tap(n, xp, u, v), T(n)), n->dtype));
+            rlx_tensor *placed = place_axis(place_axis(c, 2, u, s[0], hp), 3, v, s[1], wp);
+            sum = sum ? rlx_add(sum, placed) : placed;
+        }
+    dx[0] = rlx_narrow(rlx_narrow(sum, 2, p[0], x->shape[2]), 3, p[1], x->shape[3]);
+}
+
+static void vjp_mxquant(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    dx[0] = as_dtype(g, n->src[0]); /* straight-through */
+}
+
+/* ---------------------------------------------------------------- table */
+
+#define LEAF(op) [op] = {AD_LEAF, NULL}
+#define ZERO(op) [op] = {AD_ZERO, NULL}
+#define RULE(op, fn) [op] = {AD_RULE, fn}
+
+const ad_vjp ad_vjps[IR_OP_COUNT] = {
+    LEAF(IR_OP_BUFFER),
+    LEAF(IR_OP_CONST),
+    LEAF(IR_OP_IOTA),
+    LEAF(IR_OP_RAND),
+    LEAF(IR_OP_INPUT),
+
+    RULE(IR_OP_EXP, vjp_exp),
+    RULE(IR_OP_EXPM1, vjp_expm1),
+    RULE(IR_OP_LOG, vjp_log),
+    RULE(IR_OP_LOG1P, vjp_log1p),
+    RULE(IR_OP_SIN, vjp_sin),
+    RULE(IR_OP_COS, vjp_cos),
+    RULE(IR_OP_TAN, vjp_tan),
+    RULE(IR_OP_ATAN, vjp_atan),
+    RULE(IR_OP_SQRT, vjp_sqrt),
+    RULE(IR_OP_RSQRT, vjp_rsqrt),
+    RULE(IR_OP_RECIP, vjp_recip),
+    RULE(IR_OP_TANH, vjp_tanh),
+    RULE(IR_OP_ERF, vjp_erf),
+    RULE(IR_OP_SIGMOID, vjp_sigmoid),
+
+    RULE(IR_OP_NEG, vjp_neg),
+    RULE(IR_OP_ABS, vjp_abs),
+    ZERO(IR_OP_SIGN),
+    RULE(IR_OP_ROUND, vjp_identity), /* straight-through */
+    ZERO(IR_OP_FLOOR),
+    ZERO(IR_OP_CEIL),
+    ZERO(IR_OP_NOT),
+    RULE(IR_OP_CAST, vjp_cast), /* to or from a non-float: no gradient (dtype rule of the driver) */
+    RULE(IR_OP_CONTIGUOUS, vjp_identity),
+    ZERO(IR_OP_STOP_GRAD),
+
+    RULE(IR_OP_ADD, vjp_add),
+    RULE(IR_OP_SUB, vjp_sub),
+    RULE(IR_OP_MUL, vjp_mul),
+    RULE(IR_OP_DIV, vjp_div),
+    RULE(IR_OP_POW, vjp_pow),
+    RULE(IR_OP_MAX, vjp_max),
+    RULE(IR_OP_MIN, vjp_min),
+    RULE(IR_OP_ATAN2, vjp_atan2),
+    RULE(IR_OP_REM, vjp_rem),
+    ZERO(IR_OP_EQ),
+    ZERO(IR_OP_NE),
+    ZERO(IR_OP_LT),
+    ZERO(IR_OP_LE),
+    ZERO(IR_OP_GT),
+    ZERO(IR_OP_GE),
+    ZERO(IR_OP_AND),
+    ZERO(IR_OP_OR),
+
+    RULE(IR_OP_WHERE, vjp_where),
+
+    RULE(IR_OP_SUM, vjp_sum),
+    RULE(IR_OP_PROD, vjp_prod),
+    RULE(IR_OP_RMAX, vjp_extreme),
+    RULE(IR_OP_RMIN, vjp_extreme),
+    ZERO(IR_OP_ARGMAX),
+    ZERO(IR_OP_ARGMIN),
+
+    RULE(IR_OP_RESHAPE, vjp_reshape),
+    RULE(IR_OP_PERMUTE, vjp_permute),
+    RULE(IR_OP_EXPAND, vjp_expand),
+    RULE(IR_OP_PAD, vjp_pad),
+    RULE(IR_OP_SLICE, vjp_slice),
+
+    RULE(IR_OP_CAT, vjp_cat),
+    RULE(IR_OP_GATHER, vjp_gather),
+    RULE(IR_OP_CUMSUM, vjp_cumsum),
+
+    RULE(IR_OP_MATMUL, vjp_matmul),
+    RULE(IR_OP_SOLVE, vjp_solve),
+    RULE(IR_OP_FFT, vjp_fft),
+    RULE(IR_OP_CONV2D, vjp_conv2d),
+    RULE(IR_OP_POOL2D, vjp_pool2d),
+    RULE(IR_OP_MXQUANT, vjp_mxquant),
+};
+
+#undef LEAF
+#undef ZERO
+#undef RULE

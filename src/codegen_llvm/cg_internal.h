@@ -1,0 +1,44 @@
+/*
+ * cg_internal.h — shared between the files of src/codegen_llvm (the only
+ * place that includes llvm-c): the module being built and its helpers.
+ *
+ *   cg_kernel.c  a scheduled LOOP kernel -> one LLVM function
+ *   cg_math.c    vectorizable polynomial exp/log/tanh/... as IR functions
+ *   cg_jit.c     passes, ORC LLJIT, the kernel cache (all Orc calls)
+ */
+#ifndef RLX_CG_INTERNAL_H
+#define RLX_CG_INTERNAL_H
+
+#include <llvm-c/Core.h>
+
+#include "codegen_llvm/cg.h"
+#include "passes/passes.h"
+
+/* One module under construction. */
+typedef struct {
+    LLVMContextRef ctx; /* borrows */
+    LLVMModuleRef mod;  /* borrows */
+    LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+    LLVMValueRef math[IR_OP_COUNT][2]; /* [op][is f64]: emitted math functions */
+    LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
+} cg_mod;
+
+void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod);
+
+/* A call of an overloaded intrinsic ("llvm.fmuladd") on type ty. */
+LLVMValueRef cg_intrinsic(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTypeRef ty, LLVMValueRef *args,
+                          unsigned nargs);
+/* An intrinsic with two overloaded types (llvm.fptosi.sat: result, source). */
+LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTypeRef t0, LLVMTypeRef t1,
+                           LLVMValueRef *args, unsigned nargs);
+
+/* cg_math.c: the scalar function computing op (EXP, LOG, SIN, COS, TANH,
+ * ERF, SIGMOID) on ty (f32 or f64): internal, always-inline, branch-free,
+ * so the loop vectorizer widens it with the loop. */
+LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
+
+/* cg_kernel.c: builds function `name` of kernel k into m's module:
+ * void name(void *const *buffers, int64_t begin, int64_t end). */
+rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap);
+
+#endif

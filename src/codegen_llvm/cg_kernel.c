@@ -1,0 +1,597 @@
+/*
+ * cg_kernel.c — one scheduled LOOP kernel (passes/schedule.c) as one LLVM
+ * function:
+ *
+ *   void name(void *const *buffers, int64_t begin, int64_t end)
+ *
+ * buffers[0] is the output, buffers[i] the kernel's args; [begin, end) is
+ * the range of loop dim 0, which the runtime may split between threads.
+ * Shapes and strides are constants, so every inner trip count is known.
+ * The body is plain scalar IR written the way clang writes it (loop
+ * counters and accumulators in allocas, one load/compute/store per element)
+ * and left to LLVM's O3 pipeline: mem2reg, LICM hoists what the inner
+ * loop does not change, and the loop vectorizer widens the inner loop (the
+ * buffers are noalias arguments of an internal body function).
+ *
+ * Semantics follow the reference evaluator (runtime/ref_elementwise.c):
+ * f32 math computes in f32, which for + - * / sqrt and the roundings is the
+ * reference's double result rounded once; integers wrap; integer division
+ * by 0 gives 0; float -> int casts truncate, saturate, NaN -> 0.
+ * Reductions: SUM and PROD of f32 accumulate in f64; the accumulate is the
+ * only instruction with a fast-math flag (reassoc), so the vectorizer may
+ * keep several partial sums. Order is fixed by the code, so the result is
+ * deterministic.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen_llvm/cg_internal.h"
+
+void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
+{
+    memset(m, 0, sizeof *m);
+    m->ctx = ctx;
+    m->mod = mod;
+    m->i1 = LLVMInt1TypeInContext(ctx);
+    m->i8 = LLVMInt8TypeInContext(ctx);
+    m->i32 = LLVMInt32TypeInContext(ctx);
+    m->i64 = LLVMInt64TypeInContext(ctx);
+    m->f32 = LLVMFloatTypeInContext(ctx);
+    m->f64 = LLVMDoubleTypeInContext(ctx);
+    m->ptr = LLVMPointerTypeInContext(ctx, 0);
+    m->vd = LLVMVoidTypeInContext(ctx);
+}
+
+LLVMValueRef cg_intrinsic(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTypeRef ty, LLVMValueRef *args,
+                          unsigned nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, &ty, 1);
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(m->ctx, id, &ty, 1), fn, args, nargs, "");
+}
+
+LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTypeRef t0, LLVMTypeRef t1,
+                           LLVMValueRef *args, unsigned nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[2] = {t0, t1};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, tys, 2);
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(m->ctx, id, tys, 2), fn, args, nargs, "");
+}
+
+/* ------------------------------------------------------------ the state */
+
+typedef struct {
+    cg_mod *m;
+    const sched_kernel *k;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMValueRef *bufs;              /* the noalias arguments */
+    LLVMValueRef begin, end;
+    LLVMValueRef ivslot[SCHED_MAX_LOOP]; /* loop counters (allocas) */
+    LLVMValueRef iv[SCHED_MAX_LOOP];     /* their values inside the open loops */
+    LLVMBasicBlockRef head[SCHED_MAX_LOOP], exit[SCHED_MAX_LOOP];
+    LLVMValueRef *vals;                  /* per instruction */
+    LLVMValueRef acc;                    /* reduction accumulators (alloca) */
+    LLVMTypeRef acc_t;
+    int r1, r2;                          /* reduced dims are [r1, r2) */
+    int64_t acc_stride[SCHED_MAX_LOOP];  /* accumulator index over the tail dims */
+    int64_t acc_count;
+    char *msg;
+    size_t cap;
+    bool failed;
+} kctx;
+
+static LLVMTypeRef reg_type(cg_mod *m, rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_BOOL: return m->i1;
+    case RLX_I32: return m->i32;
+    case RLX_I64: return m->i64;
+    case RLX_F32: return m->f32;
+    default: return m->f64;
+    }
+}
+
+static LLVMTypeRef mem_type(cg_mod *m, rlx_dtype dt) { return dt == RLX_BOOL ? m->i8 : reg_type(m, dt); }
+
+static LLVMValueRef ci(kctx *c, LLVMTypeRef t, long long v) { (void)c; return LLVMConstInt(t, (unsigned long long)v, 1); }
+static LLVMValueRef cf(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+/* off + sum stride[d] * iv[d] over the dims with a nonzero stride. */
+static LLVMValueRef affine(kctx *c, const sched_affine *a)
+{
+    LLVMValueRef v = ci(c, c->m->i64, a->off);
+    for (int d = 0; d < c->k->rank; d++) {
+        if (a->stride[d] == 0)
+            continue;
+        LLVMValueRef t = a->stride[d] == 1 ? c->iv[d] : LLVMBuildNSWMul(c->b, c->iv[d], ci(c, c->m->i64, a->stride[d]), "");
+        v = LLVMBuildNSWAdd(c->b, v, t, "");
+    }
+    return v;
+}
+
+static LLVMValueRef elem_ptr(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
+{
+    return LLVMBuildInBoundsGEP2(c->b, mem_type(c->m, dt), c->bufs[arg], &index, 1, "");
+}
+
+static LLVMValueRef load(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
+{
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c->m, dt), elem_ptr(c, arg, dt, index), "");
+    LLVMSetAlignment(v, (unsigned)ir_dtype_size(dt));
+    if (dt == RLX_BOOL)
+        v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->m->i8, 0, 0), "");
+    return v;
+}
+
+static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueRef v)
+{
+    if (dt == RLX_BOOL)
+        v = LLVMBuildZExt(c->b, v, c->m->i8, "");
+    LLVMValueRef s = LLVMBuildStore(c->b, v, elem_ptr(c, arg, dt, index));
+    LLVMSetAlignment(s, (unsigned)ir_dtype_size(dt));
+}
+
+/* ----------------------------------------------------------- conversion */
+
+/* CAST as the reference defines it. */
+static LLVMValueRef convert(kctx *c, LLVMValueRef v, rlx_dtype from, rlx_dtype to)
+{
+    cg_mod *m = c->m;
+    LLVMTypeRef tt = reg_type(m, to);
+    if (from == to)
+        return v;
+    bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
+    if (to == RLX_BOOL)
+        return ff ? LLVMBuildFCmp(c->b, LLVMRealUNE, v, cf(reg_type(m, from), 0), "")
+                  : LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(reg_type(m, from), 0, 0), "");
+    if (ff && tf)
+        return to == RLX_F64 ? LLVMBuildFPExt(c->b, v, tt, "") : LLVMBuildFPTrunc(c->b, v, tt, "");
+    if (ff) /* truncate toward zero, saturate, NaN -> 0 */
+        return cg_intrinsic2(m, c->b, "llvm.fptosi.sat", tt, reg_type(m, from), &v, 1);
+    if (tf)
+        return from == RLX_BOOL ? LLVMBuildUIToFP(c->b, v, tt, "") : LLVMBuildSIToFP(c->b, v, tt, "");
+    if (from == RLX_BOOL)
+        return LLVMBuildZExt(c->b, v, tt, "");
+    return to == RLX_I64 ? LLVMBuildSExt(c->b, v, tt, "") : LLVMBuildTrunc(c->b, v, tt, ""); /* wraps */
+}
+
+/* ------------------------------------------------------ elementwise ops */
+
+static LLVMValueRef fcmp(kctx *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildFCmp(c->b, p, a, b, "");
+}
+static LLVMValueRef icmp(kctx *c, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildICmp(c->b, p, a, b, "");
+}
+static LLVMValueRef intr1(kctx *c, const char *name, LLVMValueRef x)
+{
+    return cg_intrinsic(c->m, c->b, name, LLVMTypeOf(x), &x, 1);
+}
+static LLVMValueRef intr2(kctx *c, const char *name, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef args[2] = {a, b};
+    return cg_intrinsic(c->m, c->b, name, LLVMTypeOf(a), args, 2);
+}
+
+static LLVMValueRef unary_float(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt, rlx_dtype out)
+{
+    LLVMTypeRef t = reg_type(c->m, dt);
+    LLVMValueRef fn;
+    switch (op) {
+    case IR_OP_EXP:
+    case IR_OP_LOG:
+    case IR_OP_SIN:
+    case IR_OP_COS:
+    case IR_OP_TANH:
+    case IR_OP_ERF:
+    case IR_OP_SIGMOID:
+        fn = cg_math_fn(c->m, op, t);
+        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+    case IR_OP_SQRT: return intr1(c, "llvm.sqrt", x);
+    case IR_OP_RSQRT: return LLVMBuildFDiv(c->b, cf(t, 1), intr1(c, "llvm.sqrt", x), "");
+    case IR_OP_RECIP: return LLVMBuildFDiv(c->b, cf(t, 1), x, "");
+    case IR_OP_NEG: return LLVMBuildFNeg(c->b, x, "");
+    case IR_OP_ABS: return intr1(c, "llvm.fabs", x);
+    case IR_OP_SIGN: /* keeps NaN and signed zero */
+        return LLVMBuildSelect(c->b, fcmp(c, LLVMRealOGT, x, cf(t, 0)), cf(t, 1),
+                               LLVMBuildSelect(c->b, fcmp(c, LLVMRealOLT, x, cf(t, 0)), cf(t, -1), x, ""), "");
+    case IR_OP_ROUND: return intr1(c, "llvm.roundeven", x); /* nearbyint: half to even */
+    case IR_OP_FLOOR: return intr1(c, "llvm.floor", x);
+    case IR_OP_CEIL: return intr1(c, "llvm.ceil", x);
+    case IR_OP_NOT: return fcmp(c, LLVMRealOEQ, x, cf(t, 0));
+    case IR_OP_CAST: return convert(c, x, dt, out);
+    default: return x; /* CONTIGUOUS, STOP_GRAD */
+    }
+}
+
+static LLVMValueRef unary_int(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt, rlx_dtype out)
+{
+    LLVMTypeRef t = reg_type(c->m, dt);
+    bool b = dt == RLX_BOOL;
+    switch (op) {
+    case IR_OP_NEG: return LLVMBuildSub(c->b, ci(c, t, 0), x, "");
+    case IR_OP_ABS:
+        return b ? x : LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), LLVMBuildSub(c->b, ci(c, t, 0), x, ""), x, "");
+    case IR_OP_SIGN:
+        return b ? x
+                 : LLVMBuildSelect(c->b, icmp(c, LLVMIntSGT, x, ci(c, t, 0)), ci(c, t, 1),
+                                   LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), ci(c, t, -1), ci(c, t, 0), ""), "");
+    case IR_OP_NOT: return icmp(c, LLVMIntEQ, x, ci(c, t, 0));
+    case IR_OP_CAST: return convert(c, x, dt, out);
+    default: return x; /* ROUND/FLOOR/CEIL of integers, CONTIGUOUS, STOP_GRAD */
+    }
+}
+
+static LLVMValueRef binary_float(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b, rlx_dtype dt)
+{
+    LLVMTypeRef t = reg_type(c->m, dt);
+    switch (op) {
+    case IR_OP_ADD: return LLVMBuildFAdd(c->b, a, b, "");
+    case IR_OP_SUB: return LLVMBuildFSub(c->b, a, b, "");
+    case IR_OP_MUL: return LLVMBuildFMul(c->b, a, b, "");
+    case IR_OP_DIV: return LLVMBuildFDiv(c->b, a, b, "");
+    case IR_OP_MAX:
+    case IR_OP_MIN: { /* NaN if either is; otherwise a > b ? a : b exactly as the reference (signed zeros) */
+        LLVMValueRef pick = fcmp(c, op == IR_OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b);
+        LLVMValueRef v = LLVMBuildSelect(c->b, pick, a, b, "");
+        return LLVMBuildSelect(c->b, fcmp(c, LLVMRealUNO, a, b), cf(t, NAN), v, "");
+    }
+    case IR_OP_EQ: return fcmp(c, LLVMRealOEQ, a, b);
+    case IR_OP_NE: return fcmp(c, LLVMRealUNE, a, b);
+    case IR_OP_LT: return fcmp(c, LLVMRealOLT, a, b);
+    case IR_OP_LE: return fcmp(c, LLVMRealOLE, a, b);
+    case IR_OP_GT: return fcmp(c, LLVMRealOGT, a, b);
+    case IR_OP_GE: return fcmp(c, LLVMRealOGE, a, b);
+    case IR_OP_AND:
+    case IR_OP_OR: {
+        LLVMValueRef x = fcmp(c, LLVMRealUNE, a, cf(t, 0)), y = fcmp(c, LLVMRealUNE, b, cf(t, 0));
+        return op == IR_OP_AND ? LLVMBuildAnd(c->b, x, y, "") : LLVMBuildOr(c->b, x, y, "");
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef binary_int(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b, rlx_dtype dt)
+{
+    LLVMTypeRef t = reg_type(c->m, dt);
+    if (dt == RLX_BOOL) { /* the reference adds in int64 and stores v != 0 */
+        switch (op) {
+        case IR_OP_ADD: case IR_OP_MAX: case IR_OP_OR: return LLVMBuildOr(c->b, a, b, "");
+        case IR_OP_MUL: case IR_OP_MIN: case IR_OP_AND: return LLVMBuildAnd(c->b, a, b, "");
+        case IR_OP_EQ: return icmp(c, LLVMIntEQ, a, b);
+        case IR_OP_NE: return icmp(c, LLVMIntNE, a, b);
+        case IR_OP_LT: return icmp(c, LLVMIntULT, a, b);
+        case IR_OP_LE: return icmp(c, LLVMIntULE, a, b);
+        case IR_OP_GT: return icmp(c, LLVMIntUGT, a, b);
+        case IR_OP_GE: return icmp(c, LLVMIntUGE, a, b);
+        default: return NULL;
+        }
+    }
+    switch (op) {
+    case IR_OP_ADD: return LLVMBuildAdd(c->b, a, b, "");
+    case IR_OP_SUB: return LLVMBuildSub(c->b, a, b, "");
+    case IR_OP_MUL: return LLVMBuildMul(c->b, a, b, "");
+    case IR_OP_DIV:
+    case IR_OP_REM: {
+        /* b == 0 gives 0, b == -1 gives -a (div, wrapping) or 0 (rem);
+         * the divisor is made safe so no lane traps */
+        LLVMValueRef z = icmp(c, LLVMIntEQ, b, ci(c, t, 0)), m1 = icmp(c, LLVMIntEQ, b, ci(c, t, -1));
+        LLVMValueRef bad = LLVMBuildOr(c->b, z, m1, "");
+        LLVMValueRef sb = LLVMBuildSelect(c->b, bad, ci(c, t, 1), b, "");
+        if (op == IR_OP_REM)
+            return LLVMBuildSelect(c->b, bad, ci(c, t, 0), LLVMBuildSRem(c->b, a, sb, ""), "");
+        LLVMValueRef q = LLVMBuildSDiv(c->b, a, sb, "");
+        q = LLVMBuildSelect(c->b, m1, LLVMBuildSub(c->b, ci(c, t, 0), a, ""), q, "");
+        return LLVMBuildSelect(c->b, z, ci(c, t, 0), q, "");
+    }
+    case IR_OP_MAX: return intr2(c, "llvm.smax", a, b);
+    case IR_OP_MIN: return intr2(c, "llvm.smin", a, b);
+    case IR_OP_EQ: return icmp(c, LLVMIntEQ, a, b);
+    case IR_OP_NE: return icmp(c, LLVMIntNE, a, b);
+    case IR_OP_LT: return icmp(c, LLVMIntSLT, a, b);
+    case IR_OP_LE: return icmp(c, LLVMIntSLE, a, b);
+    case IR_OP_GT: return icmp(c, LLVMIntSGT, a, b);
+    case IR_OP_GE: return icmp(c, LLVMIntSGE, a, b);
+    case IR_OP_AND:
+    case IR_OP_OR: {
+        LLVMValueRef x = icmp(c, LLVMIntNE, a, ci(c, t, 0)), y = icmp(c, LLVMIntNE, b, ci(c, t, 0));
+        return op == IR_OP_AND ? LLVMBuildAnd(c->b, x, y, "") : LLVMBuildOr(c->b, x, y, "");
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
+{
+    cg_mod *m = c->m;
+    LLVMTypeRef t = reg_type(m, in->dtype);
+    switch (in->kind) {
+    case SCHED_I_LOAD: return load(c, in->arg, in->dtype, affine(c, &in->idx));
+    case SCHED_I_CONST:
+        if (ir_dtype_is_float(in->dtype))
+            return cf(t, in->value);
+        return ci(c, t, (long long)in->value);
+    case SCHED_I_IOTA: {
+        /* start + (double)i * step in double, then stored as the reference stores */
+        LLVMValueRef i = LLVMBuildSIToFP(c->b, affine(c, &in->idx), m->f64, "");
+        LLVMValueRef v = LLVMBuildFAdd(c->b, cf(m->f64, in->value), LLVMBuildFMul(c->b, i, cf(m->f64, in->step), ""), "");
+        return convert(c, v, RLX_F64, in->dtype);
+    }
+    case SCHED_I_OP: break;
+    }
+    const ir_op_info *info = &ir_ops[in->op];
+    LLVMValueRef a = c->vals[in->src[0]];
+    if (info->cls == IR_CLS_TERNARY)
+        return LLVMBuildSelect(c->b, a, c->vals[in->src[1]], c->vals[in->src[2]], "");
+    rlx_dtype sdt = c->k->instr[in->src[0]].dtype;
+    bool fdom = ir_dtype_is_float(sdt);
+    LLVMValueRef r;
+    if (info->cls == IR_CLS_UNARY)
+        r = fdom ? unary_float(c, in->op, a, sdt, in->dtype) : unary_int(c, in->op, a, sdt, in->dtype);
+    else
+        r = fdom ? binary_float(c, in->op, a, c->vals[in->src[1]], sdt)
+                 : binary_int(c, in->op, a, c->vals[in->src[1]], sdt);
+    if (!r) {
+        snprintf(c->msg, c->cap, "code generator: no rule for %s on %s", info->name, rlx_dtype_name(sdt));
+        c->failed = true;
+        r = LLVMGetUndef(t);
+    }
+    return r;
+}
+
+/* --------------------------------------------------------------- loops */
+
+static void open_loop(kctx *c, int d)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef lo = d == 0 ? c->begin : ci(c, m->i64, 0);
+    LLVMBuildStore(c->b, lo, c->ivslot[d]);
+    c->head[d] = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "head");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "body");
+    c->exit[d] = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "exit");
+    LLVMBuildBr(c->b, c->head[d]);
+    LLVMPositionBuilderAtEnd(c->b, c->head[d]);
+    LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
+    LLVMValueRef hi = d == 0 ? c->end : ci(c, m->i64, c->k->shape[d]);
+    LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, hi), body, c->exit[d]);
+    LLVMPositionBuilderAtEnd(c->b, body);
+    c->iv[d] = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
+}
+
+static void close_loop(kctx *c, int d)
+{
+    LLVMValueRef next = LLVMBuildNSWAdd(c->b, c->iv[d], ci(c, c->m->i64, 1), "");
+    LLVMBuildStore(c->b, next, c->ivslot[d]);
+    LLVMBuildBr(c->b, c->head[d]);
+    LLVMPositionBuilderAtEnd(c->b, c->exit[d]);
+}
+
+static void emit_body_values(kctx *c)
+{
+    for (int i = 0; i < c->k->ninstr && !c->failed; i++)
+        c->vals[i] = emit_instr(c, &c->k->instr[i]);
+}
+
+static LLVMValueRef value_out(kctx *c) { return c->vals[c->k->ninstr - 1]; }
+
+/* ----------------------------------------------------------- reductions */
+
+static LLVMValueRef red_identity(kctx *c)
+{
+    ir_op op = c->k->red_op;
+    rlx_dtype dt = c->k->node->dtype;
+    LLVMTypeRef t = c->acc_t;
+    if (ir_dtype_is_float(dt)) {
+        double v = op == IR_OP_SUM ? 0 : op == IR_OP_PROD ? 1 : op == IR_OP_RMAX ? -INFINITY : INFINITY;
+        return cf(t, v);
+    }
+    switch (op) {
+    case IR_OP_SUM: return ci(c, t, 0);
+    case IR_OP_PROD: return ci(c, t, 1);
+    case IR_OP_RMAX: return dt == RLX_BOOL ? ci(c, t, 0) : dt == RLX_I32 ? ci(c, t, INT32_MIN) : ci(c, t, INT64_MIN);
+    default: return dt == RLX_BOOL ? LLVMConstInt(t, 1, 0) : dt == RLX_I32 ? ci(c, t, INT32_MAX) : ci(c, t, INT64_MAX);
+    }
+}
+
+static LLVMValueRef red_combine(kctx *c, LLVMValueRef a, LLVMValueRef v)
+{
+    ir_op op = c->k->red_op;
+    rlx_dtype dt = c->k->node->dtype;
+    if (ir_dtype_is_float(dt)) {
+        LLVMValueRef r;
+        switch (op) {
+        case IR_OP_SUM: r = LLVMBuildFAdd(c->b, a, v, ""); break;
+        case IR_OP_PROD: r = LLVMBuildFMul(c->b, a, v, ""); break;
+        /* NaN wins (llvm.maximum propagates it); max(+0, -0) may give
+         * either zero where the reference keeps the first seen */
+        case IR_OP_RMAX: return intr2(c, "llvm.maximum", a, v);
+        default: return intr2(c, "llvm.minimum", a, v);
+        }
+        /* the one place reassociation is allowed: several partial sums */
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+        return r;
+    }
+    if (dt == RLX_BOOL)
+        return op == IR_OP_RMAX ? LLVMBuildOr(c->b, a, v, "") : LLVMBuildAnd(c->b, a, v, "");
+    switch (op) {
+    case IR_OP_SUM: return LLVMBuildAdd(c->b, a, v, "");
+    case IR_OP_PROD: return LLVMBuildMul(c->b, a, v, "");
+    case IR_OP_RMAX: return intr2(c, "llvm.smax", a, v);
+    default: return intr2(c, "llvm.smin", a, v);
+    }
+}
+
+static LLVMValueRef acc_ptr(kctx *c)
+{
+    LLVMValueRef idx = ci(c, c->m->i64, 0);
+    for (int d = c->r2; d < c->k->rank; d++)
+        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, c->m->i64, c->acc_stride[d]), ""), "");
+    return LLVMBuildInBoundsGEP2(c->b, c->acc_t, c->acc, &idx, 1, "");
+}
+
+static void emit_reduce(kctx *c)
+{
+    const sched_kernel *k = c->k;
+    rlx_dtype dt = k->node->dtype;
+    for (int d = 0; d < c->r1; d++)
+        open_loop(c, d);
+    /* init the accumulators of this output row */
+    for (int d = c->r2; d < k->rank; d++)
+        open_loop(c, d);
+    LLVMBuildStore(c->b, red_identity(c), acc_ptr(c));
+    for (int d = k->rank - 1; d >= c->r2; d--)
+        close_loop(c, d);
+    /* accumulate over the reduced dims (and the row, innermost) */
+    for (int d = c->r1; d < k->rank; d++)
+        open_loop(c, d);
+    emit_body_values(c);
+    if (c->failed)
+        return;
+    LLVMValueRef v = value_out(c);
+    if (c->acc_t != reg_type(c->m, dt))
+        v = LLVMBuildFPExt(c->b, v, c->acc_t, "");
+    LLVMValueRef p = acc_ptr(c);
+    LLVMBuildStore(c->b, red_combine(c, LLVMBuildLoad2(c->b, c->acc_t, p, ""), v), p);
+    for (int d = k->rank - 1; d >= c->r1; d--)
+        close_loop(c, d);
+    /* store the row */
+    for (int d = c->r2; d < k->rank; d++)
+        open_loop(c, d);
+    LLVMValueRef a = LLVMBuildLoad2(c->b, c->acc_t, acc_ptr(c), "");
+    if (c->acc_t != reg_type(c->m, dt))
+        a = LLVMBuildFPTrunc(c->b, a, reg_type(c->m, dt), "");
+    store(c, 0, dt, affine(c, &k->out), a);
+    for (int d = k->rank - 1; d >= c->r2; d--)
+        close_loop(c, d);
+    for (int d = c->r1 - 1; d >= 0; d--)
+        close_loop(c, d);
+}
+
+static void emit_elementwise(kctx *c)
+{
+    const sched_kernel *k = c->k;
+    for (int d = 0; d < k->rank; d++)
+        open_loop(c, d);
+    emit_body_values(c);
+    if (c->failed)
+        return;
+    store(c, 0, k->node->dtype, affine(c, &k->out), value_out(c));
+    for (int d = k->rank - 1; d >= 0; d--)
+        close_loop(c, d);
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static void add_attr(cg_mod *m, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->ctx, kind, 0));
+}
+
+rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap)
+{
+    int na = k->nargs;
+    LLVMTypeRef *pt = ir_alloc((size_t)(na + 2) * sizeof *pt);
+    LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
+    LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
+    if (!pt || !bufs || !vals) {
+        ir_free(pt);
+        ir_free(bufs);
+        ir_free(vals);
+        snprintf(msg, cap, "out of memory generating a kernel");
+        return RLX_E_NOMEM;
+    }
+    for (int i = 0; i < na; i++)
+        pt[i] = m->ptr;
+    pt[na] = pt[na + 1] = m->i64;
+    /* the body: noalias buffers, so the vectorizer needs no runtime checks */
+    char bname[96];
+    snprintf(bname, sizeof bname, "%s_body", name);
+    LLVMValueRef body = LLVMAddFunction(m->mod, bname, LLVMFunctionType(m->vd, pt, (unsigned)na + 2, 0));
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    add_attr(m, body, LLVMAttributeFunctionIndex, "nounwind");
+    for (int i = 0; i < na; i++) {
+        add_attr(m, body, (LLVMAttributeIndex)(i + 1), "noalias");
+        add_attr(m, body, (LLVMAttributeIndex)(i + 1), "nocapture");
+        if (i > 0)
+            add_attr(m, body, (LLVMAttributeIndex)(i + 1), "readonly");
+        bufs[i] = LLVMGetParam(body, (unsigned)i);
+    }
+    kctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.k = k;
+    c.fn = body;
+    c.bufs = bufs;
+    c.vals = vals;
+    c.begin = LLVMGetParam(body, (unsigned)na);
+    c.end = LLVMGetParam(body, (unsigned)na + 1);
+    c.msg = msg;
+    c.cap = cap;
+    c.b = LLVMCreateBuilderInContext(m->ctx);
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
+    for (int d = 0; d < k->rank; d++)
+        c.ivslot[d] = LLVMBuildAlloca(c.b, m->i64, "");
+    if (k->red_op != IR_OP_COUNT) {
+        rlx_dtype dt = k->node->dtype;
+        bool wide = (k->red_op == IR_OP_SUM || k->red_op == IR_OP_PROD) && dt == RLX_F32;
+        c.acc_t = wide ? m->f64 : reg_type(m, dt);
+        c.r1 = k->rank;
+        c.r2 = k->rank;
+        for (int d = 0; d < k->rank; d++) {
+            if (k->red_mask >> d & 1) {
+                if (c.r1 == k->rank)
+                    c.r1 = d;
+                c.r2 = d + 1;
+            }
+        }
+        if (c.r1 == k->rank) /* nothing left to reduce: one accumulate per element */
+            c.r1 = c.r2 = k->rank;
+        c.acc_count = 1;
+        for (int d = k->rank - 1; d >= c.r2; d--) {
+            c.acc_stride[d] = c.acc_count;
+            c.acc_count *= k->shape[d];
+        }
+        /* one slot (promoted to a register) or a row buffer of at most ACC_MAX */
+        LLVMTypeRef at = c.acc_count > 1 ? LLVMArrayType2(c.acc_t, (uint64_t)c.acc_count) : c.acc_t;
+        c.acc = LLVMBuildAlloca(c.b, at, "acc");
+        LLVMSetAlignment(c.acc, 64);
+        emit_reduce(&c);
+    } else {
+        emit_elementwise(&c);
+    }
+    if (!c.failed)
+        LLVMBuildRetVoid(c.b);
+    /* the entry point: unpack the buffer table, call the body */
+    LLVMTypeRef et[3] = {m->ptr, m->i64, m->i64};
+    LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->vd, et, 3, 0));
+    add_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind");
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+    LLVMValueRef *args = ir_alloc((size_t)(na + 2) * sizeof *args);
+    if (args) {
+        for (int i = 0; i < na; i++) {
+            LLVMValueRef ix = ci(&c, m->i64, i);
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(c.b, m->ptr, LLVMGetParam(fn, 0), &ix, 1, "");
+            args[i] = LLVMBuildLoad2(c.b, m->ptr, p, "");
+        }
+        args[na] = LLVMGetParam(fn, 1);
+        args[na + 1] = LLVMGetParam(fn, 2);
+        LLVMBuildCall2(c.b, LLVMGlobalGetValueType(body), body, args, (unsigned)na + 2, "");
+        LLVMBuildRetVoid(c.b);
+    }
+    LLVMDisposeBuilder(c.b);
+    ir_free(args);
+    ir_free(pt);
+    ir_free(bufs);
+    ir_free(vals);
+    if (!args) {
+        snprintf(msg, cap, "out of memory generating a kernel");
+        return RLX_E_NOMEM;
+    }
+    return c.failed ? RLX_E_INTERNAL : RLX_OK;
+}

@@ -1,0 +1,382 @@
+/*
+ * cg_math.c — transcendental functions emitted as LLVM IR, so that a fused
+ * loop calling them still vectorizes. LLVM's llvm.exp & co. become one
+ * scalar libm call per lane; these are small branch-free functions (range
+ * reduction, a polynomial, selects for the special values) marked
+ * always-inline, which the loop vectorizer widens with the loop.
+ *
+ * f32: exp, log, tanh and sigmoid compute in f32 (Cephes-style
+ * polynomials); sin, cos and erf compute in f64 and round once.
+ * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
+ * against double-precision libm, is checked by tests/test_jit.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen_llvm/cg_internal.h"
+#include "codegen_llvm/cg_math_tables.h"
+
+typedef struct {
+    cg_mod *m;
+    LLVMBuilderRef b;
+    LLVMTypeRef t;  /* float or double */
+    LLVMTypeRef it; /* the integer of the same width */
+    bool f64;
+} mb;
+
+static LLVMValueRef K(mb *c, double v) { return LLVMConstReal(c->t, v); }
+static LLVMValueRef KI(mb *c, long long v) { return LLVMConstInt(c->it, (unsigned long long)v, 1); }
+static LLVMValueRef m_add(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(c->b, a, b, ""); }
+static LLVMValueRef m_sub(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(c->b, a, b, ""); }
+static LLVMValueRef m_mul(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(c->b, a, b, ""); }
+static LLVMValueRef m_div(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(c->b, a, b, ""); }
+static LLVMValueRef sel(mb *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(c->b, k, a, b, ""); }
+static LLVMValueRef fcmp(mb *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildFCmp(c->b, p, a, b, "");
+}
+
+/* a*b + d, fused where the target has FMA (never a libm call). */
+static LLVMValueRef fma3(mb *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
+{
+    LLVMValueRef args[3] = {a, b, d};
+    return cg_intrinsic(c->m, c->b, "llvm.fmuladd", c->t, args, 3);
+}
+
+static LLVMValueRef un(mb *c, const char *name, LLVMValueRef x)
+{
+    return cg_intrinsic(c->m, c->b, name, c->t, &x, 1);
+}
+
+static LLVMValueRef copysign_(mb *c, LLVMValueRef mag, LLVMValueRef sgn)
+{
+    LLVMValueRef args[2] = {mag, sgn};
+    return cg_intrinsic(c->m, c->b, "llvm.copysign", c->t, args, 2);
+}
+
+/* p(x) = coef[0] + coef[1] x + ... (lowest first), by Horner. */
+static LLVMValueRef horner(mb *c, LLVMValueRef x, const double *coef, int n)
+{
+    LLVMValueRef acc = K(c, coef[n - 1]);
+    for (int i = n - 2; i >= 0; i--)
+        acc = fma3(c, acc, x, K(c, coef[i]));
+    return acc;
+}
+
+static LLVMValueRef is_nan(mb *c, LLVMValueRef x) { return fcmp(c, LLVMRealUNO, x, x); }
+
+/* 2^n for an integer-valued float n in the exponent range, as two factors
+ * 2^(n>>1) * 2^(n - (n>>1)) so subnormal and near-overflow results come
+ * out of one final multiply each. */
+static void pow2_pair(mb *c, LLVMValueRef n, LLVMValueRef *s1, LLVMValueRef *s2)
+{
+    LLVMValueRef safe = sel(c, is_nan(c, n), K(c, 0), n);
+    LLVMValueRef ni = LLVMBuildFPToSI(c->b, safe, c->it, "");
+    LLVMValueRef n1 = LLVMBuildAShr(c->b, ni, KI(c, 1), "");
+    LLVMValueRef n2 = LLVMBuildSub(c->b, ni, n1, "");
+    long long bias = c->f64 ? 1023 : 127, shift = c->f64 ? 52 : 23;
+    LLVMValueRef e1 = LLVMBuildShl(c->b, LLVMBuildAdd(c->b, n1, KI(c, bias), ""), KI(c, shift), "");
+    LLVMValueRef e2 = LLVMBuildShl(c->b, LLVMBuildAdd(c->b, n2, KI(c, bias), ""), KI(c, shift), "");
+    *s1 = LLVMBuildBitCast(c->b, e1, c->t, "");
+    *s2 = LLVMBuildBitCast(c->b, e2, c->t, "");
+}
+
+static LLVMValueRef call1(mb *c, LLVMValueRef fn, LLVMValueRef x)
+{
+    return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+}
+
+/* ------------------------------------------------------------------ exp */
+
+static LLVMValueRef emit_exp(mb *c, LLVMValueRef x)
+{
+    /* Clamp to where the result is inf or 0 anyway (NaN passes through). */
+    double hi = c->f64 ? 710.0 : 89.0, lo = c->f64 ? -746.0 : -104.0;
+    LLVMValueRef xc = sel(c, fcmp(c, LLVMRealOGT, x, K(c, hi)), K(c, hi), x);
+    xc = sel(c, fcmp(c, LLVMRealOLT, xc, K(c, lo)), K(c, lo), xc);
+    LLVMValueRef n = un(c, "llvm.roundeven", m_mul(c, xc, K(c, 0x1.71547652b82fep+0)));
+    LLVMValueRef r, p;
+    if (c->f64) {
+        /* r = x - n ln2 in two parts (ln2_hi has 32 bits: n*ln2_hi exact) */
+        r = fma3(c, n, K(c, -6.93147180369123816490e-01), xc);
+        r = fma3(c, n, K(c, -1.90821492927058770002e-10), r);
+        /* Taylor to degree 13 on |r| <= ln2/2: truncation 4e-18 */
+        static const double T[12] = {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                                     1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600,
+                                     1.0 / 6227020800.0};
+        p = horner(c, r, T, 12);
+    } else {
+        /* Cephes expf: ln2 = 0.693359375 - 2.12194440e-4 */
+        r = fma3(c, n, K(c, -0.693359375), xc);
+        r = fma3(c, n, K(c, 2.12194440e-4), r);
+        static const double P[6] = {5.0000001201E-1, 1.6666665459E-1, 4.1665795894E-2,
+                                    8.3334519073E-3, 1.3981999507E-3, 1.9875691500E-4};
+        p = horner(c, r, P, 6);
+    }
+    LLVMValueRef y = m_add(c, fma3(c, m_mul(c, r, r), p, r), K(c, 1));
+    LLVMValueRef s1, s2;
+    pow2_pair(c, n, &s1, &s2);
+    LLVMValueRef res = m_mul(c, m_mul(c, y, s1), s2);
+    return sel(c, is_nan(c, x), x, res);
+}
+
+/* ------------------------------------------------------------------ log */
+
+static LLVMValueRef emit_log(mb *c, LLVMValueRef x)
+{
+    /* x = m 2^e with m in [sqrt(1/2), sqrt(2)); subnormals scaled first */
+    double tiny = c->f64 ? 0x1p-1022 : 0x1p-126, up = c->f64 ? 0x1p54 : 0x1p23;
+    long long upe = c->f64 ? 54 : 23, shift = c->f64 ? 52 : 23, bias = c->f64 ? 1022 : 126;
+    long long mmask = c->f64 ? 0x000fffffffffffffll : 0x007fffff, half = c->f64 ? 0x3fe0000000000000ll : 0x3f000000;
+    LLVMValueRef sub = fcmp(c, LLVMRealOLT, x, K(c, tiny));
+    LLVMValueRef xs = sel(c, sub, m_mul(c, x, K(c, up)), x);
+    LLVMValueRef bits = LLVMBuildBitCast(c->b, xs, c->it, "");
+    LLVMValueRef e = LLVMBuildSub(c->b, LLVMBuildLShr(c->b, bits, KI(c, shift), ""), KI(c, bias), "");
+    e = LLVMBuildSub(c->b, e, sel(c, sub, KI(c, upe), KI(c, 0)), "");
+    LLVMValueRef mbits = LLVMBuildOr(c->b, LLVMBuildAnd(c->b, bits, KI(c, mmask), ""), KI(c, half), "");
+    LLVMValueRef m = LLVMBuildBitCast(c->b, mbits, c->t, "");
+    LLVMValueRef small = fcmp(c, LLVMRealOLT, m, K(c, 0.70710678118654752440));
+    e = LLVMBuildSub(c->b, e, LLVMBuildZExt(c->b, small, c->it, ""), "");
+    LLVMValueRef f = m_sub(c, sel(c, small, m_add(c, m, m), m), K(c, 1));
+    LLVMValueRef ef = LLVMBuildSIToFP(c->b, e, c->t, "");
+    LLVMValueRef res;
+    if (c->f64) {
+        /* fdlibm: log(1+f) = f - (hfsq - s (hfsq + R(s^2))), s = f/(2+f);
+         * R is the atanh series 2/3 z + 2/5 z^2 + ... (z <= 0.0295) */
+        LLVMValueRef s = m_div(c, f, m_add(c, K(c, 2), f));
+        LLVMValueRef z = m_mul(c, s, s);
+        double L[10];
+        for (int i = 0; i < 10; i++)
+            L[i] = 2.0 / (2 * i + 3);
+        LLVMValueRef R = m_mul(c, z, horner(c, z, L, 10));
+        LLVMValueRef hfsq = m_mul(c, K(c, 0.5), m_mul(c, f, f));
+        LLVMValueRef t = m_add(c, m_mul(c, s, m_add(c, hfsq, R)), m_mul(c, ef, K(c, 1.90821492927058770002e-10)));
+        res = m_add(c, m_mul(c, ef, K(c, 6.93147180369123816490e-01)), m_sub(c, f, m_sub(c, hfsq, t)));
+    } else {
+        /* Cephes logf */
+        static const double P[9] = {3.3333331174E-1, -2.4999993993E-1, 2.0000714765E-1,
+                                    -1.6668057665E-1, 1.4249322787E-1, -1.2420140846E-1,
+                                    1.1676998740E-1, -1.1514610310E-1, 7.0376836292E-2};
+        LLVMValueRef z = m_mul(c, f, f);
+        LLVMValueRef y = m_mul(c, f, m_mul(c, z, horner(c, f, P, 9)));
+        y = m_add(c, y, m_mul(c, ef, K(c, -2.12194440e-4)));
+        y = m_add(c, y, m_mul(c, K(c, -0.5), z));
+        res = m_add(c, m_add(c, f, y), m_mul(c, ef, K(c, 0.693359375)));
+    }
+    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, INFINITY)), x, res);
+    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, 0)), K(c, -INFINITY), res);
+    return sel(c, fcmp(c, LLVMRealULT, x, K(c, 0)), K(c, NAN), res); /* x < 0 or NaN */
+}
+
+/* ------------------------------------------------------ tanh, sigmoid */
+
+static LLVMValueRef emit_tanh(mb *c, LLVMValueRef x)
+{
+    LLVMValueRef ax = un(c, "llvm.fabs", x);
+    LLVMValueRef z = m_mul(c, x, x), small;
+    if (c->f64) {
+        /* Cephes tanh: x + x z P(z)/Q(z) on |x| < 0.625 */
+        static const double P[3] = {-1.61468768441708447952E3, -9.92877231001918586564E1,
+                                    -9.64399179425052238628E-1};
+        static const double Q[4] = {4.84406305325125486048E3, 2.23548839060100448583E3,
+                                    1.12811678491632931402E2, 1.0};
+        LLVMValueRef r = m_div(c, horner(c, z, P, 3), horner(c, z, Q, 4));
+        small = fma3(c, m_mul(c, x, z), r, x);
+    } else {
+        static const double P[5] = {-3.33332819422E-1, 1.33314422036E-1, -5.37397155531E-2,
+                                    2.06390887954E-2, -5.70498872745E-3};
+        small = fma3(c, m_mul(c, x, z), horner(c, z, P, 5), x);
+    }
+    /* 1 - 2/(exp(2|x|) + 1): exact 1 once exp overflows */
+    LLVMValueRef e = call1(c, cg_math_fn(c->m, IR_OP_EXP, c->t), m_add(c, ax, ax));
+    LLVMValueRef big = copysign_(c, m_sub(c, K(c, 1), m_div(c, K(c, 2), m_add(c, e, K(c, 1)))), x);
+    return sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 0.625)), small, big);
+}
+
+static LLVMValueRef emit_sigmoid(mb *c, LLVMValueRef x)
+{
+    /* As the reference: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below. */
+    LLVMValueRef e = call1(c, cg_math_fn(c->m, IR_OP_EXP, c->t), LLVMBuildFNeg(c->b, un(c, "llvm.fabs", x), ""));
+    LLVMValueRef d = m_add(c, K(c, 1), e);
+    return sel(c, fcmp(c, LLVMRealOGE, x, K(c, 0)), m_div(c, K(c, 1), d), m_div(c, e, d));
+}
+
+/* -------------------------------------------------------- sin and cos */
+
+/* fdlibm __kernel_sin / __kernel_cos on |r| <= pi/4 (double). */
+static LLVMValueRef ksin(mb *c, LLVMValueRef r)
+{
+    static const double S[5] = {8.33333333332248946124e-03, -1.98412698298579493134e-04,
+                                2.75573137070700676789e-06, -2.50507602534068634195e-08,
+                                1.58969099521155010221e-10};
+    LLVMValueRef z = m_mul(c, r, r), v = m_mul(c, z, r);
+    LLVMValueRef p = fma3(c, z, horner(c, z, S, 5), K(c, -1.66666666666666324348e-01));
+    return fma3(c, v, p, r);
+}
+
+static LLVMValueRef kcos(mb *c, LLVMValueRef r)
+{
+    static const double C[6] = {4.16666666666666019037e-02, -1.38888888888741095749e-03,
+                                2.48015872894767294178e-05, -2.75573143513906633035e-07,
+                                2.08757232129817482790e-09, -1.13596475577881948265e-11};
+    LLVMValueRef z = m_mul(c, r, r);
+    LLVMValueRef rr = m_mul(c, z, horner(c, z, C, 6));
+    LLVMValueRef hz = m_mul(c, K(c, 0.5), z), w = m_sub(c, K(c, 1), hz);
+    /* w + (((1 - w) - hz) + z*rr): recovers the bits 1 - hz rounds off */
+    return m_add(c, w, fma3(c, z, rr, m_sub(c, m_sub(c, K(c, 1), w), hz)));
+}
+
+/* sin (is_cos false) or cos of r + q pi/2, q = n mod 4 as a float. */
+static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef n, bool is_cos)
+{
+    LLVMValueRef q = m_sub(c, n, m_mul(c, K(c, 4), un(c, "llvm.floor", m_mul(c, n, K(c, 0.25)))));
+    if (is_cos)
+        q = m_add(c, q, K(c, 1)); /* cos(x) = sin(x + pi/2) */
+    LLVMValueRef s = ksin(c, r), co = kcos(c, r);
+    LLVMValueRef odd = fcmp(c, LLVMRealOEQ, q, K(c, 1));
+    odd = LLVMBuildOr(c->b, odd, fcmp(c, LLVMRealOEQ, q, K(c, 3)), "");
+    LLVMValueRef neg = fcmp(c, LLVMRealOGE, q, K(c, 2));
+    neg = LLVMBuildAnd(c->b, neg, fcmp(c, LLVMRealOLT, q, K(c, 4)), "");
+    LLVMValueRef v = sel(c, odd, co, s);
+    return sel(c, neg, LLVMBuildFNeg(c->b, v, ""), v);
+}
+
+/* f64: Cody-Waite with pi/2 in three parts (30 + 30 + 53 bits): exact
+ * products for |n| < 2^23, i.e. |x| < 1.3e7; beyond that the error grows
+ * with |x| (documented; a table reduction as for f32 is future work). */
+static LLVMValueRef emit_trig64(mb *c, LLVMValueRef x, bool is_cos)
+{
+    LLVMValueRef n = un(c, "llvm.roundeven", m_mul(c, x, K(c, 0x1.45f306dc9c883p-1)));
+    LLVMValueRef r = fma3(c, n, K(c, -0x1.921fb54000000p+0), x);
+    r = fma3(c, n, K(c, -0x1.10b4611800000p-30), r);
+    r = fma3(c, n, K(c, -0x1.313198a2e0370p-61), r);
+    return quadrant(c, r, n, is_cos);
+}
+
+static LLVMValueRef trig_table(cg_mod *m)
+{
+    if (m->trig_table)
+        return m->trig_table;
+    LLVMTypeRef row = LLVMArrayType2(m->f64, 3), tab = LLVMArrayType2(row, 256);
+    LLVMValueRef rows[256];
+    for (int i = 0; i < 256; i++) {
+        LLVMValueRef v[3];
+        for (int j = 0; j < 3; j++)
+            v[j] = LLVMConstReal(m->f64, CG_TRIG_F32[i][j]);
+        rows[i] = LLVMConstArray2(m->f64, v, 3);
+    }
+    LLVMValueRef g = LLVMAddGlobal(m->mod, tab, "rlx_trig_f32");
+    LLVMSetInitializer(g, LLVMConstArray2(row, rows, 256));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return m->trig_table = g;
+}
+
+/* f32 x, computed in f64: exact reduction of every f32 by one table row
+ * (see cg_math_tables.h), then the f64 kernels, rounded once. */
+static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, bool is_cos)
+{
+    cg_mod *m = c32->m;
+    mb cc = {m, c32->b, m->f64, m->i64, true}, *c = &cc;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, m->i32, "");
+    LLVMValueRef eb = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, LLVMConstInt(m->i32, 23, 0), ""),
+                                   LLVMConstInt(m->i32, 255, 0), "");
+    LLVMValueRef mant = LLVMBuildAnd(b, bits, LLVMConstInt(m->i32, 0x7fffff, 0), "");
+    LLVMValueRef normal = LLVMBuildICmp(b, LLVMIntNE, eb, LLVMConstInt(m->i32, 0, 0), "");
+    mant = LLVMBuildOr(b, mant, LLVMBuildSelect(b, normal, LLVMConstInt(m->i32, 0x800000, 0),
+                                                LLVMConstInt(m->i32, 0, 0), ""), "");
+    LLVMValueRef md = LLVMBuildSIToFP(b, mant, m->f64, "");
+    LLVMValueRef idx[3] = {LLVMConstInt(m->i64, 0, 0), LLVMBuildZExt(b, eb, m->i64, ""), NULL};
+    LLVMValueRef tab = trig_table(m), F[3];
+    LLVMTypeRef tt = LLVMGlobalGetValueType(tab);
+    for (int j = 0; j < 3; j++) {
+        idx[2] = LLVMConstInt(m->i32, (unsigned)j, 0);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, tt, tab, idx, 3, "");
+        F[j] = LLVMBuildLoad2(b, m->f64, p, "");
+    }
+    /* v = m F1 mod 4 (exact), plus m F2 (exact) as a two-sum, plus m F3 */
+    LLVMValueRef v = m_mul(c, md, F[0]);
+    v = m_sub(c, v, m_mul(c, K(c, 4), un(c, "llvm.floor", m_mul(c, v, K(c, 0.25)))));
+    LLVMValueRef t = m_mul(c, md, F[1]);
+    LLVMValueRef s = m_add(c, v, t), bb = m_sub(c, s, v);
+    LLVMValueRef err = m_add(c, m_sub(c, v, m_sub(c, s, bb)), m_sub(c, t, bb));
+    LLVMValueRef lo = fma3(c, md, F[2], err);
+    LLVMValueRef n = un(c, "llvm.roundeven", s);
+    LLVMValueRef f = m_add(c, m_sub(c, s, n), lo);
+    LLVMValueRef r = m_mul(c, f, K(c, 0x1.921fb54442d18p+0));
+    LLVMValueRef y = quadrant(c, r, n, is_cos);
+    if (!is_cos) { /* the reduction worked on |x|: sin(-x) = -sin(x), -0 included */
+        LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(m->i32, 0, 0), "");
+        y = sel(c, neg, LLVMBuildFNeg(b, y, ""), y);
+    }
+    LLVMValueRef res = LLVMBuildFPTrunc(b, y, m->f32, "");
+    /* inf and NaN: NaN */
+    LLVMValueRef special = LLVMBuildICmp(b, LLVMIntEQ, eb, LLVMConstInt(m->i32, 255, 0), "");
+    return LLVMBuildSelect(b, special, LLVMConstReal(m->f32, NAN), res, "");
+}
+
+/* ------------------------------------------------------------------ erf */
+
+static LLVMValueRef emit_erf64(mb *c, LLVMValueRef x)
+{
+    LLVMValueRef ax = un(c, "llvm.fabs", x), z = m_mul(c, x, x);
+    LLVMValueRef a = m_mul(c, x, horner(c, z, ERF_A, (int)(sizeof ERF_A / sizeof *ERF_A)));
+    /* |x| >= 1: erf = 1 - exp(-x^2) h(|x|), h piecewise */
+    LLVMValueRef hb = horner(c, m_sub(c, ax, K(c, 1.5)), ERF_B, (int)(sizeof ERF_B / sizeof *ERF_B));
+    LLVMValueRef hc = horner(c, m_sub(c, ax, K(c, 2.75)), ERF_C, (int)(sizeof ERF_C / sizeof *ERF_C));
+    LLVMValueRef hd = horner(c, m_sub(c, ax, K(c, 4.75)), ERF_D, (int)(sizeof ERF_D / sizeof *ERF_D));
+    LLVMValueRef h = sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 2)), hb, sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 3.5)), hc, hd));
+    LLVMValueRef e = call1(c, cg_math_fn(c->m, IR_OP_EXP, c->t), LLVMBuildFNeg(c->b, z, ""));
+    LLVMValueRef big = m_sub(c, K(c, 1), m_mul(c, e, h));
+    big = sel(c, fcmp(c, LLVMRealOGE, ax, K(c, 6)), K(c, 1), big);
+    return sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 1)), a, copysign_(c, big, x));
+}
+
+/* --------------------------------------------------------------- driver */
+
+LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
+{
+    bool f64 = ty == m->f64;
+    if (m->math[op][f64])
+        return m->math[op][f64];
+    char name[64];
+    snprintf(name, sizeof name, "rlx_%s_%s", ir_ops[op].name, f64 ? "f64" : "f32");
+    LLVMTypeRef ft = LLVMFunctionType(ty, &ty, 1, 0);
+    LLVMValueRef fn = LLVMAddFunction(m->mod, name, ft);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    const char *attrs[] = {"alwaysinline", "nounwind", "willreturn", "nosync"};
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
+    }
+    m->math[op][f64] = fn; /* before the body: tanh calls exp */
+    mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64};
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+    LLVMValueRef x = LLVMGetParam(fn, 0), r;
+    switch (op) {
+    case IR_OP_EXP: r = emit_exp(&c, x); break;
+    case IR_OP_LOG: r = emit_log(&c, x); break;
+    case IR_OP_TANH: r = emit_tanh(&c, x); break;
+    case IR_OP_SIGMOID: r = emit_sigmoid(&c, x); break;
+    case IR_OP_SIN:
+    case IR_OP_COS:
+        r = f64 ? emit_trig64(&c, x, op == IR_OP_COS) : emit_trig32(&c, x, op == IR_OP_COS);
+        break;
+    case IR_OP_ERF:
+        if (f64) {
+            r = emit_erf64(&c, x);
+        } else {
+            LLVMValueRef xd = LLVMBuildFPExt(c.b, x, m->f64, "");
+            LLVMValueRef f = cg_math_fn(m, IR_OP_ERF, m->f64);
+            r = LLVMBuildFPTrunc(c.b, LLVMBuildCall2(c.b, LLVMGlobalGetValueType(f), f, &xd, 1, ""), m->f32, "");
+        }
+        break;
+    default: r = LLVMGetUndef(ty); break; /* the scheduler never sends other ops */
+    }
+    LLVMBuildRet(c.b, r);
+    LLVMDisposeBuilder(c.b);
+    return fn;
+}

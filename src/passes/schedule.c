@@ -1,0 +1,840 @@
+/*
+ * schedule.c — the scheduler: cuts the unrealized part of a graph into
+ * kernels (fusion) and lowers each fused kernel to a loop nest whose body
+ * is a short SSA list with affine loads.
+ *
+ * Rules (v1):
+ *  - views (permute, expand, slice, reshape) are free: they compose into
+ *    the affine index of the loads below them; a reshape whose source can
+ *    not be addressed affinely through the new shape makes that source a
+ *    materialized value instead (found while lowering, then re-planned);
+ *  - elementwise ops and CONST/IOTA leaves fuse into their consumer's loop,
+ *    however long the chain, broadcasts included;
+ *  - SUM/PROD/MAX/MIN reductions are kernels of their own that absorb their
+ *    elementwise producers (sum(x*y) is one pass);
+ *  - a node needed by several kernels is materialized once, unless it is
+ *    cheap (a view or a leaf), which each kernel recomputes;
+ *  - everything else (pad, cat, gather, cumsum, arg reductions, rand,
+ *    library calls, the float math the code generator lacks) is a REF
+ *    kernel: one node through the reference evaluator.
+ * Roots are always materialized; a root that is only a view of a
+ * materialized value is published as a view (VIEW kernel), as the
+ * reference evaluator does.
+ *
+ * The pass sees nodes only: no LLVM, no executor.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
+enum { NEED_NONE = -1, NEED_MULTI = -2 };
+enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192 };
+
+/* ------------------------------------------------------------ op classes */
+
+bool sched_fusable(const ir_node *n)
+{
+    if (ir_node_numel(n) < 0)
+        return false; /* dynamic dims: only below inputs, which the reference reports */
+    switch (ir_ops[n->op].cls) {
+    case IR_CLS_LEAF: return n->op == IR_OP_CONST || n->op == IR_OP_IOTA;
+    case IR_CLS_UNARY:
+        /* No vector approximation yet: these go through the reference. */
+        return n->op != IR_OP_EXPM1 && n->op != IR_OP_LOG1P && n->op != IR_OP_TAN && n->op != IR_OP_ATAN;
+    case IR_CLS_BINARY:
+        if (n->op == IR_OP_POW || n->op == IR_OP_ATAN2)
+            return false;
+        return n->op != IR_OP_REM || !ir_dtype_is_float(n->dtype);
+    case IR_CLS_TERNARY: return true;
+    case IR_CLS_REDUCE:
+        return (n->op == IR_OP_SUM || n->op == IR_OP_PROD || n->op == IR_OP_RMAX || n->op == IR_OP_RMIN) &&
+               ir_node_numel(n->src[0]) >= 0;
+    case IR_CLS_MOVEMENT: return n->op != IR_OP_PAD;
+    default: return false;
+    }
+}
+
+static int node_class(const ir_node *n)
+{
+    if (ir_node_storage(n))
+        return C_REALIZED;
+    if (!sched_fusable(n))
+        return C_REF;
+    switch (ir_ops[n->op].cls) {
+    case IR_CLS_LEAF: return C_LEAF;
+    case IR_CLS_MOVEMENT: return C_VIEW;
+    case IR_CLS_REDUCE: return C_REDUCE;
+    default: return C_EW;
+    }
+}
+
+/* ------------------------------------------------------------- planning */
+
+typedef struct {
+    sched_liveness lv;
+    ir_map pos;              /* node -> order index */
+    unsigned char *cls;      /* C_* per order index */
+    unsigned char *forced;   /* materialize: decided by an earlier lowering */
+    unsigned char *is_root;
+    unsigned char *must_m;   /* materialize: a REF kernel reads it */
+    unsigned char *is_m;     /* materialized by a LOOP or REF kernel */
+    unsigned char *view_root;/* a root published as a view of a materialized value */
+    long *need;              /* NEED_NONE, NEED_MULTI or the one kernel that reads it */
+} planner;
+
+static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->pos, n); }
+
+static bool is_chain_view(const planner *p, const ir_node *n)
+{
+    return p->cls[pos_of(p, n)] == C_VIEW;
+}
+
+/* The value under a chain of views (the node itself when it is none). */
+static const ir_node *chain_bottom(const planner *p, const ir_node *n)
+{
+    while (is_chain_view(p, n))
+        n = n->src[0];
+    return n;
+}
+
+static long merge_need(long a, long b)
+{
+    if (a == NEED_NONE)
+        return b;
+    if (b == NEED_NONE || a == b)
+        return a;
+    return NEED_MULTI;
+}
+
+/* Decides which nodes are materialized; returns the number of kernels. */
+static long plan(planner *p, const ir_node *const *roots, int nroots)
+{
+    long n = p->lv.count;
+    memset(p->is_root, 0, (size_t)n);
+    memset(p->must_m, 0, (size_t)n);
+    memset(p->is_m, 0, (size_t)n);
+    memset(p->view_root, 0, (size_t)n);
+    for (long i = 0; i < n; i++)
+        p->need[i] = NEED_NONE;
+    for (int r = 0; r < nroots; r++)
+        p->is_root[pos_of(p, roots[r])] = 1;
+    /* A root that is a view chain over a value materialized anyway is
+     * published as a view, sharing its storage (as the reference does). */
+    for (int r = 0; r < nroots; r++) {
+        long i = pos_of(p, roots[r]);
+        if (p->cls[i] != C_VIEW || p->forced[i])
+            continue;
+        long b = pos_of(p, chain_bottom(p, roots[r]));
+        int bc = p->cls[b];
+        if (bc == C_REALIZED || bc == C_REF || bc == C_REDUCE || p->forced[b] ||
+            (p->is_root[b] && bc != C_VIEW) || p->lv.order[b]->op == IR_OP_CONTIGUOUS)
+            p->view_root[i] = 1;
+    }
+    long kernels = 0;
+    for (long i = n - 1; i >= 0; i--) {
+        ir_node *node = p->lv.order[i];
+        int c = p->cls[i];
+        if (c == C_REALIZED)
+            continue;
+        bool cheap = c == C_VIEW || c == C_LEAF;
+        bool m = (p->is_root[i] && !p->view_root[i]) || c == C_REF || c == C_REDUCE || p->forced[i] ||
+                 p->must_m[i] || node->op == IR_OP_CONTIGUOUS || (!cheap && p->need[i] == NEED_MULTI);
+        if (p->view_root[i]) {
+            long b = pos_of(p, chain_bottom(p, node));
+            if (p->cls[b] != C_REALIZED)
+                p->must_m[b] = 1;
+            kernels++;
+        }
+        if (m) {
+            p->is_m[i] = 1;
+            long g = i; /* a kernel is named by the order index of its node */
+            kernels++;
+            if (c == C_REF) {
+                /* The reference evaluator reads views of materialized values. */
+                for (int s = 0; s < node->nsrc; s++) {
+                    long b = pos_of(p, chain_bottom(p, node->src[s]));
+                    if (p->cls[b] != C_REALIZED)
+                        p->must_m[b] = 1;
+                }
+                continue;
+            }
+            for (int s = 0; s < node->nsrc; s++) {
+                long j = pos_of(p, node->src[s]);
+                p->need[j] = merge_need(p->need[j], g);
+            }
+            continue;
+        }
+        if (p->need[i] == NEED_NONE)
+            continue; /* only read through a view chain by the runtime */
+        for (int s = 0; s < node->nsrc; s++) {
+            long j = pos_of(p, node->src[s]);
+            p->need[j] = merge_need(p->need[j], p->need[i]);
+        }
+    }
+    return kernels;
+}
+
+/* -------------------------------------------------------------- lowering */
+
+/* Where a node is read from, relative to the kernel's loop indices: per
+ * node dim an affine index, or (below a reshape) the flat index into the
+ * node's row-major layout. */
+typedef struct {
+    int flat;
+    const ir_node *origin; /* the reshape that made the map flat */
+    sched_affine f;
+    sched_affine dim[IR_MAX_RANK];
+} lmap;
+
+typedef struct {
+    const ir_node *n;
+    lmap m;
+    int instr;
+} memo_ent;
+
+typedef struct {
+    planner *p;
+    sched_kernel *k;
+    const ir_node *root;
+    int lrank;
+    int64_t lshape[IR_MAX_RANK];
+    bool lempty;
+    int cap_instr, cap_args;
+    memo_ent *memo;
+    size_t memo_cap, memo_count;
+    const ir_node *blame; /* to materialize when lowering fails */
+    bool oom;
+} lower_ctx;
+
+static void contiguous_strides(int rank, const int64_t *shape, int64_t *st)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+static uint64_t hash_words(uint64_t h, const void *p, size_t bytes)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t memo_hash(const ir_node *n, const lmap *m)
+{
+    uint64_t h = hash_words(0xcbf29ce484222325ull, &n, sizeof n);
+    return hash_words(h, m, sizeof *m);
+}
+
+static int memo_find(const lower_ctx *c, const ir_node *n, const lmap *m)
+{
+    if (!c->memo_cap)
+        return -1;
+    size_t mask = c->memo_cap - 1;
+    for (size_t i = memo_hash(n, m) & mask;; i = (i + 1) & mask) {
+        const memo_ent *e = &c->memo[i];
+        if (!e->n)
+            return -1;
+        if (e->n == n && memcmp(&e->m, m, sizeof *m) == 0)
+            return e->instr;
+    }
+}
+
+static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, int instr)
+{
+    if ((c->memo_count + 1) * 2 > c->memo_cap) {
+        size_t cap = c->memo_cap ? c->memo_cap * 2 : 64;
+        memo_ent *t = ir_calloc(cap, sizeof *t);
+        if (!t)
+            return false;
+        for (size_t i = 0; i < c->memo_cap; i++) {
+            if (!c->memo[i].n)
+                continue;
+            size_t j = memo_hash(c->memo[i].n, &c->memo[i].m) & (cap - 1);
+            while (t[j].n)
+                j = (j + 1) & (cap - 1);
+            t[j] = c->memo[i];
+        }
+        ir_free(c->memo);
+        c->memo = t;
+        c->memo_cap = cap;
+    }
+    size_t mask = c->memo_cap - 1, i = memo_hash(n, m) & mask;
+    while (c->memo[i].n)
+        i = (i + 1) & mask;
+    c->memo[i].n = n;
+    c->memo[i].m = *m;
+    c->memo[i].instr = instr;
+    c->memo_count++;
+    return true;
+}
+
+static int add_instr(lower_ctx *c, const sched_instr *in)
+{
+    sched_kernel *k = c->k;
+    if (k->ninstr == c->cap_instr) {
+        int cap = c->cap_instr ? c->cap_instr * 2 : 16;
+        sched_instr *t = ir_realloc(k->instr, (size_t)cap * sizeof *t);
+        if (!t) {
+            c->oom = true;
+            return -1;
+        }
+        k->instr = t;
+        c->cap_instr = cap;
+    }
+    k->instr[k->ninstr] = *in;
+    return k->ninstr++;
+}
+
+static int arg_index(lower_ctx *c, ir_node *n)
+{
+    sched_kernel *k = c->k;
+    for (int i = 1; i < k->nargs; i++)
+        if (k->args[i] == n)
+            return i;
+    if (k->nargs == c->cap_args) {
+        int cap = c->cap_args * 2;
+        ir_node **t = ir_realloc(k->args, (size_t)cap * sizeof *t);
+        if (!t) {
+            c->oom = true;
+            return -1;
+        }
+        k->args = t;
+        c->cap_args = cap;
+    }
+    k->args[k->nargs] = n;
+    return k->nargs++;
+}
+
+/* A constant as the reference stores it in dt (truncation and saturation
+ * for integers, NaN to 0, one rounding for f32). */
+static double const_in(double v, rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_BOOL: return v != 0;
+    case RLX_I32:
+    case RLX_I64: {
+        double lo = dt == RLX_I32 ? -2147483648.0 : -9223372036854775808.0;
+        double hi = dt == RLX_I32 ? 2147483647.0 : 9223372036854775807.0;
+        if (v != v)
+            return 0;
+        if (v <= lo)
+            return lo;
+        if (v >= hi)
+            return hi;
+        return (double)(int64_t)v;
+    }
+    case RLX_F32: return (double)(float)v;
+    default: return v;
+    }
+}
+
+static void affine_add_scaled(sched_affine *dst, const sched_affine *a, int64_t s)
+{
+    dst->off += a->off * s;
+    for (int k = 0; k < IR_MAX_RANK; k++)
+        dst->stride[k] += a->stride[k] * s;
+}
+
+/* The flat row-major index of n's element under a per-dim map. */
+static void flatten(const ir_node *n, const lmap *m, sched_affine *f)
+{
+    int64_t cs[IR_MAX_RANK];
+    contiguous_strides(n->rank, n->shape, cs);
+    memset(f, 0, sizeof *f);
+    for (int d = 0; d < n->rank; d++)
+        affine_add_scaled(f, &m->dim[d], cs[d]);
+}
+
+/* Rewrites a flat index into per-dim indices of n's shape; false when the
+ * digits are not affine in the loop indices (checked over the loop range). */
+static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n, lmap *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->lempty || ir_node_numel(n) == 0)
+        return true; /* nothing is ever read */
+    int64_t cs[IR_MAX_RANK];
+    contiguous_strides(n->rank, n->shape, cs);
+    if (f->off < 0 || f->off >= ir_node_numel(n))
+        return false;
+    for (int d = 0; d < n->rank; d++)
+        out->dim[d].off = f->off / cs[d] % n->shape[d];
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t a = f->stride[k];
+        if (a == 0 || c->lshape[k] <= 1)
+            continue;
+        int64_t mag = a < 0 ? -a : a;
+        int d = 0;
+        while (d < n->rank && (n->shape[d] <= 1 || mag % cs[d] != 0))
+            d++;
+        if (d == n->rank)
+            return false;
+        out->dim[d].stride[k] += a / cs[d];
+    }
+    for (int d = 0; d < n->rank; d++) {
+        int64_t lo = out->dim[d].off, hi = lo;
+        for (int k = 0; k < c->lrank; k++) {
+            int64_t span = out->dim[d].stride[k] * (c->lshape[k] - 1);
+            if (span < 0)
+                lo += span;
+            else
+                hi += span;
+        }
+        if (lo < 0 || hi >= n->shape[d])
+            return false;
+    }
+    return true;
+}
+
+static int lower(lower_ctx *c, ir_node *n, const lmap *m, int depth);
+
+/* The map of a view's source, from the map of the view. */
+static bool compose_view(lower_ctx *c, const ir_node *v, const lmap *m, lmap *s)
+{
+    const ir_node *x = v->src[0];
+    const ir_attrs *a = &v->attr;
+    lmap dm;
+    if (m->flat && v->op != IR_OP_RESHAPE) {
+        if (!to_dims(c, &m->f, v, &dm)) {
+            c->blame = m->origin->src[0];
+            return false;
+        }
+        m = &dm;
+    }
+    memset(s, 0, sizeof *s);
+    switch (v->op) {
+    case IR_OP_PERMUTE:
+        for (int k = 0; k < v->rank; k++)
+            s->dim[a->perm.perm[k]] = m->dim[k];
+        return true;
+    case IR_OP_EXPAND:
+        for (int k = 0; k < v->rank; k++)
+            if (x->shape[k] != 1)
+                s->dim[k] = m->dim[k];
+        return true;
+    case IR_OP_SLICE:
+        for (int k = 0; k < v->rank; k++) {
+            if (a->slice.len[k] <= 0)
+                continue;
+            s->dim[k].off = a->slice.start[k];
+            affine_add_scaled(&s->dim[k], &m->dim[k], a->slice.step[k]);
+        }
+        return true;
+    case IR_OP_RESHAPE:
+        /* A reshape keeps the flat index; the source is read flat. */
+        s->flat = 1;
+        s->origin = v;
+        if (m->flat)
+            s->f = m->f;
+        else
+            flatten(v, m, &s->f);
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int lower_load(lower_ctx *c, ir_node *n, const lmap *m)
+{
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_LOAD;
+    in.dtype = n->dtype;
+    in.arg = arg_index(c, n);
+    if (in.arg < 0)
+        return -1;
+    if (m->flat)
+        in.idx = m->f;
+    else
+        flatten(n, m, &in.idx);
+    return add_instr(c, &in);
+}
+
+static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    long i = pos_of(c->p, n);
+    int cls = c->p->cls[i];
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.dtype = n->dtype;
+    if (n != c->root && (cls == C_REALIZED || c->p->is_m[i]))
+        return lower_load(c, n, m);
+    if (depth > MAX_DEPTH || c->k->ninstr > MAX_INSTR) {
+        c->blame = n; /* a very long chain: cut it here */
+        return -1;
+    }
+    switch (cls) {
+    case C_LEAF:
+        if (n->op == IR_OP_CONST) {
+            in.kind = SCHED_I_CONST;
+            in.value = const_in(n->attr.cst.value, n->dtype);
+            return add_instr(c, &in);
+        }
+        lmap dm;
+        if (m->flat) {
+            if (!to_dims(c, &m->f, n, &dm)) {
+                c->blame = m->origin->src[0];
+                return -1;
+            }
+            m = &dm;
+        }
+        in.kind = SCHED_I_IOTA;
+        in.value = n->attr.iota.start;
+        in.step = n->attr.iota.step;
+        in.idx = m->dim[n->attr.iota.axis];
+        return add_instr(c, &in);
+    case C_VIEW: {
+        lmap s;
+        if (!compose_view(c, n, m, &s))
+            return -1;
+        return lower(c, n->src[0], &s, depth + 1);
+    }
+    case C_EW: {
+        int src[3] = {0, 0, 0};
+        for (int s = 0; s < n->nsrc; s++)
+            if ((src[s] = lower(c, n->src[s], m, depth + 1)) < 0)
+                return -1;
+        if (n->op == IR_OP_CONTIGUOUS || n->op == IR_OP_STOP_GRAD)
+            return src[0]; /* identities inside a loop */
+        in.kind = SCHED_I_OP;
+        in.op = n->op;
+        memcpy(in.src, src, sizeof src);
+        return add_instr(c, &in);
+    }
+    default:
+        c->blame = n; /* cannot happen: REF and REDUCE nodes are materialized */
+        return -1;
+    }
+}
+
+static int lower(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    int r = memo_find(c, n, m);
+    if (r >= 0)
+        return r;
+    r = lower_uncached(c, n, m, depth);
+    if (r >= 0 && !memo_put(c, n, m, r)) {
+        c->oom = true;
+        return -1;
+    }
+    return r;
+}
+
+/* ------------------------------------------------------- canonical loops */
+
+/* Every affine of k (output, loads, iotas), to rewrite them together. */
+static int collect_affines(sched_kernel *k, sched_affine **out)
+{
+    int n = 0;
+    out[n++] = &k->out;
+    for (int i = 0; i < k->ninstr; i++)
+        if (k->instr[i].kind == SCHED_I_LOAD || k->instr[i].kind == SCHED_I_IOTA)
+            out[n++] = &k->instr[i].idx;
+    return n;
+}
+
+/* Drops dims of extent 1, merges dims that step through memory as one,
+ * orders reduced dims after the kept ones, and makes dim 0 a kept dim. */
+static bool canonicalize(sched_kernel *k)
+{
+    sched_affine **aff = ir_alloc((size_t)(k->ninstr + 1) * sizeof *aff);
+    if (!aff)
+        return false;
+    int na = collect_affines(k, aff);
+    int rank = 0, map[SCHED_MAX_LOOP];
+    int64_t shape[SCHED_MAX_LOOP];
+    bool red[SCHED_MAX_LOOP];
+    /* 1. drop extent-1 dims; 2. merge with the previous kept dim */
+    for (int d = 0; d < k->rank; d++) {
+        bool rd = k->red_mask >> d & 1;
+        if (k->shape[d] == 1)
+            continue;
+        if (rank > 0 && red[rank - 1] == rd) {
+            int p = map[rank - 1];
+            bool ok = true;
+            for (int a = 0; a < na && ok; a++)
+                ok = aff[a]->stride[p] == aff[a]->stride[d] * k->shape[d];
+            if (ok) {
+                for (int a = 0; a < na; a++)
+                    aff[a]->stride[p] = aff[a]->stride[d];
+                shape[rank - 1] *= k->shape[d];
+                /* the merged dim now steps like d: keep its index p */
+                continue;
+            }
+        }
+        map[rank] = d;
+        shape[rank] = k->shape[d];
+        red[rank] = rd;
+        rank++;
+    }
+    /* 3. order: kept prefix, reduced dims, trailing kept run (when small
+     * enough to accumulate in a row buffer) */
+    int order[SCHED_MAX_LOOP], no = 0;
+    int tail = rank;
+    if (k->red_op != IR_OP_COUNT) {
+        int64_t run = 1;
+        while (tail > 0 && !red[tail - 1])
+            run *= shape[--tail];
+        if (tail == rank || run > ACC_MAX || tail == 0)
+            tail = rank;
+    }
+    bool lead = rank == 0 || red[0] || (tail < rank && !red[0] && false);
+    for (int d = 0; d < tail; d++)
+        if (!red[d])
+            order[no++] = d;
+    int kept_prefix = no;
+    for (int d = 0; d < rank; d++)
+        if (red[d])
+            order[no++] = d;
+    for (int d = tail; d < rank; d++)
+        order[no++] = d;
+    lead = kept_prefix == 0;
+    /* rewrite */
+    sched_affine tmp;
+    for (int a = 0; a < na; a++) {
+        memset(&tmp, 0, sizeof tmp);
+        tmp.off = aff[a]->off;
+        for (int j = 0; j < no; j++)
+            tmp.stride[j + lead] = aff[a]->stride[map[order[j]]];
+        *aff[a] = tmp;
+    }
+    int64_t nshape[SCHED_MAX_LOOP];
+    uint32_t mask = 0;
+    if (lead)
+        nshape[0] = 1;
+    for (int j = 0; j < no; j++) {
+        nshape[j + lead] = shape[order[j]];
+        if (red[order[j]])
+            mask |= 1u << (j + lead);
+    }
+    k->rank = no + lead;
+    memcpy(k->shape, nshape, (size_t)k->rank * sizeof *nshape);
+    k->red_mask = mask;
+    ir_free(aff);
+    return true;
+}
+
+/* Lowers the LOOP kernel of node; false with c->blame set (re-plan) or
+ * c->oom. */
+static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->k = k;
+    c->root = node;
+    c->cap_args = 4;
+    k->kind = SCHED_LOOP;
+    k->node = node;
+    k->red_op = IR_OP_COUNT;
+    if (!(k->args = ir_alloc((size_t)c->cap_args * sizeof *k->args))) {
+        c->oom = true;
+        return false;
+    }
+    k->args[0] = node;
+    k->nargs = 1;
+    bool reduce = p->cls[pos_of(p, node)] == C_REDUCE;
+    const ir_node *space = reduce ? node->src[0] : node;
+    c->lrank = space->rank;
+    memcpy(c->lshape, space->shape, sizeof c->lshape);
+    c->lempty = ir_node_numel(space) == 0;
+    lmap id;
+    memset(&id, 0, sizeof id);
+    for (int d = 0; d < space->rank; d++)
+        id.dim[d].stride[d] = 1;
+    int v;
+    if (reduce) {
+        k->red_op = node->op;
+        k->red_mask = node->attr.red.mask;
+        c->root = NULL; /* the source is lowered; the reduce node is this kernel */
+        v = lower(c, node->src[0], &id, 0);
+    } else {
+        v = lower(c, node, &id, 0);
+    }
+    ir_free(c->memo);
+    c->memo = NULL;
+    if (v < 0)
+        return false;
+    /* The value stored is the last instruction. */
+    if (v != k->ninstr - 1) {
+        sched_instr mv;
+        memset(&mv, 0, sizeof mv);
+        mv.kind = SCHED_I_OP;
+        mv.op = IR_OP_STOP_GRAD; /* a copy: the code generator treats it as identity */
+        mv.dtype = k->instr[v].dtype;
+        mv.src[0] = v;
+        if (add_instr(c, &mv) < 0)
+            return false;
+    }
+    k->rank = space->rank;
+    memcpy(k->shape, space->shape, sizeof space->shape);
+    int64_t cs[IR_MAX_RANK];
+    contiguous_strides(node->rank, node->shape, cs);
+    memset(&k->out, 0, sizeof k->out);
+    for (int d = 0; d < space->rank; d++)
+        k->out.stride[d] = (k->red_mask >> d & 1) ? 0 : cs[d];
+    if (!canonicalize(k)) {
+        c->oom = true;
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ the driver */
+
+static void kernel_free(sched_kernel *k)
+{
+    ir_free(k->args);
+    ir_free(k->instr);
+    memset(k, 0, sizeof *k);
+}
+
+void sched_free(sched_schedule *s)
+{
+    for (long i = 0; s->k && i < s->count; i++)
+        kernel_free(&s->k[i]);
+    ir_free(s->k);
+    s->k = NULL;
+    s->count = 0;
+}
+
+static void planner_free(planner *p)
+{
+    ir_free(p->cls);
+    ir_free(p->forced);
+    ir_free(p->is_root);
+    ir_free(p->must_m);
+    ir_free(p->is_m);
+    ir_free(p->view_root);
+    ir_free(p->need);
+    ir_map_free(&p->pos);
+    sched_liveness_free(&p->lv);
+}
+
+/* Builds the kernels of one plan; returns 1 done, 0 re-plan, -1 error. */
+static int build_once(planner *p, const ir_node *const *roots, int nroots, sched_schedule *out, char *err,
+                      size_t errcap)
+{
+    long nk = plan(p, roots, nroots);
+    out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
+    out->count = 0;
+    if (!out->k)
+        goto oom;
+    for (long i = 0; i < p->lv.count; i++) {
+        ir_node *node = p->lv.order[i];
+        if (p->view_root[i]) {
+            sched_kernel *k = &out->k[out->count++];
+            k->kind = SCHED_VIEW;
+            k->node = node;
+        }
+        if (!p->is_m[i])
+            continue;
+        sched_kernel *k = &out->k[out->count++];
+        if (p->cls[i] == C_REF) {
+            k->kind = SCHED_REF;
+            k->node = node;
+            continue;
+        }
+        lower_ctx c;
+        if (lower_kernel(p, node, k, &c))
+            continue;
+        if (c.oom)
+            goto oom;
+        long b = c.blame ? pos_of(p, c.blame) : -1;
+        if (b < 0 || p->forced[b] || p->is_m[b]) {
+            snprintf(err, errcap, "scheduler: cannot lower the kernel of %s", ir_ops[node->op].name);
+            sched_free(out);
+            return -1;
+        }
+        p->forced[b] = 1;
+        sched_free(out);
+        return 0;
+    }
+    return 1;
+oom:
+    snprintf(err, errcap, "out of memory scheduling the graph");
+    sched_free(out);
+    return -1;
+}
+
+bool sched_build(ir_node *const *roots, int nroots, sched_schedule *out, char *err, size_t errcap)
+{
+    planner p;
+    memset(&p, 0, sizeof p);
+    memset(out, 0, sizeof *out);
+    if (!sched_liveness_build(roots, nroots, &p.lv)) {
+        snprintf(err, errcap, "out of memory ordering the graph");
+        return false;
+    }
+    long n = p.lv.count;
+    size_t nb = (size_t)(n ? n : 1);
+    p.cls = ir_alloc(nb);
+    p.forced = ir_calloc(nb, 1);
+    p.is_root = ir_alloc(nb);
+    p.must_m = ir_alloc(nb);
+    p.is_m = ir_alloc(nb);
+    p.view_root = ir_alloc(nb);
+    p.need = ir_alloc(nb * sizeof *p.need);
+    bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need;
+    for (long i = 0; ok && i < n; i++) {
+        ok = ir_map_put(&p.pos, p.lv.order[i], i) >= 0;
+        p.cls[i] = (unsigned char)node_class(p.lv.order[i]);
+    }
+    if (!ok) {
+        snprintf(err, errcap, "out of memory scheduling the graph");
+        planner_free(&p);
+        return false;
+    }
+    int r;
+    while ((r = build_once(&p, (const ir_node *const *)roots, nroots, out, err, errcap)) == 0)
+        ;
+    planner_free(&p);
+    return r > 0;
+}
+
+/* ----------------------------------------------------------- cache keys */
+
+static uint64_t bits_of(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
+{
+    size_t n = 0;
+#define PUT(v) do { uint64_t v_ = (uint64_t)(v); if (n < cap) buf[n] = v_; n++; } while (0)
+    PUT(k->rank);
+    for (int d = 0; d < k->rank; d++)
+        PUT(k->shape[d]);
+    PUT(k->red_op);
+    PUT(k->red_mask);
+    PUT(k->node->dtype);
+    PUT(k->out.off);
+    for (int d = 0; d < k->rank; d++)
+        PUT(k->out.stride[d]);
+    PUT(k->nargs);
+    PUT(k->ninstr);
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        PUT((uint64_t)in->kind | (uint64_t)in->op << 8 | (uint64_t)in->dtype << 24 | (uint64_t)(uint32_t)in->arg << 32);
+        PUT((uint64_t)(uint32_t)in->src[0] | (uint64_t)(uint32_t)in->src[1] << 32);
+        PUT(in->src[2]);
+        if (in->kind == SCHED_I_CONST || in->kind == SCHED_I_IOTA) {
+            PUT(bits_of(in->value));
+            PUT(bits_of(in->step));
+        }
+        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
+            PUT(in->idx.off);
+            for (int d = 0; d < k->rank; d++)
+                PUT(in->idx.stride[d]);
+        }
+    }
+#undef PUT
+    return n;
+}

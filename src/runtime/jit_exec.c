@@ -1,0 +1,279 @@
+/*
+ * jit_exec.c — walks a schedule (passes/schedule.c): LOOP kernels run as
+ * compiled code (codegen_llvm, cached), REF kernels through the reference
+ * evaluator's rt_eval_* function of their op, VIEW kernels publish a root
+ * as a view. Intermediates are malloc'ed per realization and freed after
+ * their last reader (the arena planner is future work); results are
+ * published exactly as rt_ref_realize publishes them.
+ *
+ * v1 runs each kernel on the calling thread, over the whole of loop dim 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen_llvm/cg.h"
+#include "passes/passes.h"
+#include "runtime/jit_exec.h"
+
+bool rt_jit_selected(void)
+{
+    const char *b = getenv("RLX_BACKEND");
+    return b && strcmp(b, "jit") == 0;
+}
+
+static rt_eval_fn eval_fn(ir_op op)
+{
+    switch (ir_ops[op].cls) {
+    case IR_CLS_LEAF: return rt_eval_leaf;
+    case IR_CLS_UNARY:
+    case IR_CLS_BINARY:
+    case IR_CLS_TERNARY: return rt_eval_elementwise;
+    case IR_CLS_REDUCE: return rt_eval_reduce;
+    case IR_CLS_MOVEMENT: return rt_eval_movement;
+    case IR_CLS_SCAN: return rt_eval_cumsum;
+    case IR_CLS_INDEX: return op == IR_OP_CAT ? rt_eval_cat : rt_eval_gather;
+    case IR_CLS_LIBRARY: break;
+    }
+    switch (op) {
+    case IR_OP_MATMUL: return rt_eval_matmul;
+    case IR_OP_SOLVE: return rt_eval_solve;
+    case IR_OP_FFT: return rt_eval_fft;
+    case IR_OP_CONV2D: return rt_eval_conv2d;
+    case IR_OP_POOL2D: return rt_eval_pool2d;
+    case IR_OP_MXQUANT: return rt_eval_mxquant;
+    default: return NULL;
+    }
+}
+
+typedef struct {
+    rt_ctx *ctx;
+    rt_jit_stats *stats;
+    sched_schedule s;
+    ir_map produced; /* node -> index of the kernel that computes it */
+    rt_view *vals;   /* contiguous result of each kernel (st NULL when none) */
+    long *last;      /* last kernel reading each kernel's result */
+} exec;
+
+static long producer(const exec *e, const ir_node *n) { return ir_map_get(&e->produced, n); }
+
+/* A contiguous view of a realized or computed value; false if n is neither. */
+static bool base_view(exec *e, const ir_node *n, rt_view *out)
+{
+    memset(out, 0, sizeof *out);
+    ir_storage *st = ir_node_storage(n);
+    if (st) {
+        out->off = (int64_t)(n->offset / ir_dtype_size(n->dtype));
+    } else {
+        long p = producer(e, n);
+        if (p < 0 || !e->vals[p].st)
+            return false;
+        st = e->vals[p].st;
+        out->off = e->vals[p].off;
+    }
+    ir_storage_retain(st);
+    out->st = st;
+    rt_contiguous_strides(n->rank, n->shape, out->strides);
+    return true;
+}
+
+/* The strided view of n, a chain of movement ops over a value (the way the
+ * reference evaluator computes views). */
+static rlx_status chain_view(exec *e, const ir_node *n, rt_view *out)
+{
+    if (base_view(e, n, out))
+        return RLX_OK;
+    if (ir_ops[n->op].cls != IR_CLS_MOVEMENT)
+        return rt_fail(e->ctx, RLX_E_INTERNAL, "jit: %s is read before it is computed", ir_ops[n->op].name);
+    rt_view in;
+    if (chain_view(e, n->src[0], &in))
+        return e->ctx->status;
+    rlx_status st = rt_eval_movement(e->ctx, n, &in, out);
+    ir_storage_release(in.st);
+    return st;
+}
+
+static const ir_node *chain_bottom(const exec *e, const ir_node *n)
+{
+    while (!ir_node_storage(n) && producer(e, n) < 0 && ir_ops[n->op].cls == IR_CLS_MOVEMENT)
+        n = n->src[0];
+    return n;
+}
+
+/* Publishes v as the payload of root: in place when contiguous, else a copy. */
+static rlx_status publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
+{
+    if (ir_node_storage(root))
+        return RLX_OK;
+    rt_view tmp = {0};
+    const rt_view *src = v;
+    if (!rt_view_is_contiguous(root, v)) {
+        if (rt_materialize(ctx, root, v, &tmp))
+            return ctx->status;
+        src = &tmp;
+    }
+    ir_storage_retain(src->st);
+    ir_node_set_storage(root, src->st, (size_t)src->off * ir_dtype_size(root->dtype));
+    ir_storage_release(tmp.st);
+    return RLX_OK;
+}
+
+static rlx_status run_loop(exec *e, long i)
+{
+    const sched_kernel *k = &e->s.k[i];
+    rt_ctx *ctx = e->ctx;
+    void *stack[16], **bufs = k->nargs <= 16 ? stack : ir_alloc((size_t)k->nargs * sizeof *bufs);
+    if (!bufs)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+    rt_view *out = &e->vals[i];
+    if (rt_alloc_out(ctx, k->node, out, false))
+        goto done;
+    bufs[0] = out->st->data;
+    for (int a = 1; a < k->nargs; a++) {
+        rt_view v;
+        if (!base_view(e, k->args[a], &v)) {
+            rt_fail(ctx, RLX_E_INTERNAL, "jit: input %d of a %s kernel is missing", a, ir_ops[k->node->op].name);
+            goto done;
+        }
+        bufs[a] = rt_base(&v, k->args[a]->dtype);
+        ir_storage_release(v.st); /* still held by its node or by vals */
+    }
+    cg_kernel_fn fn;
+    cg_stats cs = {0};
+    char msg[sizeof ctx->msg];
+    rlx_status st = cg_kernel_get(k, &fn, &cs, msg, sizeof msg);
+    e->stats->kernels_compiled += cs.compiled;
+    e->stats->cache_hits += cs.hits;
+    e->stats->cache_misses += cs.misses;
+    e->stats->compile_seconds += cs.seconds;
+    if (st != RLX_OK) {
+        rt_fail(ctx, st, "%s", msg);
+        goto done;
+    }
+    if (ir_node_numel(k->node) > 0)
+        fn(bufs, 0, k->shape[0]);
+    e->stats->kernels_run++;
+    ctx->nodes_run++;
+done:
+    if (bufs != stack)
+        ir_free(bufs);
+    return ctx->status;
+}
+
+static rlx_status run_ref(exec *e, long i)
+{
+    const ir_node *n = e->s.k[i].node;
+    rt_ctx *ctx = e->ctx;
+    rt_view in[IR_MAX_RANK + 8], *inputs = in;
+    int ns = n->nsrc, got = 0;
+    rt_eval_fn fn = eval_fn(n->op);
+    if (!fn)
+        return rt_fail(ctx, RLX_E_INTERNAL, "no reference evaluator for %s", ir_ops[n->op].name);
+    if (ns > (int)(sizeof in / sizeof *in) && !(inputs = ir_alloc((size_t)ns * sizeof *inputs)))
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+    for (; got < ns; got++)
+        if (chain_view(e, n->src[got], &inputs[got]))
+            goto done;
+    rt_view out;
+    memset(&out, 0, sizeof out);
+    if (fn(ctx, n, inputs, &out) != RLX_OK)
+        goto done;
+    if (!rt_view_is_contiguous(n, &out)) {
+        rt_view c;
+        rt_materialize(ctx, n, &out, &c);
+        ir_storage_release(out.st);
+        out = c;
+        if (ctx->status)
+            goto done;
+    }
+    e->vals[i] = out;
+    e->stats->kernels_run++;
+    ctx->nodes_run++;
+done:
+    for (int k = 0; k < got; k++)
+        ir_storage_release(inputs[k].st);
+    if (inputs != in)
+        ir_free(inputs);
+    return ctx->status;
+}
+
+static void note_use(exec *e, const ir_node *n, long at)
+{
+    long p = producer(e, chain_bottom(e, n));
+    if (p >= 0 && e->last[p] < at)
+        e->last[p] = at;
+}
+
+static void release_dead(exec *e, long i)
+{
+    for (long j = 0; j <= i; j++) {
+        if (e->vals[j].st && e->last[j] == i) {
+            size_t b = ir_node_bytes(e->s.k[j].node);
+            e->ctx->live_bytes -= e->ctx->live_bytes >= b ? b : e->ctx->live_bytes;
+            ir_storage_release(e->vals[j].st);
+            e->vals[j].st = NULL;
+        }
+    }
+}
+
+rlx_status rt_jit_realize(ir_node *const *roots, int nroots, rt_ctx *ctx, rt_jit_stats *stats)
+{
+    exec e;
+    memset(&e, 0, sizeof e);
+    e.ctx = ctx;
+    e.stats = stats;
+    char err[256];
+    if (!sched_build(roots, nroots, &e.s, err, sizeof err))
+        return rt_fail(ctx, RLX_E_NOMEM, "%s", err);
+    long nk = e.s.count;
+    e.vals = ir_calloc((size_t)(nk ? nk : 1), sizeof *e.vals);
+    e.last = ir_alloc((size_t)(nk ? nk : 1) * sizeof *e.last);
+    if (!e.vals || !e.last) {
+        rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+        goto out;
+    }
+    for (long i = 0; i < nk; i++) {
+        e.last[i] = i;
+        if (e.s.k[i].kind != SCHED_VIEW && ir_map_put(&e.produced, e.s.k[i].node, i) < 0) {
+            rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+            goto out;
+        }
+    }
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *k = &e.s.k[i];
+        if (k->kind == SCHED_LOOP)
+            for (int a = 1; a < k->nargs; a++)
+                note_use(&e, k->args[a], i);
+        else if (k->kind == SCHED_REF)
+            for (int s = 0; s < k->node->nsrc; s++)
+                note_use(&e, k->node->src[s], i);
+        else
+            note_use(&e, k->node, i);
+    }
+    for (long i = 0; i < nk && ctx->status == RLX_OK; i++) {
+        sched_kernel *k = &e.s.k[i];
+        if (k->kind == SCHED_LOOP) {
+            run_loop(&e, i);
+        } else if (k->kind == SCHED_REF) {
+            run_ref(&e, i);
+        } else {
+            rt_view v;
+            if (chain_view(&e, k->node, &v) == RLX_OK) {
+                publish(ctx, k->node, &v);
+                ir_storage_release(v.st);
+            }
+        }
+        /* roots are published as soon as they exist */
+        for (int r = 0; r < nroots && ctx->status == RLX_OK && k->kind != SCHED_VIEW; r++)
+            if (roots[r] == k->node && e.vals[i].st)
+                publish(ctx, roots[r], &e.vals[i]);
+        release_dead(&e, i);
+    }
+out:
+    for (long i = 0; e.vals && i < nk; i++)
+        ir_storage_release(e.vals[i].st);
+    ir_free(e.vals);
+    ir_free(e.last);
+    ir_map_free(&e.produced);
+    sched_free(&e.s);
+    return ctx->status;
+}

@@ -1,0 +1,828 @@
+/*
+ * test_jit.c — the JIT backend (RLX_BACKEND=jit) against the reference
+ * evaluator: a differential test over random graphs, kernel counts,
+ * the compile cache, the accuracy of the vector math in ulps, integer and
+ * cast semantics, mixed schedules (reference kernels between compiled
+ * ones), and LLVM failures reported as RLX_E_JIT.
+ *
+ * Every comparison builds the same graph twice from the same host data
+ * (fresh buffers, so hash-consing cannot share nodes between the two) and
+ * realizes one copy with each backend.
+ */
+#include "harness.h"
+
+#include <stdbool.h>
+
+void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
+
+static void use_jit(bool on) { setenv("RLX_BACKEND", on ? "jit" : "ref", 1); }
+
+static rlx_stats_t stats_now(void)
+{
+    rlx_stats_t s;
+    rlx_stats(&s);
+    return s;
+}
+
+/* ---------------------------------------------------------- comparisons */
+
+/* got (JIT) against want (reference): same shape and dtype, NaN where
+ * want has NaN, values within rtol*|want| + atol; two values beyond 1e30 of
+ * one sign count as equal (an approximation may overflow a hair earlier). */
+static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed)
+{
+    if (!got || !want) {
+        test_fail(__FILE__, __LINE__, "%s (seed %llu): NULL tensor: %s", what, (unsigned long long)seed,
+                  rlx_last_error());
+        return 1;
+    }
+    int64_t gs[RLX_MAX_RANK], ws[RLX_MAX_RANK];
+    int gr = rlx_shape(got, gs, RLX_MAX_RANK), wr = rlx_shape(want, ws, RLX_MAX_RANK);
+    if (gr != wr || (gr > 0 && memcmp(gs, ws, (size_t)gr * sizeof *gs)) || rlx_dtype_of(got) != rlx_dtype_of(want)) {
+        test_fail(__FILE__, __LINE__, "%s (seed %llu): shape or dtype differs", what, (unsigned long long)seed);
+        return 1;
+    }
+    int64_t n = rlx_numel(want);
+    double *g = malloc((size_t)(n ? n : 1) * sizeof *g), *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    int bad = 0;
+    if (rlx_read_f64(got, g, (size_t)n) || rlx_read_f64(want, w, (size_t)n)) {
+        test_fail(__FILE__, __LINE__, "%s (seed %llu): read failed: %s", what, (unsigned long long)seed,
+                  rlx_last_error());
+        bad = 1;
+    }
+    for (int64_t i = 0; i < n && !bad; i++) {
+        double a = g[i], b = w[i];
+        bool ok;
+        if (isnan(a) || isnan(b))
+            ok = isnan(a) && isnan(b);
+        else if (fabs(a) > 1e30 || fabs(b) > 1e30)
+            ok = (a > 0) == (b > 0) && fabs(a) > 1e30 && fabs(b) > 1e30;
+        else
+            ok = fabs(a - b) <= atol + rtol * fabs(b);
+        if (!ok) {
+            test_fail(__FILE__, __LINE__, "%s (seed %llu): element %lld is %.17g, reference %.17g (rtol %g, atol %g)",
+                      what, (unsigned long long)seed, (long long)i, a, b, rtol, atol);
+            bad = 1;
+        }
+    }
+    free(g);
+    free(w);
+    return bad;
+}
+
+static double max_abs(rlx_tensor *t)
+{
+    int64_t n = rlx_numel(t);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v), m = 0;
+    if (rlx_read_f64(t, v, (size_t)n) == RLX_OK)
+        for (int64_t i = 0; i < n; i++)
+            if (isfinite(v[i]) && fabs(v[i]) > m)
+                m = fabs(v[i]);
+    free(v);
+    return m;
+}
+
+/* ------------------------------------------------------ random graphs */
+
+typedef struct {
+    uint64_t s;
+} rng;
+
+static uint64_t rnext(rng *r)
+{
+    uint64_t x = (r->s += 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static int rint_(rng *r, int n) { return (int)(rnext(r) % (uint64_t)n); }
+static double runi(rng *r, double lo, double hi) { return lo + (hi - lo) * (double)(rnext(r) >> 11) * 0x1p-53; }
+
+static rlx_tensor *rinput(rng *r, rlx_dtype dt, int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = dt == RLX_I32 || dt == RLX_I64 ? (double)(rint_(r, 41) - 20) : runi(r, -2, 2);
+    if (n > 2 && dt != RLX_I32 && dt != RLX_I64 && rint_(r, 4) == 0)
+        v[rint_(r, (int)n)] = 0; /* exact zeros reach sign, division, compare */
+    rlx_tensor *d = rlx_from_data(RLX_F64, rank, shape, v);
+    free(v);
+    rlx_tensor *t = rlx_cast(d, dt);
+    /* the input is realized data of dt on either backend */
+    use_jit(false);
+    rlx_realize(t);
+    return t;
+}
+
+typedef struct {
+    rlx_tensor *t;
+    bool exact; /* computed only by correctly rounded ops: must match bit for bit */
+} val;
+
+typedef struct {
+    rng r;
+    rlx_dtype dt;
+    val pool[24];
+    int n;
+    bool exact;  /* the result so far */
+    int ref_ops; /* ops that run through the reference evaluator */
+} gen;
+
+static void push(gen *g, rlx_tensor *t, bool exact)
+{
+    if (g->n < 24)
+        g->pool[g->n++] = (val){t, exact};
+}
+
+static bool broadcasts(rlx_tensor *a, rlx_tensor *b)
+{
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK];
+    int ra = rlx_shape(a, sa, RLX_MAX_RANK), rb = rlx_shape(b, sb, RLX_MAX_RANK);
+    for (int i = 1; i <= ra && i <= rb; i++) {
+        int64_t x = sa[ra - i], y = sb[rb - i];
+        if (x != y && x != 1 && y != 1)
+            return false;
+    }
+    return true;
+}
+
+/* A partner for cur: from the pool when one broadcasts, else a new input
+ * with cur's shape, some dims 1, maybe fewer leading dims. */
+static val partner(gen *g, rlx_tensor *cur)
+{
+    int start = rint_(&g->r, g->n ? g->n : 1);
+    for (int k = 0; k < g->n; k++) {
+        val v = g->pool[(start + k) % g->n];
+        if (rint_(&g->r, 3) && broadcasts(cur, v.t))
+            return v;
+    }
+    int64_t s[RLX_MAX_RANK];
+    int rank = rlx_shape(cur, s, RLX_MAX_RANK);
+    for (int i = 0; i < rank; i++)
+        if (rint_(&g->r, 4) == 0)
+            s[i] = 1;
+    int drop = rank && rint_(&g->r, 4) == 0 ? 1 : 0;
+    val v = {rinput(&g->r, g->dt, rank - drop, s + drop), true};
+    push(g, v.t, true);
+    return v;
+}
+
+static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
+
+static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
+{
+    if (!is_float(g->dt)) {
+        switch (rint_(&g->r, 4)) {
+        case 0: return rlx_neg(x);
+        case 1: return rlx_abs(x);
+        case 2: return rlx_sign(x);
+        default: return rlx_mul(x, x);
+        }
+    }
+    int k = rint_(&g->r, 20);
+    if (k >= 14 && !*exact)
+        k = rint_(&g->r, 14); /* floor/compare-like ops need exact inputs */
+    switch (k) {
+    case 0: return rlx_neg(x);
+    case 1: return rlx_abs(x);
+    case 2: *exact = false; return rlx_exp(rlx_mul_s(x, 0.5));
+    case 3: *exact = false; return rlx_log(rlx_add_s(rlx_abs(x), 0.1));
+    case 4: return rlx_sqrt(rlx_abs(x));
+    case 5: *exact = false; return rlx_tanh(x);
+    case 6: *exact = false; return rlx_sigmoid(x);
+    case 7: *exact = false; return rlx_sin(rlx_mul_s(x, 3));
+    case 8: *exact = false; return rlx_cos(x);
+    case 9: *exact = false; return rlx_erf(x);
+    case 10: return rlx_relu(x);
+    case 11: *exact = false; return rlx_gelu_tanh(x);
+    case 12: return rlx_mul(x, x);
+    case 13: return rlx_recip(rlx_add_s(rlx_abs(x), 0.5));
+    case 14: return rlx_floor(rlx_mul_s(x, 3));
+    case 15: return rlx_round(rlx_mul_s(x, 2));
+    case 16: return rlx_sign(x);
+    case 17: return rlx_cast(rlx_cast(rlx_mul_s(x, 7), RLX_I32), g->dt);
+    case 18: return rlx_cast(rlx_gt_s(x, 0.25), g->dt);
+    default: return rlx_ceil(x);
+    }
+}
+
+static rlx_tensor *step_binary(gen *g, rlx_tensor *x, bool *exact)
+{
+    val p = partner(g, x);
+    *exact = *exact && p.exact;
+    if (!is_float(g->dt)) {
+        switch (rint_(&g->r, 9)) {
+        case 0: return rlx_add(x, p.t);
+        case 1: return rlx_sub(x, p.t);
+        case 2: return rlx_mul(x, p.t);
+        case 3: return rlx_div(x, p.t); /* division by 0 gives 0 */
+        case 4: return rlx_rem(x, p.t);
+        case 5: return rlx_maximum(x, p.t);
+        case 6: return rlx_minimum(x, p.t);
+        case 7: return rlx_where(rlx_lt(x, p.t), x, rlx_neg(p.t));
+        default: return rlx_cast(rlx_logical_or(rlx_eq(x, p.t), rlx_ge_s(x, 3)), g->dt);
+        }
+    }
+    switch (rint_(&g->r, 8)) {
+    case 0: return rlx_add(x, p.t);
+    case 1: return rlx_sub(x, p.t);
+    case 2: return rlx_mul(x, p.t);
+    case 3: return rlx_div(x, rlx_add_s(rlx_abs(p.t), 0.25));
+    case 4: return rlx_maximum(x, p.t);
+    case 5: return rlx_minimum(x, p.t);
+    case 6:
+        if (*exact)
+            return rlx_where(rlx_le(x, p.t), x, p.t);
+        return rlx_add(x, p.t);
+    default: return rlx_sub(rlx_mul_s(x, 0.75), rlx_mul_s(p.t, 1.25));
+    }
+}
+
+static rlx_tensor *step_view(gen *g, rlx_tensor *x)
+{
+    int64_t s[RLX_MAX_RANK];
+    int rank = rlx_shape(x, s, RLX_MAX_RANK);
+    int ax = rank ? rint_(&g->r, rank) : 0;
+    switch (rint_(&g->r, 7)) {
+    case 0:
+        if (rank >= 2) {
+            int perm[RLX_MAX_RANK];
+            for (int i = 0; i < rank; i++)
+                perm[i] = i;
+            for (int i = rank - 1; i > 0; i--) {
+                int j = rint_(&g->r, i + 1), t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+            return rlx_transpose(x, rank, perm);
+        }
+        return rlx_unsqueeze(x, 0);
+    case 1:
+        if (rank && s[ax] > 1)
+            return rlx_slice(x, ax, 1, RLX_END, 1 + rint_(&g->r, 2));
+        return rlx_flatten(x);
+    case 2:
+        if (rank)
+            return rlx_flip(x, ax);
+        return rlx_flatten(x);
+    case 3: { /* a new leading axis, broadcast */
+        int64_t t[RLX_MAX_RANK];
+        if (rank >= 4)
+            return rlx_flatten(x);
+        t[0] = 3;
+        memcpy(t + 1, s, (size_t)rank * sizeof *s);
+        return rlx_broadcast_to(rlx_unsqueeze(x, 0), rank + 1, t);
+    }
+    case 4: /* reshape of a maybe non-contiguous view */
+        return rlx_reshape(rlx_t(x), 1, (int64_t[]){-1});
+    case 5:
+        if (rank >= 2) { /* merge the first two dims */
+            int64_t t[RLX_MAX_RANK];
+            t[0] = s[0] * s[1];
+            memcpy(t + 1, s + 2, (size_t)(rank - 2) * sizeof *s);
+            return rlx_reshape(x, rank - 1, t);
+        }
+        return rlx_unsqueeze(x, rank);
+    default:
+        if (rank)
+            return rlx_narrow(x, ax, s[ax] > 1 ? 1 : 0, s[ax] > 1 ? s[ax] - 1 : s[ax]);
+        return x;
+    }
+}
+
+static rlx_tensor *step_reduce(gen *g, rlx_tensor *x, bool *exact)
+{
+    int64_t s[RLX_MAX_RANK];
+    int rank = rlx_shape(x, s, RLX_MAX_RANK), axes[RLX_MAX_RANK], na = 0;
+    for (int i = 0; i < rank; i++)
+        if (rint_(&g->r, 2))
+            axes[na++] = i;
+    bool keep = rint_(&g->r, 2);
+    int k = rint_(&g->r, 5);
+    if (!is_float(g->dt)) {
+        if (k == 0)
+            return rlx_max(x, axes, na, keep);
+        if (k == 1)
+            return rlx_min(x, axes, na, keep);
+        return rlx_cast(rlx_sum(x, axes, na, keep), g->dt);
+    }
+    if (k >= 2)
+        *exact = false; /* a different summation order (f32 sums in f64) */
+    switch (k) {
+    case 0: return rlx_max(x, axes, na, keep);
+    case 1: return rlx_min(x, axes, na, keep);
+    case 2: return rlx_sum(x, axes, na, keep);
+    case 3: *exact = false; return rlx_mean(x, axes, na, keep);
+    default: { /* prod over few elements */
+        int64_t cnt = 1;
+        for (int i = 0; i < na; i++)
+            cnt *= s[axes[i]];
+        *exact = false;
+        return cnt <= 16 ? rlx_prod(x, axes, na, keep) : rlx_sum(x, axes, na, keep);
+    }
+    }
+}
+
+/* Ops the JIT hands to the reference evaluator: a mixed schedule. */
+static rlx_tensor *step_ref(gen *g, rlx_tensor *x, bool *exact)
+{
+    g->ref_ops++;
+    int64_t s[RLX_MAX_RANK];
+    int rank = rlx_shape(x, s, RLX_MAX_RANK);
+    int ax = rank ? rint_(&g->r, rank) : 0;
+    switch (rint_(&g->r, 5)) {
+    case 0:
+        if (rank)
+            return rlx_pad(x, ax, 1, 2, 0.5);
+        break;
+    case 1:
+        if (rank) {
+            rlx_tensor *xs[2] = {x, x};
+            return rlx_cat(xs, 2, ax);
+        }
+        break;
+    case 2:
+        if (rank && is_float(g->dt))
+            return rlx_cumsum(x, ax, false);
+        break;
+    case 3:
+        if (is_float(g->dt)) {
+            *exact = false;
+            return rlx_pow_s(rlx_add_s(rlx_abs(x), 0.5), 1.5);
+        }
+        break;
+    default:
+        if (is_float(g->dt)) {
+            *exact = false;
+            return rlx_elu(x); /* expm1 */
+        }
+        break;
+    }
+    return rlx_add(x, x);
+}
+
+/* Builds random graph number seed; the same seed builds the same graph on
+ * new input buffers. *scale gets the largest magnitude of its values. */
+static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double *scale, int *ref_ops)
+{
+    gen g;
+    memset(&g, 0, sizeof g);
+    g.r.s = seed * 0x2545f4914f6cdd1dull + 1;
+    g.dt = dt;
+    static const int64_t dims[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 33};
+    int rank = rint_(&g.r, 5);
+    int64_t shape[RLX_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        shape[i] = dims[rint_(&g.r, 10)];
+    rlx_tensor *cur = rinput(&g.r, dt, rank, shape);
+    push(&g, cur, true);
+    bool ex = true;
+    int steps = 2 + rint_(&g.r, 9);
+    for (int i = 0; i < steps && cur; i++) {
+        int c = rint_(&g.r, 100);
+        rlx_tensor *next;
+        if (c < 32)
+            next = step_unary(&g, cur, &ex);
+        else if (c < 64)
+            next = step_binary(&g, cur, &ex);
+        else if (c < 78)
+            next = step_view(&g, cur);
+        else if (c < 93)
+            next = step_reduce(&g, cur, &ex);
+        else
+            next = step_ref(&g, cur, &ex);
+        if (!next)
+            break;
+        cur = next;
+        push(&g, cur, ex);
+    }
+    *exact = ex;
+    *ref_ops = g.ref_ops;
+    if (scale) { /* the reference copy: magnitudes of every value built */
+        use_jit(false);
+        *scale = 0;
+        for (int i = 0; i < g.n; i++) {
+            double m = max_abs(g.pool[i].t);
+            if (m > *scale)
+                *scale = m;
+        }
+        double m = max_abs(cur);
+        if (m > *scale)
+            *scale = m;
+    }
+    return cur;
+}
+
+static int check_graph(uint64_t seed, rlx_dtype dt)
+{
+    bool exact, ex2;
+    double scale;
+    int refs;
+    rlx_scope_begin();
+    rlx_tensor *want = random_graph(seed, dt, &exact, &scale, &refs);
+    use_jit(false);
+    rlx_realize(want);
+    rlx_tensor *got = random_graph(seed, dt, &ex2, NULL, &refs);
+    use_jit(true);
+    if (got && rlx_realize(got) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "seed %llu: JIT realize failed: %s", (unsigned long long)seed, rlx_last_error());
+    use_jit(false);
+    double rtol = exact ? 0 : dt == RLX_F32 ? 3e-4 : 1e-9;
+    int bad = compare(got, want, rtol, rtol * scale, "random graph", seed);
+    rlx_scope_end();
+    return bad;
+}
+
+TEST(jit_random_graphs)
+{
+    /* 1,000 graphs: f32 and f64 float mixes, plus integer graphs */
+    int bad = 0, n = 0;
+    rlx_stats_reset();
+    const char *env = getenv("RLX_TEST_GRAPHS");
+    uint64_t count = env ? (uint64_t)atoi(env) : 1000;
+    for (uint64_t seed = 1; seed <= count && bad < 5; seed++, n++) {
+        rlx_dtype dt = seed % 10 < 5 ? RLX_F32 : seed % 10 < 8 ? RLX_F64 : seed % 2 ? RLX_I32 : RLX_I64;
+        bad += check_graph(seed, dt);
+    }
+    rlx_stats_t s = stats_now();
+    printf("  %d random graphs: %llu kernels compiled (%.1f s), %llu cache hits\n", n,
+           (unsigned long long)s.kernels_compiled, s.compile_seconds, (unsigned long long)s.cache_hits);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* --------------------------------------------------------- kernel counts */
+
+static rlx_tensor *w2(rlx_tensor *x)
+{
+    /* tanh(square(exp((relu(x*1.5 + 0.5) - 0.25) * x) + x) - 1) */
+    rlx_tensor *t = rlx_relu(rlx_add_s(rlx_mul_s(x, 1.5), 0.5));
+    t = rlx_exp(rlx_mul(rlx_sub_s(t, 0.25), x));
+    return rlx_tanh(rlx_sub_s(rlx_add(rlx_mul(t, t), x), 1));
+}
+
+static rlx_tensor *data_f32(int64_t n, uint64_t seed)
+{
+    rng r = {seed};
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)runi(&r, -2, 2);
+    rlx_tensor *t = rlx_from_data(RLX_F32, 1, &n, v);
+    free(v);
+    return t;
+}
+
+/* Realizes build(x) with the JIT; checks kernels run and the values. */
+static void check_kernels(rlx_tensor *(*build)(rlx_tensor *, rlx_tensor *), int64_t n, uint64_t want_kernels,
+                          double rtol, const char *what)
+{
+    rlx_tensor *x = data_f32(n, 7), *y = data_f32(n, 8);
+    rlx_tensor *x2 = data_f32(n, 7), *y2 = data_f32(n, 8);
+    rlx_tensor *want = build(x, y), *got = build(x2, y2);
+    use_jit(false);
+    rlx_realize(want);
+    use_jit(true);
+    rlx_stats_reset();
+    CHECK_EQ_INT(rlx_realize(got), RLX_OK);
+    use_jit(false);
+    rlx_stats_t s = stats_now();
+    if (s.kernels_run != want_kernels)
+        test_fail(__FILE__, __LINE__, "%s: %llu kernels, expected %llu", what, (unsigned long long)s.kernels_run,
+                  (unsigned long long)want_kernels);
+    compare(got, want, rtol, rtol, what, 0);
+}
+
+static rlx_tensor *b_w2(rlx_tensor *x, rlx_tensor *y) { (void)y; return w2(x); }
+static rlx_tensor *b_w1(rlx_tensor *x, rlx_tensor *y) { return rlx_gelu_tanh(rlx_add_s(rlx_mul(x, y), 0.5)); }
+static rlx_tensor *b_sumxy(rlx_tensor *x, rlx_tensor *y) { return rlx_sum(rlx_mul(x, y), NULL, 0, false); }
+static rlx_tensor *b_chain10(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *t = x;
+    for (int i = 0; i < 5; i++)
+        t = rlx_add(rlx_mul_s(t, 0.9), y); /* 10 elementwise ops */
+    return t;
+}
+static rlx_tensor *b_mixed(rlx_tensor *x, rlx_tensor *y)
+{
+    /* exp fused, cumsum through the reference, then a fused tail */
+    rlx_tensor *c = rlx_cumsum(rlx_exp(rlx_mul(x, y)), 0, false);
+    return rlx_tanh(rlx_mul_s(c, 0.01));
+}
+static rlx_tensor *b_multiuse(rlx_tensor *x, rlx_tensor *y)
+{
+    /* e feeds a reduction and an elementwise consumer: materialized once */
+    rlx_tensor *e = rlx_exp(rlx_mul(x, y));
+    rlx_tensor *m = rlx_reshape(e, 2, (int64_t[]){64, -1});
+    return rlx_div(m, rlx_sum(m, (int[]){1}, 1, true));
+}
+
+TEST(jit_kernel_counts)
+{
+    check_kernels(b_w2, 10001, 1, 2e-6, "W2 10-op chain");
+    check_kernels(b_w1, 10001, 1, 2e-6, "W1 gelu_tanh(x*a+b)");
+    check_kernels(b_sumxy, 10001, 1, 1e-6, "sum(x*y)");
+    check_kernels(b_chain10, 999, 1, 0, "10 elementwise ops");
+    check_kernels(b_mixed, 1000, 3, 2e-5, "exp | cumsum (reference) | tanh");
+    check_kernels(b_multiuse, 64 * 16, 3, 2e-6, "softmax-like with a shared exp");
+}
+
+/* ------------------------------------------------------------- the cache */
+
+TEST(jit_cache_hit)
+{
+    use_jit(true);
+    rlx_tensor *a = w2(data_f32(4099, 1));
+    rlx_stats_reset();
+    CHECK_EQ_INT(rlx_realize(a), RLX_OK);
+    rlx_stats_t s1 = stats_now();
+    rlx_tensor *b = w2(data_f32(4099, 2)); /* same structure, new data */
+    CHECK_EQ_INT(rlx_realize(b), RLX_OK);
+    rlx_stats_t s2 = stats_now();
+    CHECK_EQ_INT(s2.kernels_compiled, s1.kernels_compiled); /* no compile */
+    CHECK_EQ_INT(s2.cache_hits, s1.cache_hits + 1);
+    CHECK_EQ_INT(s2.kernels_run, s1.kernels_run + 1);
+    rlx_tensor *ref = w2(data_f32(4099, 2));
+    use_jit(false);
+    rlx_realize(ref);
+    compare(b, ref, 2e-6, 2e-6, "cached kernel on new data", 2);
+}
+
+/* ------------------------------------------------- views and schedules */
+
+TEST(jit_views_and_roots)
+{
+    int64_t sh[3] = {5, 7, 11};
+    rng r = {99};
+    rlx_tensor *xs[2], *outs[2][8];
+    for (int k = 0; k < 2; k++) {
+        r.s = 99;
+        xs[k] = rinput(&r, RLX_F32, 3, sh);
+        rlx_tensor *x = xs[k];
+        rlx_tensor *xt = rlx_transpose(x, 3, (int[]){2, 0, 1});
+        outs[k][0] = rlx_add(xt, rlx_exp(xt));                                 /* permuted loads */
+        outs[k][1] = rlx_mul(rlx_slice(x, 2, RLX_END, RLX_END, -2), rlx_flip(rlx_slice(x, 2, 0, RLX_END, 2), 2));
+        outs[k][2] = rlx_reshape(rlx_t(rlx_sin(x)), 2, (int64_t[]){-1, 5});     /* reshape of a transposed value */
+        outs[k][3] = rlx_reshape(x, 2, (int64_t[]){35, 11});                    /* a root view: shares storage */
+        outs[k][4] = rlx_sum(rlx_mul(xt, xt), (int[]){0, 2}, 2, false);        /* non-adjacent reduced axes */
+        outs[k][5] = rlx_max(rlx_cos(x), (int[]){0}, 1, true);                 /* row-buffer reduction */
+        outs[k][6] = rlx_add_s(rlx_pad(x, 1, 2, 1, -1.0), 1);                    /* reference pad, fused add */
+        outs[k][7] = rlx_broadcast_to(rlx_sum(x, (int[]){1}, 1, true), 3, sh); /* root expand of a reduction */
+        if (k == 0) {
+            use_jit(false);
+            rlx_realize_many(outs[0], 8);
+        } else {
+            use_jit(true);
+            CHECK_EQ_INT(rlx_realize_many(outs[1], 8), RLX_OK);
+            use_jit(false);
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        compare(outs[1][i], outs[0][i], 2e-6, 2e-6, "view case", (uint64_t)i);
+    CHECK(rlx_shares_storage(outs[1][3], xs[1]));
+}
+
+/* Deep chains are cut into several kernels, results unchanged. */
+TEST(jit_long_chain)
+{
+    rlx_tensor *t[2];
+    for (int k = 0; k < 2; k++) {
+        t[k] = data_f32(257, 3);
+        for (int i = 0; i < 600; i++)
+            t[k] = rlx_add_s(rlx_mul_s(t[k], 0.999), 0.001);
+        use_jit(k == 1);
+        CHECK_EQ_INT(rlx_realize(t[k]), RLX_OK);
+    }
+    use_jit(false);
+    compare(t[1], t[0], 0, 0, "600-op chain", 0);
+}
+
+/* --------------------------------------------------- integers and casts */
+
+TEST(jit_int_semantics)
+{
+    int32_t a[8] = {7, -7, INT32_MIN, 5, 0, 100000, -3, 9};
+    int32_t b[8] = {0, 2, -1, -1, 0, 100000, 7, -4};
+    float f[8] = {NAN, 3e9f, -3e9f, -2.7f, 2.7f, -0.0f, INFINITY, 1e-30f};
+    int64_t n = 8;
+    rlx_tensor *out[2][9];
+    for (int k = 0; k < 2; k++) {
+        rlx_tensor *x = ti32(1, &n, a), *y = ti32(1, &n, b), *z = tf32(1, &n, f);
+        out[k][0] = rlx_div(x, y);
+        out[k][1] = rlx_rem(x, y);
+        out[k][2] = rlx_mul(x, y); /* wraps */
+        out[k][3] = rlx_cast(z, RLX_I32);
+        out[k][4] = rlx_cast(z, RLX_I64);
+        out[k][5] = rlx_cast(z, RLX_BOOL);
+        out[k][6] = rlx_neg(rlx_abs(x));
+        out[k][7] = rlx_cast(rlx_cast(x, RLX_BOOL), RLX_I64);
+        out[k][8] = rlx_sum(rlx_cast(rlx_gt(x, y), RLX_I32), NULL, 0, false);
+        use_jit(k == 1);
+        CHECK_EQ_INT(rlx_realize_many(out[k], 9), RLX_OK);
+    }
+    use_jit(false);
+    for (int i = 0; i < 9; i++)
+        compare(out[1][i], out[0][i], 0, 0, "integer/cast case", (uint64_t)i);
+}
+
+TEST(jit_reductions)
+{
+    int64_t sh[3] = {6, 5, 9}, e[2] = {4, 0};
+    for (int dtk = 0; dtk < 2; dtk++) {
+        rlx_dtype dt = dtk ? RLX_F64 : RLX_F32;
+        rlx_tensor *out[2][10];
+        for (int k = 0; k < 2; k++) {
+            rng r = {5};
+            rlx_tensor *x = rinput(&r, dt, 3, sh);
+            rlx_tensor *empty = rlx_zeros(dt, 2, e);
+            int i = 0;
+            out[k][i++] = rlx_sum(x, NULL, 0, false);
+            out[k][i++] = rlx_sum(x, (int[]){0}, 1, false);
+            out[k][i++] = rlx_sum(x, (int[]){2}, 1, true);
+            out[k][i++] = rlx_prod(rlx_add_s(x, 2), (int[]){1}, 1, false);
+            out[k][i++] = rlx_max(x, (int[]){0, 2}, 2, false);
+            out[k][i++] = rlx_min(rlx_t(x), (int[]){1}, 1, false);
+            out[k][i++] = rlx_sum(empty, (int[]){1}, 1, false); /* empty axis: 0 */
+            out[k][i++] = rlx_max(empty, (int[]){1}, 1, false); /* -inf */
+            out[k][i++] = rlx_sum(rlx_cast(rlx_gt_s(x, 0), RLX_I64), (int[]){1}, 1, false);
+            out[k][i++] = rlx_max(rlx_gt_s(x, 1.5), (int[]){2}, 1, false); /* bool */
+            use_jit(k == 1);
+            CHECK_EQ_INT(rlx_realize_many(out[k], 10), RLX_OK);
+        }
+        use_jit(false);
+        for (int i = 0; i < 10; i++)
+            compare(out[1][i], out[0][i], dt == RLX_F32 ? 1e-6 : 1e-13, 1e-6, "reduction case", (uint64_t)i);
+    }
+}
+
+/* ----------------------------------------------------- math accuracy */
+
+static int64_t ord32(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i < 0 ? (int64_t)INT32_MIN - i : i;
+}
+
+static int64_t ord64(double d)
+{
+    int64_t i;
+    memcpy(&i, &d, 8);
+    return i < 0 ? INT64_MIN - i : i;
+}
+
+static double ref_fn(int f, double x)
+{
+    switch (f) {
+    case 0: return exp(x);
+    case 1: return log(x);
+    case 2: return tanh(x);
+    case 3: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+    case 4: return erf(x);
+    case 5: return sin(x);
+    default: return cos(x);
+    }
+}
+
+static rlx_tensor *jit_fn(int f, rlx_tensor *x)
+{
+    switch (f) {
+    case 0: return rlx_exp(x);
+    case 1: return rlx_log(x);
+    case 2: return rlx_tanh(x);
+    case 3: return rlx_sigmoid(x);
+    case 4: return rlx_erf(x);
+    case 5: return rlx_sin(x);
+    default: return rlx_cos(x);
+    }
+}
+
+static const char *fn_names[7] = {"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos"};
+
+/* f32 over a sweep of every 2^8th bit pattern (both signs, subnormals,
+ * inf, NaN): ulps against libm's double result rounded to f32. */
+TEST(jit_ulp_f32)
+{
+    static const int64_t bound[7] = {2, 2, 3, 3, 1, 1, 1};
+    const int64_t n = ((int64_t)1 << 32) >> 8;
+    float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = (uint32_t)(i << 8) | (uint32_t)(i & 0xff);
+        memcpy(&x[i], &b, 4);
+    }
+    use_jit(true);
+    for (int f = 0; f < 7; f++) {
+        rlx_scope_begin();
+        rlx_tensor *t = jit_fn(f, tf32(1, &n, x));
+        if (rlx_read_f32(t, y, (size_t)n) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "%s: %s", fn_names[f], rlx_last_error());
+            rlx_scope_end();
+            continue;
+        }
+        int64_t worst = 0;
+        float wx = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float want = (float)ref_fn(f, (double)x[i]);
+            if (isnan(want) || isnan(y[i])) {
+                if (isnan(want) != isnan(y[i]) && worst < INT32_MAX) {
+                    worst = INT32_MAX;
+                    wx = x[i];
+                }
+                continue;
+            }
+            int64_t d = llabs(ord32(y[i]) - ord32(want));
+            if (d > worst) {
+                worst = d;
+                wx = x[i];
+            }
+        }
+        printf("  f32 %-7s max %lld ulp (at %.9g)\n", fn_names[f], (long long)worst, (double)wx);
+        if (worst > bound[f])
+            test_fail(__FILE__, __LINE__, "f32 %s: %lld ulp at %.9g (bound %lld)", fn_names[f], (long long)worst,
+                      (double)wx, (long long)bound[f]);
+        rlx_scope_end();
+    }
+    use_jit(false);
+    free(x);
+    free(y);
+}
+
+/* f64 over log-uniform magnitudes of both signs (sin/cos: |x| < 1e7). */
+TEST(jit_ulp_f64)
+{
+    static const int64_t bound[7] = {2, 2, 3, 3, 3, 3, 3};
+    const int64_t n = 1 << 20;
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    use_jit(true);
+    for (int f = 0; f < 7; f++) {
+        rng r = {(uint64_t)f + 11};
+        double lo = f == 1 ? -1074 : -60, hi = f == 0 ? 9.5 : f == 1 ? 1023 : f >= 5 ? 23 : 5;
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = exp2(runi(&r, lo, hi));
+            if (f != 1 && rint_(&r, 2))
+                x[i] = -x[i];
+        }
+        x[0] = 0;
+        x[1] = INFINITY;
+        x[2] = -INFINITY;
+        x[3] = NAN;
+        rlx_scope_begin();
+        rlx_tensor *t = jit_fn(f, tf64(1, &n, x));
+        if (rlx_read_f64(t, y, (size_t)n) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "%s: %s", fn_names[f], rlx_last_error());
+            rlx_scope_end();
+            continue;
+        }
+        int64_t worst = 0;
+        double wx = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double want = ref_fn(f, x[i]);
+            if (isnan(want) || isnan(y[i])) {
+                if (isnan(want) != isnan(y[i]) && worst < INT32_MAX) {
+                    worst = INT32_MAX;
+                    wx = x[i];
+                }
+                continue;
+            }
+            int64_t d = ord64(y[i]) - ord64(want);
+            d = d < 0 ? -d : d;
+            if (d > worst) {
+                worst = d;
+                wx = x[i];
+            }
+        }
+        printf("  f64 %-7s max %lld ulp (at %.17g)\n", fn_names[f], (long long)worst, wx);
+        if (worst > bound[f])
+            test_fail(__FILE__, __LINE__, "f64 %s: %lld ulp at %.17g (bound %lld)", fn_names[f], (long long)worst,
+                      wx, (long long)bound[f]);
+        rlx_scope_end();
+    }
+    use_jit(false);
+    free(x);
+    free(y);
+}
+
+/* ------------------------------------------------------ LLVM failures */
+
+TEST(jit_llvm_errors)
+{
+    int64_t n = 17;
+    use_jit(true);
+    cg_test_inject(1); /* the next module fails the verifier */
+    rlx_tensor *a = rlx_mul_s(data_f32(n, 1), 3.25);
+    CHECK_ERR(rlx_realize(a), RLX_E_JIT, "rlx_realize");
+    cg_test_inject(2); /* the next lookup fails */
+    rlx_tensor *b = rlx_mul_s(data_f32(n, 1), 4.25);
+    rlx_clear_error();
+    CHECK_EQ_INT(rlx_realize(b), RLX_E_JIT);
+    CHECK(strstr(rlx_last_error(), "rlx_no_such_kernel") != NULL);
+    rlx_clear_error();
+    /* and the JIT still works afterwards */
+    rlx_tensor *c = rlx_mul_s(data_f32(n, 1), 5.25);
+    CHECK_EQ_INT(rlx_realize(c), RLX_OK);
+    use_jit(false);
+}
+
+TEST_MAIN(T(jit_kernel_counts), T(jit_cache_hit), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f64), T(jit_random_graphs))
