@@ -23,16 +23,26 @@ static bool check_leaf(const char *fn, rlx_dtype dt, int rank, const int64_t *sh
     return ts_check_dtype(fn, (int)dt) && ts_check_shape(fn, dt, rank, shape, false);
 }
 
+/* A user payload: a valid type, and data unless the tensor is empty. */
+static bool check_payload(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, const void *data,
+                          size_t *bytes)
+{
+    if (!check_leaf(fn, dt, rank, shape))
+        return false;
+    *bytes = (size_t)ir_numel(rank, shape) * ir_dtype_size(dt);
+    if (!data && *bytes) {
+        ts_error(RLX_E_ARG, fn, "data is NULL for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
+        return false;
+    }
+    return true;
+}
+
 rlx_tensor *rlx_from_data(rlx_dtype dt, int rank, const int64_t *shape, const void *data)
 {
     const char *fn = "rlx_from_data";
-    if (!check_leaf(fn, dt, rank, shape))
+    size_t bytes;
+    if (!check_payload(fn, dt, rank, shape, data, &bytes))
         return NULL;
-    size_t bytes = (size_t)ir_numel(rank, shape) * ir_dtype_size(dt);
-    if (!data && bytes) {
-        ts_error(RLX_E_ARG, fn, "data is NULL for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
-        return NULL;
-    }
     ir_storage *st = rt_storage_alloc(bytes, false);
     if (st && bytes)
         memcpy(st->data, data, bytes);
@@ -43,13 +53,9 @@ rlx_tensor *rlx_from_blob(rlx_dtype dt, int rank, const int64_t *shape, void *da
                           void *ctx)
 {
     const char *fn = "rlx_from_blob";
-    if (!check_leaf(fn, dt, rank, shape))
+    size_t bytes;
+    if (!check_payload(fn, dt, rank, shape, data, &bytes))
         return NULL;
-    size_t bytes = (size_t)ir_numel(rank, shape) * ir_dtype_size(dt);
-    if (!data && bytes) {
-        ts_error(RLX_E_ARG, fn, "data is NULL for %s of %s", ts_dims_str(rank, shape), rlx_dtype_name(dt));
-        return NULL;
-    }
     ir_storage *st = rt_storage_wrap(data, bytes, deleter, ctx);
     if (!st) {
         ts_error(RLX_E_NOMEM, fn, "out of memory");

@@ -7,20 +7,28 @@
 
 #include "tensor/ts.h"
 
-rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis)
+/* A list of n >= 1 tensors, none NULL (NULL entries keep their error). */
+static bool check_list(const char *fn, rlx_tensor *const *xs, int n)
 {
-    const char *fn = "rlx_cat";
     if (!xs || n < 1) {
         ts_error(RLX_E_ARG, fn, "need at least one tensor (n = %d, xs %s)", n, xs ? "set" : "NULL");
-        return NULL;
+        return false;
     }
     for (int i = 0; i < n; i++) {
         if (!xs[i]) {
             if (rlx_last_status() == RLX_OK)
                 ts_error(RLX_E_ARG, fn, "xs[%d] is NULL", i);
-            return NULL;
+            return false;
         }
     }
+    return true;
+}
+
+rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis)
+{
+    const char *fn = "rlx_cat";
+    if (!check_list(fn, xs, n))
+        return NULL;
     ir_node *first = ts_node(xs[0]);
     int ax = ts_axis(fn, axis, first->rank);
     if (ax < 0)
@@ -73,16 +81,9 @@ done:
 rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis)
 {
     const char *fn = "rlx_stack";
-    if (!xs || n < 1) {
-        ts_error(RLX_E_ARG, fn, "need at least one tensor (n = %d, xs %s)", n, xs ? "set" : "NULL");
+    if (!check_list(fn, xs, n))
         return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!xs[i]) {
-            if (rlx_last_status() == RLX_OK)
-                ts_error(RLX_E_ARG, fn, "xs[%d] is NULL", i);
-            return NULL;
-        }
+    for (int i = 1; i < n; i++) {
         ir_node *x = ts_node(xs[i]), *f = ts_node(xs[0]);
         if (!ir_shape_eq(x->rank, x->shape, f->rank, f->shape)) {
             ts_error(RLX_E_SHAPE, fn, "xs[%d] %s differs from xs[0] %s", i, ts_shape_str(x), ts_shape_str(f));
@@ -113,11 +114,9 @@ rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis)
 rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
 {
     const char *fn = "rlx_tile";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     if (reps < 0 || (n->shape[ax] && reps > INT64_MAX / n->shape[ax])) {
         ts_error(RLX_E_ARG, fn, "reps %lld is negative or too large for %s", (long long)reps, ts_shape_str(n));
@@ -152,11 +151,9 @@ rlx_tensor *rlx_flip(rlx_tensor *x, int axis)
 rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
 {
     const char *fn = "rlx_roll";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     int64_t len = n->shape[ax];
     int64_t s = len ? ((shift % len) + len) % len : 0;
@@ -171,11 +168,9 @@ rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
 rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value)
 {
     const char *fn = "rlx_pad";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     if (before < 0 || after < 0 || before > INT64_MAX / 4 || after > INT64_MAX / 4) {
         ts_error(RLX_E_ARG, fn, "padding %lld before and %lld after must be >= 0 and finite", (long long)before,

@@ -44,6 +44,14 @@ int ts_axis(const char *fn, int axis, int rank)
     return axis < 0 ? axis + rank : axis;
 }
 
+ir_node *ts_node_axis(const char *fn, rlx_tensor *x, int axis, int *ax)
+{
+    if (ts_null(fn, "x", x))
+        return NULL;
+    *ax = ts_axis(fn, axis, ts_node(x)->rank);
+    return *ax < 0 ? NULL : ts_node(x);
+}
+
 bool ts_check_dtype(const char *fn, int dt)
 {
     if (ir_dtype_valid(dt))

@@ -167,11 +167,9 @@ rlx_tensor *rlx_unsqueeze(rlx_tensor *x, int axis)
 rlx_tensor *rlx_squeeze(rlx_tensor *x, int axis)
 {
     const char *fn = "rlx_squeeze";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     if (n->shape[ax] != 1) {
         ts_error(RLX_E_SHAPE, fn, "axis %d of %s has size %lld, not 1", axis, ts_shape_str(n), (long long)n->shape[ax]);
@@ -217,11 +215,9 @@ static ir_node *slice_axis(const char *fn, ir_node *n, int ax, int64_t start, in
 rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t len)
 {
     const char *fn = "rlx_narrow";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     int64_t dim = n->shape[ax], s = start < 0 ? start + dim : start;
     if (s < 0 || len < 0 || s > dim || len > dim - s) {
@@ -257,11 +253,9 @@ static int64_t slice_indices(int64_t dim, int64_t start, int64_t stop, int64_t s
 rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int64_t step)
 {
     const char *fn = "rlx_slice";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     if (step == 0) {
         ts_error(RLX_E_ARG, fn, "step 0 is not allowed");
@@ -276,11 +270,9 @@ rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int6
 rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index)
 {
     const char *fn = "rlx_select";
-    if (ts_null(fn, "x", x))
-        return NULL;
-    ir_node *n = ts_node(x);
-    int ax = ts_axis(fn, axis, n->rank);
-    if (ax < 0)
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
         return NULL;
     int64_t dim = n->shape[ax], i = index < 0 ? index + dim : index;
     if (i < 0 || i >= dim) {

@@ -30,6 +30,9 @@ void ts_error(rlx_status st, const char *fn, const char *fmt, ...);
 bool ts_null(const char *fn, const char *arg, const rlx_tensor *t);
 /* Normalizes axis for rank (axis in [-rank, rank)); -1 and an error if not. */
 int ts_axis(const char *fn, int axis, int rank);
+/* x's node with axis normalized into *ax; NULL (error recorded) when x is
+ * NULL or the axis is out of range. */
+ir_node *ts_node_axis(const char *fn, rlx_tensor *x, int axis, int *ax);
 /* Checks a user shape (rank 0..8, dims >= 0, or -1 when dynamic_ok, byte
  * size within int64). */
 bool ts_check_shape(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, bool dynamic_ok);
