@@ -8,14 +8,16 @@
  *
  * Prints median ms over runs, effective GB/s (bytes read + written once),
  * and reference-time / workload-time. Inputs are uniform in (-2, 2).
- * Usage: rlx-bench-jit [runs] [n]   (RLX_BACKEND is set to jit here)
+ * Usage: rlx-bench-jit [runs] [n] [threads]   (RLX_BACKEND is set to jit
+ * here; threads defaults to 1, the reference loops always run on one).
  *
- * v1 runs kernels on one thread. Large buffers are recycled by malloc
+ * Large buffers are recycled by malloc
  * (mallopt below) the way the planned buffer pool will recycle them: a
  * fresh 64 MiB buffer costs ~200 ms of first-touch page faults here, which
  * would measure the kernel allocator, not the kernel. The first (cold)
  * realization, compile included, is printed apart.
  */
+#define _GNU_SOURCE /* clock_gettime, setenv, mallopt */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,12 +120,15 @@ int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 11;
     size_t n = argc > 2 ? (size_t)atoll(argv[2]) : (size_t)1 << 24;
+    int threads = argc > 3 ? atoi(argv[3]) : 1;
     if (runs < 1)
         runs = 1;
+    rlx_set_num_threads(threads > 0 ? threads : 1);
     mallopt(M_MMAP_THRESHOLD, 1 << 30); /* recycle large buffers (see above) */
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     setenv("RLX_BACKEND", "jit", 1);
-    printf("librlx %s, %s, n = %zu f32, median of %d runs, 1 thread\n", rlx_version(), rlx_host_info(), n, runs);
+    printf("librlx %s, %s, n = %zu f32, median of %d runs, %d jit thread(s)\n", rlx_version(), rlx_host_info(), n,
+           runs, rlx_get_num_threads());
     float *x = uniform(n, 1), *a = uniform(n, 2), *b = uniform(n, 3), *out = malloc(n * sizeof *out);
     int64_t shape[1] = {(int64_t)n};
     rlx_tensor *in[3] = {rlx_from_data(RLX_F32, 1, shape, x), rlx_from_data(RLX_F32, 1, shape, a),

@@ -518,7 +518,8 @@ typedef struct {
 RLX_API void rlx_set_num_threads(int n);
 RLX_API int rlx_get_num_threads(void);
 /* Tuning knobs (key = value, also read from env RLX_<KEY> upper-cased):
- *   "backend"      "ref" (reference evaluator; env RLX_BACKEND)
+ *   "backend"      "ref" (the reference evaluator, default) or "jit" (the
+ *                  fused LLVM backend, opt-in while it grows); env RLX_BACKEND
  *   "num_threads"  integer >= 0 (0 = default)
  * An unknown key or a malformed value is RLX_E_ARG. */
 RLX_API rlx_status rlx_set_option(const char *key, const char *value);

@@ -803,6 +803,33 @@ TEST(jit_ulp_f64)
     free(y);
 }
 
+/* ------------------------------------------------------------ threads */
+
+/* Large kernels split their outer loop over the pool; the bits do not
+ * depend on the thread count (outer dims are never reduced). */
+TEST(jit_threads_deterministic)
+{
+    int64_t sh[2] = {300, 1001};
+    rlx_tensor *out[3][3];
+    for (int k = 0; k < 3; k++) {
+        rng r = {77};
+        rlx_tensor *x = rinput(&r, RLX_F32, 2, sh);
+        out[k][0] = w2(x);
+        out[k][1] = rlx_sum(rlx_exp(x), (int[]){1}, 1, false);
+        out[k][2] = rlx_sum(rlx_mul(x, x), (int[]){0}, 1, false);
+        rlx_set_num_threads(k == 0 ? 1 : k == 1 ? 2 : 3);
+        use_jit(true);
+        CHECK_EQ_INT(rlx_realize_many(out[k], 3), RLX_OK);
+        use_jit(false);
+    }
+    rlx_set_num_threads(0);
+    for (int k = 1; k < 3; k++)
+        for (int i = 0; i < 3; i++) {
+            size_t bytes = (size_t)rlx_numel(out[0][i]) * sizeof(float);
+            CHECK(memcmp(rlx_data(out[0][i]), rlx_data(out[k][i]), bytes) == 0);
+        }
+}
+
 /* ------------------------------------------------------ LLVM failures */
 
 TEST(jit_llvm_errors)
@@ -824,5 +851,5 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_cache_hit), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+TEST_MAIN(T(jit_kernel_counts), T(jit_cache_hit), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f64), T(jit_random_graphs))

@@ -315,7 +315,8 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     case SCHED_I_CONST:
         if (ir_dtype_is_float(in->dtype))
             return cf(t, in->value);
-        return ci(c, t, (long long)in->value);
+        /* the scheduler saturated it; 2^63 itself is INT64_MAX */
+        return ci(c, t, in->value >= 0x1p63 ? INT64_MAX : (long long)in->value);
     case SCHED_I_IOTA: {
         /* start + (double)i * step in double, then stored as the reference stores */
         LLVMValueRef i = LLVMBuildSIToFP(c->b, affine(c, &in->idx), m->f64, "");

@@ -549,7 +549,8 @@ static bool canonicalize(sched_kernel *k)
     int rank = 0, map[SCHED_MAX_LOOP];
     int64_t shape[SCHED_MAX_LOOP];
     bool red[SCHED_MAX_LOOP];
-    /* 1. drop extent-1 dims; 2. merge with the previous kept dim */
+    /* 1. drop extent-1 dims; 2. merge into the previous dim of the same kind
+     * when every access steps through both as through one */
     for (int d = 0; d < k->rank; d++) {
         bool rd = k->red_mask >> d & 1;
         if (k->shape[d] == 1)
@@ -580,10 +581,9 @@ static bool canonicalize(sched_kernel *k)
         int64_t run = 1;
         while (tail > 0 && !red[tail - 1])
             run *= shape[--tail];
-        if (tail == rank || run > ACC_MAX || tail == 0)
-            tail = rank;
+        if (run > ACC_MAX || tail == 0)
+            tail = rank; /* too long for a row buffer, or nothing reduced */
     }
-    bool lead = rank == 0 || red[0] || (tail < rank && !red[0] && false);
     for (int d = 0; d < tail; d++)
         if (!red[d])
             order[no++] = d;
@@ -593,7 +593,7 @@ static bool canonicalize(sched_kernel *k)
             order[no++] = d;
     for (int d = tail; d < rank; d++)
         order[no++] = d;
-    lead = kept_prefix == 0;
+    int lead = kept_prefix == 0; /* dim 0 must be a kept dim: add one of extent 1 */
     /* rewrite */
     sched_affine tmp;
     for (int a = 0; a < na; a++) {

@@ -6,48 +6,25 @@
  * their last reader (the arena planner is future work); results are
  * published exactly as rt_ref_realize publishes them.
  *
- * v1 runs each kernel on the calling thread, over the whole of loop dim 0.
+ * A kernel with enough work splits its loop dim 0 over the thread pool
+ * (pool.c) in chunks of about CHUNK_WORK loop iterations.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen_llvm/cg.h"
 #include "passes/passes.h"
 #include "runtime/jit_exec.h"
 
-bool rt_jit_selected(void)
-{
-    const char *b = getenv("RLX_BACKEND");
-    return b && strcmp(b, "jit") == 0;
-}
+/* Loop iterations per chunk: large enough that a chunk costs far more than
+ * taking it, small enough to balance two busy cores. Below two chunks a
+ * kernel runs inline. */
+enum { CHUNK_WORK = 32768 };
 
-static rt_eval_fn eval_fn(ir_op op)
-{
-    switch (ir_ops[op].cls) {
-    case IR_CLS_LEAF: return rt_eval_leaf;
-    case IR_CLS_UNARY:
-    case IR_CLS_BINARY:
-    case IR_CLS_TERNARY: return rt_eval_elementwise;
-    case IR_CLS_REDUCE: return rt_eval_reduce;
-    case IR_CLS_MOVEMENT: return rt_eval_movement;
-    case IR_CLS_SCAN: return rt_eval_cumsum;
-    case IR_CLS_INDEX: return op == IR_OP_CAT ? rt_eval_cat : rt_eval_gather;
-    case IR_CLS_LIBRARY: break;
-    }
-    switch (op) {
-    case IR_OP_MATMUL: return rt_eval_matmul;
-    case IR_OP_SOLVE: return rt_eval_solve;
-    case IR_OP_FFT: return rt_eval_fft;
-    case IR_OP_CONV2D: return rt_eval_conv2d;
-    case IR_OP_POOL2D: return rt_eval_pool2d;
-    case IR_OP_MXQUANT: return rt_eval_mxquant;
-    default: return NULL;
-    }
-}
 
 typedef struct {
     rt_ctx *ctx;
     rt_jit_stats *stats;
+    int nthreads;
     sched_schedule s;
     ir_map produced; /* node -> index of the kernel that computes it */
     rt_view *vals;   /* contiguous result of each kernel (st NULL when none) */
@@ -149,8 +126,13 @@ static rlx_status run_loop(exec *e, long i)
         rt_fail(ctx, st, "%s", msg);
         goto done;
     }
-    if (ir_node_numel(k->node) > 0)
-        fn(bufs, 0, k->shape[0]);
+    if (ir_node_numel(k->node) > 0) {
+        int64_t inner = 1;
+        for (int d = 1; d < k->rank; d++)
+            inner *= k->shape[d];
+        int64_t chunk = inner >= CHUNK_WORK ? 1 : CHUNK_WORK / (inner ? inner : 1);
+        rt_pool_run(fn, bufs, k->shape[0], chunk, e->nthreads);
+    }
     e->stats->kernels_run++;
     ctx->nodes_run++;
 done:
@@ -165,7 +147,7 @@ static rlx_status run_ref(exec *e, long i)
     rt_ctx *ctx = e->ctx;
     rt_view in[IR_MAX_RANK + 8], *inputs = in;
     int ns = n->nsrc, got = 0;
-    rt_eval_fn fn = eval_fn(n->op);
+    rt_eval_fn fn = rt_ref_eval_fn(n->op);
     if (!fn)
         return rt_fail(ctx, RLX_E_INTERNAL, "no reference evaluator for %s", ir_ops[n->op].name);
     if (ns > (int)(sizeof in / sizeof *in) && !(inputs = ir_alloc((size_t)ns * sizeof *inputs)))
@@ -175,8 +157,10 @@ static rlx_status run_ref(exec *e, long i)
             goto done;
     rt_view out;
     memset(&out, 0, sizeof out);
-    if (fn(ctx, n, inputs, &out) != RLX_OK)
+    if (fn(ctx, n, inputs, &out) != RLX_OK) {
+        ir_storage_release(out.st); /* an evaluator may fail after allocating */
         goto done;
+    }
     if (!rt_view_is_contiguous(n, &out)) {
         rt_view c;
         rt_materialize(ctx, n, &out, &c);
@@ -215,10 +199,11 @@ static void release_dead(exec *e, long i)
     }
 }
 
-rlx_status rt_jit_realize(ir_node *const *roots, int nroots, rt_ctx *ctx, rt_jit_stats *stats)
+rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
 {
     exec e;
     memset(&e, 0, sizeof e);
+    e.nthreads = nthreads;
     e.ctx = ctx;
     e.stats = stats;
     char err[256];

@@ -5,6 +5,7 @@
 #ifndef RLX_JIT_EXEC_H
 #define RLX_JIT_EXEC_H
 
+#include "codegen_llvm/cg.h"
 #include "runtime/rt.h"
 
 /* What one realization did, for rlx_stats. */
@@ -16,10 +17,15 @@ typedef struct {
 } rt_jit_stats;
 
 /* Realizes every root like rt_ref_realize (realized roots are skipped; a
- * root that is a view of a materialized value shares its storage). */
-rlx_status rt_jit_realize(ir_node *const *roots, int nroots, rt_ctx *ctx, rt_jit_stats *stats);
+ * root that is a view of a materialized value shares its storage). Large
+ * kernels split their loop dim 0 over nthreads threads (results do not
+ * depend on nthreads). */
+rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats);
+
+/* pool.c: runs fn over [0, n) of loop dim 0 in chunks of chunk rows on up
+ * to nthreads threads (the caller included), then returns. */
+void rt_pool_run(cg_kernel_fn fn, void *const *bufs, int64_t n, int64_t chunk, int nthreads);
 
 /* True when env RLX_BACKEND selects the JIT. */
-bool rt_jit_selected(void);
 
 #endif

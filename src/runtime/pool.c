@@ -24,7 +24,7 @@ typedef struct {
     int64_t n, chunk;
     long nchunks;
     atomic_long next, done;
-    int active; /* workers inside the job, guarded by P.lock */
+    int active, max_active; /* workers inside the job, guarded by P.lock */
 } job;
 
 static struct {
@@ -64,6 +64,8 @@ static void *worker(void *arg)
         }
         seen = P.gen;
         job *j = P.cur;
+        if (j->active >= j->max_active)
+            continue; /* the thread count asked for is reached */
         j->active++;
         pthread_mutex_unlock(&P.lock);
         run_chunks(j);
@@ -97,7 +99,7 @@ void rt_pool_run(cg_kernel_fn fn, void *const *bufs, int64_t n, int64_t chunk, i
         fn(bufs, 0, n); /* same values as any split: dim 0 is never reduced */
         return;
     }
-    job j = {.fn = fn, .bufs = bufs, .n = n, .chunk = chunk, .nchunks = nchunks};
+    job j = {.fn = fn, .bufs = bufs, .n = n, .chunk = chunk, .nchunks = nchunks, .max_active = nthreads - 1};
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
     pthread_mutex_lock(&P.lock);

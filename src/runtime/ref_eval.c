@@ -85,7 +85,7 @@ rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_vi
     return RLX_OK;
 }
 
-static rt_eval_fn eval_fn(ir_op op)
+rt_eval_fn rt_ref_eval_fn(ir_op op)
 {
     switch (ir_ops[op].cls) {
     case IR_CLS_LEAF: return rt_eval_leaf;
@@ -171,7 +171,7 @@ rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
         }
         for (long k = 0; k < ns; k++)
             inputs[k] = views[lv.src_index[lv.src_start[i] + k]];
-        rt_eval_fn fn = eval_fn(n->op);
+        rt_eval_fn fn = rt_ref_eval_fn(n->op);
         if (!fn) {
             rt_fail(ctx, RLX_E_INTERNAL, "no reference evaluator for %s", ir_ops[n->op].name);
             break;

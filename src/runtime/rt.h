@@ -129,6 +129,8 @@ static inline void rt_iter_next(rt_iter *it)
 
 /* The evaluators of each family: compute n from its sources' views. */
 typedef rlx_status (*rt_eval_fn)(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+/* The reference evaluator of op (NULL if none): also the fallback of the JIT. */
+rt_eval_fn rt_ref_eval_fn(ir_op op);
 rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

@@ -13,6 +13,17 @@
 #include "tensor/ts.h"
 
 static atomic_int num_threads; /* 0: not set, use the default */
+static atomic_int backend_jit = -1; /* -1: not set, read RLX_BACKEND */
+
+bool ts_backend_is_jit(void)
+{
+    int b = atomic_load(&backend_jit);
+    if (b < 0) {
+        const char *env = getenv("RLX_BACKEND");
+        b = env && strcmp(env, "jit") == 0;
+    }
+    return b;
+}
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static rlx_stats_t stats;
 
@@ -65,10 +76,11 @@ rlx_status rlx_set_option(const char *key, const char *value)
         return RLX_OK;
     }
     if (strcmp(key, "backend") == 0) {
-        if (strcmp(value, "ref") != 0) {
-            ts_error(RLX_E_ARG, fn, "backend '%s' is not available (known: ref)", value);
+        if (strcmp(value, "ref") != 0 && strcmp(value, "jit") != 0) {
+            ts_error(RLX_E_ARG, fn, "backend '%s' is not available (known: ref, jit)", value);
             return RLX_E_ARG;
         }
+        atomic_store(&backend_jit, strcmp(value, "jit") == 0);
         return RLX_OK;
     }
     ts_error(RLX_E_ARG, fn, "unknown option '%s' (known: backend, num_threads)", key);

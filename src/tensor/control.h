@@ -4,6 +4,10 @@
 
 #include <stdint.h>
 
+#include <stdbool.h>
+
+/* The JIT runs realizations when RLX_BACKEND=jit or the "backend" option says so. */
+bool ts_backend_is_jit(void);
 void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes);
 /* The JIT backend's compile and cache counters of one realization. */
 void ts_stats_add_jit(uint64_t compiled, uint64_t hits, uint64_t misses, double seconds);

@@ -20,7 +20,7 @@ rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
     rt_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     rlx_status st;
-    if (rt_jit_selected()) { /* opt-in until the JIT covers every op */
+    if (ts_backend_is_jit()) { /* opt-in until the JIT covers every op */
         rt_jit_stats js = {0};
         st = rt_jit_realize(nodes, n, rlx_get_num_threads(), &ctx, &js);
         ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
