@@ -22,10 +22,11 @@ build: deps
 	@test -f build/CMakeCache.txt || cmake -S . -B build
 	cmake --build build -j$(JOBS)
 
-# The expression tour, then the main job: training an MLP with autodiff.
+# The expression tour, then the main job: training an MLP with autodiff on
+# the JIT, printing each fused kernel as it is compiled (RLX_DEBUG=1).
 demo: build
 	./build/examples/rlx-demo
-	./build/examples/rlx-train
+	RLX_BACKEND=jit RLX_DEBUG=1 ./build/examples/rlx-train
 
 # ctest hides the output of passing tests: the pytest summary is echoed
 # from ctest's log, then ctest's own summary closes the run.
