@@ -58,12 +58,18 @@ static const int64_t param_shapes[NPARAM][2] = {{H, IN}, {H, 0}, {H, H}, {H, 0},
 static int param_rank(int i) { return param_shapes[i][1] ? 2 : 1; }
 static int64_t param_numel(int i) { return param_shapes[i][0] * (param_shapes[i][1] ? param_shapes[i][1] : 1); }
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* Wall time is the result. The process's CPU time (all threads) is printed
+ * beside it because the machine may be shared: at one thread, CPU time per
+ * step is the work without the time spent waiting for a core. */
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static int cmp(const void *a, const void *b)
 {
@@ -200,14 +206,15 @@ static void gemm_step(const gemm_bufs *g)
 
 static const double GEMM_FLOP = 2.0 * BATCH * (2.0 * (IN * H + H * H + H * OUT) + (H * OUT + H * H));
 
-static void time_gemm(const gemm_bufs *g, int warmup, int runs, double *t)
+static void time_gemm(const gemm_bufs *g, int warmup, int runs, double *t, double *c)
 {
     for (int r = 0; r < warmup; r++)
         gemm_step(g);
     for (int r = 0; r < runs; r++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         gemm_step(g);
         t[r] = now() - t0;
+        c[r] = cpu_now() - c0;
     }
 }
 
@@ -238,7 +245,7 @@ static rlx_program *compile_step(void)
 
 typedef struct {
     int ok;
-    summary step;
+    summary step, cpu;
     double first_loss, first_pass, last_pass, compile_ms, cold_ms;
     rlx_stats_t stats;
 } result;
@@ -257,7 +264,8 @@ static result run_backend(rlx_program *prog, rlx_tensor **xb, rlx_tensor **yb, i
     for (int i = 0; i < NPARAM; i++)
         bind[2 + i].name = param_names[i];
     int total = warmup + steps;
-    double *t = malloc((size_t)total * sizeof *t), *loss = malloc((size_t)total * sizeof *loss);
+    double *t = malloc((size_t)total * sizeof *t), *c = malloc((size_t)total * sizeof *c),
+           *loss = malloc((size_t)total * sizeof *loss);
     rlx_stats_reset();
     for (int s = 0; s < total; s++) {
         rlx_tensor *out[1 + NPARAM];
@@ -265,7 +273,7 @@ static result run_backend(rlx_program *prog, rlx_tensor **xb, rlx_tensor **yb, i
         bind[1].value = yb[s % NBATCH];
         for (int i = 0; i < NPARAM; i++)
             bind[2 + i].value = state[i];
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         rlx_status st = rlx_program_run(prog, bind, 2 + NPARAM, out);
         if (st == RLX_OK)
             for (int i = 0; i < NPARAM; i++) {
@@ -273,6 +281,7 @@ static result run_backend(rlx_program *prog, rlx_tensor **xb, rlx_tensor **yb, i
                 state[i] = out[1 + i];
             }
         t[s] = now() - t0;
+        c[s] = cpu_now() - c0;
         if (st != RLX_OK) {
             printf("   step %d on RLX_BACKEND=%s failed (status %d): %s\n", s + 1,
                    getenv("RLX_BACKEND") ? getenv("RLX_BACKEND") : "(unset)", (int)st, rlx_last_error());
@@ -286,6 +295,7 @@ static result run_backend(rlx_program *prog, rlx_tensor **xb, rlx_tensor **yb, i
     }
     res.ok = 1;
     res.step = summarize(t + warmup, steps);
+    res.cpu = summarize(c + warmup, steps);
     res.first_loss = loss[0];
     for (int s = 0; s < NBATCH; s++) {
         res.first_pass += loss[s] / NBATCH;
@@ -296,6 +306,7 @@ done:
     for (int i = 0; i < NPARAM; i++)
         rlx_release(state[i]);
     free(t);
+    free(c);
     free(loss);
     return res;
 }
@@ -340,8 +351,8 @@ static int one_config(int threads, int warmup, int steps, char **argv)
 
     gemm_bufs gb = gemm_alloc();
     int gruns = steps;
-    double *gt = malloc((size_t)(2 * gruns) * sizeof *gt);
-    time_gemm(&gb, warmup, gruns, gt);
+    double *gt = malloc((size_t)(2 * gruns) * sizeof *gt), *gc = malloc((size_t)(2 * gruns) * sizeof *gc);
+    time_gemm(&gb, warmup, gruns, gt, gc);
 
     const char *backends[2] = {NULL, "jit"};
     result res[2];
@@ -354,37 +365,40 @@ static int one_config(int threads, int warmup, int steps, char **argv)
     }
     unsetenv("RLX_BACKEND");
 
-    time_gemm(&gb, warmup, gruns, gt + gruns);
+    time_gemm(&gb, warmup, gruns, gt + gruns, gc + gruns);
     summary g_before = summarize(gt, gruns), g_after = summarize(gt + gruns, gruns), g = summarize(gt, 2 * gruns);
+    summary gcpu = summarize(gc, 2 * gruns);
     loadavg(load1, sizeof load1);
 
     printf("   trace + rlx_compile: %.1f ms; %d warmup steps, %d timed steps per backend\n", compile_ms, warmup,
            steps);
-    printf("   %-22s %9s %9s %9s   %s\n", "", "median", "min", "max", "ms/step");
+    printf("   %-22s %9s %9s %9s %9s   %s\n", "", "median", "min", "max", "cpu", "ms/step (cpu: median process CPU time)");
     for (int k = 0; k < 2; k++) {
         const char *name = k ? "librlx jit" : "librlx ref";
         if (!res[k].ok) {
             printf("   %-22s FAILED (see above)\n", name);
             continue;
         }
-        printf("   %-22s %9.3f %9.3f %9.3f   | x GEMM limit %.2f | first step %.1f ms | loss: step 1 %.4f, "
+        printf("   %-22s %9.3f %9.3f %9.3f %9.3f   | x GEMM limit %.2f | first step %.1f ms | loss: step 1 %.4f, "
                "first pass %.4f, last pass %.4f | kernels run %llu, compiled %llu, compile %.2f s\n",
                name, 1e3 * res[k].step.median, 1e3 * res[k].step.min, 1e3 * res[k].step.max,
-               res[k].step.median / g.median, res[k].cold_ms, res[k].first_loss, res[k].first_pass,
+               1e3 * res[k].cpu.median, res[k].step.median / g.median, res[k].cold_ms, res[k].first_loss, res[k].first_pass,
                res[k].last_pass, (unsigned long long)res[k].stats.kernels_run,
                (unsigned long long)res[k].stats.kernels_compiled, res[k].stats.compile_seconds);
     }
-    printf("   %-22s %9.3f %9.3f %9.3f   | %.1f GFLOP/s | medians before %.3f, after %.3f\n", "GEMM limit (8 sgemm)",
-           1e3 * g.median, 1e3 * g.min, 1e3 * g.max, GEMM_FLOP / g.median * 1e-9, 1e3 * g_before.median,
+    printf("   %-22s %9.3f %9.3f %9.3f %9.3f   | %.1f GFLOP/s | medians before %.3f, after %.3f\n",
+           "GEMM limit (8 sgemm)", 1e3 * g.median, 1e3 * g.min, 1e3 * g.max, 1e3 * gcpu.median, GEMM_FLOP / g.median * 1e-9, 1e3 * g_before.median,
            1e3 * g_after.median);
     printf("   loadavg at end: %s\n", load1);
-    printf("W6-RESULT threads=%d ref_ms=%.3f jit_ms=%s%.3f gemm_ms=%.3f\n", threads,
-           res[0].ok ? 1e3 * res[0].step.median : NAN, res[1].ok ? "" : "FAILED:",
-           res[1].ok ? 1e3 * res[1].step.median : NAN, 1e3 * g.median);
+    printf("W6-RESULT threads=%d ref_ms=%.3f jit_ms=%s%.3f gemm_ms=%.3f ref_cpu=%.3f jit_cpu=%.3f gemm_cpu=%.3f\n",
+           threads, res[0].ok ? 1e3 * res[0].step.median : NAN, res[1].ok ? "" : "FAILED:",
+           res[1].ok ? 1e3 * res[1].step.median : NAN, 1e3 * g.median, res[0].ok ? 1e3 * res[0].cpu.median : NAN,
+           res[1].ok ? 1e3 * res[1].cpu.median : NAN, 1e3 * gcpu.median);
     fflush(stdout);
 
     gemm_free(&gb);
     free(gt);
+    free(gc);
     for (int b = 0; b < NBATCH; b++) {
         rlx_release(xb[b]);
         rlx_release(yb[b]);

@@ -8,6 +8,7 @@ softmax cross-entropy (integer labels, mean over the batch), plain SGD
     torch.optim.SGD), when `import torch` works.
 
 Usage: /usr/bin/python3 bench/w6_peers.py [--steps S] [--warmup W]
+       /usr/bin/python3 bench/w6_peers.py --summarize LOG
 
 Each thread count (1, then 2) runs in a child process of this script whose
 environment has OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS
@@ -16,7 +17,15 @@ calls torch.set_num_threads. OPENBLAS_CORETYPE is left as found.
 Prints median/min/max ms per step over S timed steps (default 40, at
 least 30) after W warmup steps (default 5), the loss at step 1 and the mean
 loss over the first and last pass over the 8 batches, and one
-"W6-PEERS threads=N numpy_ms=... torch_ms=..." line per thread count.
+"W6-PEERS threads=N numpy_ms=... torch_ms=..." line per thread count. The
+"cpu" column is the median process CPU time per step (all threads): at one
+thread, the work without the time spent waiting for a shared core.
+
+--summarize LOG reads the W6-RESULT lines of rlx-bench-w6 and the W6-PEERS
+lines of this script from a log of several rounds (each round: one
+rlx-bench-w6 run, then one run of this script) and prints the W6 table:
+per configuration the median over rounds of the per-round medians, and each
+librlx/peer ratio as the median over rounds of the ratio within a round.
 
 Data: synthetic, fixed seed: x ~ N(0,1), labels = argmax of a fixed random
 linear teacher, 8 batches used in turn; Kaiming-uniform weights (bound
@@ -29,6 +38,10 @@ import sys
 import time
 
 BATCH, IN, H, OUT, NBATCH, LR = 256, 784, 512, 10, 8, 0.01
+
+
+def median(ts):  # in ms
+    return summary(ts)[0]
 
 
 def summary(ts):
@@ -95,13 +108,14 @@ def bench_numpy(np, xs, ys, init, warmup, steps):
             p -= lr * g
         return loss
 
-    ts, losses = [], []
+    ts, cs, losses = [], [], []
     for i in range(warmup + steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         losses.append(step(xs[i % NBATCH], ys[i % NBATCH]))
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
     assert w1.dtype == np.float32 and b3.dtype == np.float32
-    return summary(ts[warmup:]), losses
+    return summary(ts[warmup:]), median(cs[warmup:]), losses
 
 
 def bench_torch(torch, xs, ys, init, warmup, steps):
@@ -113,17 +127,18 @@ def bench_torch(torch, xs, ys, init, warmup, steps):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     txs = [torch.from_numpy(x) for x in xs]
     tys = [torch.from_numpy(y) for y in ys]
-    ts, losses = [], []
+    ts, cs, losses = [], [], []
     for i in range(warmup + steps):
         x, y = txs[i % NBATCH], tys[i % NBATCH]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
         losses.append(loss.item())
-    return summary(ts[warmup:]), losses
+    return summary(ts[warmup:]), median(cs[warmup:]), losses
 
 
 def child(threads, warmup, steps):
@@ -133,28 +148,83 @@ def child(threads, warmup, steps):
         os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
     print("   loadavg at start: %s" % open("/proc/loadavg").read().strip())
     xs, ys, init = make_data(np)
-    print("   %-22s %9s %9s %9s   ms/step, %d warmup + %d timed steps" % ("", "median", "min", "max", warmup, steps))
-    (med, lo, hi), losses = bench_numpy(np, xs, ys, init, warmup, steps)
-    np_ms = med
-    print("   %-22s %9.3f %9.3f %9.3f   | %s" % ("NumPy %s" % np.__version__, med, lo, hi, loss_report(losses)))
-    torch_ms = None
+    print("   %-22s %9s %9s %9s %9s   ms/step (cpu: median process CPU time), %d warmup + %d timed steps" % (
+        "", "median", "min", "max", "cpu", warmup, steps))
+    (med, lo, hi), cpu, losses = bench_numpy(np, xs, ys, init, warmup, steps)
+    np_ms, np_cpu = med, cpu
+    print("   %-22s %9.3f %9.3f %9.3f %9.3f   | %s" % (
+        "NumPy %s" % np.__version__, med, lo, hi, cpu, loss_report(losses)))
+    torch_ms = torch_cpu = None
     try:
         import torch
     except ImportError as e:
         print("   PyTorch: not available (%s)" % e)
     else:
         torch.set_num_threads(threads)
-        (med, lo, hi), losses = bench_torch(torch, xs, ys, init, warmup, steps)
-        torch_ms = med
-        print("   %-22s %9.3f %9.3f %9.3f   | %s | torch.get_num_threads %d" % (
-            "PyTorch %s eager" % torch.__version__, med, lo, hi, loss_report(losses), torch.get_num_threads()))
+        (med, lo, hi), cpu, losses = bench_torch(torch, xs, ys, init, warmup, steps)
+        torch_ms, torch_cpu = med, cpu
+        print("   %-22s %9.3f %9.3f %9.3f %9.3f   | %s | torch.get_num_threads %d" % (
+            "PyTorch %s eager" % torch.__version__, med, lo, hi, cpu, loss_report(losses),
+            torch.get_num_threads()))
     print("   loadavg at end: %s" % open("/proc/loadavg").read().strip())
-    print("W6-PEERS threads=%d numpy_ms=%.3f torch_ms=%s" % (
-        threads, np_ms, "%.3f" % torch_ms if torch_ms is not None else "n/a"), flush=True)
+    print("W6-PEERS threads=%d numpy_ms=%.3f torch_ms=%s numpy_cpu=%.3f torch_cpu=%s" % (
+        threads, np_ms, "%.3f" % torch_ms if torch_ms is not None else "n/a", np_cpu,
+        "%.3f" % torch_cpu if torch_cpu is not None else "n/a"), flush=True)
+
+
+def summarize(path):
+    rounds, cur = [], None
+    for line in open(path):
+        tag = line.split(" ", 1)[0]
+        if tag not in ("W6-RESULT", "W6-PEERS"):
+            continue
+        kv = dict(f.split("=", 1) for f in line.split()[1:])
+        t = int(kv.pop("threads"))
+        if tag == "W6-RESULT" and t == 1:  # a new round starts with rlx-bench-w6 at 1 thread
+            cur = {}
+            rounds.append(cur)
+        if cur is None:
+            continue
+        for k, v in kv.items():
+            try:
+                cur[(k, t)] = float(v)
+            except ValueError:  # "n/a", "FAILED:..."
+                pass
+    cols = [("librlx ref", "ref"), ("librlx jit", "jit"), ("NumPy", "numpy"), ("PyTorch eager", "torch"),
+            ("GEMM limit", "gemm")]
+
+    def med(v):
+        v = sorted(v)
+        n = len(v)
+        return None if not n else v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+    def fmt(x, f="%.2f"):
+        return "n/a" if x is None else f % x
+
+    print("%d rounds from %s" % (len(rounds), path))
+    for unit, suffix in (("ms/step (wall, median of rounds)", "ms"), ("process CPU ms/step", "cpu")):
+        print("\n| %s | 1 thread | 2 threads |\n|---|---:|---:|" % unit)
+        for name, key in cols:
+            print("| %s | %s |" % (name, " | ".join(fmt(med([r[(key + "_" + suffix, t)] for r in rounds
+                                                              if (key + "_" + suffix, t) in r])) for t in (1, 2))))
+        if suffix == "cpu":
+            break
+        print("\n| ratio (median over rounds of same-round ratios) | 1 thread | 2 threads |\n|---|---:|---:|")
+        for a in ("ref", "jit"):
+            for b in ("numpy", "torch", "gemm"):
+                vals = []
+                for t in (1, 2):
+                    vals.append(med([r[(a + "_ms", t)] / r[(b + "_ms", t)] for r in rounds
+                                     if (a + "_ms", t) in r and (b + "_ms", t) in r]))
+                print("| librlx %s / %s | %s |" % (a, dict(numpy="NumPy", torch="PyTorch", gemm="GEMM limit")[b],
+                                                   " | ".join(fmt(v) for v in vals)))
 
 
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--summarize"] and len(args) == 2:
+        summarize(args[1])
+        return
     warmup, steps, threads = 5, 40, None
     while args:
         a = args.pop(0)
