@@ -10,10 +10,10 @@ ASAN_ENV = ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: help deps build demo test test-asan test-valgrind install clean
+.PHONY: help deps build demo test test-asan test-valgrind test-tsan fuzz install clean
 
 help:
-	@echo "targets: deps build (default) demo test test-asan test-valgrind install [PREFIX=$(PREFIX)] clean"
+	@echo "targets: deps build (default) demo test test-asan test-valgrind test-tsan fuzz [FUZZ_SECONDS=$(FUZZ_SECONDS)] install [PREFIX=$(PREFIX)] clean"
 
 deps:
 	@bash scripts/install-deps.sh
@@ -52,6 +52,24 @@ test-valgrind: build
 	  $(if $(VALGRIND_LABELS),-L '$(VALGRIND_LABELS)') \
 	  --overwrite MemoryCheckCommand=$$(command -v valgrind) \
 	  --overwrite 'MemoryCheckCommandOptions=$(VALGRIND_OPTIONS)'
+
+# ThreadSanitizer (GCC's) over the C unit tests; tests/test_stress.c is the
+# concurrency test. Python is left out for the reason given at test-asan.
+# OpenBLAS runs on one thread: its own threads are not instrumented.
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1
+test-tsan: deps
+	@test -f build-tsan/CMakeCache.txt || \
+	  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_BUILD_BENCH=OFF \
+	    -DCMAKE_C_FLAGS='-fsanitize=thread -fno-omit-frame-pointer' \
+	    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j2 --timeout $(TEST_TIMEOUT) -L unit
+
+# libFuzzer targets (clang-19, libclang-rt-19-dev): builds build-fuzz/ and
+# runs each fuzzer FUZZ_SECONDS seconds from the seeds in tests/fuzz/corpus.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash tests/fuzz/run.sh
 
 install: build
 	cmake --install build --prefix '$(PREFIX)'

@@ -12,8 +12,9 @@
 int cg_host_describe(char *buf, size_t cap);
 
 /* A compiled LOOP kernel: buffers[0] is the output, buffers[i] args[i];
- * runs loop dim 0 over [begin, end). */
-typedef void (*cg_kernel_fn)(void *const *buffers, int64_t begin, int64_t end);
+ * consts[s] the value of CONST slot s (sched_kernel_consts); runs loop
+ * dim 0 over [begin, end). */
+typedef void (*cg_kernel_fn)(void *const *buffers, const double *consts, int64_t begin, int64_t end);
 
 /* Counters of one realization, added to by cg_kernel_get. */
 typedef struct {

@@ -38,7 +38,8 @@ LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTy
 LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
 
 /* cg_kernel.c: builds function `name` of kernel k into m's module:
- * void name(void *const *buffers, int64_t begin, int64_t end). */
+ * void name(void *const *buffers, const double *consts, int64_t begin,
+ * int64_t end). */
 rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap);
 
 #endif

@@ -19,6 +19,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -92,6 +93,19 @@ static void jit_init(void)
     const char *d = getenv("RLX_DEBUG");
     J.debug = d ? atoi(d) : 0;
     J.init_status = RLX_E_JIT;
+    /* RLX_LLVM_ARGS: LLVM command-line options, space separated (a debugging
+     * knob, like RLX_JIT_PASSES: e.g. "-force-vector-interleave=2") */
+    const char *la = getenv("RLX_LLVM_ARGS");
+    if (la && *la) {
+        static char buf[512];
+        static const char *argv[16];
+        int argc = 0;
+        snprintf(buf, sizeof buf, "%s", la);
+        argv[argc++] = "rlx";
+        for (char *t = strtok(buf, " "); t && argc < 16; t = strtok(NULL, " "))
+            argv[argc++] = t;
+        LLVMParseCommandLineOptions(argc, argv, NULL);
+    }
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         snprintf(J.init_msg, sizeof J.init_msg, "LLVM has no native target in this build");
         return;

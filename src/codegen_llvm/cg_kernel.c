@@ -2,11 +2,14 @@
  * cg_kernel.c — one scheduled LOOP kernel (passes/schedule.c) as one LLVM
  * function:
  *
- *   void name(void *const *buffers, int64_t begin, int64_t end)
+ *   void name(void *const *buffers, const double *consts, int64_t begin, int64_t end)
  *
- * buffers[0] is the output, buffers[i] the kernel's args; [begin, end) is
- * the range of loop dim 0, which the runtime may split between threads.
- * Shapes and strides are constants, so every inner trip count is known.
+ * buffers[0] is the output, buffers[i] the kernel's args; consts[s] is the
+ * value of CONST slot s (read once, before the loops, and converted to the
+ * constant's dtype: values are arguments, so a changed scalar reuses the
+ * code); [begin, end) is the range of loop dim 0, which the runtime may
+ * split between threads. Shapes and strides are constants, so every inner
+ * trip count is known.
  * The body is plain scalar IR written the way clang writes it (loop
  * counters and accumulators in allocas, one load/compute/store per element)
  * and left to LLVM's O3 pipeline: mem2reg, LICM hoists what the inner
@@ -25,6 +28,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <llvm-c/DebugInfo.h>
 
 #include "codegen_llvm/cg_internal.h"
 
@@ -68,6 +73,7 @@ typedef struct {
     LLVMBuilderRef b;
     LLVMValueRef fn;
     LLVMValueRef *bufs;              /* the noalias arguments */
+    LLVMValueRef *cvals;             /* per CONST slot: its value in its dtype */
     LLVMValueRef begin, end;
     LLVMValueRef ivslot[SCHED_MAX_LOOP]; /* loop counters (allocas) */
     LLVMValueRef iv[SCHED_MAX_LOOP];     /* their values inside the open loops */
@@ -78,9 +84,10 @@ typedef struct {
     int r1, r2;                          /* reduced dims are [r1, r2) */
     int64_t acc_stride[SCHED_MAX_LOOP];  /* accumulator index over the tail dims */
     int64_t acc_count;
+    int interleave, width;               /* forced on the innermost loop when > 1 */
     char *msg;
     size_t cap;
-    bool failed;
+    bool failed, oom;
 } kctx;
 
 static LLVMTypeRef reg_type(cg_mod *m, rlx_dtype dt)
@@ -312,11 +319,7 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     LLVMTypeRef t = reg_type(m, in->dtype);
     switch (in->kind) {
     case SCHED_I_LOAD: return load(c, in->arg, in->dtype, affine(c, &in->idx));
-    case SCHED_I_CONST:
-        if (ir_dtype_is_float(in->dtype))
-            return cf(t, in->value);
-        /* the scheduler saturated it; 2^63 itself is INT64_MAX */
-        return ci(c, t, in->value >= 0x1p63 ? INT64_MAX : (long long)in->value);
+    case SCHED_I_CONST: return c->cvals[in->arg]; /* loaded in the entry block */
     case SCHED_I_IOTA: {
         /* start + (double)i * step in double, then stored as the reference stores */
         LLVMValueRef i = LLVMBuildSIToFP(c->b, affine(c, &in->idx), m->f64, "");
@@ -324,6 +327,10 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
         return convert(c, v, RLX_F64, in->dtype);
     }
     case SCHED_I_OP: break;
+    case SCHED_I_REDUCE: /* emitted by emit_phased, never here */
+        snprintf(c->msg, c->cap, "code generator: a reduction phase outside a phased kernel");
+        c->failed = true;
+        return LLVMGetUndef(t);
     }
     const ir_op_info *info = &ir_ops[in->op];
     LLVMValueRef a = c->vals[in->src[0]];
@@ -364,11 +371,38 @@ static void open_loop(kctx *c, int d)
     c->iv[d] = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
 }
 
+/* !llvm.loop !{self, !{"llvm.loop.vectorize.width", i32 w}?,
+ * !{"llvm.loop.interleave.count", i32 n}?} on a back edge. The
+ * vectorizer's cost model keeps one vector in flight for long math bodies,
+ * whose latency chains then serialize; and it sizes vectors by the widest
+ * type, so an f32 row summed in f64 would run 8 lanes, not 16. */
+static void set_loop_md(kctx *c, LLVMValueRef br, int width, int interleave)
+{
+    LLVMContextRef ctx = c->m->ctx;
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+    LLVMMetadataRef ops[3] = {tmp};
+    unsigned nops = 1;
+    const char *keys[2] = {"llvm.loop.vectorize.width", "llvm.loop.interleave.count"};
+    int vals[2] = {width, interleave};
+    for (int i = 0; i < 2; i++) {
+        if (vals[i] <= 1)
+            continue;
+        LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(ctx, keys[i], strlen(keys[i])),
+                                 LLVMValueAsMetadata(LLVMConstInt(c->m->i32, (unsigned)vals[i], 0))};
+        ops[nops++] = LLVMMDNodeInContext2(ctx, kv, 2);
+    }
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(ctx, ops, nops);
+    LLVMMetadataReplaceAllUsesWith(tmp, loop); /* self reference; frees tmp */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, loop));
+}
+
 static void close_loop(kctx *c, int d)
 {
     LLVMValueRef next = LLVMBuildNSWAdd(c->b, c->iv[d], ci(c, c->m->i64, 1), "");
     LLVMBuildStore(c->b, next, c->ivslot[d]);
-    LLVMBuildBr(c->b, c->head[d]);
+    LLVMValueRef br = LLVMBuildBr(c->b, c->head[d]);
+    if (d == c->k->rank - 1 && (c->interleave > 1 || c->width > 1))
+        set_loop_md(c, br, c->width, c->interleave);
     LLVMPositionBuilderAtEnd(c->b, c->exit[d]);
 }
 
@@ -382,11 +416,8 @@ static LLVMValueRef value_out(kctx *c) { return c->vals[c->k->ninstr - 1]; }
 
 /* ----------------------------------------------------------- reductions */
 
-static LLVMValueRef red_identity(kctx *c)
+static LLVMValueRef red_identity(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
 {
-    ir_op op = c->k->red_op;
-    rlx_dtype dt = c->k->node->dtype;
-    LLVMTypeRef t = c->acc_t;
     if (ir_dtype_is_float(dt)) {
         double v = op == IR_OP_SUM ? 0 : op == IR_OP_PROD ? 1 : op == IR_OP_RMAX ? -INFINITY : INFINITY;
         return cf(t, v);
@@ -399,10 +430,8 @@ static LLVMValueRef red_identity(kctx *c)
     }
 }
 
-static LLVMValueRef red_combine(kctx *c, LLVMValueRef a, LLVMValueRef v)
+static LLVMValueRef red_combine(kctx *c, ir_op op, rlx_dtype dt, LLVMValueRef a, LLVMValueRef v)
 {
-    ir_op op = c->k->red_op;
-    rlx_dtype dt = c->k->node->dtype;
     if (ir_dtype_is_float(dt)) {
         LLVMValueRef r;
         switch (op) {
@@ -427,6 +456,13 @@ static LLVMValueRef red_combine(kctx *c, LLVMValueRef a, LLVMValueRef v)
     }
 }
 
+/* The accumulator type: f32 sums and products accumulate in f64. */
+static LLVMTypeRef acc_type(kctx *c, ir_op op, rlx_dtype dt)
+{
+    bool wide = (op == IR_OP_SUM || op == IR_OP_PROD) && dt == RLX_F32;
+    return wide ? c->m->f64 : reg_type(c->m, dt);
+}
+
 static LLVMValueRef acc_ptr(kctx *c)
 {
     LLVMValueRef idx = ci(c, c->m->i64, 0);
@@ -444,7 +480,7 @@ static void emit_reduce(kctx *c)
     /* init the accumulators of this output row */
     for (int d = c->r2; d < k->rank; d++)
         open_loop(c, d);
-    LLVMBuildStore(c->b, red_identity(c), acc_ptr(c));
+    LLVMBuildStore(c->b, red_identity(c, k->red_op, dt, c->acc_t), acc_ptr(c));
     for (int d = k->rank - 1; d >= c->r2; d--)
         close_loop(c, d);
     /* accumulate over the reduced dims (and the row, innermost) */
@@ -457,7 +493,7 @@ static void emit_reduce(kctx *c)
     if (c->acc_t != reg_type(c->m, dt))
         v = LLVMBuildFPExt(c->b, v, c->acc_t, "");
     LLVMValueRef p = acc_ptr(c);
-    LLVMBuildStore(c->b, red_combine(c, LLVMBuildLoad2(c->b, c->acc_t, p, ""), v), p);
+    LLVMBuildStore(c->b, red_combine(c, k->red_op, dt, LLVMBuildLoad2(c->b, c->acc_t, p, ""), v), p);
     for (int d = k->rank - 1; d >= c->r1; d--)
         close_loop(c, d);
     /* store the row */
@@ -486,6 +522,235 @@ static void emit_elementwise(kctx *c)
         close_loop(c, d);
 }
 
+/* Bodies with these run MATH_INTERLEAVE vectors per iteration, twice
+ * that with two or more (their chains are longer): measured on W1 (one
+ * tanh) 4 beats 1, 2 and 8; on W2 (exp and tanh) 8 beats 4 by 12%. */
+enum { MATH_INTERLEAVE = 4 };
+static bool is_math(ir_op op)
+{
+    switch (op) {
+    case IR_OP_EXP: case IR_OP_LOG: case IR_OP_TANH: case IR_OP_SIGMOID: case IR_OP_ERF: case IR_OP_SIN:
+    case IR_OP_COS: return true;
+    default: return false;
+    }
+}
+
+/* ------------------------------------------------------- phased kernels */
+
+/* Element values needed by several passes over a row are kept in a row
+ * buffer on the stack (at most STASH_BYTES in all, so a caller's small
+ * thread stack suffices) when they cost a math function to recompute. */
+enum { STASH_BYTES = 128 * 1024 };
+
+static int nsrc_of(const sched_instr *in)
+{
+    if (in->kind == SCHED_I_REDUCE)
+        return 1;
+    if (in->kind != SCHED_I_OP)
+        return 0;
+    switch (ir_ops[in->op].cls) {
+    case IR_CLS_TERNARY: return 3;
+    case IR_CLS_BINARY: return 2;
+    default: return 1;
+    }
+}
+
+/* Marks what loop `root` needs of the element-level instructions: mark[i]
+ * set for each (a stashed value already filled is a leaf). */
+static void mark_closure(const sched_kernel *k, const unsigned char *level, const unsigned char *filled, int root,
+                         unsigned char *mark)
+{
+    memset(mark, 0, (size_t)k->ninstr);
+    mark[root] = 1;
+    for (int i = root; i >= 0; i--) {
+        if (!mark[i] || !level[i] || (filled && filled[i]))
+            continue;
+        for (int s = 0; s < nsrc_of(&k->instr[i]); s++)
+            mark[k->instr[i].src[s]] = 1;
+    }
+}
+
+static bool has_phase(const sched_kernel *k)
+{
+    for (int i = 0; i < k->ninstr; i++)
+        if (k->instr[i].kind == SCHED_I_REDUCE)
+            return true;
+    return false;
+}
+
+/* A row kernel: loop dims [0, r1) are the rows, [r1, rank) the row. Per
+ * row: the per-row values that need no phase, then per SCHED_I_REDUCE a
+ * pass over the row accumulating its source followed by the per-row
+ * values it enables, then the store (a pass over the row when the stored
+ * value depends on it, else one store). */
+static void emit_phased(kctx *c)
+{
+    const sched_kernel *k = c->k;
+    cg_mod *m = c->m;
+    int n = k->ninstr, r1 = k->rank;
+    for (int d = 0; d < k->rank; d++)
+        if (k->red_mask >> d & 1 && r1 == k->rank)
+            r1 = d;
+    int64_t rowlen = 1, rstride[SCHED_MAX_LOOP];
+    for (int d = k->rank - 1; d >= r1; d--) {
+        rstride[d] = rowlen;
+        rowlen *= k->shape[d];
+    }
+    unsigned char *level = ir_calloc((size_t)n, 1), *mark = ir_calloc((size_t)n, 1);
+    unsigned char *stash = ir_calloc((size_t)n, 1), *filled = ir_calloc((size_t)n, 1), *uses = ir_calloc((size_t)n, 1);
+    int *stage = ir_calloc((size_t)n, sizeof *stage), *phases = ir_calloc((size_t)n + 1, sizeof *phases);
+    LLVMValueRef *slot = ir_calloc((size_t)n, sizeof *slot);
+    if (!level || !mark || !stash || !filled || !uses || !stage || !phases || !slot) {
+        snprintf(c->msg, c->cap, "out of memory generating a kernel");
+        c->failed = c->oom = true;
+        goto out;
+    }
+    /* levels (1: depends on the row dims) and stages (the phases a per-row
+     * value waits for) */
+    int np = 0;
+    for (int i = 0; i < n; i++) {
+        const sched_instr *in = &k->instr[i];
+        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
+            for (int d = r1; d < k->rank; d++)
+                level[i] |= in->idx.stride[d] != 0;
+        } else if (in->kind == SCHED_I_REDUCE) {
+            stage[i] = np + 1;
+            phases[np++] = i;
+        } else {
+            for (int s = 0; s < nsrc_of(in); s++) {
+                level[i] |= level[in->src[s]];
+                if (stage[in->src[s]] > stage[i])
+                    stage[i] = stage[in->src[s]];
+            }
+        }
+    }
+    /* the store runs over the row when its value or its place depends on it */
+    int last = n - 1;
+    bool row_store = level[last];
+    for (int d = r1; d < k->rank; d++)
+        row_store |= k->out.stride[d] != 0;
+    int nloops = np + (row_store ? 1 : 0);
+    phases[np] = last;
+    /* stash: a math result that more than one pass needs */
+    for (int L = 0; L < nloops; L++) {
+        int root = L < np ? k->instr[phases[L]].src[0] : last;
+        mark_closure(k, level, NULL, root, mark);
+        for (int i = 0; i < n; i++)
+            if (mark[i] && level[i] && uses[i] < 2)
+                uses[i]++;
+    }
+    int64_t budget = STASH_BYTES;
+    for (int i = 0; i < n; i++) {
+        const sched_instr *in = &k->instr[i];
+        int64_t bytes = rowlen * (int64_t)ir_dtype_size(in->dtype);
+        if (uses[i] > 1 && in->kind == SCHED_I_OP && is_math(in->op) && bytes <= budget) {
+            stash[i] = 1;
+            budget -= bytes;
+            LLVMTypeRef at = LLVMArrayType2(reg_type(m, in->dtype), (uint64_t)rowlen);
+            slot[i] = LLVMBuildAlloca(c->b, at, "stash");
+            LLVMSetAlignment(slot[i], 64);
+        }
+    }
+    /* one accumulator per phase (allocas in the entry block) */
+    LLVMValueRef accs[64];
+    for (int L = 0; L < np; L++) {
+        const sched_instr *in = &k->instr[phases[L]];
+        accs[L] = LLVMBuildAlloca(c->b, acc_type(c, in->op, in->dtype), "acc");
+    }
+    for (int d = 0; d < r1; d++)
+        open_loop(c, d);
+    for (int stg = 0; stg <= np && !c->failed; stg++) {
+        /* the per-row values of this stage */
+        for (int i = 0; i < n && !c->failed; i++)
+            if (!level[i] && stage[i] == stg && k->instr[i].kind != SCHED_I_REDUCE)
+                c->vals[i] = emit_instr(c, &k->instr[i]);
+        if (stg == np)
+            break;
+        /* pass stg over the row */
+        int ri = phases[stg];
+        const sched_instr *red = &k->instr[ri];
+        LLVMTypeRef at = acc_type(c, red->op, red->dtype);
+        LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), accs[stg]);
+        for (int d = r1; d < k->rank; d++)
+            open_loop(c, d);
+        int root = red->src[0];
+        LLVMValueRef v = NULL;
+        if (level[root]) {
+            LLVMValueRef idx = ci(c, m->i64, 0);
+            for (int d = r1; d < k->rank; d++)
+                idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, rstride[d]), ""), "");
+            mark_closure(k, level, filled, root, mark);
+            for (int i = 0; i <= root && !c->failed; i++) {
+                if (!mark[i] || !level[i])
+                    continue;
+                LLVMTypeRef t = reg_type(m, k->instr[i].dtype);
+                LLVMValueRef p = stash[i] ? LLVMBuildInBoundsGEP2(c->b, t, slot[i], &idx, 1, "") : NULL;
+                if (stash[i] && filled[i]) {
+                    c->vals[i] = LLVMBuildLoad2(c->b, t, p, "");
+                    continue;
+                }
+                c->vals[i] = emit_instr(c, &k->instr[i]);
+                if (stash[i])
+                    LLVMBuildStore(c->b, c->vals[i], p);
+            }
+            for (int i = 0; i <= root; i++)
+                if (mark[i] && stash[i])
+                    filled[i] = 1;
+        }
+        if (c->failed)
+            break;
+        v = c->vals[root];
+        rlx_dtype sdt = k->instr[root].dtype;
+        if (LLVMTypeOf(v) != at)
+            v = convert(c, v, sdt, at == m->f64 ? RLX_F64 : red->dtype);
+        LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, accs[stg], ""), v),
+                       accs[stg]);
+        for (int d = k->rank - 1; d >= r1; d--)
+            close_loop(c, d);
+        LLVMValueRef a = LLVMBuildLoad2(c->b, at, accs[stg], "");
+        if (at != reg_type(m, red->dtype))
+            a = convert(c, a, RLX_F64, red->dtype);
+        c->vals[ri] = a;
+    }
+    if (!c->failed) {
+        if (row_store) {
+            for (int d = r1; d < k->rank; d++)
+                open_loop(c, d);
+            LLVMValueRef idx = ci(c, m->i64, 0);
+            for (int d = r1; d < k->rank; d++)
+                idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, rstride[d]), ""), "");
+            mark_closure(k, level, filled, last, mark);
+            for (int i = 0; i <= last && !c->failed; i++) {
+                if (!mark[i] || !level[i])
+                    continue;
+                if (stash[i] && filled[i]) {
+                    LLVMTypeRef t = reg_type(m, k->instr[i].dtype);
+                    c->vals[i] = LLVMBuildLoad2(c->b, t, LLVMBuildInBoundsGEP2(c->b, t, slot[i], &idx, 1, ""), "");
+                } else {
+                    c->vals[i] = emit_instr(c, &k->instr[i]);
+                }
+            }
+            if (!c->failed)
+                store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
+            for (int d = k->rank - 1; d >= r1; d--)
+                close_loop(c, d);
+        } else {
+            store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
+        }
+        for (int d = r1 - 1; d >= 0; d--)
+            close_loop(c, d);
+    }
+out:
+    ir_free(level);
+    ir_free(mark);
+    ir_free(stash);
+    ir_free(filled);
+    ir_free(uses);
+    ir_free(stage);
+    ir_free(phases);
+    ir_free(slot);
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static void add_attr(cg_mod *m, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name)
@@ -494,34 +759,55 @@ static void add_attr(cg_mod *m, LLVMValueRef fn, LLVMAttributeIndex idx, const c
     LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->ctx, kind, 0));
 }
 
+/* A constant of the array (a double) as a value of dt, the way the
+ * scheduler already converted it: exact for f32, saturated integers (2^63
+ * itself saturates to INT64_MAX), 0/1 for bool. */
+static LLVMValueRef const_value(kctx *c, LLVMValueRef consts, int slot, rlx_dtype dt)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef ix = ci(c, m->i64, slot);
+    LLVMValueRef v = LLVMBuildLoad2(c->b, m->f64, LLVMBuildInBoundsGEP2(c->b, m->f64, consts, &ix, 1, ""), "");
+    LLVMSetAlignment(v, 8);
+    switch (dt) {
+    case RLX_F64: return v;
+    case RLX_F32: return LLVMBuildFPTrunc(c->b, v, m->f32, "");
+    case RLX_BOOL: return LLVMBuildFCmp(c->b, LLVMRealUNE, v, cf(m->f64, 0), "");
+    default: return cg_intrinsic2(m, c->b, "llvm.fptosi.sat", reg_type(m, dt), m->f64, &v, 1);
+    }
+}
+
 rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap)
 {
     int na = k->nargs;
-    LLVMTypeRef *pt = ir_alloc((size_t)(na + 2) * sizeof *pt);
+    /* body parameters: the na buffers, consts, begin, end */
+    LLVMTypeRef *pt = ir_alloc((size_t)(na + 3) * sizeof *pt);
     LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
     LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
-    if (!pt || !bufs || !vals) {
+    LLVMValueRef *cvals = ir_calloc((size_t)(k->nconsts ? k->nconsts : 1), sizeof *cvals);
+    if (!pt || !bufs || !vals || !cvals) {
         ir_free(pt);
         ir_free(bufs);
         ir_free(vals);
+        ir_free(cvals);
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;
     }
-    for (int i = 0; i < na; i++)
+    for (int i = 0; i <= na; i++)
         pt[i] = m->ptr;
-    pt[na] = pt[na + 1] = m->i64;
+    pt[na + 1] = pt[na + 2] = m->i64;
     /* the body: noalias buffers, so the vectorizer needs no runtime checks */
     char bname[96];
     snprintf(bname, sizeof bname, "%s_body", name);
-    LLVMValueRef body = LLVMAddFunction(m->mod, bname, LLVMFunctionType(m->vd, pt, (unsigned)na + 2, 0));
+    LLVMValueRef body = LLVMAddFunction(m->mod, bname, LLVMFunctionType(m->vd, pt, (unsigned)na + 3, 0));
     LLVMSetLinkage(body, LLVMInternalLinkage);
     add_attr(m, body, LLVMAttributeFunctionIndex, "nounwind");
-    for (int i = 0; i < na; i++) {
+    for (int i = 0; i <= na; i++) {
         add_attr(m, body, (LLVMAttributeIndex)(i + 1), "noalias");
         add_attr(m, body, (LLVMAttributeIndex)(i + 1), "nocapture");
         if (i > 0)
             add_attr(m, body, (LLVMAttributeIndex)(i + 1), "readonly");
-        bufs[i] = LLVMGetParam(body, (unsigned)i);
+        if (i < na)
+            bufs[i] = LLVMGetParam(body, (unsigned)i);
     }
     kctx c;
     memset(&c, 0, sizeof c);
@@ -530,18 +816,29 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     c.fn = body;
     c.bufs = bufs;
     c.vals = vals;
-    c.begin = LLVMGetParam(body, (unsigned)na);
-    c.end = LLVMGetParam(body, (unsigned)na + 1);
+    c.cvals = cvals;
+    c.begin = LLVMGetParam(body, (unsigned)na + 1);
+    c.end = LLVMGetParam(body, (unsigned)na + 2);
     c.msg = msg;
     c.cap = cap;
     c.b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
     for (int d = 0; d < k->rank; d++)
         c.ivslot[d] = LLVMBuildAlloca(c.b, m->i64, "");
+    int nmath = 0;
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        if (in->kind == SCHED_I_CONST)
+            cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na), in->arg, in->dtype);
+        nmath += in->kind == SCHED_I_OP && is_math(in->op);
+    }
+    if (nmath)
+        c.interleave = nmath > 1 ? 2 * MATH_INTERLEAVE : MATH_INTERLEAVE;
+    /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
+    if ((k->red_op != IR_OP_COUNT || has_phase(k)) && k->node->dtype == RLX_F32)
+        c.width = 16;
     if (k->red_op != IR_OP_COUNT) {
-        rlx_dtype dt = k->node->dtype;
-        bool wide = (k->red_op == IR_OP_SUM || k->red_op == IR_OP_PROD) && dt == RLX_F32;
-        c.acc_t = wide ? m->f64 : reg_type(m, dt);
+        c.acc_t = acc_type(&c, k->red_op, k->node->dtype);
         c.r1 = k->rank;
         c.r2 = k->rank;
         for (int d = 0; d < k->rank; d++) {
@@ -563,17 +860,19 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         c.acc = LLVMBuildAlloca(c.b, at, "acc");
         LLVMSetAlignment(c.acc, 64);
         emit_reduce(&c);
+    } else if (k->red_mask || has_phase(k)) { /* (rows of extent 1 leave no row dim) */
+        emit_phased(&c);
     } else {
         emit_elementwise(&c);
     }
     if (!c.failed)
         LLVMBuildRetVoid(c.b);
     /* the entry point: unpack the buffer table, call the body */
-    LLVMTypeRef et[3] = {m->ptr, m->i64, m->i64};
-    LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->vd, et, 3, 0));
+    LLVMTypeRef et[4] = {m->ptr, m->ptr, m->i64, m->i64};
+    LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->vd, et, 4, 0));
     add_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind");
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
-    LLVMValueRef *args = ir_alloc((size_t)(na + 2) * sizeof *args);
+    LLVMValueRef *args = ir_alloc((size_t)(na + 3) * sizeof *args);
     if (args) {
         for (int i = 0; i < na; i++) {
             LLVMValueRef ix = ci(&c, m->i64, i);
@@ -582,7 +881,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         }
         args[na] = LLVMGetParam(fn, 1);
         args[na + 1] = LLVMGetParam(fn, 2);
-        LLVMBuildCall2(c.b, LLVMGlobalGetValueType(body), body, args, (unsigned)na + 2, "");
+        args[na + 2] = LLVMGetParam(fn, 3);
+        LLVMBuildCall2(c.b, LLVMGlobalGetValueType(body), body, args, (unsigned)na + 3, "");
         LLVMBuildRetVoid(c.b);
     }
     LLVMDisposeBuilder(c.b);
@@ -590,9 +890,10 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     ir_free(pt);
     ir_free(bufs);
     ir_free(vals);
+    ir_free(cvals);
     if (!args) {
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;
     }
-    return c.failed ? RLX_E_INTERNAL : RLX_OK;
+    return c.oom ? RLX_E_NOMEM : c.failed ? RLX_E_INTERNAL : RLX_OK;
 }

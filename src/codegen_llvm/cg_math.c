@@ -6,7 +6,9 @@
  * always-inline, which the loop vectorizer widens with the loop.
  *
  * f32: exp, log, tanh and sigmoid compute in f32 (Cephes-style
- * polynomials); sin, cos and erf compute in f64 and round once.
+ * polynomials; exp scales by 2^n with an integer add into the exponent
+ * field, tanh is e^(2|x|) - 1 over itself + 2); sin, cos and erf compute
+ * in f64 and round once.
  * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
  * against double-precision libm, is checked by tests/test_jit.c.
  */
@@ -89,31 +91,65 @@ static LLVMValueRef call1(mb *c, LLVMValueRef fn, LLVMValueRef x)
 
 /* ------------------------------------------------------------------ exp */
 
+/* Cephes expf: ln2 = 0.693359375 - 2.12194440e-4 (n*C1 exact), and the
+ * degree-5 polynomial of (e^r - 1 - r)/r^2 on |r| <= ln2/2. */
+static const double EXPF_P[6] = {5.0000001201E-1, 1.6666665459E-1, 4.1665795894E-2,
+                                 8.3334519073E-3, 1.3981999507E-3, 1.9875691500E-4};
+
+/* f32 range reduction y = n ln2 + r with n = round(y / ln2) by the
+ * 1.5*2^23 trick: t = y*log2(e) + 1.5*2^23 holds n in its low mantissa
+ * bits, so bitcast(t) << 23 is n << 23 with no float -> int conversion.
+ * Gives t (as i32 bits) and e^r - 1 = r + r^2 P(r). */
+static LLVMValueRef expm1_core32(mb *c, LLVMValueRef y, LLVMValueRef *tbits, LLVMValueRef *nf)
+{
+    LLVMValueRef t = fma3(c, y, K(c, 0x1.715476p+0), K(c, 0x1.8p23));
+    LLVMValueRef n = m_sub(c, t, K(c, 0x1.8p23));
+    LLVMValueRef r = fma3(c, n, K(c, -0.693359375), y);
+    r = fma3(c, n, K(c, 2.12194440e-4), r);
+    *tbits = LLVMBuildBitCast(c->b, t, c->it, "");
+    *nf = n;
+    return fma3(c, m_mul(c, r, r), horner(c, r, EXPF_P, 6), r);
+}
+
+static LLVMValueRef emit_exp32(mb *c, LLVMValueRef x)
+{
+    /* HI: the largest f32 whose exp is finite; below -104 the result is 0.
+     * The clamp keeps NaN (ordered compares), and so does the end. */
+    const double hi = 88.72283172607421875, lo = -104.0;
+    LLVMValueRef xc = sel(c, fcmp(c, LLVMRealOLT, x, K(c, lo)), K(c, lo), x);
+    xc = sel(c, fcmp(c, LLVMRealOGT, xc, K(c, hi)), K(c, hi), xc);
+    LLVMValueRef tb, n;
+    LLVMValueRef y = m_add(c, expm1_core32(c, xc, &tb, &n), K(c, 1)); /* in [0.7, 1.42] */
+    /* y * 2^n by adding n to y's exponent field: exact in the normal range
+     * (n >= -125); below it, add n + 32 and multiply by 2^-32, so subnormal
+     * results round once. n <= 128 only where y < 1 (x <= HI). */
+    LLVMValueRef small = fcmp(c, LLVMRealOLT, n, K(c, -125.5));
+    tb = sel(c, small, LLVMBuildAdd(c->b, tb, KI(c, 32), ""), tb);
+    LLVMValueRef yb = LLVMBuildBitCast(c->b, y, c->it, "");
+    yb = LLVMBuildAdd(c->b, yb, LLVMBuildShl(c->b, tb, KI(c, 23), ""), "");
+    LLVMValueRef res = LLVMBuildBitCast(c->b, yb, c->t, "");
+    res = sel(c, small, m_mul(c, res, K(c, 0x1p-32)), res);
+    /* x > HI gives inf, NaN stays NaN: both are x + inf */
+    return sel(c, fcmp(c, LLVMRealUGT, x, K(c, hi)), m_add(c, x, K(c, INFINITY)), res);
+}
+
 static LLVMValueRef emit_exp(mb *c, LLVMValueRef x)
 {
+    if (!c->f64)
+        return emit_exp32(c, x);
     /* Clamp to where the result is inf or 0 anyway (NaN passes through). */
-    double hi = c->f64 ? 710.0 : 89.0, lo = c->f64 ? -746.0 : -104.0;
+    double hi = 710.0, lo = -746.0;
     LLVMValueRef xc = sel(c, fcmp(c, LLVMRealOGT, x, K(c, hi)), K(c, hi), x);
     xc = sel(c, fcmp(c, LLVMRealOLT, xc, K(c, lo)), K(c, lo), xc);
     LLVMValueRef n = un(c, "llvm.roundeven", m_mul(c, xc, K(c, 0x1.71547652b82fep+0)));
-    LLVMValueRef r, p;
-    if (c->f64) {
-        /* r = x - n ln2 in two parts (ln2_hi has 32 bits: n*ln2_hi exact) */
-        r = fma3(c, n, K(c, -6.93147180369123816490e-01), xc);
-        r = fma3(c, n, K(c, -1.90821492927058770002e-10), r);
-        /* Taylor to degree 13 on |r| <= ln2/2: truncation 4e-18 */
-        static const double T[12] = {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
-                                     1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600,
-                                     1.0 / 6227020800.0};
-        p = horner(c, r, T, 12);
-    } else {
-        /* Cephes expf: ln2 = 0.693359375 - 2.12194440e-4 */
-        r = fma3(c, n, K(c, -0.693359375), xc);
-        r = fma3(c, n, K(c, 2.12194440e-4), r);
-        static const double P[6] = {5.0000001201E-1, 1.6666665459E-1, 4.1665795894E-2,
-                                    8.3334519073E-3, 1.3981999507E-3, 1.9875691500E-4};
-        p = horner(c, r, P, 6);
-    }
+    /* r = x - n ln2 in two parts (ln2_hi has 32 bits: n*ln2_hi exact) */
+    LLVMValueRef r = fma3(c, n, K(c, -6.93147180369123816490e-01), xc);
+    r = fma3(c, n, K(c, -1.90821492927058770002e-10), r);
+    /* Taylor to degree 13 on |r| <= ln2/2: truncation 4e-18 */
+    static const double T[12] = {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                                 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600,
+                                 1.0 / 6227020800.0};
+    LLVMValueRef p = horner(c, r, T, 12);
     LLVMValueRef y = m_add(c, fma3(c, m_mul(c, r, r), p, r), K(c, 1));
     LLVMValueRef s1, s2;
     pow2_pair(c, n, &s1, &s2);
@@ -171,23 +207,35 @@ static LLVMValueRef emit_log(mb *c, LLVMValueRef x)
 
 /* ------------------------------------------------------ tanh, sigmoid */
 
-static LLVMValueRef emit_tanh(mb *c, LLVMValueRef x)
+/* f32: tanh|x| = u / (u + 2) with u = e^(2|x|) - 1 from the exp core
+ * (e^(2|x|) - 1 = 2^n (e^r - 1) + (2^n - 1), one fma): no cancellation
+ * near 0, one division, 2 ulp over every f32. |x| is clamped at 9, where
+ * tanh rounds to 1 within an ulp (2^n stays below 2^27). */
+static LLVMValueRef emit_tanh32(mb *c, LLVMValueRef x)
 {
     LLVMValueRef ax = un(c, "llvm.fabs", x);
-    LLVMValueRef z = m_mul(c, x, x), small;
-    if (c->f64) {
-        /* Cephes tanh: x + x z P(z)/Q(z) on |x| < 0.625 */
-        static const double P[3] = {-1.61468768441708447952E3, -9.92877231001918586564E1,
-                                    -9.64399179425052238628E-1};
-        static const double Q[4] = {4.84406305325125486048E3, 2.23548839060100448583E3,
-                                    1.12811678491632931402E2, 1.0};
-        LLVMValueRef r = m_div(c, horner(c, z, P, 3), horner(c, z, Q, 4));
-        small = fma3(c, m_mul(c, x, z), r, x);
-    } else {
-        static const double P[5] = {-3.33332819422E-1, 1.33314422036E-1, -5.37397155531E-2,
-                                    2.06390887954E-2, -5.70498872745E-3};
-        small = fma3(c, m_mul(c, x, z), horner(c, z, P, 5), x);
-    }
+    ax = sel(c, fcmp(c, LLVMRealOGT, ax, K(c, 9)), K(c, 9), ax); /* NaN stays */
+    LLVMValueRef tb, n;
+    LLVMValueRef q = expm1_core32(c, m_add(c, ax, ax), &tb, &n);
+    LLVMValueRef sb = LLVMBuildAdd(c->b, LLVMBuildShl(c->b, tb, KI(c, 23), ""), KI(c, 127 << 23), "");
+    LLVMValueRef s = LLVMBuildBitCast(c->b, sb, c->t, "");
+    LLVMValueRef u = fma3(c, s, q, m_sub(c, s, K(c, 1)));
+    return copysign_(c, m_div(c, u, m_add(c, u, K(c, 2))), x);
+}
+
+static LLVMValueRef emit_tanh(mb *c, LLVMValueRef x)
+{
+    if (!c->f64)
+        return emit_tanh32(c, x);
+    LLVMValueRef ax = un(c, "llvm.fabs", x);
+    LLVMValueRef z = m_mul(c, x, x);
+    /* Cephes tanh: x + x z P(z)/Q(z) on |x| < 0.625 */
+    static const double P[3] = {-1.61468768441708447952E3, -9.92877231001918586564E1,
+                                -9.64399179425052238628E-1};
+    static const double Q[4] = {4.84406305325125486048E3, 2.23548839060100448583E3,
+                                1.12811678491632931402E2, 1.0};
+    LLVMValueRef r = m_div(c, horner(c, z, P, 3), horner(c, z, Q, 4));
+    LLVMValueRef small = fma3(c, m_mul(c, x, z), r, x);
     /* 1 - 2/(exp(2|x|) + 1): exact 1 once exp overflows */
     LLVMValueRef e = call1(c, cg_math_fn(c->m, IR_OP_EXP, c->t), m_add(c, ax, ax));
     LLVMValueRef big = copysign_(c, m_sub(c, K(c, 1), m_div(c, K(c, 2), m_add(c, e, K(c, 1)))), x);

@@ -28,11 +28,17 @@ void sched_liveness_free(sched_liveness *lv);
  * A LOOP kernel is one loop nest computing one materialized node: views
  * (permute, expand, slice, reshape) fold into the affine index of each
  * load, elementwise chains and CONST/IOTA leaves fuse, and a SUM, PROD,
- * MAX or MIN reduction absorbs its elementwise producers. A REF kernel runs
+ * MAX or MIN reduction absorbs its elementwise producers. A reduction over
+ * the trailing dims whose only reader is one kernel that broadcasts the
+ * reduced value back over the same rows is absorbed into that kernel as a
+ * phase (SCHED_I_REDUCE): softmax, layer_norm, logsumexp... are one kernel
+ * that makes several passes over each row. A REF kernel runs
  * one node through the reference evaluator (ops the code generator does not
  * cover); a VIEW kernel publishes a root that is only a view of a
  * materialized value. The loop body is a small SSA list (sched_instr) that
- * names no payload, so it is also the compile-cache key. */
+ * names no payload and no constant value (CONST leaves are read from the
+ * kernel's constant array at run time), so it is also the compile-cache
+ * key: a changed scalar (a learning rate) reuses the compiled kernel. */
 enum { SCHED_MAX_LOOP = IR_MAX_RANK + 1 };
 
 /* An element offset (or, for IOTA, an index along its axis) as an affine
@@ -42,15 +48,15 @@ typedef struct {
     int64_t stride[SCHED_MAX_LOOP];
 } sched_affine;
 
-typedef enum { SCHED_I_LOAD = 0, SCHED_I_CONST = 1, SCHED_I_IOTA = 2, SCHED_I_OP = 3 } sched_ikind;
+typedef enum { SCHED_I_LOAD = 0, SCHED_I_CONST = 1, SCHED_I_IOTA = 2, SCHED_I_OP = 3, SCHED_I_REDUCE = 4 } sched_ikind;
 
 typedef struct {
     sched_ikind kind;
-    ir_op op;           /* SCHED_I_OP: a unary, binary or ternary primitive */
+    ir_op op;           /* OP: a unary, binary or ternary primitive; REDUCE: SUM, PROD, RMAX or RMIN */
     rlx_dtype dtype;    /* of the value */
-    int src[3];         /* SCHED_I_OP: indices of earlier instructions */
-    int arg;            /* SCHED_I_LOAD: index into the kernel's args */
-    double value, step; /* CONST: the value, already converted to dtype; IOTA: start, step */
+    int src[3];         /* OP, REDUCE (src[0]): indices of earlier instructions */
+    int arg;            /* LOAD: index into the kernel's args; CONST: slot in its constant array */
+    double value, step; /* CONST: the value, already converted to dtype (not part of the key); IOTA: start, step */
     sched_affine idx;   /* LOAD: element offset; IOTA: position along the iota axis */
 } sched_instr;
 
@@ -60,17 +66,27 @@ typedef struct {
     sched_kind kind;
     ir_node *node; /* borrows: the value this kernel produces */
     /* SCHED_LOOP only. Loop dim 0 is never reduced: the runtime splits it.
-     * Reduced dims sit together, after the kept dims, except a trailing
-     * run of kept dims (the contiguous output row) that may come last. */
+     * Three forms:
+     *  - elementwise: red_op IR_OP_COUNT, red_mask 0;
+     *  - one reduction: red_op its op, the last instruction the value
+     *    reduced; reduced dims sit together, after the kept dims, except a
+     *    trailing run of kept dims (the contiguous output row) that may
+     *    come last;
+     *  - phased (row) kernel: red_op IR_OP_COUNT, red_mask the row dims,
+     *    which are the last loop dims; each SCHED_I_REDUCE is one pass over
+     *    the row giving a per-row value to the instructions after it; the
+     *    last instruction is stored per element (if it depends on the row
+     *    dims) or once per row. */
     int rank;
     int64_t shape[SCHED_MAX_LOOP];
-    ir_op red_op;       /* IR_OP_COUNT for an elementwise kernel */
-    uint32_t red_mask;  /* bit k: loop dim k is reduced */
+    ir_op red_op;       /* the one-reduction form's op; else IR_OP_COUNT */
+    uint32_t red_mask;  /* bit k: loop dim k is reduced (a row dim) */
     sched_affine out;   /* output element offset (stride 0 on reduced dims) */
     int nargs;          /* args[0] is node (the output); then its inputs */
     ir_node **args;     /* owns the array, borrows the nodes */
     int ninstr;
     sched_instr *instr; /* owns; the last one is the value stored or reduced */
+    int nconsts;        /* CONST slots 0..nconsts-1, in instruction order */
 } sched_kernel;
 
 typedef struct {
@@ -86,5 +102,8 @@ void sched_free(sched_schedule *s);
 /* The structural key of a LOOP kernel: words written to buf (at most cap);
  * returns the number needed. Equal keys compile to the same code. */
 size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
+/* The run-time constant array of k: consts[slot] of every CONST (at most
+ * k->nconsts entries). */
+void sched_kernel_consts(const sched_kernel *k, double *consts);
 
 #endif

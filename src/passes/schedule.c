@@ -10,16 +10,20 @@
  *    materialized value instead (found while lowering, then re-planned);
  *  - elementwise ops and CONST/IOTA leaves fuse into their consumer's loop,
  *    however long the chain, broadcasts included;
- *  - SUM/PROD/MAX/MIN reductions are kernels of their own that absorb their
- *    elementwise producers (sum(x*y) is one pass);
+ *  - SUM/PROD/MAX/MIN reductions absorb their elementwise producers
+ *    (sum(x*y) is one pass); a reduction read by one kernel only, over the
+ *    trailing dims of that kernel's loop, becomes a phase of that kernel
+ *    (a pass over each row before the passes that read its value), so
+ *    softmax, layer_norm, rms_norm, logsumexp run as one kernel; other
+ *    reductions are kernels of their own;
  *  - a node needed by several kernels is materialized once, unless it is
  *    cheap (a view or a leaf), which each kernel recomputes;
  *  - everything else (pad, cat, gather, cumsum, arg reductions, rand,
  *    library calls, the float math the code generator lacks) is a REF
  *    kernel: one node through the reference evaluator.
  * Roots are always materialized; a root that is only a view of a
- * materialized value is published as a view (VIEW kernel), as the
- * reference evaluator does.
+ * materialized value, or only reshapes of a computed one, is published as
+ * a view (VIEW kernel), as the reference evaluator does.
  *
  * The pass sees nodes only: no LLVM, no executor.
  */
@@ -30,7 +34,7 @@
 
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
-enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192 };
+enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192, MAX_PHASES = 8, FIND_MAX = 256 };
 
 /* ------------------------------------------------------------ op classes */
 
@@ -99,6 +103,19 @@ static const ir_node *chain_bottom(const planner *p, const ir_node *n)
     return n;
 }
 
+/* A chain of at least one reshape (and nothing else) over a non-view. */
+static bool reshape_chain(const planner *p, const ir_node *n)
+{
+    if (!is_chain_view(p, n) || n->op != IR_OP_RESHAPE)
+        return false;
+    while (is_chain_view(p, n)) {
+        if (n->op != IR_OP_RESHAPE)
+            return false;
+        n = n->src[0];
+    }
+    return true;
+}
+
 static long merge_need(long a, long b)
 {
     if (a == NEED_NONE)
@@ -128,8 +145,12 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
             continue;
         long b = pos_of(p, chain_bottom(p, roots[r]));
         int bc = p->cls[b];
+        /* reshapes of a computed value: computing the value itself is the
+         * same work, and its kernel keeps the value's own loop space (a
+         * squeezed logsumexp stays one row kernel) */
         if (bc == C_REALIZED || bc == C_REF || bc == C_REDUCE || p->forced[b] ||
-            (p->is_root[b] && bc != C_VIEW) || p->lv.order[b]->op == IR_OP_CONTIGUOUS)
+            (p->is_root[b] && bc != C_VIEW) || p->lv.order[b]->op == IR_OP_CONTIGUOUS ||
+            (bc == C_EW && reshape_chain(p, roots[r])))
             p->view_root[i] = 1;
     }
     long kernels = 0;
@@ -139,8 +160,11 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
         if (c == C_REALIZED)
             continue;
         bool cheap = c == C_VIEW || c == C_LEAF;
-        bool m = (p->is_root[i] && !p->view_root[i]) || c == C_REF || c == C_REDUCE || p->forced[i] ||
-                 p->must_m[i] || node->op == IR_OP_CONTIGUOUS || (!cheap && p->need[i] == NEED_MULTI);
+        /* a reduction read by one kernel only joins it as a phase (the
+         * lowering checks the loop spaces agree, else forces it) */
+        bool m = (p->is_root[i] && !p->view_root[i]) || c == C_REF || (c == C_REDUCE && p->need[i] < 0) ||
+                 p->forced[i] || p->must_m[i] || node->op == IR_OP_CONTIGUOUS ||
+                 (!cheap && p->need[i] == NEED_MULTI);
         if (p->view_root[i]) {
             long b = pos_of(p, chain_bottom(p, node));
             if (p->cls[b] != C_REALIZED)
@@ -188,10 +212,15 @@ typedef struct {
     sched_affine dim[IR_MAX_RANK];
 } lmap;
 
+/* The memo: (node, map) -> instruction. Entries are small (the map lives
+ * in a side array) and hash only the part of a map that means something
+ * (node->rank dims, or the flat index, over the loop's rank): lowering a
+ * small graph must cost little, it runs on every realization. */
 typedef struct {
     const ir_node *n;
-    lmap m;
+    uint64_t h;
     int instr;
+    int map;
 } memo_ent;
 
 typedef struct {
@@ -202,9 +231,15 @@ typedef struct {
     int64_t lshape[IR_MAX_RANK];
     bool lempty;
     int cap_instr, cap_args;
-    memo_ent *memo;
+    memo_ent *memo;             /* open addressing over (node, map) */
     size_t memo_cap, memo_count;
-    const ir_node *blame; /* to materialize when lowering fails */
+    lmap *maps;                 /* the maps of the memo entries */
+    size_t maps_cap;
+    uint32_t red_mask;          /* the row dims, once a reduction set them */
+    bool mask_set;
+    int nred;                   /* SCHED_I_REDUCE instructions so far */
+    const ir_node *first_abs;   /* the first reduction absorbed as a phase */
+    const ir_node *blame;       /* to materialize when lowering fails */
     bool oom;
 } lower_ctx;
 
@@ -217,45 +252,72 @@ static void contiguous_strides(int rank, const int64_t *shape, int64_t *st)
     }
 }
 
-static uint64_t hash_words(uint64_t h, const void *p, size_t bytes)
+static uint64_t mix(uint64_t h)
 {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
+{
+    uint64_t h = mix((uint64_t)(uintptr_t)n ^ (uint64_t)m->flat << 63);
+    int nd = m->flat ? 1 : n->rank;
+    for (int d = 0; d < nd; d++) {
+        const sched_affine *a = m->flat ? &m->f : &m->dim[d];
+        h = mix(h + (uint64_t)a->off);
+        for (int k = 0; k < c->lrank; k++)
+            h = mix(h + (uint64_t)a->stride[k]);
+    }
     return h;
 }
 
-static uint64_t memo_hash(const ir_node *n, const lmap *m)
+static bool map_eq(const lower_ctx *c, const ir_node *n, const lmap *a, const lmap *b)
 {
-    uint64_t h = hash_words(0xcbf29ce484222325ull, &n, sizeof n);
-    return hash_words(h, m, sizeof *m);
+    if (a->flat != b->flat)
+        return false;
+    int nd = a->flat ? 1 : n->rank;
+    for (int d = 0; d < nd; d++) {
+        const sched_affine *x = a->flat ? &a->f : &a->dim[d], *y = b->flat ? &b->f : &b->dim[d];
+        if (x->off != y->off || memcmp(x->stride, y->stride, (size_t)c->lrank * sizeof *x->stride))
+            return false;
+    }
+    return true;
 }
 
-static int memo_find(const lower_ctx *c, const ir_node *n, const lmap *m)
+static int memo_find(const lower_ctx *c, const ir_node *n, const lmap *m, uint64_t h)
 {
     if (!c->memo_cap)
         return -1;
     size_t mask = c->memo_cap - 1;
-    for (size_t i = memo_hash(n, m) & mask;; i = (i + 1) & mask) {
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
         const memo_ent *e = &c->memo[i];
         if (!e->n)
             return -1;
-        if (e->n == n && memcmp(&e->m, m, sizeof *m) == 0)
+        if (e->n == n && e->h == h && map_eq(c, n, &c->maps[e->map], m))
             return e->instr;
     }
 }
 
-static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, int instr)
+static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, uint64_t h, int instr)
 {
+    if (c->memo_count == c->maps_cap) {
+        size_t cap = c->maps_cap ? c->maps_cap * 2 : 16;
+        lmap *t = ir_realloc(c->maps, cap * sizeof *t);
+        if (!t)
+            return false;
+        c->maps = t;
+        c->maps_cap = cap;
+    }
     if ((c->memo_count + 1) * 2 > c->memo_cap) {
-        size_t cap = c->memo_cap ? c->memo_cap * 2 : 64;
+        size_t cap = c->memo_cap ? c->memo_cap * 2 : 32;
         memo_ent *t = ir_calloc(cap, sizeof *t);
         if (!t)
             return false;
         for (size_t i = 0; i < c->memo_cap; i++) {
             if (!c->memo[i].n)
                 continue;
-            size_t j = memo_hash(c->memo[i].n, &c->memo[i].m) & (cap - 1);
+            size_t j = c->memo[i].h & (cap - 1);
             while (t[j].n)
                 j = (j + 1) & (cap - 1);
             t[j] = c->memo[i];
@@ -264,12 +326,11 @@ static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, int instr)
         c->memo = t;
         c->memo_cap = cap;
     }
-    size_t mask = c->memo_cap - 1, i = memo_hash(n, m) & mask;
+    size_t mask = c->memo_cap - 1, i = h & mask;
     while (c->memo[i].n)
         i = (i + 1) & mask;
-    c->memo[i].n = n;
-    c->memo[i].m = *m;
-    c->memo[i].instr = instr;
+    c->maps[c->memo_count] = *m;
+    c->memo[i] = (memo_ent){n, h, instr, (int)c->memo_count};
     c->memo_count++;
     return true;
 }
@@ -455,6 +516,67 @@ static int lower_load(lower_ctx *c, ir_node *n, const lmap *m)
     return add_instr(c, &in);
 }
 
+/* True when a is exactly loop index d. */
+static bool is_loop_index(const sched_affine *a, int d)
+{
+    if (a->off != 0)
+        return false;
+    for (int k = 0; k < SCHED_MAX_LOOP; k++)
+        if (a->stride[k] != (k == d))
+            return false;
+    return true;
+}
+
+/* A reduction in this kernel (its root, or one absorbed as a phase) read at
+ * map m: its source runs over the kernel's own loop space, the reduced
+ * dims being the kernel's row dims and its kept dims the same loop dims as
+ * the kernel's. Else it is blamed (materialized on the next plan). */
+static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    lmap dm;
+    if (m->flat) {
+        if (!to_dims(c, &m->f, n, &dm)) {
+            c->blame = m->origin->src[0];
+            return -1;
+        }
+        m = &dm;
+    }
+    ir_node *x = n->src[0];
+    uint32_t mask = n->attr.red.mask;
+    bool ok = x->rank == c->lrank && c->nred < MAX_PHASES && (!c->mask_set || c->red_mask == mask);
+    lmap s;
+    memset(&s, 0, sizeof s);
+    for (int d = 0; ok && d < x->rank; d++) {
+        ok = x->shape[d] == c->lshape[d];
+        if (mask >> d & 1) {
+            s.dim[d].stride[d] = 1; /* the row: this kernel's loop dim d */
+        } else {
+            s.dim[d] = m->dim[d];
+            if (ok && x->shape[d] > 1)
+                ok = is_loop_index(&m->dim[d], d);
+        }
+    }
+    if (!ok) {
+        c->blame = n;
+        return -1;
+    }
+    c->red_mask = mask;
+    c->mask_set = true;
+    if (n != c->root && !c->first_abs)
+        c->first_abs = n;
+    int v = lower(c, x, &s, depth + 1);
+    if (v < 0)
+        return -1;
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_REDUCE;
+    in.op = n->op;
+    in.dtype = n->dtype;
+    in.src[0] = v;
+    c->nred++;
+    return add_instr(c, &in);
+}
+
 static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     long i = pos_of(c->p, n);
@@ -471,8 +593,10 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     switch (cls) {
     case C_LEAF:
         if (n->op == IR_OP_CONST) {
+            /* a slot of the constant array: the value is not compiled in */
             in.kind = SCHED_I_CONST;
             in.value = const_in(n->attr.cst.value, n->dtype);
+            in.arg = c->k->nconsts++;
             return add_instr(c, &in);
         }
         lmap dm;
@@ -506,19 +630,27 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         memcpy(in.src, src, sizeof src);
         return add_instr(c, &in);
     }
+    case C_REDUCE:
+        return lower_reduce(c, n, m, depth);
     default:
-        c->blame = n; /* cannot happen: REF and REDUCE nodes are materialized */
+        c->blame = n; /* cannot happen: REF nodes are materialized */
         return -1;
     }
 }
 
 static int lower(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
-    int r = memo_find(c, n, m);
+    /* Each use of a constant gets its own slot: hash-consing makes equal
+     * values one node, and the kernel's structure must not depend on
+     * whether two constants happen to be equal. */
+    if (n->op == IR_OP_CONST && !ir_node_storage(n) && n != c->root)
+        return lower_uncached(c, n, m, depth);
+    uint64_t h = memo_hash(c, n, m);
+    int r = memo_find(c, n, m, h);
     if (r >= 0)
         return r;
     r = lower_uncached(c, n, m, depth);
-    if (r >= 0 && !memo_put(c, n, m, r)) {
+    if (r >= 0 && !memo_put(c, n, m, h, r)) {
         c->oom = true;
         return -1;
     }
@@ -619,6 +751,88 @@ static bool canonicalize(sched_kernel *k)
     return true;
 }
 
+/* True when a reshape only adds or drops dims of extent 1. */
+static bool unit_reshape(const ir_node *v)
+{
+    const ir_node *x = v->src[0];
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < v->rank && v->shape[i] == 1)
+            i++;
+        while (j < x->rank && x->shape[j] == 1)
+            j++;
+        if (i == v->rank || j == x->rank)
+            return i == v->rank && j == x->rank;
+        if (v->shape[i++] != x->shape[j++])
+            return false;
+    }
+}
+
+/* A reduction absorbed as a phase that an elementwise root reaches through
+ * elementwise nodes and unit-dim reshapes only (so of the root's own
+ * shape, up to unit dims): the root is then a per-row value (logsumexp's
+ * log(s) + m, a mean) and the kernel loops over that reduction's source.
+ * NULL when there is none. */
+static const ir_node *find_row_reduce(const planner *p, const ir_node *root)
+{
+    const ir_node *stack[FIND_MAX];
+    int top = 0, seen = 0;
+    stack[top++] = root;
+    while (top > 0 && seen++ < FIND_MAX) {
+        const ir_node *n = stack[--top];
+        for (int s = 0; s < n->nsrc; s++) {
+            const ir_node *x = n->src[s];
+            long j = pos_of(p, x);
+            if (p->is_m[j] || p->cls[j] == C_REALIZED)
+                continue;
+            if (p->cls[j] == C_REDUCE)
+                return x;
+            bool through = p->cls[j] == C_EW || (p->cls[j] == C_VIEW && x->op == IR_OP_RESHAPE && unit_reshape(x));
+            if (through && top < FIND_MAX)
+                stack[top++] = x;
+        }
+    }
+    return NULL;
+}
+
+/* Places node's dims in the loop space: to[j] is the loop dim of node dim
+ * j (-1 for a unit dim), node's non-unit dims being the space's non-unit
+ * kept dims in order. False when they are not. */
+static bool root_dims(const ir_node *node, const ir_node *space, uint32_t mask, int *to)
+{
+    int d = 0;
+    for (int j = 0; j < node->rank; j++) {
+        to[j] = -1;
+        if (node->shape[j] == 1)
+            continue;
+        while (d < space->rank && ((mask >> d & 1) || space->shape[d] == 1))
+            d++;
+        if (d == space->rank || space->shape[d] != node->shape[j])
+            return false;
+        to[j] = d++;
+    }
+    for (; d < space->rank; d++)
+        if (!(mask >> d & 1) && space->shape[d] != 1)
+            return false;
+    return true;
+}
+
+/* The row dims of a phased kernel must be its trailing (non-unit) dims:
+ * each pass then walks contiguous rows. */
+static bool rows_trail(const ir_node *space, uint32_t mask)
+{
+    bool kept_after = false;
+    for (int d = space->rank - 1; d >= 0; d--) {
+        if (space->shape[d] == 1)
+            continue;
+        if (!(mask >> d & 1))
+            kept_after = true;
+        else if (kept_after)
+            return false;
+    }
+    return true;
+}
+
 /* Lowers the LOOP kernel of node; false with c->blame set (re-plan) or
  * c->oom. */
 static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
@@ -637,46 +851,75 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
     }
     k->args[0] = node;
     k->nargs = 1;
-    bool reduce = p->cls[pos_of(p, node)] == C_REDUCE;
-    const ir_node *space = reduce ? node->src[0] : node;
+    /* the loop space: the node's shape, or the source of its reduction */
+    const ir_node *space = node, *r = NULL;
+    int to[IR_MAX_RANK];
+    if (p->cls[pos_of(p, node)] == C_REDUCE)
+        r = node;
+    else if (p->cls[pos_of(p, node)] == C_EW)
+        r = find_row_reduce(p, node);
+    if (r && root_dims(node, r->src[0], r->attr.red.mask, to)) {
+        space = r->src[0];
+        c->red_mask = r->attr.red.mask;
+        c->mask_set = true;
+    } else {
+        root_dims(node, node, 0, to);
+    }
     c->lrank = space->rank;
     memcpy(c->lshape, space->shape, sizeof c->lshape);
     c->lempty = ir_node_numel(space) == 0;
+    /* node's index: the loop index of each of its dims (0 on unit dims) */
     lmap id;
     memset(&id, 0, sizeof id);
-    for (int d = 0; d < space->rank; d++)
-        id.dim[d].stride[d] = 1;
-    int v;
-    if (reduce) {
-        k->red_op = node->op;
-        k->red_mask = node->attr.red.mask;
-        c->root = NULL; /* the source is lowered; the reduce node is this kernel */
-        v = lower(c, node->src[0], &id, 0);
-    } else {
-        v = lower(c, node, &id, 0);
-    }
+    for (int j = 0; j < node->rank; j++)
+        if (to[j] >= 0)
+            id.dim[j].stride[to[j]] = 1;
+    int v = lower(c, node, &id, 0);
     ir_free(c->memo);
+    ir_free(c->maps);
     c->memo = NULL;
+    c->maps = NULL;
     if (v < 0)
         return false;
-    /* The value stored is the last instruction. */
-    if (v != k->ninstr - 1) {
-        sched_instr mv;
-        memset(&mv, 0, sizeof mv);
-        mv.kind = SCHED_I_OP;
-        mv.op = IR_OP_STOP_GRAD; /* a copy: the code generator treats it as identity */
-        mv.dtype = k->instr[v].dtype;
-        mv.src[0] = v;
-        if (add_instr(c, &mv) < 0)
-            return false;
+    sched_instr mv;
+    memset(&mv, 0, sizeof mv);
+    mv.kind = SCHED_I_OP;
+    mv.op = IR_OP_STOP_GRAD; /* a copy: the code generator treats it as identity */
+    if (c->nred == 1 && k->instr[v].kind == SCHED_I_REDUCE && v == k->ninstr - 1) {
+        /* one reduction, stored: the classic form, the value reduced last */
+        k->red_op = k->instr[v].op;
+        k->red_mask = c->red_mask;
+        int src = k->instr[v].src[0];
+        k->ninstr--;
+        if (src != k->ninstr - 1) {
+            mv.dtype = k->instr[src].dtype;
+            mv.src[0] = src;
+            if (add_instr(c, &mv) < 0)
+                return false;
+        }
+    } else {
+        if (v != k->ninstr - 1) { /* the value stored is the last instruction */
+            mv.dtype = k->instr[v].dtype;
+            mv.src[0] = v;
+            if (add_instr(c, &mv) < 0)
+                return false;
+        }
+        if (c->nred > 0) { /* phased */
+            k->red_mask = c->red_mask;
+            if (!rows_trail(space, c->red_mask)) {
+                c->blame = c->first_abs;
+                return false;
+            }
+        }
     }
     k->rank = space->rank;
     memcpy(k->shape, space->shape, sizeof space->shape);
     int64_t cs[IR_MAX_RANK];
     contiguous_strides(node->rank, node->shape, cs);
     memset(&k->out, 0, sizeof k->out);
-    for (int d = 0; d < space->rank; d++)
-        k->out.stride[d] = (k->red_mask >> d & 1) ? 0 : cs[d];
+    for (int j = 0; j < node->rank; j++)
+        if (to[j] >= 0)
+            k->out.stride[to[j]] = cs[j];
     if (!canonicalize(k)) {
         c->oom = true;
         return false;
@@ -825,7 +1068,7 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
         PUT((uint64_t)in->kind | (uint64_t)in->op << 8 | (uint64_t)in->dtype << 24 | (uint64_t)(uint32_t)in->arg << 32);
         PUT((uint64_t)(uint32_t)in->src[0] | (uint64_t)(uint32_t)in->src[1] << 32);
         PUT(in->src[2]);
-        if (in->kind == SCHED_I_CONST || in->kind == SCHED_I_IOTA) {
+        if (in->kind == SCHED_I_IOTA) { /* a CONST's value is an argument, not code */
             PUT(bits_of(in->value));
             PUT(bits_of(in->step));
         }
@@ -837,4 +1080,11 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
     }
 #undef PUT
     return n;
+}
+
+void sched_kernel_consts(const sched_kernel *k, double *consts)
+{
+    for (int i = 0; i < k->ninstr; i++)
+        if (k->instr[i].kind == SCHED_I_CONST)
+            consts[k->instr[i].arg] = k->instr[i].value;
 }

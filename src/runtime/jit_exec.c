@@ -2,9 +2,10 @@
  * jit_exec.c — walks a schedule (passes/schedule.c): LOOP kernels run as
  * compiled code (codegen_llvm, cached), REF kernels through the reference
  * evaluator's rt_eval_* function of their op, VIEW kernels publish a root
- * as a view. Intermediates are malloc'ed per realization and freed after
- * their last reader (the arena planner is future work); results are
- * published exactly as rt_ref_realize publishes them.
+ * as a view. Outputs of at least 1 MiB come from the recycling buffer
+ * pool (bufpool.c), smaller ones from malloc; intermediates are freed
+ * (returned) after their last reader (the arena planner is future work);
+ * results are published exactly as rt_ref_realize publishes them.
  *
  * A kernel with enough work splits its loop dim 0 over the thread pool
  * (pool.c) in chunks of about CHUNK_WORK loop iterations.
@@ -94,15 +95,39 @@ static rlx_status publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
     return RLX_OK;
 }
 
+/* A fresh contiguous output for n, as rt_alloc_out, with large buffers
+ * from the recycling pool (bufpool.c). */
+static rlx_status alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out)
+{
+    size_t bytes = ir_node_bytes(n);
+    if (bytes < RT_BUFPOOL_MIN)
+        return rt_alloc_out(ctx, n, out, false);
+    memset(out, 0, sizeof *out);
+    if (!(out->st = rt_bufpool_storage(bytes)))
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating %zu bytes for %s", bytes, ir_ops[n->op].name);
+    rt_contiguous_strides(n->rank, n->shape, out->strides);
+    ctx->live_bytes += bytes;
+    if (ctx->live_bytes > ctx->peak_bytes)
+        ctx->peak_bytes = ctx->live_bytes;
+    return RLX_OK;
+}
+
 static rlx_status run_loop(exec *e, long i)
 {
     const sched_kernel *k = &e->s.k[i];
     rt_ctx *ctx = e->ctx;
     void *stack[16], **bufs = k->nargs <= 16 ? stack : ir_alloc((size_t)k->nargs * sizeof *bufs);
-    if (!bufs)
+    double cstack[16], *consts = k->nconsts <= 16 ? cstack : ir_alloc((size_t)k->nconsts * sizeof *consts);
+    if (!bufs || !consts) {
+        if (bufs != stack)
+            ir_free(bufs);
+        if (consts != cstack)
+            ir_free(consts);
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+    }
+    sched_kernel_consts(k, consts);
     rt_view *out = &e->vals[i];
-    if (rt_alloc_out(ctx, k->node, out, false))
+    if (alloc_out(ctx, k->node, out))
         goto done;
     bufs[0] = out->st->data;
     for (int a = 1; a < k->nargs; a++) {
@@ -131,13 +156,15 @@ static rlx_status run_loop(exec *e, long i)
         for (int d = 1; d < k->rank; d++)
             inner *= k->shape[d];
         int64_t chunk = inner >= CHUNK_WORK ? 1 : CHUNK_WORK / (inner ? inner : 1);
-        rt_pool_run(fn, bufs, k->shape[0], chunk, e->nthreads);
+        rt_pool_run(fn, bufs, consts, k->shape[0], chunk, e->nthreads);
     }
     e->stats->kernels_run++;
     ctx->nodes_run++;
 done:
     if (bufs != stack)
         ir_free(bufs);
+    if (consts != cstack)
+        ir_free(consts);
     return ctx->status;
 }
 

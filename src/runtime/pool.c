@@ -21,6 +21,7 @@ enum { POOL_MAX = 64 };
 typedef struct {
     cg_kernel_fn fn;
     void *const *bufs;
+    const double *consts;
     int64_t n, chunk;
     long nchunks;
     atomic_long next, done;
@@ -43,7 +44,7 @@ static void run_chunks(job *j)
         if (c >= j->nchunks)
             return;
         int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
-        j->fn(j->bufs, lo, hi);
+        j->fn(j->bufs, j->consts, lo, hi);
         if (atomic_fetch_add(&j->done, 1) + 1 == j->nchunks) {
             pthread_mutex_lock(&P.lock);
             pthread_cond_broadcast(&P.finished);
@@ -92,14 +93,14 @@ static void grow(int want)
     }
 }
 
-void rt_pool_run(cg_kernel_fn fn, void *const *bufs, int64_t n, int64_t chunk, int nthreads)
+void rt_pool_run(cg_kernel_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads)
 {
     long nchunks = chunk > 0 ? (long)((n + chunk - 1) / chunk) : 1;
     if (nthreads <= 1 || nchunks <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
-        fn(bufs, 0, n); /* same values as any split: dim 0 is never reduced */
+        fn(bufs, consts, 0, n); /* same values as any split: dim 0 is never reduced */
         return;
     }
-    job j = {.fn = fn, .bufs = bufs, .n = n, .chunk = chunk, .nchunks = nchunks, .max_active = nthreads - 1};
+    job j = {.fn = fn, .bufs = bufs, .consts = consts, .n = n, .chunk = chunk, .nchunks = nchunks, .max_active = nthreads - 1};
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
     pthread_mutex_lock(&P.lock);

@@ -1,0 +1,148 @@
+/*
+ * bufpool.c — large payload buffers for the JIT's kernel outputs.
+ *
+ * Fresh memory is expensive: the first touch of each 4 KiB page faults
+ * (~12 µs a page here, 200 ms for a fresh 64 MiB buffer). Buffers of at
+ * least RT_BUFPOOL_MIN bytes are therefore 2 MiB-aligned mmap blocks
+ * (rounded up to 2 MiB) with MADV_HUGEPAGE, and when the storage that owns
+ * one dies the block goes back to a free list here, not to the OS: the
+ * next realization of the same schedule takes the same blocks again, so a
+ * training loop maps nothing new after its first step.
+ *
+ * Best fit: the smallest free block that holds the request and is at most
+ * twice its size. Free blocks beyond CACHE_MAX bytes go back to the OS,
+ * oldest first. One mutex guards the list; its work is a few compares.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime/jit_exec.h"
+
+enum { FREE_MAX = 64 };
+#define HUGE_PAGE ((size_t)2 << 20)
+#define CACHE_MAX ((size_t)1 << 30)
+
+typedef struct {
+    void *p;
+    size_t size;
+    uint64_t age; /* when it was freed: the oldest goes first */
+} block;
+
+static struct {
+    pthread_mutex_t lock;
+    block free[FREE_MAX];
+    int nfree;
+    size_t cached;
+    uint64_t clock;
+    rt_bufpool_counts n;
+} B = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *map_block(size_t size)
+{
+    /* over-map by one huge page, then trim to a 2 MiB-aligned block */
+    size_t len = size + HUGE_PAGE;
+    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t a = ((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    char *p = (char *)a;
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    size_t tail = (size_t)(raw + len - (p + size));
+    if (tail)
+        munmap(p + size, tail);
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
+#endif
+    return p;
+}
+
+/* Unmaps the oldest free blocks until the cache fits (lock held). */
+static void trim(size_t limit)
+{
+    while (B.cached > limit && B.nfree > 0) {
+        int o = 0;
+        for (int i = 1; i < B.nfree; i++)
+            if (B.free[i].age < B.free[o].age)
+                o = i;
+        munmap(B.free[o].p, B.free[o].size);
+        B.cached -= B.free[o].size;
+        B.n.unmapped++;
+        B.free[o] = B.free[--B.nfree];
+    }
+}
+
+static void give_back(void *data, void *ctx)
+{
+    size_t size = (size_t)(uintptr_t)ctx;
+    pthread_mutex_lock(&B.lock);
+    B.n.live_bytes -= size;
+    if (size > CACHE_MAX) {
+        munmap(data, size);
+        B.n.unmapped++;
+    } else {
+        trim(CACHE_MAX - size);
+        if (B.nfree == FREE_MAX)
+            trim(B.cached - B.free[0].size); /* make room: drops the oldest */
+        B.free[B.nfree++] = (block){data, size, ++B.clock};
+        B.cached += size;
+    }
+    pthread_mutex_unlock(&B.lock);
+}
+
+ir_storage *rt_bufpool_storage(size_t bytes)
+{
+    if (bytes > (size_t)IR_MAX_BYTES)
+        return NULL;
+    void *probe = ir_alloc(1); /* the allocation hook decides failure, as for every storage */
+    if (!probe)
+        return NULL;
+    ir_free(probe);
+    size_t size = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    void *p = NULL;
+    pthread_mutex_lock(&B.lock);
+    int best = -1;
+    for (int i = 0; i < B.nfree; i++) {
+        size_t s = B.free[i].size;
+        if (s >= size && s / 2 <= size && (best < 0 || s < B.free[best].size))
+            best = i;
+    }
+    if (best >= 0) {
+        p = B.free[best].p;
+        size = B.free[best].size;
+        B.cached -= size;
+        B.free[best] = B.free[--B.nfree];
+        B.n.reused++;
+    }
+    pthread_mutex_unlock(&B.lock);
+    if (!p) {
+        if (!(p = map_block(size))) {
+            pthread_mutex_lock(&B.lock); /* the cache may be what fills memory */
+            trim(0);
+            pthread_mutex_unlock(&B.lock);
+            if (!(p = map_block(size)))
+                return NULL;
+        }
+        pthread_mutex_lock(&B.lock);
+        B.n.mapped++;
+        B.n.mapped_bytes += size;
+        pthread_mutex_unlock(&B.lock);
+    }
+    ir_storage *st = ir_storage_new(p, bytes, give_back, (void *)(uintptr_t)size);
+    pthread_mutex_lock(&B.lock);
+    B.n.live_bytes += size;
+    pthread_mutex_unlock(&B.lock);
+    if (!st)
+        give_back(p, (void *)(uintptr_t)size);
+    return st;
+}
+
+void rt_bufpool_counts_get(rt_bufpool_counts *out)
+{
+    pthread_mutex_lock(&B.lock);
+    *out = B.n;
+    out->cached_bytes = B.cached;
+    pthread_mutex_unlock(&B.lock);
+}
