@@ -31,9 +31,9 @@ demo: build
 # ctest hides the output of passing tests: the pytest summary is echoed
 # from ctest's log, then ctest's own summary closes the run.
 test: build
-	@cd build && set -o pipefail && ctest --output-on-failure -j2 --timeout $(TEST_TIMEOUT) | tee Testing/ctest-output.txt; rc=$$?; \
+	@cd build && set -o pipefail && ctest --output-on-failure -j2 --timeout $(TEST_TIMEOUT) | tee ctest-output.txt; rc=$$?; \
 	  echo "pytest: $$(grep -h -E '^[0-9]+ passed' Testing/Temporary/LastTest.log | tail -1)"; \
-	  grep -E 'tests passed|tests failed' Testing/ctest-output.txt | tail -1; exit $$rc
+	  grep -E 'tests passed|tests failed' ctest-output.txt | tail -1; exit $$rc
 
 # The Python suite is left out: an ASan-built library cannot load into an
 # interpreter that was not started with the ASan runtime.

@@ -42,10 +42,18 @@ static int default_threads(void)
 
 void rlx_set_num_threads(int n) { atomic_store(&num_threads, n > 0 ? (n > 1024 ? 1024 : n) : 0); }
 
+static int default_count;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_init(void) { default_count = default_threads(); }
+
 int rlx_get_num_threads(void)
 {
     int n = atomic_load(&num_threads);
-    return n > 0 ? n : default_threads();
+    if (n > 0)
+        return n;
+    pthread_once(&default_once, default_init); /* sysconf reads sysfs: once, not per realize */
+    return default_count;
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
