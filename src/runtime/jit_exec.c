@@ -77,24 +77,6 @@ static const ir_node *chain_bottom(const exec *e, const ir_node *n)
     return n;
 }
 
-/* Publishes v as the payload of root: in place when contiguous, else a copy. */
-static rlx_status publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
-{
-    if (ir_node_storage(root))
-        return RLX_OK;
-    rt_view tmp = {0};
-    const rt_view *src = v;
-    if (!rt_view_is_contiguous(root, v)) {
-        if (rt_materialize(ctx, root, v, &tmp))
-            return ctx->status;
-        src = &tmp;
-    }
-    ir_storage_retain(src->st);
-    ir_node_set_storage(root, src->st, (size_t)src->off * ir_dtype_size(root->dtype));
-    ir_storage_release(tmp.st);
-    return RLX_OK;
-}
-
 /* A fresh contiguous output for n, as rt_alloc_out, with large buffers
  * from the recycling pool (bufpool.c). */
 static rlx_status alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out)
@@ -270,14 +252,14 @@ rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ct
         } else {
             rt_view v;
             if (chain_view(&e, k->node, &v) == RLX_OK) {
-                publish(ctx, k->node, &v);
+                rt_publish(ctx, k->node, &v);
                 ir_storage_release(v.st);
             }
         }
         /* roots are published as soon as they exist */
         for (int r = 0; r < nroots && ctx->status == RLX_OK && k->kind != SCHED_VIEW; r++)
             if (roots[r] == k->node && e.vals[i].st)
-                publish(ctx, roots[r], &e.vals[i]);
+                rt_publish(ctx, roots[r], &e.vals[i]);
         release_dead(&e, i);
     }
 out:

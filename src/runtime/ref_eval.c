@@ -119,10 +119,10 @@ static void view_release(rt_ctx *ctx, const ir_node *n, rt_view *v, bool owned_p
     v->st = NULL;
 }
 
-/* Publishes v as the payload of root: in place when it is contiguous,
- * otherwise (and always for CONTIGUOUS over a shared buffer) as a copy. */
-static rlx_status publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
+rlx_status rt_publish(rt_ctx *ctx, ir_node *root, const rt_view *v)
 {
+    if (ir_node_storage(root))
+        return RLX_OK; /* realized meanwhile (another thread, or a repeated root) */
     rt_view tmp = {0};
     const rt_view *src = v;
     if (!rt_view_is_contiguous(root, v)) {
@@ -194,7 +194,7 @@ rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
             continue;
         for (long i = 0; i < lv.count; i++)
             if (lv.order[i] == root && views[i].st && !ir_node_storage(root))
-                publish(ctx, root, &views[i]);
+                rt_publish(ctx, root, &views[i]);
     }
 out:
     if (inputs != in)

@@ -145,6 +145,10 @@ rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_mxquant(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 
+/* Publishes v as the realized payload of root: in place when v is
+ * contiguous, otherwise as a contiguous copy (rlx_data promises one). */
+rlx_status rt_publish(rt_ctx *ctx, ir_node *root, const rt_view *v);
+
 /* Copies view v of node-typed data (dtype dt, shape of n) into a fresh
  * contiguous view. */
 rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_view *out);
