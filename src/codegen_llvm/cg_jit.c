@@ -202,6 +202,19 @@ static void debug_kernel(const sched_kernel *k, const char *name, double ms, dou
             ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms);
 }
 
+/* LLVM's default diagnostic handler prints remarks and warnings (e.g. "loop
+ * not vectorized") to stderr; a library must not print: they go to stderr
+ * only under RLX_DEBUG. Errors still come back through the calls' results. */
+static void diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
+{
+    (void)ctx;
+    if (!J.debug)
+        return;
+    char *text = LLVMGetDiagInfoDescription(info);
+    fprintf(stderr, "rlx: llvm: %s\n", text);
+    LLVMDisposeMessage(text);
+}
+
 static rlx_status compile(const sched_kernel *k, cg_kernel_fn *fn, char *msg, size_t cap)
 {
     char name[48];
@@ -210,6 +223,7 @@ static rlx_status compile(const sched_kernel *k, cg_kernel_fn *fn, char *msg, si
     double t0 = now(), t_opt = 0;
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+    LLVMContextSetDiagnosticHandler(ctx, diagnostic, NULL);
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
     LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J.jit));
     LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J.jit));
