@@ -231,8 +231,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Runs the workload of every thread: one after another on this thread
- * (threads = false), or on NT threads at once. */
+/* Runs the workload of every thread: one after another, each on a thread
+ * of its own (threads = false), or on NT threads at once. */
 static void run_phase(worker *ws, bool threads)
 {
     shared sh;

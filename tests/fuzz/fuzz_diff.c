@@ -13,9 +13,9 @@
  * Comparison (as tests/test_jit.c): shapes and dtypes equal; values built
  * only from exact operations (integer arithmetic, +-*, /, sqrt, min/max,
  * comparisons, casts, views, min/max reductions) must be bitwise equal up
- * to the sign of zero; other float values within rtol (3e-4 for f32, 1e-9
- * for f64) of the reference plus rtol times the largest magnitude any
- * value of the graph reaches; NaN where the reference has NaN; two values
+ * to the sign of zero; other float values within rtol (3e-4 when an
+ * inexact f32 step is behind the value, else 1e-9) of the reference plus
+ * rtol times the largest magnitude any value of the graph reaches; NaN where the reference has NaN; two values
  * beyond 1e30 (f32) or 1e300 (f64) of one sign are equal.
  */
 #include "fuzz_common.h"
@@ -31,6 +31,7 @@ enum { MAXV = 40, MAXLEAF = 4 };
 typedef struct {
     rlx_tensor *t;
     bool exact;
+    double rtol; /* of the least precise inexact step behind the value */
 } val;
 
 typedef struct {
@@ -93,10 +94,12 @@ static rlx_tensor *make_leaf(const leaf_spec *l)
     return t;
 }
 
-static void push(graph *g, rlx_tensor *t, bool exact)
+static double dtype_rtol(rlx_dtype dt) { return dt == RLX_F32 ? 3e-4 : 1e-9; }
+
+static void push(graph *g, rlx_tensor *t, bool exact, double rtol)
 {
     if (t && g->n < MAXV)
-        g->v[g->n++] = (val){t, exact};
+        g->v[g->n++] = (val){t, exact, rtol};
 }
 
 static int shape_of(rlx_tensor *t, int64_t *s) { return rlx_shape(t, s, RLX_MAX_RANK); }
@@ -108,7 +111,7 @@ static const val *pick(fz_reader *r, const graph *g) { return &g->v[fz_u8(r) % g
  * so both copies make the same decisions. */
 static void step(fz_reader *r, graph *g)
 {
-    const val *a = pick(r, g), *b = pick(r, g);
+    const val *a = pick(r, g), *b = pick(r, g), *c0 = a;
     rlx_tensor *x = a->t;
     rlx_dtype dt = rlx_dtype_of(x);
     int64_t s[RLX_MAX_RANK];
@@ -276,6 +279,7 @@ static void step(fz_reader *r, graph *g)
     }
     case 8: { /* where */
         const val *c = pick(r, g);
+        c0 = c;
         if (c->exact) {
             y = rlx_where(rlx_dtype_of(c->t) == RLX_BOOL ? c->t : rlx_gt_s(c->t, 0), x, b->t);
             ex = a->exact && b->exact;
@@ -354,7 +358,13 @@ static void step(fz_reader *r, graph *g)
     ir_node *n = (ir_node *)y;
     if (!fz_cheap(&n, 1))
         return; /* left in the scope, never realized */
-    push(g, y, ex);
+    /* an f64 value computed from an inexact f32 one is only as precise:
+     * keep the loosest tolerance of the inputs (b and c may be unused:
+     * looser is safe) and add this step's when it is inexact */
+    double rtol = fmax(a->rtol, fmax(b->rtol, c0->rtol));
+    if (!ex)
+        rtol = fmax(rtol, fmax(dtype_rtol(rlx_dtype_of(y)), dtype_rtol(dt)));
+    push(g, y, ex, rtol);
 }
 
 /* Builds the graph of the input over the given leaves. */
@@ -362,7 +372,7 @@ static void build(fz_reader r, graph *g, rlx_tensor *const *leaves, int nleaves,
 {
     g->n = 0;
     for (int i = 0; i < nleaves; i++)
-        push(g, leaves[i], true);
+        push(g, leaves[i], true, 0);
     for (int i = 0; i < steps && !fz_empty(&r) && g->n < MAXV; i++)
         step(&r, g);
 }
@@ -379,7 +389,7 @@ static double max_abs_finite(rlx_tensor *t)
     return m;
 }
 
-static void compare(rlx_tensor *got, rlx_tensor *want, bool exact, double scale, int index)
+static void compare(rlx_tensor *got, rlx_tensor *want, bool exact, double vtol, double scale, int index)
 {
     int64_t gs[RLX_MAX_RANK], ws[RLX_MAX_RANK];
     int gr = shape_of(got, gs), wr = shape_of(want, ws);
@@ -390,7 +400,7 @@ static void compare(rlx_tensor *got, rlx_tensor *want, bool exact, double scale,
     double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a), *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
     FUZZ_ASSERT(rlx_read_f64(got, a, (size_t)n) == RLX_OK, "value %d: reading the JIT copy", index);
     FUZZ_ASSERT(rlx_read_f64(want, b, (size_t)n) == RLX_OK, "value %d: reading the reference copy", index);
-    double rtol = dt == RLX_F32 ? 3e-4 : 1e-9, big = dt == RLX_F32 ? 1e30 : 1e300;
+    double rtol = fmax(vtol, dtype_rtol(dt)), big = dt == RLX_F32 ? 1e30 : 1e300;
     for (int64_t i = 0; i < n; i++) {
         double x = a[i], y = b[i];
         bool ok;
@@ -490,7 +500,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_ASSERT(jit_st == RLX_OK, "the JIT failed where the reference did not: %s", rlx_last_error());
         for (int i = 0; i < nr; i++)
-            compare(gb.v[idx[i]].t, ga.v[idx[i]].t, ga.v[idx[i]].exact, scale, idx[i]);
+            compare(gb.v[idx[i]].t, ga.v[idx[i]].t, ga.v[idx[i]].exact, ga.v[idx[i]].rtol, scale, idx[i]);
     }
     rlx_clear_error();
     rlx_scope_end();

@@ -41,11 +41,11 @@ for f in "${fuzzers[@]}"; do
   "$build/$f" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 -max_len=2048 \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$f-" \
     "$build/corpus/$name" "$root/tests/fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
-  grep -E '^#[0-9]+ .*(DONE|pulse|NEW)' "$log" | tail -n 1 || true
+  grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE)' "$log" | tail -n 1 || true
   grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
   if ((rc != 0)); then
     echo "!! $f found a problem (exit $rc); the report:" >&2
-    grep -v -E '^#[0-9]+ |^INFO:|^\s+NEW_FUNC' "$log" | tail -n 60 >&2
+    grep -v -E '^#[0-9]+[[:space:]]|^INFO:|^[[:space:]]+NEW_FUNC|^remark:' "$log" | tail -n 60 >&2
     status=$rc
     break
   fi
