@@ -47,8 +47,10 @@ TEST(size_limits)
     CHECK(t != NULL);
     CHECK_ERR(rlx_realize(rlx_add_s(t, 1)), RLX_E_NOMEM, "rlx_realize");
     CHECK_NULL_ERR(rlx_from_data(RLX_F32, 1, peta, "x"), RLX_E_NOMEM, "rlx_from_data");
-    /* Empty tensors have no byte size to overflow. */
-    CHECK(rlx_zeros(RLX_F64, 3, ((int64_t[]){0, INT64_MAX, INT64_MAX})) != NULL);
+    /* Even an empty tensor may not have dims whose product overflows: every
+     * later shape computation would overflow with it. */
+    CHECK_NULL_ERR(rlx_zeros(RLX_F64, 3, ((int64_t[]){0, INT64_MAX, INT64_MAX})), RLX_E_SHAPE, "rlx_zeros");
+    CHECK(rlx_zeros(RLX_F64, 3, ((int64_t[]){0, 1 << 20, 1 << 20})) != NULL);
 }
 
 TEST(gather_out_of_range_at_realize)

@@ -144,10 +144,12 @@ void ir_release(ir_node *n); /* iterative: deep chains do not recurse */
 ir_storage *ir_storage_new(void *data, size_t bytes, void (*free_fn)(void *, void *), void *ctx);
 void ir_storage_retain(ir_storage *st);
 void ir_storage_release(ir_storage *st);
+extern ir_storage ir_storage_busy;
 static inline ir_storage *ir_node_storage(const ir_node *n)
 {
     ir_node *m = (ir_node *)(uintptr_t)n; /* reading the published payload does not modify n */
-    return atomic_load_explicit(&m->storage, memory_order_acquire);
+    ir_storage *st = atomic_load_explicit(&m->storage, memory_order_acquire);
+    return st == &ir_storage_busy ? NULL : st;
 }
 /* Publishes the realized payload of n; takes one reference to st. A node
  * realized already keeps its payload and st is released. */

@@ -61,13 +61,20 @@ void ir_storage_release(ir_storage *st)
     ir_free(st);
 }
 
+ir_storage ir_storage_busy; /* candidate fix: claimed, offset being written */
+
 void ir_node_set_storage(ir_node *n, ir_storage *st, size_t offset)
 {
     ir_storage *none = NULL;
-    n->offset = offset; /* written before publication; readers load storage first */
-    if (!atomic_compare_exchange_strong_explicit(&n->storage, &none, st, memory_order_acq_rel,
-                                                 memory_order_acquire))
+    /* claim first, then write the offset, then publish: a thread that loses
+     * the claim never touches the winner's offset */
+    if (!atomic_compare_exchange_strong_explicit(&n->storage, &none, &ir_storage_busy, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
         ir_storage_release(st); /* another thread realized it first */
+        return;
+    }
+    n->offset = offset;
+    atomic_store_explicit(&n->storage, st, memory_order_release);
 }
 
 /* ------------------------------------------------------------ cons table */
@@ -215,6 +222,13 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
         if (rank > 0)
             memcpy(shp, shape, (size_t)rank * sizeof *shape);
     } else if (!ir_infer(op, nsrc, src, a, &dt, &rank, shp, err, errcap)) {
+        return NULL;
+    }
+    if (!ir_shape_bytes_ok(dt, rank, shp)) {
+        if (errcap) {
+            char b[160];
+            snprintf(err, errcap, "result %s of %s overflows the addressable size", ir_shape_str(b, sizeof b, rank, shp), rlx_dtype_name(dt));
+        }
         return NULL;
     }
     uint64_t h = mix(mix(0xc0ffeeu, (uint64_t)op), (uint64_t)dt);

@@ -13,11 +13,14 @@
 int64_t ir_numel(int rank, const int64_t *shape)
 {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
+    for (int i = 0; i < rank; i++)
         if (shape[i] < 0)
             return -1;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] == 0)
+            return 0; /* [6, 2^62, 0] is empty: the product of the others may overflow */
+    for (int i = 0; i < rank; i++)
         n *= shape[i]; /* callers checked ir_shape_bytes_ok: no overflow */
-    }
     return n;
 }
 
@@ -25,12 +28,11 @@ bool ir_shape_bytes_ok(rlx_dtype dt, int rank, const int64_t *shape)
 {
     if (rank < 0 || rank > IR_MAX_RANK)
         return false;
-    for (int i = 0; i < rank; i++)
-        if (shape[i] == 0)
-            return true; /* an empty tensor has 0 bytes whatever the other dims */
+    /* candidate fix: the product of the nonzero dims must fit too, so that
+     * counts and strides of an empty tensor ([6, 2^62, 0]) never overflow */
     int64_t limit = INT64_MAX / (int64_t)(ir_dtype_size(dt) ? ir_dtype_size(dt) : 1), n = 1;
     for (int i = 0; i < rank; i++) {
-        int64_t d = shape[i] < 0 ? 1 : shape[i];
+        int64_t d = shape[i] <= 0 ? 1 : shape[i];
         if (n > limit / d)
             return false;
         n *= d;
@@ -297,6 +299,8 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
                 for (int d = 0; d < x->rank; d++)
                     if (d != ax && s->shape[d] != x->shape[d])
                         FAIL("cat sources differ off the axis");
+                if (s->shape[ax] > INT64_MAX - shape[ax])
+                    FAIL("cat length overflows");
                 shape[ax] += s->shape[ax];
             }
             return true;

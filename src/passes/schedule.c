@@ -248,7 +248,7 @@ static void contiguous_strides(int rank, const int64_t *shape, int64_t *st)
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {
         st[i] = s;
-        s *= shape[i] > 0 ? shape[i] : 1;
+        s = (int64_t)((uint64_t)s * (uint64_t)(shape[i] > 0 ? shape[i] : 1)); /* candidate fix: see ref_eval.c */
     }
 }
 

@@ -166,7 +166,10 @@ static rlx_status run_ref(exec *e, long i)
             goto done;
     rt_view out;
     memset(&out, 0, sizeof out);
-    if (fn(ctx, n, inputs, &out) != RLX_OK) {
+    if (ir_node_numel(n) == 0 && ir_ops[n->op].cls != IR_CLS_MOVEMENT) { /* candidate fix: nothing to compute */
+        if (rt_alloc_out(ctx, n, &out, false))
+            goto done;
+    } else if (fn(ctx, n, inputs, &out) != RLX_OK) {
         ir_storage_release(out.st); /* an evaluator may fail after allocating */
         goto done;
     }

@@ -56,6 +56,10 @@ rlx_tensor *rlx_from_blob(rlx_dtype dt, int rank, const int64_t *shape, void *da
     size_t bytes;
     if (!check_payload(fn, dt, rank, shape, data, &bytes))
         return NULL;
+    if (!ts_scope_reserve()) { /* candidate fix: ts_wrap failing would run the deleter */
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return NULL;
+    }
     ir_storage *st = rt_storage_wrap(data, bytes, deleter, ctx);
     if (!st) {
         ts_error(RLX_E_NOMEM, fn, "out of memory");
@@ -63,6 +67,7 @@ rlx_tensor *rlx_from_blob(rlx_dtype dt, int rank, const int64_t *shape, void *da
     }
     ir_node *n = ir_make_buffer(st, 0, dt, rank, shape);
     if (!n) {
+        ir_free(st->ctx);   /* candidate fix: the deleter record leaked */
         st->free_fn = NULL; /* on failure the caller keeps data: do not run the deleter */
         ir_storage_release(st);
         ts_error(RLX_E_NOMEM, fn, "out of memory");

@@ -27,7 +27,7 @@ static void put(strbuf *s, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
+        int n = vsnprintf(s->buf ? s->buf + s->len : NULL, s->cap - s->len, fmt, ap);
         va_end(ap);
         if (n < 0) {
             s->oom = true;
@@ -59,7 +59,7 @@ static void put_value(strbuf *s, const void *p, rlx_dtype dt, int64_t i)
         v = rt_ld_f(p, dt, i);
         if (v != v)
             put(s, "nan");
-        else if (v == (double)(int64_t)v && v > -1e16 && v < 1e16)
+        else if (v > -1e16 && v < 1e16 && v == (double)(int64_t)v)
             put(s, "%.0f.", v); /* NumPy writes integral floats as "2." */
         else
             put(s, dt == RLX_F32 ? "%.7g" : "%.15g", v);
@@ -110,7 +110,7 @@ char *rlx_to_string(rlx_tensor *t)
         return NULL;
     strbuf s = {0};
     fmt_ctx c = {n, (const char *)ir_node_storage(n)->data + n->offset,
-                 ir_node_numel(n) > SUMMARY_THRESHOLD, (int)strlen("tensor(")};
+                 ir_node_numel(n) > SUMMARY_THRESHOLD || ir_node_numel(n) == 0, (int)strlen("tensor(")};
     put(&s, "tensor(");
     if (n->rank == 0)
         put_value(&s, c.data, n->dtype, 0);

@@ -78,6 +78,24 @@ rlx_tensor *ts_wrap(ir_node *n)
     return t;
 }
 
+/* candidate fix: room for one more handle in the open scope, so that a
+ * following ts_wrap cannot fail */
+bool ts_scope_reserve(void)
+{
+    if (!nscopes)
+        return true;
+    scope *s = &scopes[nscopes - 1];
+    if (s->count < s->cap)
+        return true;
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    rlx_tensor **items = ir_realloc(s->items, cap * sizeof *items);
+    if (!items)
+        return false;
+    s->items = items;
+    s->cap = cap;
+    return true;
+}
+
 rlx_tensor *rlx_retain(rlx_tensor *t) { return t ? ts_wrap(ir_retain(ts_node(t))) : NULL; }
 void rlx_release(rlx_tensor *t) { ir_release(ts_node(t)); }
 

@@ -107,11 +107,17 @@ static bool stat_begin(const char *fn, rlx_tensor *x, const int *axes, int naxes
     if (ts_null(fn, "x", x) || !ts_axes_mask(fn, ts_node(x)->rank, axes, naxes, mask) || !ts_open(fn))
         return false;
     *xf = ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+    if (!*xf) { /* candidate fix: the cast failed (out of memory) */
+        ts_close(NULL);
+        return false;
+    }
     return true;
 }
 
 static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
+    if (!xf)
+        return NULL; /* candidate fix: an inner op failed (out of memory) */
     int64_t count = reduced_count(ts_node(xf), mask);
     rlx_tensor *s = ts_reduce_mask(fn, IR_OP_SUM, xf, mask, keepdim);
     return count ? rlx_div_s(s, (double)count) : rlx_mul_s(s, NAN); /* mean of nothing is NaN */

@@ -44,6 +44,7 @@ const char *ts_dims_str(int rank, const int64_t *shape);
 /* handle.c */
 /* Records n in the open scope and returns it as a handle; NULL passes. */
 rlx_tensor *ts_wrap(ir_node *n);
+bool ts_scope_reserve(void);
 /* Internal scope for composites; fn names their errors. */
 bool ts_open(const char *fn); /* false (error recorded) when out of memory */
 /* Escapes result (may be NULL) from the internal scope, closes it, returns it. */
