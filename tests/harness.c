@@ -49,6 +49,53 @@ static rlx_tensor *make(rlx_dtype dt, int rank, const int64_t *shape, const void
     return t;
 }
 
+void test_check_null(const char *file, int line, const char *call, rlx_tensor *r, int want, const char *fn)
+{
+    if (r)
+        test_fail(file, line, "%s returned a tensor, expected NULL", call);
+    if (want >= 0) {
+        test_check_error(file, line, call, (rlx_status)want, fn);
+        return;
+    }
+    if (rlx_last_status() == RLX_OK)
+        test_fail(file, line, "%s recorded no error", call);
+    else if (strncmp(rlx_last_error(), fn, strlen(fn)) != 0)
+        test_fail(file, line, "%s: message '%s' does not name %s", call, rlx_last_error(), fn);
+    rlx_clear_error();
+}
+
+void ir_alloc_fail_after(long n); /* internal: the allocation-failure hook */
+
+void test_alloc_walk(const char *file, int line, int (*workload)(void), int min_failures)
+{
+    /* Some failures are absorbed by design (a cons table that cannot grow
+     * keeps longer chains), so one success does not mean every allocation
+     * was tried. */
+    long live = ir_live_nodes();
+    int failures = 0, in_a_row = 0;
+    for (long n = 0; n < 20000 && in_a_row < 200; n++) {
+        rlx_clear_error();
+        ir_alloc_fail_after(n);
+        int ok = workload();
+        ir_alloc_fail_after(-1);
+        in_a_row = ok ? in_a_row + 1 : 0;
+        if (!ok) {
+            failures++;
+            if (rlx_last_status() != RLX_E_NOMEM)
+                test_fail(file, line, "failing allocation %ld gave status %d: %s", n, (int)rlx_last_status(),
+                          rlx_last_error());
+        }
+        if (ir_live_nodes() != live)
+            test_fail(file, line, "failing allocation %ld leaked %ld nodes", n, ir_live_nodes() - live);
+    }
+    if (failures < min_failures || in_a_row < 200)
+        test_fail(file, line, "allocation walk: %d failing runs (want >= %d), %d clean in a row", failures,
+                  min_failures, in_a_row);
+    rlx_clear_error();
+    if (!workload())
+        test_fail(file, line, "the workload fails after the walk: %s", rlx_last_error());
+}
+
 rlx_tensor *tf32(int rank, const int64_t *shape, const float *data) { return make(RLX_F32, rank, shape, data); }
 rlx_tensor *tf64(int rank, const int64_t *shape, const double *data) { return make(RLX_F64, rank, shape, data); }
 rlx_tensor *ti32(int rank, const int64_t *shape, const int32_t *data) { return make(RLX_I32, rank, shape, data); }
@@ -90,35 +137,79 @@ double *test_values(rlx_tensor *t, int64_t *n)
     return v;
 }
 
-void test_expect(const char *file, int line, rlx_tensor *t, rlx_dtype dt, int rank, const int64_t *shape,
-                 const double *expected, double rtol, double atol)
+double test_quantize(rlx_dtype dt, double v)
+{
+    switch (dt) {
+    case RLX_BOOL: return v != 0;
+    case RLX_I32: return (double)(int32_t)v;
+    case RLX_I64: return (double)(int64_t)v;
+    case RLX_F32: return (double)(float)v;
+    default: return v;
+    }
+}
+
+int64_t test_numel(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    return n;
+}
+
+rlx_tensor *test_tensor(rlx_dtype dt, int rank, const int64_t *shape, double *v)
+{
+    int64_t n = test_numel(rank, shape);
+    void *buf = malloc((size_t)(n ? n : 1) * 8);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = test_quantize(dt, v[i]);
+        switch (dt) {
+        case RLX_BOOL: ((unsigned char *)buf)[i] = (unsigned char)(v[i] != 0); break;
+        case RLX_I32: ((int32_t *)buf)[i] = (int32_t)v[i]; break;
+        case RLX_I64: ((int64_t *)buf)[i] = (int64_t)v[i]; break;
+        case RLX_F32: ((float *)buf)[i] = (float)v[i]; break;
+        default: ((double *)buf)[i] = v[i]; break;
+        }
+    }
+    rlx_tensor *t = make(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+const char *test_dims(int rank, const int64_t *shape)
+{
+    static char buf[4][160];
+    static int k;
+    char *s = buf[k++ & 3];
+    strcpy(s, "[");
+    for (int i = 0; i < rank && strlen(s) < 140; i++)
+        snprintf(s + strlen(s), 160 - strlen(s), "%s%lld", i ? "," : "", (long long)shape[i]);
+    strcat(s, "]");
+    return s;
+}
+
+void test_expect(const char *file, int line, const char *what, rlx_tensor *t, rlx_dtype dt, int rank,
+                 const int64_t *shape, const double *expected, double rtol, double atol)
 {
     if (!t) {
-        test_fail(file, line, "tensor is NULL: %s", rlx_last_error());
+        test_fail(file, line, "%s: NULL (%s)", what, rlx_last_error());
         return;
     }
     if (rlx_dtype_of(t) != dt) {
-        test_fail(file, line, "dtype %s, expected %s", rlx_dtype_name(rlx_dtype_of(t)), rlx_dtype_name(dt));
+        test_fail(file, line, "%s: dtype %s, expected %s", what, rlx_dtype_name(rlx_dtype_of(t)), rlx_dtype_name(dt));
         return;
     }
-    int64_t got_shape[RLX_MAX_RANK];
-    int r = rlx_shape(t, got_shape, RLX_MAX_RANK);
-    if (r != rank || (rank && memcmp(got_shape, shape, (size_t)rank * sizeof *shape) != 0)) {
-        char a[128] = "", b[128] = "";
-        for (int i = 0; i < r && i < RLX_MAX_RANK; i++)
-            snprintf(a + strlen(a), sizeof a - strlen(a), "%lld,", (long long)got_shape[i]);
-        for (int i = 0; i < rank; i++)
-            snprintf(b + strlen(b), sizeof b - strlen(b), "%lld,", (long long)shape[i]);
-        test_fail(file, line, "shape [%s], expected [%s]", a, b);
+    int64_t got[RLX_MAX_RANK];
+    int r = rlx_shape(t, got, RLX_MAX_RANK);
+    if (r != rank || (rank && memcmp(got, shape, (size_t)rank * sizeof *shape) != 0)) {
+        test_fail(file, line, "%s: shape %s, expected %s", what, test_dims(r, got), test_dims(rank, shape));
         return;
     }
     int64_t n;
     double *v = test_values(t, &n);
-    if (!v)
-        return;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; v && i < n; i++) {
         if (!test_close(v[i], expected[i], rtol, atol)) {
-            test_fail(file, line, "element %lld is %.17g, expected %.17g", (long long)i, v[i], expected[i]);
+            test_fail(file, line, "%s: element %lld is %.17g, expected %.17g", what, (long long)i, v[i],
+                      expected[i]);
             break;
         }
     }
@@ -137,7 +228,7 @@ void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *w
     double *w = test_values(want, &n);
     if (!w)
         return;
-    test_expect(file, line, got, rlx_dtype_of(want), rank, shape, w, rtol, atol);
+    test_expect(file, line, "tensor", got, rlx_dtype_of(want), rank, shape, w, rtol, atol);
     free(w);
 }
 

@@ -65,17 +65,21 @@ int test_close(double a, double b, double rtol, double atol);
         (void)(call);                                                       \
         test_check_error(__FILE__, __LINE__, #call, (want), (fn));          \
     } while (0)
-/* The call returns NULL and records status want naming fn. */
-#define CHECK_NULL_ERR(call, want, fn)                                      \
-    do {                                                                    \
-        rlx_clear_error();                                                  \
-        rlx_tensor *r_ = (call);                                            \
-        if (r_) {                                                           \
-            test_fail(__FILE__, __LINE__, "%s returned a tensor, expected NULL", #call); \
-        } /* an unexpected result stays in the test's scope, which frees it */                                                                   \
-        test_check_error(__FILE__, __LINE__, #call, (want), (fn));          \
-    } while (0)
+/* The call returns NULL and records status want naming fn; want -1
+ * accepts any error status (for cases documented only as "an error"). An
+ * unexpected result stays in the test's scope, which frees it. */
+#define CHECK_NULL_ERR(call, want, fn) \
+    (rlx_clear_error(), test_check_null(__FILE__, __LINE__, #call, (call), (int)(want), (fn)))
+#define CHECK_NULL_ANY(call, fn) CHECK_NULL_ERR(call, -1, fn)
+void test_check_null(const char *file, int line, const char *call, rlx_tensor *r, int want, const char *fn);
 void test_check_error(const char *file, int line, const char *call, rlx_status want, const char *fn);
+
+/* Fails every allocation of workload in turn (internal hook) until 200
+ * runs in a row succeed untouched: each failed run must report
+ * RLX_E_NOMEM and leave no graph node alive, and at least min_failures
+ * runs must fail. The workload returns nonzero on success. */
+void test_alloc_walk(const char *file, int line, int (*workload)(void), int min_failures);
+#define ALLOC_WALK(workload, min_failures) test_alloc_walk(__FILE__, __LINE__, (workload), (min_failures))
 
 /* Builders (results recorded in the test's scope). */
 rlx_tensor *tf32(int rank, const int64_t *shape, const float *data);
@@ -87,14 +91,26 @@ rlx_tensor *tbool(int rank, const int64_t *shape, const unsigned char *data);
 rlx_tensor *trand(rlx_dtype dt, int rank, const int64_t *shape, double lo, double hi);
 double test_uniform(double lo, double hi);
 
+/* v[i] as dt stores it (float -> int truncates). */
+double test_quantize(rlx_dtype dt, double v);
+int64_t test_numel(int rank, const int64_t *shape);
+/* A tensor of dtype dt holding v, which is quantized in place to what dt
+ * stores, so v can serve as the expectation afterwards. */
+rlx_tensor *test_tensor(rlx_dtype dt, int rank, const int64_t *shape, double *v);
+/* "[2,3]" in a ring of 4 static buffers. */
+const char *test_dims(int rank, const int64_t *shape);
+
 /* Reads t as doubles into a malloc'ed array (NULL and a failure if it
  * does not realize); *n gets the element count. */
 double *test_values(rlx_tensor *t, int64_t *n);
 /* Compares t's shape, dtype and values with expected (as doubles). */
-void test_expect(const char *file, int line, rlx_tensor *t, rlx_dtype dt, int rank, const int64_t *shape,
-                 const double *expected, double rtol, double atol);
+void test_expect(const char *file, int line, const char *what, rlx_tensor *t, rlx_dtype dt, int rank,
+                 const int64_t *shape, const double *expected, double rtol, double atol);
 #define EXPECT(t, dt, rank, shape, expected, tol) \
-    test_expect(__FILE__, __LINE__, (t), (dt), (rank), (shape), (expected), (tol), (tol))
+    test_expect(__FILE__, __LINE__, #t, (t), (dt), (rank), (shape), (expected), (tol), (tol))
+/* EXPECT with a label and separate tolerances. */
+#define EXPECT_V(what, t, dt, rank, shape, e, rtol, atol) \
+    test_expect(__FILE__, __LINE__, (what), (t), (dt), (rank), (shape), (e), (rtol), (atol))
 /* Compares two tensors of one shape (values as doubles). */
 void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *want, double rtol, double atol);
 #define EXPECT_SAME(got, want, tol) test_expect_same(__FILE__, __LINE__, (got), (want), (tol), (tol))

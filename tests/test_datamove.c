@@ -129,28 +129,6 @@ static double conv(double v, rlx_dtype from, rlx_dtype to)
 
 static rlx_dtype promote(rlx_dtype a, rlx_dtype b) { return a > b ? a : b; }
 
-/* call returned r: NULL, status want (any error when want is -1) and a
- * message naming fn. Unlike harness.h's CHECK_NULL_ERR, an unexpected result
- * is not released here: the test's scope releases it (releasing it twice
- * crashed the run whenever the library wrongly succeeded). */
-#undef CHECK_NULL_ERR
-#define CHECK_NULL_ERR(call, want, fn) \
-    (rlx_clear_error(), null_err(__FILE__, __LINE__, #call, (call), (int)(want), (fn)))
-#define CHECK_NULL_ANY(call, fn) CHECK_NULL_ERR(call, -1, fn)
-static void null_err(const char *file, int line, const char *call, rlx_tensor *r, int want, const char *fn)
-{
-    if (r)
-        test_fail(file, line, "%s returned a tensor, expected NULL", call);
-    if (want >= 0) {
-        test_check_error(file, line, call, (rlx_status)want, fn);
-        return;
-    }
-    if (rlx_last_status() == RLX_OK)
-        test_fail(file, line, "%s recorded no error", call);
-    else if (strncmp(rlx_last_error(), fn, strlen(fn)) != 0)
-        test_fail(file, line, "%s: message '%s' does not name %s", call, rlx_last_error(), fn);
-    rlx_clear_error();
-}
 
 static int rand_int(int lo, int hi) { return lo + (int)test_uniform(0, hi - lo + 1); } /* [lo, hi] */
 

@@ -34,55 +34,15 @@ static double *gen_vals(int64_t n, int dom, double lo, double hi)
     return v;
 }
 
-/* The value v takes once stored in dt (float -> int truncates). */
-static double q(rlx_dtype dt, double v)
-{
-    switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32: return (double)(int32_t)v;
-    case RLX_I64: return (double)(int64_t)v;
-    case RLX_F32: return (double)(float)v;
-    default: return v;
-    }
-}
 
-static int64_t numel_of(int rank, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    return n;
-}
 
-/* A tensor of dtype dt holding v (quantized in place to what dt stores). */
-static rlx_tensor *mk(rlx_dtype dt, int rank, const int64_t *shape, double *v)
-{
-    int64_t n = numel_of(rank, shape);
-    size_t cap = (size_t)(n ? n : 1);
-    void *buf = malloc(cap * 8);
-    for (int64_t i = 0; i < n; i++) {
-        v[i] = q(dt, v[i]);
-        switch (dt) {
-        case RLX_BOOL: ((unsigned char *)buf)[i] = (unsigned char)(v[i] != 0); break;
-        case RLX_I32: ((int32_t *)buf)[i] = (int32_t)v[i]; break;
-        case RLX_I64: ((int64_t *)buf)[i] = (int64_t)v[i]; break;
-        case RLX_F32: ((float *)buf)[i] = (float)v[i]; break;
-        default: ((double *)buf)[i] = v[i]; break;
-        }
-    }
-    rlx_tensor *t = rlx_from_data(dt, rank, shape, buf);
-    free(buf);
-    if (!t)
-        test_fail(__FILE__, __LINE__, "rlx_from_data: %s", rlx_last_error());
-    return t;
-}
 
 /* A [4,6] view of a [6,8] base: v[i][j] = base[j][2i] (slice step 2, then
  * transpose). base has 48 values (quantized in place); vals gets 24. */
 static rlx_tensor *strided_view(rlx_dtype dt, double *base, double *vals)
 {
     const int64_t bs[2] = {6, 8};
-    rlx_tensor *b = mk(dt, 2, bs, base);
+    rlx_tensor *b = test_tensor(dt, 2, bs, base);
     rlx_tensor *v = rlx_transpose(rlx_slice(b, 1, 0, RLX_END, 2), 2, (const int[]){1, 0});
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 6; j++)
@@ -90,48 +50,7 @@ static rlx_tensor *strided_view(rlx_dtype dt, double *base, double *vals)
     return v;
 }
 
-static const char *dims(int rank, const int64_t *shape)
-{
-    static char buf[4][64];
-    static int k;
-    char *s = buf[k++ & 3];
-    strcpy(s, "[");
-    for (int i = 0; i < rank; i++)
-        snprintf(s + strlen(s), 64 - strlen(s), "%s%lld", i ? "," : "", (long long)shape[i]);
-    strcat(s, "]");
-    return s;
-}
 
-/* Compares t's dtype, shape and values (NaN == NaN, infinities exact). */
-static void expect_v(int line, const char *what, rlx_tensor *t, rlx_dtype dt, int rank, const int64_t *shape,
-                     const double *e, double rtol, double atol)
-{
-    if (!t) {
-        test_fail(__FILE__, line, "%s: NULL (%s)", what, rlx_last_error());
-        return;
-    }
-    if (rlx_dtype_of(t) != dt) {
-        test_fail(__FILE__, line, "%s: dtype %s, expected %s", what, rlx_dtype_name(rlx_dtype_of(t)),
-                  rlx_dtype_name(dt));
-        return;
-    }
-    int64_t got[RLX_MAX_RANK];
-    int r = rlx_shape(t, got, RLX_MAX_RANK);
-    if (r != rank || (rank && memcmp(got, shape, (size_t)rank * sizeof *shape) != 0)) {
-        test_fail(__FILE__, line, "%s: shape %s, expected %s", what, dims(r, got), dims(rank, shape));
-        return;
-    }
-    int64_t n;
-    double *v = test_values(t, &n);
-    for (int64_t i = 0; v && i < n; i++) {
-        if (!test_close(v[i], e[i], rtol, atol)) {
-            test_fail(__FILE__, line, "%s: element %lld is %.17g, expected %.17g", what, (long long)i, v[i], e[i]);
-            break;
-        }
-    }
-    free(v);
-}
-#define EXPECT_V(what, t, dt, rank, shape, e, rtol, atol) expect_v(__LINE__, what, t, dt, rank, shape, e, rtol, atol)
 
 /* NULL propagation: with an E_DTYPE from rlx_arange recorded, call must
  * return NULL and keep that error. */
@@ -257,7 +176,7 @@ static rlx_dtype unary_out(const urow *r, rlx_dtype in)
 static void check_unary(const urow *r, rlx_dtype dt, rlx_tensor *x, const double *xv, int rank,
                         const int64_t *shape, const char *tag)
 {
-    int64_t n = numel_of(rank, shape);
+    int64_t n = test_numel(rank, shape);
     double *e = malloc((size_t)(n ? n : 1) * sizeof *e);
     for (int64_t i = 0; i < n; i++)
         e[i] = r->ref(xv[i]);
@@ -279,9 +198,9 @@ static void unary_shapes(rlx_dtype dt)
         for (size_t s = 0; s < sizeof USHAPES / sizeof *USHAPES; s++) {
             int rank = USHAPES[s].rank;
             const int64_t *shape = USHAPES[s].shape;
-            double *v = gen_vals(numel_of(rank, shape), r->dom, r->lo, r->hi);
-            rlx_tensor *x = mk(dt, rank, shape, v);
-            check_unary(r, dt, x, v, rank, shape, dims(rank, shape));
+            double *v = gen_vals(test_numel(rank, shape), r->dom, r->lo, r->hi);
+            rlx_tensor *x = test_tensor(dt, rank, shape, v);
+            check_unary(r, dt, x, v, rank, shape, test_dims(rank, shape));
             free(v);
         }
         double base[48], vals[24];
@@ -306,7 +225,7 @@ TEST(unary_special_values)
             double v[15];
             memcpy(v, sv, sizeof v);
             int64_t s = n;
-            rlx_tensor *x = mk(dt, 1, &s, v);
+            rlx_tensor *x = test_tensor(dt, 1, &s, v);
             check_unary(&UNARY[k], dt, x, v, 1, &s, "special values");
         }
     }
@@ -322,12 +241,12 @@ TEST(unary_extreme_values)
             double v[6];
             memcpy(v, xv, sizeof v);
             int64_t s = 6;
-            check_unary(&UNARY[k], dt, mk(dt, 1, &s, v), v, 1, &s, "extreme values");
+            check_unary(&UNARY[k], dt, test_tensor(dt, 1, &s, v), v, 1, &s, "extreme values");
         }
         /* The ones that must not overflow, spelled out. */
         double v[4] = {1000, -1000, 50, -50};
         int64_t s = 4;
-        rlx_tensor *x = mk(dt, 1, &s, v);
+        rlx_tensor *x = test_tensor(dt, 1, &s, v);
         EXPECT_V("softplus(+-1000)", rlx_softplus(x), dt, 1, &s, ((double[]){1000, 0, 50, 1.9287498479639178e-22}), 1e-6, 1e-30);
         EXPECT_V("log_sigmoid(+-1000)", rlx_log_sigmoid(x), dt, 1, &s, ((double[]){0, -1000, -1.9287498479639178e-22, -50}), 1e-6, 1e-30);
         EXPECT_V("sigmoid(+-1000)", rlx_sigmoid(x), dt, 1, &s, ((double[]){1, 0, 1, 1.9287498479639178e-22}), 1e-6, 1e-30);
@@ -349,7 +268,7 @@ TEST(unary_integer_and_bool_inputs)
             double v[8];
             memcpy(v, iv, sizeof v);
             int64_t s = 8;
-            rlx_tensor *x = mk(dt, 1, &s, v);
+            rlx_tensor *x = test_tensor(dt, 1, &s, v);
             if (dt == RLX_BOOL && r->fn == rlx_neg) {
                 CHECK_NULL_ERR(rlx_neg(x), RLX_E_DTYPE, "rlx_neg:");
                 continue;
@@ -369,7 +288,7 @@ TEST(unary_integer_and_bool_inputs)
     /* logical_not of every dtype is bool; NaN is nonzero. */
     for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
         double v[3] = {0, 2, dt >= RLX_F32 ? NAN : -1};
-        EXPECT_V("logical_not", rlx_logical_not(mk((rlx_dtype)dt, 1, (const int64_t[]){3}, v)), RLX_BOOL, 1,
+        EXPECT_V("logical_not", rlx_logical_not(test_tensor((rlx_dtype)dt, 1, (const int64_t[]){3}, v)), RLX_BOOL, 1,
                  ((const int64_t[]){3}), ((double[]){1, 0, 0}), 0, 0);
     }
 }
@@ -382,7 +301,7 @@ TEST(round_half_to_even)
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double v[12];
         memcpy(v, in, sizeof v);
-        rlx_tensor *r = rlx_round(mk(dt, 1, (const int64_t[]){12}, v));
+        rlx_tensor *r = rlx_round(test_tensor(dt, 1, (const int64_t[]){12}, v));
         EXPECT_V("round", r, dt, 1, ((const int64_t[]){12}), want, 0, 0);
         double got[12];
         if (rlx_read_f64(r, got, 12) == RLX_OK) {
@@ -391,7 +310,7 @@ TEST(round_half_to_even)
         }
     }
     double big[2] = {4503599627370497.0, -4503599627370497.0}; /* 2^52+1: already an integer */
-    EXPECT_V("round 2^52+1", rlx_round(mk(RLX_F64, 1, (const int64_t[]){2}, big)), RLX_F64, 1,
+    EXPECT_V("round 2^52+1", rlx_round(test_tensor(RLX_F64, 1, (const int64_t[]){2}, big)), RLX_F64, 1,
              ((const int64_t[]){2}), big, 0, 0);
 }
 
@@ -499,14 +418,14 @@ static void check_binary(const brow *r, rlx_dtype dt, rlx_tensor *a, const doubl
 {
     int64_t os[RLX_MAX_RANK];
     int ro = bshape(ra, sa, rb, sb, os);
-    int64_t n = numel_of(ro, os);
+    int64_t n = test_numel(ro, os);
     double *e = malloc((size_t)(n ? n : 1) * sizeof *e);
     for (int64_t i = 0; i < n; i++)
         e[i] = r->ref(av[bidx(ro, os, i, ra, sa)], bv[bidx(ro, os, i, rb, sb)]);
     rlx_dtype od = r->kind == B_CMP ? RLX_BOOL : dt;
     double tol = od == RLX_F32 ? r->tol32 : r->tol64;
     char what[160];
-    snprintf(what, sizeof what, "rlx_%s %s %s %s (%s)", r->name, rlx_dtype_name(dt), dims(ra, sa), dims(rb, sb), tag);
+    snprintf(what, sizeof what, "rlx_%s %s %s %s (%s)", r->name, rlx_dtype_name(dt), test_dims(ra, sa), test_dims(rb, sb), tag);
     rlx_clear_error();
     EXPECT_V(what, r->fn(a, b), od, ro, os, e, tol, tol);
     free(e);
@@ -527,9 +446,9 @@ static void binary_shapes(rlx_dtype dt)
         for (size_t s = 0; s < sizeof BSHAPES / sizeof *BSHAPES; s++) {
             int ra = BSHAPES[s].ra, rb = BSHAPES[s].rb;
             const int64_t *sa = BSHAPES[s].sa, *sb = BSHAPES[s].sb;
-            double *av = gen_vals(numel_of(ra, sa), r->adom, r->alo, r->ahi);
-            double *bv = gen_vals(numel_of(rb, sb), r->bdom, r->blo, r->bhi);
-            rlx_tensor *a = mk(dt, ra, sa, av), *b = mk(dt, rb, sb, bv);
+            double *av = gen_vals(test_numel(ra, sa), r->adom, r->alo, r->ahi);
+            double *bv = gen_vals(test_numel(rb, sb), r->bdom, r->blo, r->bhi);
+            rlx_tensor *a = test_tensor(dt, ra, sa, av), *b = test_tensor(dt, rb, sb, bv);
             check_binary(r, dt, a, av, ra, sa, b, bv, rb, sb, "contiguous");
             free(av);
             free(bv);
@@ -544,7 +463,7 @@ static void binary_shapes(rlx_dtype dt)
         for (int i = 0; i < 6; i++)
             cv[i] = gen(r->bdom, r->blo, r->bhi);
         rlx_tensor *a = strided_view(dt, abase, av);
-        rlx_tensor *bb = mk(dt, 2, (const int64_t[]){4, 12}, bbase);
+        rlx_tensor *bb = test_tensor(dt, 2, (const int64_t[]){4, 12}, bbase);
         rlx_tensor *b = rlx_slice(bb, 1, 1, RLX_END, 2); /* b[i][j] = bbase[i][1+2j] */
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 6; j++)
@@ -552,7 +471,7 @@ static void binary_shapes(rlx_dtype dt)
         const int64_t s46[2] = {4, 6}, s6[1] = {6};
         check_binary(r, dt, a, av, 2, s46, b, bv, 2, s46, "strided views");
         check_binary(r, dt, b, bv, 2, s46, a, av, 2, s46, "strided views");
-        rlx_tensor *c = mk(dt, 1, s6, cv);
+        rlx_tensor *c = test_tensor(dt, 1, s6, cv);
         check_binary(r, dt, a, av, 2, s46, c, cv, 1, s6, "view with broadcast");
     }
 }
@@ -573,7 +492,7 @@ TEST(binary_scalar_forms)
                 static const int pick[3] = {0, 2, 3};
                 int rank = s == 3 ? 2 : USHAPES[pick[s]].rank;
                 const int64_t *shape = s == 3 ? (const int64_t[]){4, 6} : USHAPES[pick[s]].shape;
-                int64_t n = numel_of(rank, shape);
+                int64_t n = test_numel(rank, shape);
                 double *av = gen_vals(n, r->adom, r->alo, r->ahi), base[48];
                 rlx_tensor *a;
                 if (s == 3) {
@@ -581,9 +500,9 @@ TEST(binary_scalar_forms)
                         base[i] = gen(r->adom, r->alo, r->ahi);
                     a = strided_view(dt, base, av);
                 } else {
-                    a = mk(dt, rank, shape, av);
+                    a = test_tensor(dt, rank, shape, av);
                 }
-                double sv = q(dt, r->s);
+                double sv = test_quantize(dt, r->s);
                 double *e = malloc((size_t)(n ? n : 1) * sizeof *e);
                 for (int64_t i = 0; i < n; i++)
                     e[i] = r->ref(av[i], sv);
@@ -591,7 +510,7 @@ TEST(binary_scalar_forms)
                 double tol = od == RLX_F32 ? r->tol32 : r->tol64;
                 char what[96];
                 snprintf(what, sizeof what, "rlx_%s%s %s %s", r->name, r->fn ? "_s" : "", rlx_dtype_name(dt),
-                         dims(rank, shape));
+                         test_dims(rank, shape));
                 rlx_clear_error();
                 EXPECT_V(what, r->fns(a, r->s), od, rank, shape, e, tol, tol);
                 free(e);
@@ -614,11 +533,11 @@ TEST(binary_dtype_promotion)
         for (int swap = 0; swap < 2; swap++) {
             rlx_dtype da = swap ? P[i].b : P[i].a, db = swap ? P[i].a : P[i].b;
             double av[4] = {1, 0, 3, -2}, bv[4] = {4.5, 5, -6, 0.25};
-            rlx_tensor *a = mk(da, 1, (const int64_t[]){4}, av), *b = mk(db, 1, (const int64_t[]){4}, bv);
+            rlx_tensor *a = test_tensor(da, 1, (const int64_t[]){4}, av), *b = test_tensor(db, 1, (const int64_t[]){4}, bv);
             double sum[4], prod[4], lt[4];
             for (int j = 0; j < 4; j++) {
-                sum[j] = q(P[i].out, av[j] + bv[j]);
-                prod[j] = q(P[i].out, av[j] * bv[j]);
+                sum[j] = test_quantize(P[i].out, av[j] + bv[j]);
+                prod[j] = test_quantize(P[i].out, av[j] * bv[j]);
                 lt[j] = av[j] < bv[j];
             }
             char what[64];
@@ -632,26 +551,26 @@ TEST(binary_dtype_promotion)
     /* i32 7 / f32 2 is 3.5 (promoted first); i32 / i64 truncates. */
     double a7[1] = {7}, b2[1] = {2}, b2i[1] = {2};
     const int64_t s1[1] = {1};
-    EXPECT_V("i32/f32", rlx_div(mk(RLX_I32, 1, s1, a7), mk(RLX_F32, 1, s1, b2)), RLX_F32, 1, s1, ((double[]){3.5}), 0, 0);
-    EXPECT_V("i32/i64", rlx_div(mk(RLX_I32, 1, s1, a7), mk(RLX_I64, 1, s1, b2i)), RLX_I64, 1, s1, ((double[]){3}), 0, 0);
+    EXPECT_V("i32/f32", rlx_div(test_tensor(RLX_I32, 1, s1, a7), test_tensor(RLX_F32, 1, s1, b2)), RLX_F32, 1, s1, ((double[]){3.5}), 0, 0);
+    EXPECT_V("i32/i64", rlx_div(test_tensor(RLX_I32, 1, s1, a7), test_tensor(RLX_I64, 1, s1, b2i)), RLX_I64, 1, s1, ((double[]){3}), 0, 0);
     /* atan2 of integers computes in f32; with f64 gives f64. */
     double y[2] = {1, -1}, x[2] = {1, 0};
     const int64_t s2[1] = {2};
-    rlx_tensor *yi = mk(RLX_I32, 1, s2, y), *xi = mk(RLX_I32, 1, s2, x);
+    rlx_tensor *yi = test_tensor(RLX_I32, 1, s2, y), *xi = test_tensor(RLX_I32, 1, s2, x);
     EXPECT_V("atan2 i32", rlx_atan2(yi, xi), RLX_F32, 1, s2, ((double[]){PI_ / 4, -PI_ / 2}), 1e-6, 0);
-    EXPECT_V("atan2 i32,f64", rlx_atan2(yi, mk(RLX_F64, 1, s2, x)), RLX_F64, 1, s2, ((double[]){PI_ / 4, -PI_ / 2}), 1e-15, 0);
+    EXPECT_V("atan2 i32,f64", rlx_atan2(yi, test_tensor(RLX_F64, 1, s2, x)), RLX_F64, 1, s2, ((double[]){PI_ / 4, -PI_ / 2}), 1e-15, 0);
     /* The _s forms keep the tensor's dtype: 2.5 on i32 is 2, on f32 stays f32. */
     double iv[3] = {1, -4, 7};
     const int64_t s3[1] = {3};
     for (int dt = RLX_I32; dt <= RLX_F64; dt++) {
-        rlx_tensor *t = mk((rlx_dtype)dt, 1, s3, iv);
-        double w = q((rlx_dtype)dt, 2.5);
+        rlx_tensor *t = test_tensor((rlx_dtype)dt, 1, s3, iv);
+        double w = test_quantize((rlx_dtype)dt, 2.5);
         EXPECT_V("add_s", rlx_add_s(t, 2.5), (rlx_dtype)dt, 1, s3, ((double[]){1 + w, -4 + w, 7 + w}), 0, 0);
         EXPECT_V("mul_s", rlx_mul_s(t, 2.5), (rlx_dtype)dt, 1, s3, ((double[]){w, -4 * w, 7 * w}), 0, 0);
         EXPECT_V("lt_s", rlx_lt_s(t, 1.5), RLX_BOOL, 1, s3, ((double[]){dt < RLX_F32 ? 0 : 1, 1, 0}), 0, 0);
     }
-    EXPECT_V("f32 add_s 1e-10", rlx_add_s(mk(RLX_F32, 1, s3, iv), 1e-10), RLX_F32, 1, s3, iv, 0, 0);
-    EXPECT_V("eq_s i32 0.5", rlx_eq_s(mk(RLX_I32, 1, s2, (double[]){0, 1}), 0.5), RLX_BOOL, 1, s2, ((double[]){1, 0}), 0, 0);
+    EXPECT_V("f32 add_s 1e-10", rlx_add_s(test_tensor(RLX_F32, 1, s3, iv), 1e-10), RLX_F32, 1, s3, iv, 0, 0);
+    EXPECT_V("eq_s i32 0.5", rlx_eq_s(test_tensor(RLX_I32, 1, s2, (double[]){0, 1}), 0.5), RLX_BOOL, 1, s2, ((double[]){1, 0}), 0, 0);
 }
 
 /* i32/i64: wrapping add/sub/mul, C division and remainder, x/0 = 0, pow. */
@@ -708,7 +627,7 @@ TEST(binary_integer_semantics)
     /* _s and reversed forms on integers. */
     double v[4] = {7, -7, 0, 3};
     const int64_t s4[1] = {4};
-    rlx_tensor *x = mk(RLX_I32, 1, s4, v);
+    rlx_tensor *x = test_tensor(RLX_I32, 1, s4, v);
     EXPECT_V("div_s i32", rlx_div_s(x, 2), RLX_I32, 1, s4, ((double[]){3, -3, 0, 1}), 0, 0);
     EXPECT_V("div_s i32 by 0", rlx_div_s(x, 0), RLX_I32, 1, s4, ((double[]){0, 0, 0, 0}), 0, 0);
     EXPECT_V("rem_s i32", rlx_rem_s(x, -2), RLX_I32, 1, s4, ((double[]){1, -1, 0, 1}), 0, 0);
@@ -717,7 +636,7 @@ TEST(binary_integer_semantics)
     EXPECT_V("pow_s i32", rlx_pow_s(x, 2), RLX_I32, 1, s4, ((double[]){49, 49, 0, 9}), 0, 0);
     /* Float rem is fmod (sign of the dividend). */
     double fa[4] = {-7.5, 7.5, 5, -0.0}, fb[4] = {2, -2, 0, 3};
-    EXPECT_V("rem f64", rlx_rem(mk(RLX_F64, 1, s4, fa), mk(RLX_F64, 1, s4, fb)), RLX_F64, 1, s4,
+    EXPECT_V("rem f64", rlx_rem(test_tensor(RLX_F64, 1, s4, fa), test_tensor(RLX_F64, 1, s4, fb)), RLX_F64, 1, s4,
              ((double[]){-1.5, 1.5, NAN, -0.0}), 0, 0);
 }
 
@@ -726,7 +645,7 @@ TEST(binary_bool_semantics)
 {
     double av[4] = {0, 0, 1, 1}, bv[4] = {0, 1, 0, 1};
     const int64_t s4[1] = {4};
-    rlx_tensor *a = mk(RLX_BOOL, 1, s4, av), *b = mk(RLX_BOOL, 1, s4, bv);
+    rlx_tensor *a = test_tensor(RLX_BOOL, 1, s4, av), *b = test_tensor(RLX_BOOL, 1, s4, bv);
     const double OR[4] = {0, 1, 1, 1}, AND[4] = {0, 0, 0, 1};
     EXPECT_V("bool add", rlx_add(a, b), RLX_BOOL, 1, s4, OR, 0, 0);
     EXPECT_V("bool maximum", rlx_maximum(a, b), RLX_BOOL, 1, s4, OR, 0, 0);
@@ -748,7 +667,7 @@ TEST(binary_bool_semantics)
     CHECK_NULL_ERR(rlx_neg(a), RLX_E_DTYPE, "rlx_neg:");
     /* logical ops on other dtypes: nonzero (NaN included) is true. */
     double fv[4] = {0, 0.5, NAN, -2}, iv[4] = {3, 0, 1, 0};
-    rlx_tensor *f = mk(RLX_F32, 1, s4, fv), *i = mk(RLX_I32, 1, s4, iv);
+    rlx_tensor *f = test_tensor(RLX_F32, 1, s4, fv), *i = test_tensor(RLX_I32, 1, s4, iv);
     EXPECT_V("logical_and f32,i32", rlx_logical_and(f, i), RLX_BOOL, 1, s4, ((double[]){0, 0, 1, 0}), 0, 0);
     EXPECT_V("logical_or f32,i32", rlx_logical_or(f, i), RLX_BOOL, 1, s4, ((double[]){1, 1, 1, 1}), 0, 0);
 }
@@ -760,7 +679,7 @@ TEST(binary_nan_inf)
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double av[6] = {NAN, 1, NAN, INFINITY, -INFINITY, INFINITY}, bv[6] = {1, NAN, NAN, 1, INFINITY, INFINITY};
         const int64_t s6[1] = {6};
-        rlx_tensor *a = mk(dt, 1, s6, av), *b = mk(dt, 1, s6, bv);
+        rlx_tensor *a = test_tensor(dt, 1, s6, av), *b = test_tensor(dt, 1, s6, bv);
         EXPECT_V("maximum nan", rlx_maximum(a, b), dt, 1, s6, ((double[]){NAN, NAN, NAN, INFINITY, INFINITY, INFINITY}), 0, 0);
         EXPECT_V("minimum nan", rlx_minimum(a, b), dt, 1, s6, ((double[]){NAN, NAN, NAN, 1, -INFINITY, INFINITY}), 0, 0);
         EXPECT_V("add inf", rlx_add(a, b), dt, 1, s6, ((double[]){NAN, NAN, NAN, INFINITY, NAN, INFINITY}), 0, 0);
@@ -779,10 +698,10 @@ TEST(binary_nan_inf)
         EXPECT_V("clamp_min nan", rlx_clamp_min(a, 0), dt, 1, s6, ((double[]){NAN, 1, NAN, INFINITY, 0, INFINITY}), 0, 0);
         EXPECT_V("clamp_max nan", rlx_clamp_max(a, 0), dt, 1, s6, ((double[]){NAN, 0, NAN, 0, -INFINITY, 0}), 0, 0);
         double z[3] = {1, -1, 0};
-        rlx_tensor *zt = mk(dt, 1, (const int64_t[]){3}, z);
+        rlx_tensor *zt = test_tensor(dt, 1, (const int64_t[]){3}, z);
         EXPECT_V("x/0", rlx_div_s(zt, 0), dt, 1, ((const int64_t[]){3}), ((double[]){INFINITY, -INFINITY, NAN}), 0, 0);
         EXPECT_V("rdiv 0", rlx_rdiv_s(zt, 0), dt, 1, ((const int64_t[]){3}), ((double[]){0, -0.0, NAN}), 0, 0);
-        EXPECT_V("inf*0", rlx_mul_s(mk(dt, 1, (const int64_t[]){1}, (double[]){INFINITY}), 0), dt, 1,
+        EXPECT_V("inf*0", rlx_mul_s(test_tensor(dt, 1, (const int64_t[]){1}, (double[]){INFINITY}), 0), dt, 1,
                  ((const int64_t[]){1}), ((double[]){NAN}), 0, 0);
     }
 }
@@ -835,8 +754,8 @@ TEST(where_broadcast_and_promotion)
         double cv[3] = {1, 0, 1}, av[4], bv[1] = {-9.5};
         for (int i = 0; i < 4; i++)
             av[i] = test_uniform(-5, 5);
-        rlx_tensor *c = mk(RLX_BOOL, 2, (const int64_t[]){3, 1}, cv), *a = mk(dt, 2, (const int64_t[]){1, 4}, av);
-        rlx_tensor *b = mk(RLX_F64, 0, NULL, bv);
+        rlx_tensor *c = test_tensor(RLX_BOOL, 2, (const int64_t[]){3, 1}, cv), *a = test_tensor(dt, 2, (const int64_t[]){1, 4}, av);
+        rlx_tensor *b = test_tensor(RLX_F64, 0, NULL, bv);
         double e[12];
         for (int i = 0; i < 12; i++)
             e[i] = cv[i / 4] != 0 ? av[i % 4] : bv[0];
@@ -858,9 +777,9 @@ TEST(where_broadcast_and_promotion)
                  ((const int64_t[]){0, 4}), NULL, 0, 0);
     }
     double ci[1] = {0}, x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8};
-    rlx_tensor *xi = mk(RLX_I32, 2, (const int64_t[]){2, 2}, x), *yi = mk(RLX_I32, 2, (const int64_t[]){2, 2}, y);
-    EXPECT_V("where i32 cond 0", rlx_where(mk(RLX_I32, 0, NULL, ci), xi, yi), RLX_I32, 2, ((const int64_t[]){2, 2}), y, 0, 0);
-    EXPECT_V("where i32/f32", rlx_where(mk(RLX_BOOL, 0, NULL, (double[]){1}), xi, mk(RLX_F32, 0, NULL, (double[]){0.5})),
+    rlx_tensor *xi = test_tensor(RLX_I32, 2, (const int64_t[]){2, 2}, x), *yi = test_tensor(RLX_I32, 2, (const int64_t[]){2, 2}, y);
+    EXPECT_V("where i32 cond 0", rlx_where(test_tensor(RLX_I32, 0, NULL, ci), xi, yi), RLX_I32, 2, ((const int64_t[]){2, 2}), y, 0, 0);
+    EXPECT_V("where i32/f32", rlx_where(test_tensor(RLX_BOOL, 0, NULL, (double[]){1}), xi, test_tensor(RLX_F32, 0, NULL, (double[]){0.5})),
              RLX_F32, 2, ((const int64_t[]){2, 2}), x, 0, 0);
     /* Bad input. */
     rlx_tensor *t = rlx_ones(RLX_F32, 1, (const int64_t[]){3});
@@ -881,7 +800,7 @@ TEST(masked_fill)
         double *xv = gen_vals(385, D_UNI, -3, 3), mv[7];
         for (int i = 0; i < 7; i++)
             mv[i] = i % 3 == 0;
-        rlx_tensor *x = mk(dt, 3, sx, xv), *m = mk(RLX_BOOL, 2, sm, mv);
+        rlx_tensor *x = test_tensor(dt, 3, sx, xv), *m = test_tensor(RLX_BOOL, 2, sm, mv);
         double *e = malloc(385 * sizeof *e);
         for (int i = 0; i < 385; i++)
             e[i] = mv[i / 11 % 7] != 0 ? -INFINITY : xv[i];
@@ -903,8 +822,8 @@ TEST(masked_fill)
     }
     /* The value takes x's dtype: 2.7 on i32 is 2. */
     double xi[3] = {5, 6, 7}, mi[3] = {0, 4, 0};
-    rlx_tensor *x = mk(RLX_I32, 1, (const int64_t[]){3}, xi);
-    EXPECT_V("masked_fill i32", rlx_masked_fill(x, mk(RLX_I64, 1, (const int64_t[]){3}, mi), 2.7), RLX_I32, 1,
+    rlx_tensor *x = test_tensor(RLX_I32, 1, (const int64_t[]){3}, xi);
+    EXPECT_V("masked_fill i32", rlx_masked_fill(x, test_tensor(RLX_I64, 1, (const int64_t[]){3}, mi), 2.7), RLX_I32, 1,
              ((const int64_t[]){3}), ((double[]){5, 2, 7}), 0, 0);
     /* The mask must broadcast to x's shape, not enlarge it. */
     rlx_tensor *m23 = rlx_ones(RLX_BOOL, 2, (const int64_t[]){2, 3}), *m4 = rlx_ones(RLX_BOOL, 1, (const int64_t[]){4});
@@ -922,7 +841,7 @@ TEST(clamp_integers)
     double v[6] = {-5, -1, 0, 1, 2, 9};
     const int64_t s6[1] = {6};
     for (int dt = RLX_I32; dt <= RLX_I64; dt++) {
-        rlx_tensor *x = mk((rlx_dtype)dt, 1, s6, v);
+        rlx_tensor *x = test_tensor((rlx_dtype)dt, 1, s6, v);
         EXPECT_V("clamp int", rlx_clamp(x, -1.5, 2.9), (rlx_dtype)dt, 1, s6, ((double[]){-1, -1, 0, 1, 2, 2}), 0, 0);
         EXPECT_V("clamp_min int", rlx_clamp_min(x, 0.7), (rlx_dtype)dt, 1, s6, ((double[]){0, 0, 0, 1, 2, 9}), 0, 0);
         EXPECT_V("clamp_max int", rlx_clamp_max(x, -0.7), (rlx_dtype)dt, 1, s6, ((double[]){-5, -1, 0, 0, 0, 0}), 0, 0);

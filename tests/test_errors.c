@@ -2,8 +2,6 @@
  * allocation failures injected at every allocation of a workload. */
 #include "harness.h"
 
-long ir_live_nodes(void);
-void ir_alloc_fail_after(long n);
 
 TEST(null_propagates_first_error)
 {
@@ -87,33 +85,7 @@ static int workload(void)
     return ok;
 }
 
-TEST(allocation_failures)
-{
-    /* Some failures are absorbed by design (a cons table that cannot grow
-     * keeps longer chains), so a success does not mean every allocation was
-     * tried: walk n until 200 consecutive runs succeed untouched. */
-    long live = ir_live_nodes();
-    int failures_seen = 0, successes_in_a_row = 0;
-    for (long n = 0; n < 20000 && successes_in_a_row < 200; n++) {
-        rlx_clear_error();
-        ir_alloc_fail_after(n);
-        int ok = workload();
-        ir_alloc_fail_after(-1);
-        successes_in_a_row = ok ? successes_in_a_row + 1 : 0;
-        if (!ok) {
-            failures_seen++;
-            rlx_status st = rlx_last_status();
-            if (st != RLX_E_NOMEM)
-                test_fail(__FILE__, __LINE__, "failing allocation %ld gave status %d: %s", n, (int)st, rlx_last_error());
-        }
-        if (ir_live_nodes() != live)
-            test_fail(__FILE__, __LINE__, "failing allocation %ld leaked %ld nodes", n, ir_live_nodes() - live);
-    }
-    CHECK(failures_seen > 20);
-    CHECK_EQ_INT(successes_in_a_row, 200);
-    rlx_clear_error();
-    CHECK(workload()); /* and the library is still usable */
-}
+TEST(allocation_failures) { ALLOC_WALK(workload, 20); }
 
 TEST_MAIN(T(null_propagates_first_error), T(composite_errors_name_the_composite), T(size_limits),
           T(gather_out_of_range_at_realize), T(allocation_failures))

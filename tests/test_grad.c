@@ -18,8 +18,6 @@ const char *ad_op_name(int op);
 int ad_vjp_kind(int op);
 bool ad_vjp_used(int op);
 enum { AD_MISSING = 0, AD_LEAF = 1, AD_ZERO = 2, AD_RULE = 3 };
-long ir_live_nodes(void);
-void ir_alloc_fail_after(long n);
 
 #define MAXIN 4
 
@@ -1055,30 +1053,7 @@ static int grad_workload(void)
     return ok;
 }
 
-TEST(allocation_failures)
-{
-    long live = ir_live_nodes();
-    int failures_seen = 0;
-    /* Some failures are absorbed (a hash table that cannot grow works on),
-     * so every n is tried up to past the workload's allocation count. */
-    for (long n = 0; n < 3000; n++) {
-        rlx_clear_error();
-        ir_alloc_fail_after(n);
-        int ok = grad_workload();
-        ir_alloc_fail_after(-1);
-        if (!ok) {
-            failures_seen++;
-            if (rlx_last_status() != RLX_E_NOMEM)
-                test_fail(__FILE__, __LINE__, "failing allocation %ld gave status %d: %s", n, (int)rlx_last_status(),
-                          rlx_last_error());
-        }
-        if (ir_live_nodes() != live)
-            test_fail(__FILE__, __LINE__, "failing allocation %ld leaked %ld nodes", n, ir_live_nodes() - live);
-    }
-    CHECK(failures_seen > 100);
-    rlx_clear_error();
-    CHECK(grad_workload());
-}
+TEST(allocation_failures) { ALLOC_WALK(grad_workload, 100); }
 
 TEST(empty_tensors)
 {

@@ -209,7 +209,7 @@ static int64_t py_slice(int64_t len, int64_t start, int64_t stop, int64_t step, 
 
 /* ------------------------------------------------------------- checking */
 
-#define EXPECT_REF(t, dt, r) test_expect(__FILE__, __LINE__, (t), (dt), (r)->rank, (r)->shape, (r)->v, 0, 0)
+#define EXPECT_REF(t, dt, r) test_expect(__FILE__, __LINE__, #t, (t), (dt), (r)->rank, (r)->shape, (r)->v, 0, 0)
 
 /* v reads base's buffer and holds no payload of its own. */
 #define CHECK_VIEW(v, base) check_view(__FILE__, __LINE__, #v, (v), (base))
@@ -226,28 +226,6 @@ static void check_view(const char *file, int line, const char *name, rlx_tensor 
         test_fail(file, line, "rlx_storage_bytes(%s) = %zu, base holds %zu", name, got, want);
 }
 
-/* call returned r: NULL, status want (any error when want is -1) and a
- * message naming fn. Unlike harness.h's CHECK_NULL_ERR, an unexpected result
- * is not released here: the test's scope releases it (releasing it twice
- * crashed the run whenever the library wrongly succeeded). */
-#undef CHECK_NULL_ERR
-#define CHECK_NULL_ERR(call, want, fn) \
-    (rlx_clear_error(), null_err(__FILE__, __LINE__, #call, (call), (int)(want), (fn)))
-#define CHECK_NULL_ANY(call, fn) CHECK_NULL_ERR(call, -1, fn)
-static void null_err(const char *file, int line, const char *call, rlx_tensor *r, int want, const char *fn)
-{
-    if (r)
-        test_fail(file, line, "%s returned a tensor, expected NULL", call);
-    if (want >= 0) {
-        test_check_error(file, line, call, (rlx_status)want, fn);
-        return;
-    }
-    if (rlx_last_status() == RLX_OK)
-        test_fail(file, line, "%s recorded no error", call);
-    else if (strncmp(rlx_last_error(), fn, strlen(fn)) != 0)
-        test_fail(file, line, "%s: message '%s' does not name %s", call, rlx_last_error(), fn);
-    rlx_clear_error();
-}
 
 /* split/chunk failing: the returned status, the recorded one, the message,
  * and every out[i] set to NULL. */

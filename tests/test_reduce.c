@@ -11,46 +11,8 @@
 
 /* ------------------------------------------------------------- helpers */
 
-static double q(rlx_dtype dt, double v)
-{
-    switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32: return (double)(int32_t)v;
-    case RLX_I64: return (double)(int64_t)v;
-    case RLX_F32: return (double)(float)v;
-    default: return v;
-    }
-}
 
-static int64_t numel_of(int rank, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    return n;
-}
 
-/* A tensor of dtype dt holding v (quantized in place to what dt stores). */
-static rlx_tensor *mk(rlx_dtype dt, int rank, const int64_t *shape, double *v)
-{
-    int64_t n = numel_of(rank, shape);
-    void *buf = malloc((size_t)(n ? n : 1) * 8);
-    for (int64_t i = 0; i < n; i++) {
-        v[i] = q(dt, v[i]);
-        switch (dt) {
-        case RLX_BOOL: ((unsigned char *)buf)[i] = (unsigned char)(v[i] != 0); break;
-        case RLX_I32: ((int32_t *)buf)[i] = (int32_t)v[i]; break;
-        case RLX_I64: ((int64_t *)buf)[i] = (int64_t)v[i]; break;
-        case RLX_F32: ((float *)buf)[i] = (float)v[i]; break;
-        default: ((double *)buf)[i] = v[i]; break;
-        }
-    }
-    rlx_tensor *t = rlx_from_data(dt, rank, shape, buf);
-    free(buf);
-    if (!t)
-        test_fail(__FILE__, __LINE__, "rlx_from_data: %s", rlx_last_error());
-    return t;
-}
 
 static double *rand_vals(int64_t n, double lo, double hi, int integers)
 {
@@ -60,47 +22,7 @@ static double *rand_vals(int64_t n, double lo, double hi, int integers)
     return v;
 }
 
-static const char *dims(int rank, const int64_t *shape)
-{
-    static char buf[4][64];
-    static int k;
-    char *s = buf[k++ & 3];
-    strcpy(s, "[");
-    for (int i = 0; i < rank; i++)
-        snprintf(s + strlen(s), 64 - strlen(s), "%s%lld", i ? "," : "", (long long)shape[i]);
-    strcat(s, "]");
-    return s;
-}
 
-static void expect_v(int line, const char *what, rlx_tensor *t, rlx_dtype dt, int rank, const int64_t *shape,
-                     const double *e, double rtol, double atol)
-{
-    if (!t) {
-        test_fail(__FILE__, line, "%s: NULL (%s)", what, rlx_last_error());
-        return;
-    }
-    if (rlx_dtype_of(t) != dt) {
-        test_fail(__FILE__, line, "%s: dtype %s, expected %s", what, rlx_dtype_name(rlx_dtype_of(t)),
-                  rlx_dtype_name(dt));
-        return;
-    }
-    int64_t got[RLX_MAX_RANK];
-    int r = rlx_shape(t, got, RLX_MAX_RANK);
-    if (r != rank || (rank && memcmp(got, shape, (size_t)rank * sizeof *shape) != 0)) {
-        test_fail(__FILE__, line, "%s: shape %s, expected %s", what, dims(r, got), dims(rank, shape));
-        return;
-    }
-    int64_t n;
-    double *v = test_values(t, &n);
-    for (int64_t i = 0; v && i < n; i++) {
-        if (!test_close(v[i], e[i], rtol, atol)) {
-            test_fail(__FILE__, line, "%s: element %lld is %.17g, expected %.17g", what, (long long)i, v[i], e[i]);
-            break;
-        }
-    }
-    free(v);
-}
-#define EXPECT_V(what, t, dt, rank, shape, e, rtol, atol) expect_v(__LINE__, what, t, dt, rank, shape, e, rtol, atol)
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 #define V(...) ((double[]){__VA_ARGS__})
 
@@ -178,7 +100,7 @@ static double *ref_reduce(int kind, int rank, const int64_t *shape, const double
         if (keepdim || !(mask >> i & 1))
             oshape[(*orank)++] = ks[i];
     }
-    int64_t on = numel_of(rank, ks), n = numel_of(rank, shape);
+    int64_t on = test_numel(rank, ks), n = test_numel(rank, shape);
     double *out = malloc((size_t)(on ? on : 1) * sizeof *out), *sum = calloc((size_t)(on ? on : 1), sizeof *sum);
     double *sq = calloc((size_t)(on ? on : 1), sizeof *sq), *dev = calloc((size_t)(on ? on : 1), sizeof *dev);
     double *prod = malloc((size_t)(on ? on : 1) * sizeof *prod), *mx = malloc((size_t)(on ? on : 1) * sizeof *mx);
@@ -235,7 +157,7 @@ static void run_reductions(rlx_dtype dt, rlx_tensor *x, const double *v, rlx_ten
     uint32_t mask = 0;
     for (int i = 0; i < (axes ? naxes : rank); i++)
         mask |= 1u << (axes ? (axes[i] + rank) % rank : i);
-    int64_t n = numel_of(rank, shape);
+    int64_t n = test_numel(rank, shape);
     double tol = dt == RLX_F32 ? 1e-4 : 1e-10, atol = dt == RLX_F32 ? 2e-6 * (double)(n + 1) : 1e-10;
     for (int k = 0; k < NRED; k++) {
         int orank;
@@ -248,7 +170,7 @@ static void run_reductions(rlx_dtype dt, rlx_tensor *x, const double *v, rlx_ten
                 snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%d,", axes[i]);
         }
         snprintf(what, sizeof what, "%s %s %s axes {%s} keepdim %d (%s)", RED[k].name, rlx_dtype_name(dt),
-                 dims(rank, shape), ax, keepdim, tag);
+                 test_dims(rank, shape), ax, keepdim, tag);
         rlx_clear_error();
         EXPECT_V(what, RED[k].fn(k == R_PROD ? xp : x, axes, naxes, keepdim), dt, orank, os, e, tol, atol);
         free(e);
@@ -264,9 +186,9 @@ static void random_reductions(rlx_dtype dt)
             int64_t shape[4];
             for (int i = 0; i < rank; i++)
                 shape[i] = 2 + (int64_t)test_uniform(0, 5);
-            int64_t n = numel_of(rank, shape);
+            int64_t n = test_numel(rank, shape);
             double *v = rand_vals(n, -2, 2, 0), *vp = rand_vals(n, 0.8, 1.25, 0);
-            rlx_tensor *x = mk(dt, rank, shape, v), *xp = mk(dt, rank, shape, vp);
+            rlx_tensor *x = test_tensor(dt, rank, shape, v), *xp = test_tensor(dt, rank, shape, vp);
             int axes[4], naxes = 0;
             for (int i = 0; i < rank; i++)
                 if (test_uniform(0, 1) < 0.5)
@@ -300,7 +222,7 @@ TEST(reduce_transposed_views)
     for (int d = 0; d < 2; d++) {
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double *v = rand_vals(60, -2, 2, 0), *vp = rand_vals(60, 0.8, 1.25, 0), pv[60], ppv[60];
-        rlx_tensor *x = mk(dt, 3, s, v), *xp = mk(dt, 3, s, vp);
+        rlx_tensor *x = test_tensor(dt, 3, s, v), *xp = test_tensor(dt, 3, s, vp);
         for (int p = 0; p < 2; p++) {
             int64_t vs[3];
             rlx_tensor *xv = permuted(x, v, s, perms[p], pv, vs), *xpv = permuted(xp, vp, s, perms[p], ppv, vs);
@@ -329,7 +251,7 @@ TEST(reduce_axes_forms)
 {
     const int64_t s[3] = {2, 3, 4};
     double *v = rand_vals(24, -2, 2, 0), *vp = rand_vals(24, 0.8, 1.25, 0);
-    rlx_tensor *x = mk(RLX_F64, 3, s, v), *xp = mk(RLX_F64, 3, s, vp);
+    rlx_tensor *x = test_tensor(RLX_F64, 3, s, v), *xp = test_tensor(RLX_F64, 3, s, vp);
     run_reductions(RLX_F64, x, v, xp, vp, 3, s, NULL, 0, false, "NULL axes");
     run_reductions(RLX_F64, x, v, xp, vp, 3, s, NULL, 0, true, "NULL axes");
     run_reductions(RLX_F64, x, v, xp, vp, 3, s, (const int[]){2, 0, 1}, 3, false, "every axis listed");
@@ -352,7 +274,7 @@ TEST(reduce_axes_forms)
     EXPECT_SAME(rlx_var(x, (const int[]){-2}, 1, true), rlx_var(x, (const int[]){1}, 1, true), 0);
     /* Rank 0 input: NULL axes reduce nothing but still apply the dtype rule. */
     double one[1] = {3};
-    rlx_tensor *sc = mk(RLX_I32, 0, NULL, one);
+    rlx_tensor *sc = test_tensor(RLX_I32, 0, NULL, one);
     EXPECT_V("sum rank 0", rlx_sum(sc, NULL, 0, false), RLX_I64, 0, NULL, V(3), 0, 0);
     EXPECT_V("mean rank 0", rlx_mean(sc, NULL, 0, true), RLX_F32, 0, NULL, V(3), 0, 0);
     EXPECT_V("var rank 0", rlx_var(sc, NULL, 0, false), RLX_F32, 0, NULL, V(0), 0, 0);
@@ -368,7 +290,7 @@ TEST(reduce_dtypes)
         rlx_dtype dt = in[d];
         bool isint = dt <= RLX_I64;
         double v[6] = {1, 0, 3, 4, 5, 6};
-        rlx_tensor *x = mk(dt, 2, S(2, 3), v);
+        rlx_tensor *x = test_tensor(dt, 2, S(2, 3), v);
         const rlx_dtype want[NRED] = {isint ? RLX_I64 : dt, isint ? RLX_F32 : dt, dt, dt, isint ? RLX_I64 : dt,
                                       isint ? RLX_F32 : dt, isint ? RLX_F32 : dt, isint ? RLX_F32 : dt};
         for (int k = 0; k < NRED; k++) {
@@ -400,12 +322,12 @@ TEST(reduce_dtypes)
     CHECK(rlx_read(rlx_argmax(x53, 0, false), &got, 8) == RLX_OK && got == 1);
     CHECK(rlx_read(rlx_argmin(x53, 0, false), &got, 8) == RLX_OK && got == 0);
     /* Integer mean is not truncated. */
-    EXPECT_V("mean i32", rlx_mean(mk(RLX_I32, 1, S(2), V(1, 2)), NULL, 0, false), RLX_F32, 0, NULL, V(1.5), 0, 0);
+    EXPECT_V("mean i32", rlx_mean(test_tensor(RLX_I32, 1, S(2), V(1, 2)), NULL, 0, false), RLX_F32, 0, NULL, V(1.5), 0, 0);
     /* Known values: population variance and the 2-norm. */
-    rlx_tensor *f = mk(RLX_F64, 1, S(4), V(1, 2, 3, 4));
+    rlx_tensor *f = test_tensor(RLX_F64, 1, S(4), V(1, 2, 3, 4));
     EXPECT_V("var", rlx_var(f, NULL, 0, false), RLX_F64, 0, NULL, V(1.25), 1e-15, 0);
     EXPECT_V("std", rlx_std(f, NULL, 0, false), RLX_F64, 0, NULL, V(sqrt(1.25)), 1e-15, 0);
-    EXPECT_V("norm", rlx_norm(mk(RLX_F32, 1, S(2), V(3, -4)), NULL, 0, false), RLX_F32, 0, NULL, V(5), 1e-7, 0);
+    EXPECT_V("norm", rlx_norm(test_tensor(RLX_F32, 1, S(2), V(3, -4)), NULL, 0, false), RLX_F32, 0, NULL, V(5), 1e-7, 0);
 }
 
 /* Reducing over an empty axis. */
@@ -450,7 +372,7 @@ TEST(reduce_nan_inf)
     for (int d = 0; d < 2; d++) {
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double v[12] = {NAN, 1, 2, 3, 4, 5, 6, NAN, -INFINITY, -INFINITY, 7, INFINITY};
-        rlx_tensor *x = mk(dt, 2, S(3, 4), v);
+        rlx_tensor *x = test_tensor(dt, 2, S(3, 4), v);
         const int ax1[1] = {1}, ax0[1] = {0};
         EXPECT_V("max rows", rlx_max(x, ax1, 1, false), dt, 1, S(3), V(NAN, NAN, INFINITY), 0, 0);
         EXPECT_V("min rows", rlx_min(x, ax1, 1, false), dt, 1, S(3), V(NAN, NAN, -INFINITY), 0, 0);
@@ -459,7 +381,7 @@ TEST(reduce_nan_inf)
         EXPECT_V("sum rows", rlx_sum(x, ax1, 1, false), dt, 1, S(3), V(NAN, NAN, NAN), 0, 0);
         EXPECT_V("max all", rlx_max(x, NULL, 0, false), dt, 0, NULL, V(NAN), 0, 0);
         double w[4] = {-INFINITY, -INFINITY, 1, -INFINITY};
-        rlx_tensor *y = mk(dt, 2, S(2, 2), w);
+        rlx_tensor *y = test_tensor(dt, 2, S(2, 2), w);
         EXPECT_V("max -inf", rlx_max(y, ax1, 1, false), dt, 1, S(2), V(-INFINITY, 1), 0, 0);
         EXPECT_V("sum -inf", rlx_sum(y, ax1, 1, false), dt, 1, S(2), V(-INFINITY, -INFINITY), 0, 0);
     }
@@ -473,7 +395,7 @@ static void ref_arg(int argmin, int rank, const int64_t *shape, const double *x,
     int64_t inner = 1, len = shape[axis];
     for (int d = axis + 1; d < rank; d++)
         inner *= shape[d];
-    int64_t outer = numel_of(rank, shape) / (len * inner);
+    int64_t outer = test_numel(rank, shape) / (len * inner);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t best = 0;
@@ -502,7 +424,7 @@ TEST(argmax_argmin)
         for (int d = 0; d < (C[c].floats ? 2 : (c == 5 ? 5 : 4)); d++) {
             double v[5];
             memcpy(v, C[c].v, sizeof v);
-            rlx_tensor *x = mk(dts[d], 1, S(5), v);
+            rlx_tensor *x = test_tensor(dts[d], 1, S(5), v);
             char what[64];
             snprintf(what, sizeof what, "argmax case %zu %s", c, rlx_dtype_name(dts[d]));
             EXPECT_V(what, rlx_argmax(x, 0, false), RLX_I64, 0, NULL, V(C[c].amax), 0, 0);
@@ -514,7 +436,7 @@ TEST(argmax_argmin)
     for (int d = 0; d < 3; d++) {
         rlx_dtype dt = d == 0 ? RLX_F64 : d == 1 ? RLX_F32 : RLX_I32;
         double *v = rand_vals(120, -3, 3, 1), pv[120], e[120];
-        rlx_tensor *x = mk(dt, 3, s, v);
+        rlx_tensor *x = test_tensor(dt, 3, s, v);
         int64_t vs[3];
         rlx_tensor *xv = permuted(x, v, s, (const int[]){2, 0, 1}, pv, vs);
         for (int view = 0; view < 2; view++)
@@ -569,7 +491,7 @@ TEST(logsumexp)
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double tol = d ? 1e-5 : 1e-12;
         double *v = rand_vals(20, -20, 20, 0);
-        rlx_tensor *x = mk(dt, 2, S(4, 5), v);
+        rlx_tensor *x = test_tensor(dt, 2, S(4, 5), v);
         double e0[5], e1[4];
         for (int j = 0; j < 5; j++)
             e0[j] = ref_lse(v + j, 4, 5);
@@ -584,7 +506,7 @@ TEST(logsumexp)
         /* Large values, an all -inf row, +inf, NaN. */
         double w[15] = {1000, 1000, 999, -1000, -1000, -1001, -INFINITY, -INFINITY, -INFINITY,
                         INFINITY, 1, -INFINITY, NAN, 0, 1};
-        rlx_tensor *y = mk(dt, 2, S(5, 3), w);
+        rlx_tensor *y = test_tensor(dt, 2, S(5, 3), w);
         double ew[5];
         for (int i = 0; i < 5; i++)
             ew[i] = ref_lse(w + 3 * i, 3, 1);
@@ -593,7 +515,7 @@ TEST(logsumexp)
         free(v);
     }
     /* Integer input: f32 result. */
-    EXPECT_V("lse i32", rlx_logsumexp(mk(RLX_I32, 1, S(2), V(0, 0)), 0, false), RLX_F32, 0, NULL, V(log(2)), 1e-6, 0);
+    EXPECT_V("lse i32", rlx_logsumexp(test_tensor(RLX_I32, 1, S(2), V(0, 0)), 0, false), RLX_F32, 0, NULL, V(log(2)), 1e-6, 0);
 }
 
 /* --------------------------------------------------------------- cumsum */
@@ -603,7 +525,7 @@ static void ref_cumsum(int rank, const int64_t *shape, const double *x, int axis
     int64_t inner = 1, len = shape[axis];
     for (int d = axis + 1; d < rank; d++)
         inner *= shape[d];
-    int64_t outer = len ? numel_of(rank, shape) / (len * inner) : 0;
+    int64_t outer = len ? test_numel(rank, shape) / (len * inner) : 0;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             double s = 0;
@@ -626,7 +548,7 @@ TEST(cumsum)
         rlx_dtype dt = dts[d], od = dt >= RLX_F32 ? dt : RLX_I64;
         double tol = dt == RLX_F32 ? 1e-5 : dt == RLX_F64 ? 1e-12 : 0;
         double *v = rand_vals(60, -5, 5, dt < RLX_F32), pv[60], e[60];
-        rlx_tensor *x = mk(dt, 3, s, v);
+        rlx_tensor *x = test_tensor(dt, 3, s, v);
         int64_t vs[3];
         rlx_tensor *xv = permuted(x, v, s, (const int[]){1, 2, 0}, pv, vs);
         for (int view = 0; view < 2; view++)
@@ -640,7 +562,7 @@ TEST(cumsum)
                 }
         free(v);
     }
-    rlx_tensor *x = mk(RLX_F64, 1, S(4), V(1, 2, 3, 4));
+    rlx_tensor *x = test_tensor(RLX_F64, 1, S(4), V(1, 2, 3, 4));
     EXPECT_V("cumsum", rlx_cumsum(x, 0, false), RLX_F64, 1, S(4), V(1, 3, 6, 10), 0, 0);
     EXPECT_V("cumsum exclusive", rlx_cumsum(x, -1, true), RLX_F64, 1, S(4), V(0, 1, 3, 6), 0, 0);
     /* i32 running sums that leave the i32 range. */
@@ -656,7 +578,7 @@ TEST(sum_all_mean_all)
     for (int d = 0; d < 2; d++) {
         rlx_dtype dt = d ? RLX_F32 : RLX_F64;
         double *v = rand_vals(60, -2, 2, 0), pv[60], s = 0;
-        rlx_tensor *x = mk(dt, 3, S(3, 4, 5), v);
+        rlx_tensor *x = test_tensor(dt, 3, S(3, 4, 5), v);
         for (int i = 0; i < 60; i++)
             s += v[i];
         double tol = d ? 1e-5 : 1e-12;
@@ -669,10 +591,10 @@ TEST(sum_all_mean_all)
         EXPECT_V("sum_all rank 0", rlx_sum_all(rlx_scalar(dt, -2.5)), dt, 0, NULL, V(-2.5), 0, 0);
         free(v);
     }
-    rlx_tensor *b = mk(RLX_BOOL, 2, S(2, 2), V(1, 0, 1, 1));
+    rlx_tensor *b = test_tensor(RLX_BOOL, 2, S(2, 2), V(1, 0, 1, 1));
     EXPECT_V("sum_all bool", rlx_sum_all(b), RLX_I64, 0, NULL, V(3), 0, 0);
     EXPECT_V("mean_all bool", rlx_mean_all(b), RLX_F32, 0, NULL, V(0.75), 0, 0);
-    rlx_tensor *i = mk(RLX_I32, 1, S(3), V(1, 2, 4));
+    rlx_tensor *i = test_tensor(RLX_I32, 1, S(3), V(1, 2, 4));
     EXPECT_V("sum_all i32", rlx_sum_all(i), RLX_I64, 0, NULL, V(7), 0, 0);
     EXPECT_V("mean_all i32", rlx_mean_all(i), RLX_F32, 0, NULL, V(7.0 / 3), 1e-6, 0);
 }

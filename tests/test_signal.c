@@ -6,7 +6,6 @@
  */
 #include "harness.h"
 
-void ir_alloc_fail_after(long n); /* internal: the allocation-failure hook */
 
 #define TWO_PI 6.283185307179586476925286766559 /* M_PI is not in strict C11 */
 
@@ -283,27 +282,7 @@ static int fft_workload(void)
     return ok;
 }
 
-TEST(fft_allocation_failures)
-{
-    /* Every allocation failing in turn gives RLX_E_NOMEM, never a crash
-     * or a leak (valgrind checks the payload; the harness the nodes). */
-    int failures_seen = 0;
-    for (long n = 0; n < 2000; n++) {
-        rlx_clear_error();
-        ir_alloc_fail_after(n);
-        int ok = fft_workload();
-        ir_alloc_fail_after(-1);
-        if (ok)
-            break;
-        failures_seen++;
-        if (rlx_last_status() != RLX_E_NOMEM)
-            test_fail(__FILE__, __LINE__, "failing allocation %ld gave status %d: %s", n, (int)rlx_last_status(),
-                      rlx_last_error());
-    }
-    CHECK(failures_seen > 5);
-    rlx_clear_error();
-    CHECK(fft_workload());
-}
+TEST(fft_allocation_failures) { ALLOC_WALK(fft_workload, 5); }
 
 TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
           T(fft_strided_input), T(fft_round_trip), T(fft_integer_input_and_empty), T(fft_errors),
