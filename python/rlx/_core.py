@@ -1779,6 +1779,31 @@ def stop_gradient(x):
 detach = stop_gradient
 
 
+def _enum(cls, value, what, none=None):
+    """An enum member from its value, or from its name in any case; None
+    gives `none` (when the API has a default)."""
+    if value is None and none is not None:
+        return none
+    if isinstance(value, str):
+        try:
+            return cls[value.upper()]
+        except KeyError:
+            raise ValueError("unknown %s %r (one of %s)" % (what, value, ", ".join(m.name.lower() for m in cls)))
+    return cls(value)
+
+
+def _act(act):
+    return _enum(Act, act, "activation", Act.NONE)
+
+
+def _mask(mask):
+    return _enum(Mask, mask, "mask", Mask.NONE)
+
+
+def _fmt(fmt):
+    return _enum(Minifloat, fmt, "minifloat")
+
+
 # --------------------------------------------------------- linear algebra
 
 def matmul(a, b):
@@ -1793,17 +1818,6 @@ def matmul_t(a, b):
     a, b = _tt(a), _tt(b)
     _clear()
     return _wrap(_lib.rlx_matmul_t(a._h, b._h))
-
-
-def _act(act):
-    if act is None:
-        return Act.NONE
-    if isinstance(act, str):
-        try:
-            return Act[act.upper()]
-        except KeyError:
-            raise ValueError("unknown activation %r (one of %s)" % (act, ", ".join(a.name.lower() for a in Act)))
-    return Act(act)
 
 
 def linear(x, weight, bias=None, act=None):
@@ -1880,17 +1894,6 @@ def softmax_cross_entropy_with_logits(logits, labels):
     a, b = _tt(logits), _tt(labels)
     _clear()
     return _wrap(_lib.rlx_softmax_cross_entropy_with_logits(a._h, b._h))
-
-
-def _mask(mask):
-    if mask is None:
-        return Mask.NONE
-    if isinstance(mask, str):
-        try:
-            return Mask[mask.upper()]
-        except KeyError:
-            raise ValueError("unknown mask %r (None, 'causal' or 'sliding')" % mask)
-    return Mask(mask)
 
 
 def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0):
@@ -1997,15 +2000,6 @@ def from_complex_layout(a, axis=-1):
 
 
 # ------------------------------------------- low precision, weight synthesis
-
-def _fmt(fmt):
-    if isinstance(fmt, str):
-        try:
-            return Minifloat[fmt.upper()]
-        except KeyError:
-            raise ValueError("unknown minifloat %r (one of %s)" % (fmt, ", ".join(m.name.lower() for m in Minifloat)))
-    return Minifloat(fmt)
-
 
 def scaled_matmul(x, w, fmt="fp8_e4m3", block=32):
     """x [m, k] @ w[n, k]^T with both rounded to a minifloat ('fp8_e4m3',
