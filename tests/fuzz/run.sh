@@ -4,7 +4,7 @@
 # tests/fuzz/corpus/<name>/; new inputs go to build-fuzz/corpus/<name>/,
 # crashes, leaks and timeouts to build-fuzz/artifacts/. Exits non-zero on
 # the first fuzzer that finds something, after printing its report.
-#   FUZZ_SECONDS=600 tests/fuzz/run.sh             # both, 10 minutes each
+#   FUZZ_SECONDS=600 tests/fuzz/run.sh             # every fuzzer, 10 minutes each
 #   FUZZ_SECONDS=60 tests/fuzz/run.sh fuzz_diff    # one of them
 # Replay a saved input: build-fuzz/fuzz_api path/to/crash-...
 # (FUZZ_VERBOSE=1 makes fuzz_diff print the graph it compares).
@@ -14,9 +14,15 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 fuzzers=("$@")
-((${#fuzzers[@]})) || fuzzers=(fuzz_api fuzz_diff)
+if ((${#fuzzers[@]} == 0)); then # every tests/fuzz/fuzz_*.c
+  for f in "$root"/tests/fuzz/fuzz_*.c; do fuzzers+=("$(basename "$f" .c)"); done
+fi
 
 cc=${FUZZ_CC:-clang-19}
+if ! command -v "$cc" >/dev/null 2>&1 && [[ $cc == clang-19 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  echo "fuzz: installing clang-19 libclang-rt-19-dev"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-19 libclang-rt-19-dev >/dev/null
+fi
 if ! command -v "$cc" >/dev/null 2>&1; then
   echo "fuzz: $cc not found; as root: apt-get install clang-19 libclang-rt-19-dev" >&2
   exit 1
