@@ -10,10 +10,10 @@ ASAN_ENV = ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
-.PHONY: help deps build demo test test-asan test-valgrind test-tsan fuzz install clean
+.PHONY: help deps build demo bench test test-asan test-valgrind test-tsan fuzz install clean
 
 help:
-	@echo "targets: deps build (default) demo test test-asan test-valgrind test-tsan fuzz [FUZZ_SECONDS=$(FUZZ_SECONDS)] install [PREFIX=$(PREFIX)] clean"
+	@echo "targets: deps build (default) demo bench [BENCH_ARGS=...] test test-asan test-valgrind test-tsan fuzz [FUZZ_SECONDS=$(FUZZ_SECONDS)] install [PREFIX=$(PREFIX)] clean"
 
 deps:
 	@bash scripts/install-deps.sh
@@ -27,6 +27,14 @@ build: deps
 demo: build
 	./build/examples/rlx-demo
 	RLX_BACKEND=jit RLX_DEBUG=1 ./build/examples/rlx-train
+
+# rlx-bench (bench/rlx_bench.c): every workload beside this machine's
+# limits; e.g. BENCH_ARGS="--filter W1,W2 --threads 2", "--json", "--quick",
+# "--sweep unroll=0,1,4,8", "--tune". bench/compare.py adds NumPy/PyTorch.
+BENCH_ARGS ?=
+bench: build
+	cmake --build build -j$(JOBS) --target rlx-bench
+	./build/bench/rlx-bench $(BENCH_ARGS)
 
 # ctest hides the output of passing tests: the pytest summary is echoed
 # from ctest's log, then ctest's own summary closes the run.
@@ -45,10 +53,10 @@ test-asan: deps
 
 # CMakeLists uses enable_testing(), not include(CTest), so the memcheck
 # settings are given to ctest directly instead of through DartConfiguration.tcl.
-# test_jit is left out: LLVM's compiles under valgrind take an hour; the
+# test_jit and rlx-bench's bench_* are left out: LLVM's compiles under valgrind take an hour; the
 # JIT's memory is checked by test-asan instead.
 test-valgrind: build
-	cd build && OPENBLAS_NUM_THREADS=1 ctest -T memcheck --output-on-failure -E test_jit \
+	cd build && OPENBLAS_NUM_THREADS=1 ctest -T memcheck --output-on-failure -E 'test_jit|bench_' \
 	  $(if $(VALGRIND_LABELS),-L '$(VALGRIND_LABELS)') \
 	  --overwrite MemoryCheckCommand=$$(command -v valgrind) \
 	  --overwrite 'MemoryCheckCommandOptions=$(VALGRIND_OPTIONS)'

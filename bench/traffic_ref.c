@@ -63,3 +63,36 @@ void traffic_w4c(const float *restrict x, const float *restrict g, const float *
         for (size_t c = 0; c < cols; c++)
             out[r * cols + c] = x[r * cols + c] * g[c] + b[c];
 }
+
+/* Machine-limit probes of rlx-bench (bench/rlx_bench.c). */
+void probe_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, size_t n);
+double probe_fma(long iters);
+
+/* STREAM's triad: 12 bytes of traffic per element (two reads, one write). */
+void probe_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+
+/* Sixteen independent 16-lane FMA chains, long enough to cover the FMA
+ * latency on any x86 core with two FMA pipes: 2 * 16 * 16 flops per
+ * iteration. The result is returned so the chains are not dead code. */
+double probe_fma(long iters)
+{
+    v16f acc[16], m, add;
+    for (int k = 0; k < 16; k++)
+        for (int l = 0; l < 16; l++)
+            acc[k][l] = (float)(k + l) * 1e-3f;
+    for (int l = 0; l < 16; l++)
+        m[l] = 0.999999f, add[l] = 1e-7f;
+    /* a float recurrence: without -ffast-math the compiler may not fold it */
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 16; k++)
+            acc[k] = acc[k] * m + add;
+    double s = 0;
+    for (int k = 0; k < 16; k++)
+        for (int l = 0; l < 16; l++)
+            s += acc[k][l];
+    return s;
+}

@@ -413,7 +413,8 @@ RLX_API rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tenso
  * (x1, x2) -> (x1 c - x2 s, x2 c + x1 s). D must be even. */
 RLX_API rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim);
 /* x [N, C, H, W], w [O, C/groups, KH, KW], b [O] or NULL -> [N, O, OH, OW].
- * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. */
+ * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. Sums in the
+ * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). */
 RLX_API rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                const int padding[2], const int dilation[2], int groups);
 /* x [N, C, H, W]; stride NULL means the kernel size, padding NULL means 0
@@ -427,7 +428,7 @@ RLX_API rlx_tensor *rlx_avg_pool2d(rlx_tensor *x, const int kernel[2], const int
 /* ----------------------------------------------------------------- signal */
 /* Complex values use the [..., 2N] layout: N real parts, then N imaginary
  * parts. Real input is given with zero imaginary parts. Integer inputs
- * compute in f32. */
+ * compute in f32. Any N; f32 is transformed in double, rounded once. */
 
 RLX_API rlx_tensor *rlx_fft(rlx_tensor *x);  /* last axis, unnormalized */
 RLX_API rlx_tensor *rlx_ifft(rlx_tensor *x); /* unnormalized: ifft(fft(x)) = N x */
@@ -481,7 +482,11 @@ typedef struct {
     const char *name;
     rlx_tensor *value;
 } rlx_binding;
-/* Compiles the graphs of outputs[0..n) (which may hold rlx_input nodes). */
+/* Compiles the graphs of outputs[0..n) (which may hold rlx_input nodes).
+ * With the "jit" backend selected at compile time, scheduling, memory
+ * planning and kernel compilation happen here, once; a run only checks the
+ * bindings and runs the kernels (whatever the backend is then). With the
+ * reference backend each run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
  * outputs to outputs[]. */
@@ -521,11 +526,56 @@ RLX_API int rlx_get_num_threads(void);
  *   "backend"      "ref" (the reference evaluator, default) or "jit" (the
  *                  fused LLVM backend, opt-in while it grows); env RLX_BACKEND
  *   "num_threads"  integer >= 0 (0 = default)
- * An unknown key or a malformed value is RLX_E_ARG. */
+ *   "cache_dir"    directory of the on-disk kernel cache; env RLX_CACHE_DIR,
+ *                  default $XDG_CACHE_HOME/rlx, else ~/.cache/rlx; "" turns
+ *                  it off. Compiled kernels are stored there (one file per
+ *                  kernel, mode 0600, keyed by the kernel's structure, the
+ *                  LLVM version and the host CPU) and loaded by later
+ *                  processes instead of compiled. The directory is created
+ *                  0700 and used only if it belongs to the user and no one
+ *                  else may write to it; a cache that fails (unwritable,
+ *                  disk full, a corrupt file) only means compiling again.
+ * Code generation and runtime knobs (integers; "default" restores the
+ * built-in choice; 0 = the built-in rule where marked "auto"). A changed
+ * codegen knob compiles new kernels (it is part of the kernel cache key):
+ *   "vector_width"        lanes of innermost loops: 0 auto, or 1..64, a power of two
+ *   "unroll"              vectors per iteration of elementwise loops: 0 auto, 1..16
+ *   "reduce_accumulators" vectors of partial results per iteration of
+ *                         reduction and row (softmax, norm) loops: 0 auto, 1..16
+ *   "grain"               loop iterations per parallel chunk, 64..2^26 (32768)
+ *   "gemm_block"          rows per block of a fused GEMM epilogue: 0 auto
+ *   "small_matmul"        m*n*k at or below which a matmul skips BLAS: 0 auto
+ *   "fuse_elementwise", "fuse_reduce", "fuse_phases"   1 (default) or 0:
+ *                         fusion rules of the scheduler, for ablation:
+ *                         elementwise chains, a reduction absorbing its
+ *                         elementwise producers, a row reduction running as
+ *                         a phase of its reader (softmax in one kernel)
+ *   "tuning_file"         path: loads a tuning file now (rlx-bench --tune
+ *                         writes one); "" clears the loaded entries
+ * Set values and env RLX_<KEY> win over the tuning file, which is read at
+ * start-up from RLX_TUNING_FILE, else tuning.txt in the cache directory
+ * (RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else ~/.cache/rlx): its entries
+ * set knobs per kernel class and size. A malformed file is ignored (why:
+ * rlx_get_option "tuning_status"; printed under RLX_DEBUG only).
+ * An unknown key or a malformed value is RLX_E_ARG; an unreadable tuning
+ * file RLX_E_IO. */
 RLX_API rlx_status rlx_set_option(const char *key, const char *value);
-/* Process-wide counters since start or the last rlx_stats_reset. With the
+/* Writes the current value of an option of rlx_set_option (for knobs: the
+ * value used outside any tuned class), or of "tuning_status", into buf
+ * (NUL-terminated). Unknown key or value longer than cap-1: RLX_E_ARG. */
+RLX_API rlx_status rlx_get_option(const char *key, char *buf, size_t cap);
+/* Process-wide counters since start or the last rlx_stats_reset. JIT:
+ * every fused kernel a realization runs is one cache hit (found in memory,
+ * or loaded from the disk cache, which still costs a file read and a link)
+ * or one miss (compiled: kernels_compiled); compile_seconds includes the
+ * loads. With the
  * reference backend kernels_run counts evaluated primitive nodes and
- * peak_bytes the largest intermediate memory of one realization. */
+ * peak_bytes the largest intermediate memory of one realization.
+ * arena_bytes (JIT) is the largest arena of one realization or program
+ * run: the one block holding its intermediates (values that are neither
+ * roots nor results of reference kernels), packed by lifetime and reused
+ * in place; 0 when a realization is one fused kernel. peak_bytes (JIT) is
+ * the largest arena plus the other buffers live at one time. */
 RLX_API void rlx_stats(rlx_stats_t *out);
 RLX_API void rlx_stats_reset(void);
 /* Writes the graph of t as Graphviz dot to path (RLX_E_IO when it cannot). */

@@ -285,6 +285,11 @@ static rlx_tensor *b_attention_masked(rlx_tensor **in)
     static const unsigned char m[8] = {1, 0, 1, 1, 0, 0, 0, 0}; /* batch 1: every key dropped */
     return rlx_attention_masked(in[0], in[1], in[2], c_bool(2, s, m), 2, 2);
 }
+B(attention_short_keys, rlx_attention(a, b, c, 2, 2, RLX_MASK_CAUSAL, 0)) /* queries 0, 1 see no key */
+B(attention_head_dim1, rlx_attention(a, b, c, 3, 1, RLX_MASK_SLIDING, 2))
+static const int perm021[3] = {0, 2, 1};
+B(attention_view, rlx_attention(rlx_transpose(a, 3, perm021), b, c, 2, 2, RLX_MASK_NONE, 0))
+B(attention_one_query, rlx_attention(a, b, c, 1, 4, RLX_MASK_SLIDING, 2))
 B(rope, rlx_rope(a, b, c, 4))
 static const int one2[2] = {1, 1}, two2[2] = {2, 2}, zero2[2] = {0, 0};
 static const int pad1[2] = {1, 2}, pad2[2] = {2, 1}, k3[2] = {3, 3}, k23[2] = {2, 3}, s21[2] = {2, 1};
@@ -425,6 +430,10 @@ static const gcase cases[] = {
     {"attention_causal", b_attention_causal, 3, {3, 3, 3}, {{1, 3, 4}, {1, 4, 4}, {1, 4, 4}}, -1, 1, 0, 0},
     {"attention_sliding", b_attention_sliding, 3, {3, 3, 3}, {{1, 4, 4}, {1, 4, 4}, {1, 4, 4}}, -1, 1, 0, 0},
     {"attention_masked", b_attention_masked, 3, {3, 3, 3}, {{2, 2, 4}, {2, 4, 4}, {2, 4, 4}}, -1, 1, 0, 0},
+    {"attention_short_keys", b_attention_short_keys, 3, {3, 3, 3}, {{1, 4, 4}, {1, 2, 4}, {1, 2, 4}}, -1, 1, 0, 0},
+    {"attention_head_dim1", b_attention_head_dim1, 3, {3, 3, 3}, {{1, 3, 3}, {1, 4, 3}, {1, 4, 3}}, -1, 1, 0, 0},
+    {"attention_view", b_attention_view, 3, {3, 3, 3}, {{1, 4, 3}, {1, 2, 4}, {1, 2, 4}}, -1, 1, 0, 0},
+    {"attention_one_query", b_attention_one_query, 3, {3, 3, 3}, {{2, 1, 4}, {2, 3, 4}, {2, 3, 4}}, -1, 1, 0, 0},
     {"rope", b_rope, 3, {3, 2, 2}, {{1, 3, 8}, {3, 2}, {3, 2}}, -1, 1, 0, 0},
     {"conv2d", b_conv2d, 3, {4, 4, 1}, {{1, 2, 4, 3}, {3, 2, 3, 2}, {3}}, -1, 1, 0, 0},
     {"conv2d_strided", b_conv2d_strided, 2, {4, 4}, {{2, 1, 7, 6}, {2, 1, 2, 3}}, -1, 1, 0, 0},

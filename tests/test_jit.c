@@ -12,6 +12,7 @@
 #include "harness.h"
 
 #include <stdbool.h>
+#include "tensor/ts.h"
 
 void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
 /* internal: runtime/jit_exec.h */
@@ -524,6 +525,44 @@ static rlx_tensor *b_multiuse(rlx_tensor *x, rlx_tensor *y)
     return rlx_div(m, rlx_sum(m, (int[]){1}, 1, true));
 }
 
+/* f32 division by a value fixed along the vectorized loop is a multiply
+ * by an f64 reciprocal (cg_kernel.c): checked bit for bit against IEEE f32
+ * division over many quotients, including zeros, infinities, NaN and
+ * subnormal divisors. */
+TEST(jit_division_by_row_value)
+{
+    enum { R = 64, C = 4096 };
+    float *x = malloc(sizeof(float) * R * C), d[R];
+    CHECK(x != NULL);
+    uint64_t st = 12345;
+    for (int i = 0; i < R * C; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t bits = (uint32_t)(st >> 32);
+        memcpy(&x[i], &bits, 4); /* every f32 pattern, NaN and inf included */
+    }
+    for (int r = 0; r < R; r++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        d[r] = (float)((double)(st >> 11) / 9007199254740992.0 * 8 - 4);
+    }
+    d[0] = 0.0f, d[1] = -0.0f, d[2] = INFINITY, d[3] = NAN, d[4] = 1e-40f, d[5] = -3e-45f, d[6] = 3e38f;
+    use_jit(true);
+    rlx_tensor *tx = rlx_from_data(RLX_F32, 2, (int64_t[]){R, C}, x);
+    rlx_tensor *td = rlx_from_data(RLX_F32, 2, (int64_t[]){R, 1}, d);
+    rlx_tensor *q = rlx_div(tx, td);
+    CHECK_EQ_INT(rlx_realize(q), RLX_OK);
+    const float *got = rlx_data(q);
+    long bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            float want = x[r * C + c] / d[r], g = got[r * C + c];
+            if (!(memcmp(&want, &g, 4) == 0 || (isnan(want) && isnan(g))) && bad++ < 3)
+                printf("  x %a / d %a: got %a, want %a\n", x[r * C + c], d[r], g, want);
+        }
+    CHECK_EQ_INT(bad, 0);
+    use_jit(false);
+    free(x);
+}
+
 TEST(jit_kernel_counts)
 {
     check_kernels(b_w2, 10001, 1, 2e-6, "W2 10-op chain");
@@ -859,7 +898,11 @@ static double ref_fn(int f, double x)
     case 3: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
     case 4: return erf(x);
     case 5: return sin(x);
-    default: return cos(x);
+    case 6: return cos(x);
+    case 7: return tan(x);
+    case 8: return atan(x);
+    case 9: return expm1(x);
+    default: return log1p(x);
     }
 }
 
@@ -872,11 +915,17 @@ static rlx_tensor *jit_fn(int f, rlx_tensor *x)
     case 3: return rlx_sigmoid(x);
     case 4: return rlx_erf(x);
     case 5: return rlx_sin(x);
-    default: return rlx_cos(x);
+    case 6: return rlx_cos(x);
+    case 7: return rlx_tan(x);
+    case 8: return rlx_atan(x);
+    case 9: return ts_unary("test", IR_OP_EXPM1, x); /* (inside softplus and elu) */
+    default: return ts_unary("test", IR_OP_LOG1P, x);
     }
 }
 
-static const char *fn_names[7] = {"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos"};
+/* 7..10 are fused for f32 only (computed through f64 kernels) */
+enum { NFN = 11, NFN64 = 7 };
+static const char *fn_names[NFN] = {"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "atan", "expm1", "log1p"};
 
 /* f32 over a sweep of every 2^8th bit pattern (both signs, subnormals,
  * inf, NaN): ulps against libm's double result rounded to f32. The exp,
@@ -884,7 +933,7 @@ static const char *fn_names[7] = {"exp", "log", "tanh", "sigmoid", "erf", "sin",
  * (checked once through the JIT, see bench/RESULTS.md). */
 TEST(jit_ulp_f32)
 {
-    static const int64_t bound[7] = {1, 2, 2, 2, 1, 1, 1};
+    static const int64_t bound[NFN] = {1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1};
     const int64_t n = ((int64_t)1 << 32) >> 8;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     for (int64_t i = 0; i < n; i++) {
@@ -892,7 +941,7 @@ TEST(jit_ulp_f32)
         memcpy(&x[i], &b, 4);
     }
     use_jit(true);
-    for (int f = 0; f < 7; f++) {
+    for (int f = 0; f < NFN; f++) {
         rlx_scope_begin();
         rlx_tensor *t = jit_fn(f, tf32(1, &n, x));
         if (rlx_read_f32(t, y, (size_t)n) != RLX_OK) {
@@ -929,13 +978,63 @@ TEST(jit_ulp_f32)
 }
 
 /* f64 over log-uniform magnitudes of both signs (sin/cos: |x| < 1e7). */
+/* f32 pow and atan2 (fused through f64 kernels): ulps against libm in
+ * double rounded to f32 over random pairs, and every pair of a grid of
+ * special values (signed zeros, infinities, NaN, +-1, odd and even
+ * integers, subnormals) bit for bit, as C99 Annex F defines them. */
+TEST(jit_ulp_f32_binary)
+{
+    static const float sv[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, 2.0f, -2.0f, 3.0f, -3.0f, 2.5f, -2.5f,
+                               INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1e30f, -1e30f, 16777217.0f, 0.75f};
+    enum { NS = sizeof sv / sizeof *sv, NR = 1 << 18 };
+    const int64_t n = NR + NS * NS;
+    float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b), *y = malloc((size_t)n * sizeof *y);
+    rng r = {77};
+    use_jit(true);
+    for (int f = 0; f < 2; f++) {
+        for (int64_t i = 0; i < NR; i++) {
+            a[i] = (float)exp2(runi(&r, -30, 30)) * (rint_(&r, 2) ? -1 : 1);
+            b[i] = f == 0 && rint_(&r, 4) == 0 ? (float)(rint_(&r, 41) - 20) : (float)runi(&r, -20, 20);
+            if (f == 1)
+                b[i] = (float)exp2(runi(&r, -30, 30)) * (rint_(&r, 2) ? -1 : 1);
+        }
+        for (int i = 0; i < NS * NS; i++) {
+            a[NR + i] = sv[i / NS];
+            b[NR + i] = sv[i % NS];
+        }
+        rlx_scope_begin();
+        rlx_tensor *ta = tf32(1, &n, a), *tb = tf32(1, &n, b);
+        rlx_tensor *t = f == 0 ? rlx_pow(ta, tb) : rlx_atan2(ta, tb);
+        CHECK_EQ_INT(rlx_read_f32(t, y, (size_t)n), RLX_OK);
+        int64_t worst = 0, bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float want = (float)(f == 0 ? pow(a[i], b[i]) : atan2(a[i], b[i]));
+            bool same = memcmp(&want, &y[i], 4) == 0 || (isnan(want) && isnan(y[i]));
+            if (i >= NR && !same && bad++ < 5)
+                printf("  %s(%a, %a) = %a, want %a\n", f ? "atan2" : "pow", a[i], b[i], y[i], want);
+            if (i < NR && !same) {
+                int64_t d = isnan(want) != isnan(y[i]) ? INT32_MAX : llabs(ord32(y[i]) - ord32(want));
+                worst = d > worst ? d : worst;
+            }
+        }
+        printf("  f32 %-7s max %lld ulp over %d random pairs\n", f ? "atan2" : "pow", (long long)worst, NR);
+        CHECK_EQ_INT(bad, 0);
+        CHECK(worst <= 1);
+        rlx_scope_end();
+    }
+    use_jit(false);
+    free(a);
+    free(b);
+    free(y);
+}
+
 TEST(jit_ulp_f64)
 {
-    static const int64_t bound[7] = {2, 2, 3, 3, 3, 3, 3};
+    static const int64_t bound[NFN64] = {2, 2, 3, 3, 3, 3, 3};
     const int64_t n = 1 << 20;
     double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     use_jit(true);
-    for (int f = 0; f < 7; f++) {
+    for (int f = 0; f < NFN64; f++) {
         rng r = {(uint64_t)f + 11};
         double lo = f == 1 ? -1074 : -60, hi = f == 0 ? 9.5 : f == 1 ? 1023 : f >= 5 ? 23 : 5;
         for (int64_t i = 0; i < n; i++) {
@@ -1032,5 +1131,5 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_row_fusion), T(jit_cache_hit), T(jit_const_args), T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
-          T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f64), T(jit_random_graphs))
+TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_cache_hit), T(jit_const_args), T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

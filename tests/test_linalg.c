@@ -6,6 +6,7 @@
  * checks of every function.
  */
 #include "harness.h"
+#include "runtime/rt.h" /* rt_matmul_rows, called directly below */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -289,6 +290,199 @@ TEST(matmul_t_matches_matmul)
     CHECK_EQ_INT(rlx_dim(rlx_matmul_t(rlx_ones(RLX_F32, 1, sv), b), -1), s5[0]);
 }
 
+/* ------------------------------------------------ matmul through BLAS */
+
+/* rlx_matmul(a, b) against ref_matmul of a's and b's values. The product
+ * is realized first: reading an operand view realizes it as a contiguous
+ * copy, and the product must see the strided view. */
+static void check_pair(const char *what, rlx_tensor *a, rlx_tensor *b, double tol)
+{
+    rlx_tensor *got = rlx_matmul(a, b);
+    CHECK(got && rlx_realize(got) == RLX_OK);
+    if (!got)
+        return;
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK], so[RLX_MAX_RANK], cnt;
+    int ra = rlx_shape(a, sa, RLX_MAX_RANK), rb = rlx_shape(b, sb, RLX_MAX_RANK), r;
+    double *av = test_values(a, &cnt), *bv = test_values(b, &cnt);
+    double *want = malloc((size_t)(rlx_numel(got) + 1) * sizeof *want);
+    if (av && bv) {
+        ref_matmul(av, ra, sa, bv, rb, sb, want, &r, so);
+        EXPECT_V(what, got, rlx_dtype_of(a), r, so, want, tol, tol);
+    }
+    free(av);
+    free(bv);
+    free(want);
+}
+
+/* Every case of check_views builds its operands from these. */
+static rlx_tensor *rt2(rlx_dtype dt, int64_t r, int64_t c)
+{
+    int64_t s[2] = {r, c};
+    return trand(dt, 2, s, -1, 1);
+}
+
+static void check_views(rlx_dtype dt)
+{
+    double tol = dt == RLX_F32 ? 2e-5 : 1e-12;
+    int64_t m = 37, k = 29, n = 23;
+    /* Transposed a (CblasTrans) with a column slice of a wider b (ld > n). */
+    check_pair("a^T @ b[:, :n]", rlx_t(rt2(dt, k, m)), rlx_slice(rt2(dt, k, n + 7), 1, 0, n, 1), tol);
+    /* Every other row of a (ld = 2k) with a transposed b. */
+    check_pair("a[::2] @ b^T", rlx_slice(rt2(dt, 2 * m, k), 0, 0, RLX_END, 2), rlx_t(rt2(dt, n, k)), tol);
+    /* Neither stride 1: packed. */
+    check_pair("a[:, ::2] @ b[::-1]", rlx_slice(rt2(dt, m, 2 * k), 1, 0, RLX_END, 2),
+               rlx_slice(rt2(dt, k, n), 0, RLX_END, RLX_END, -1), tol);
+    /* Tall-skinny, 1 x 1, a single row and a single column, all as views. */
+    check_pair("tall^T", rlx_t(rt2(dt, 3, 300)), rt2(dt, 3, 2), tol);
+    check_pair("1x1^T", rlx_t(rt2(dt, 1, 1)), rlx_t(rt2(dt, 1, 1)), tol);
+    check_pair("row @ col", rlx_slice(rt2(dt, 3, k), 0, 1, 2, 1), rlx_t(rt2(dt, 1, k)), tol);
+    check_pair("row @ b^T", rlx_slice(rt2(dt, 3, 300), 0, 2, 3, 1), rlx_t(rt2(dt, 40, 300)), tol);
+    /* Batched: a permuted [m, B, k] -> [B, m, k] (rows B*k apart, not one
+     * tall matrix) against one shared b; a contiguous batch (one tall gemm);
+     * broadcast batch dims on both sides with a packed shared b. */
+    int64_t s3[3] = {m, 6, k}, s3b[3] = {6, m, k}, s4a[4] = {3, 1, k, m}, s4b[3] = {4, k, n}, s3c[3] = {1, k, 2 * n};
+    static const int p102[3] = {1, 0, 2};
+    check_pair("perm batch @ shared", rlx_transpose(trand(dt, 3, s3, -1, 1), 3, p102), rt2(dt, k, n), tol);
+    check_pair("batch @ shared (folded)", trand(dt, 3, s3b, -1, 1), rt2(dt, k, n), tol);
+    check_pair("shared @ batch", rt2(dt, m, k), rlx_slice(trand(dt, 3, s4b, -1, 1), 2, 1, n, 1), tol);
+    check_pair("bcast^T @ bcast", rlx_t(trand(dt, 4, s4a, -1, 1)), rlx_slice(trand(dt, 3, s4b, -1, 1), 1, 0, k, 1),
+               tol);
+    check_pair("bcast @ packed shared", rlx_t(trand(dt, 4, s4a, -1, 1)),
+               rlx_slice(trand(dt, 3, s3c, -1, 1), 2, 0, RLX_END, 2), tol);
+    /* Many small items (the pool path) and tiny ones (the plain loop). */
+    int64_t s64a[3] = {64, 7, 5}, s64b[3] = {64, 7, 6}, s100a[3] = {100, 2, 3}, s100b[3] = {100, 3, 2};
+    check_pair("64 x small^T", rlx_t(trand(dt, 3, s64a, -1, 1)), trand(dt, 3, s64b, -1, 1), tol);
+    check_pair("100 x tiny", trand(dt, 3, s100a, -1, 1), rlx_t(rlx_t(trand(dt, 3, s100b, -1, 1))), tol);
+    check_pair("100 x tiny^T", trand(dt, 3, s100a, -1, 1), rlx_t(trand(dt, 3, s100a, -1, 1)), tol);
+    /* Empty dims as views: m = 0, n = 0, k = 0 (zeros), batch 0. */
+    check_pair("[0,k]", rlx_t(rt2(dt, k, 0)), rt2(dt, k, n), tol);
+    check_pair("[.,0]", rt2(dt, m, k), rlx_t(rt2(dt, 0, k)), tol);
+    int64_t s0[3] = {0, m, k};
+    check_pair("k = 0", rlx_t(rt2(dt, 0, m)), rlx_t(rt2(dt, n, 0)), tol);
+    check_pair("batch 0", rlx_t(trand(dt, 3, s0, -1, 1)), rt2(dt, m, n), tol);
+}
+
+TEST(matmul_blas_layouts)
+{
+    /* With 2 threads batches go to the pool; with 1 they run in turn; the
+     * small_matmul knob moves the loop/BLAS boundary both ways. */
+    static const char *small[3] = {"default", "1", "100000000"};
+    for (int t = 1; t <= 2; t++)
+        for (int s = 0; s < 3; s++) {
+            rlx_set_num_threads(t);
+            CHECK(rlx_set_option("small_matmul", small[s]) == RLX_OK);
+            check_views(RLX_F32);
+            check_views(RLX_F64);
+        }
+    CHECK(rlx_set_option("small_matmul", "default") == RLX_OK);
+    rlx_set_num_threads(0);
+}
+
+/* rt_matmul_rows over hand-made nodes and views: blocks of rows (crossing
+ * batch items, a broadcast b) equal the whole product, and rows outside
+ * the block are untouched. */
+static void check_rows(rlx_dtype dt, bool at, int64_t m, int64_t k, int64_t n, int64_t block)
+{
+    enum { B0 = 2, B1 = 3 };
+    size_t es = dt == RLX_F32 ? 4 : 8;
+    int64_t na = B0 * B1 * k * m, nbm = B1 * k * n, nc = B0 * B1 * m * n, rows = B0 * B1 * m;
+    double *av = rnd(na, -1, 1), *bv = rnd(nbm, -1, 1), *want = malloc((size_t)nc * sizeof *want);
+    void *ab = malloc((size_t)na * es), *bb = malloc((size_t)nbm * es);
+    void *c1 = malloc((size_t)nc * es + 64), *c2 = malloc((size_t)nc * es + 64);
+    for (int64_t i = 0; i < na; i++)
+        dt == RLX_F32 ? (void)(((float *)ab)[i] = (float)av[i]) : (void)(((double *)ab)[i] = av[i]);
+    for (int64_t i = 0; i < nbm; i++)
+        dt == RLX_F32 ? (void)(((float *)bb)[i] = (float)bv[i]) : (void)(((double *)bb)[i] = bv[i]);
+    /* a is stored [B0, B1, k, m] and read transposed (at), or stored
+     * [B0, B1, m, k]; b [B1, k, n] is broadcast over B0 (stride 0). */
+    for (int64_t q = 0; q < B0 * B1; q++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    int64_t ai = at ? (q * k + p) * m + i : (q * m + i) * k + p;
+                    s += (dt == RLX_F32 ? ((float *)ab)[ai] : av[ai]) *
+                         (dt == RLX_F32 ? ((float *)bb)[((q % B1) * k + p) * n + j] : bv[((q % B1) * k + p) * n + j]);
+                }
+                want[(q * m + i) * n + j] = s;
+            }
+    ir_node na_, nb_, nc_;
+    memset(&na_, 0, sizeof na_);
+    memset(&nb_, 0, sizeof nb_);
+    memset(&nc_, 0, sizeof nc_);
+    ir_node *src[2] = {&na_, &nb_};
+    int64_t sa[4] = {B0, B1, m, k}, sb[4] = {B0, B1, k, n}, sc[4] = {B0, B1, m, n};
+    na_.dtype = nb_.dtype = nc_.dtype = dt;
+    na_.rank = nb_.rank = nc_.rank = 4;
+    memcpy(na_.shape, sa, sizeof sa);
+    memcpy(nb_.shape, sb, sizeof sb);
+    memcpy(nc_.shape, sc, sizeof sc);
+    nc_.op = IR_OP_MATMUL;
+    nc_.nsrc = 2;
+    nc_.src = src;
+    rt_view in[2] = {{rt_storage_wrap(ab, (size_t)na * es, NULL, NULL), 0, {B1 * k * m, k * m, at ? 1 : k, at ? m : 1}},
+                     {rt_storage_wrap(bb, (size_t)nbm * es, NULL, NULL), 0, {0, k * n, n, 1}}};
+    /* out starts one element into its buffer: the view's offset counts. */
+    rt_view o1 = {rt_storage_wrap(c1, (size_t)nc * es + 64, NULL, NULL), 1, {0}};
+    rt_view o2 = {rt_storage_wrap(c2, (size_t)nc * es + 64, NULL, NULL), 1, {0}};
+    CHECK(in[0].st && in[1].st && o1.st && o2.st);
+    memset(c1, 0xff, (size_t)nc * es + 64); /* NaN everywhere */
+    memset(c2, 0xff, (size_t)nc * es + 64);
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    CHECK_EQ_INT(rt_matmul_rows(&ctx, &nc_, in, &o1, 0, rows), RLX_OK);
+    for (int64_t r0 = 0; r0 < rows; r0 += block)
+        CHECK_EQ_INT(rt_matmul_rows(&ctx, &nc_, in, &o2, r0, r0 + block < rows ? r0 + block : rows), RLX_OK);
+    double tol = dt == RLX_F32 ? 1e-5 : 1e-12;
+    for (int64_t i = 0; i < nc; i++) {
+        double g1 = dt == RLX_F32 ? ((float *)c1)[1 + i] : ((double *)c1)[1 + i];
+        double g2 = dt == RLX_F32 ? ((float *)c2)[1 + i] : ((double *)c2)[1 + i];
+        if (!test_close(g1, want[i], tol, tol) || !test_close(g2, g1, tol, tol)) {
+            test_fail(__FILE__, __LINE__, "rows%s m=%lld k=%lld n=%lld block=%lld: [%lld] whole %g blocks %g want %g",
+                      at ? " a^T" : "", (long long)m, (long long)k, (long long)n, (long long)block, (long long)i, g1, g2, want[i]);
+            break;
+        }
+    }
+    /* Only rows [3, 3 + m) are written; the rest stays NaN. */
+    memset(c2, 0xff, (size_t)nc * es + 64);
+    CHECK_EQ_INT(rt_matmul_rows(&ctx, &nc_, in, &o2, 3, 3 + m), RLX_OK);
+    for (int64_t i = 0; i < nc; i++) {
+        double g = dt == RLX_F32 ? ((float *)c2)[1 + i] : ((double *)c2)[1 + i];
+        bool inside = i >= 3 * n && i < (3 + m) * n;
+        if (inside ? !test_close(g, want[i], tol, tol) : g == g) {
+            test_fail(__FILE__, __LINE__, "rows [3,%lld): element %lld is %g", (long long)(3 + m), (long long)i, g);
+            break;
+        }
+    }
+    CHECK(((unsigned char *)c2)[0] == 0xff); /* before the view's offset: untouched */
+    /* A range outside the rows is an internal error, not a write. */
+    CHECK_EQ_INT(rt_matmul_rows(&ctx, &nc_, in, &o2, 0, rows + 1), RLX_E_INTERNAL);
+    CHECK(strstr(ctx.msg, "rt_matmul_rows") != NULL);
+    for (int i = 0; i < 2; i++)
+        ir_storage_release(in[i].st);
+    ir_storage_release(o1.st);
+    ir_storage_release(o2.st);
+    free(av);
+    free(bv);
+    free(want);
+    free(ab);
+    free(bb);
+    free(c1);
+    free(c2);
+}
+
+TEST(matmul_rows_blocks)
+{
+    rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++)
+        for (int at = 0; at < 2; at++) {
+            check_rows(dts[d], at, 7, 11, 9, 3);   /* blocks cross batch items */
+            check_rows(dts[d], at, 20, 40, 30, 16); /* gemm blocks */
+            check_rows(dts[d], at, 2, 2, 2, 1);    /* plain loop, one row at a time */
+            check_rows(dts[d], at, 1, 5, 1, 4);
+        }
+}
+
 /* ----------------------------------------------------------- linear */
 
 static double act_ref(rlx_act act, double x)
@@ -443,6 +637,110 @@ TEST(solve_random_batched)
     free(b3);
 }
 
+/* rlx_solve(a, b) (a [n, n] and b [n, k] views) by its residual against
+ * a's and b's values, read after the solve (see check_pair). */
+static void check_solve(const char *what, rlx_tensor *a, rlx_tensor *b, double tol)
+{
+    rlx_tensor *x = rlx_solve(a, b);
+    CHECK(x && rlx_realize(x) == RLX_OK);
+    int64_t n = rlx_dim(a, 0), k = rlx_rank(b) == 1 ? 1 : rlx_dim(b, 1), cnt;
+    double *av = test_values(a, &cnt), *bv = test_values(b, &cnt), *xv = test_values(x, &cnt);
+    if (av && bv && xv) {
+        double res = residual(av, xv, bv, 1, n, k);
+        if (!(res < tol))
+            test_fail(__FILE__, __LINE__, "%s: residual %g (tol %g)", what, res, tol);
+    }
+    free(av);
+    free(bv);
+    free(xv);
+}
+
+/* A well-conditioned [r, c] block (r <= c): random, plus c+1 at column
+ * (7i + 3) mod r of row i, a permutation when r is odd or 40: gesv must
+ * pivot. */
+static rlx_tensor *dd(rlx_dtype dt, int64_t r, int64_t c)
+{
+    int64_t s[2] = {r, c};
+    double *v = rnd(r * c, -1, 1);
+    for (int64_t i = 0; i < r; i++)
+        v[i * c + (7 * i + 3) % r] += (double)c + 1;
+    rlx_tensor *t = mk(dt, 2, s, v);
+    free(v);
+    return t;
+}
+
+/* [n, 2n] whose even columns are well conditioned. */
+static rlx_tensor *dd_even(rlx_dtype dt, int64_t n)
+{
+    int64_t s[2] = {n, 2 * n};
+    double *v = rnd(2 * n * n, -1, 1);
+    for (int64_t i = 0; i < n; i++)
+        v[i * 2 * n + 2 * ((7 * i + 3) % n)] += (double)n + 1; /* pivoting, as in dd */
+    rlx_tensor *t = mk(dt, 2, s, v);
+    free(v);
+    return t;
+}
+
+TEST(solve_layouts)
+{
+    rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++) {
+        rlx_dtype dt = dts[d];
+        double tol = d ? 1e-11 : 2e-4;
+        int64_t n = 40, k = 3;
+        /* Row-major, column-major (a transposed view), rows of a wider
+         * matrix, every other column (neither stride 1); b as a transposed
+         * view, a column slice and a vector. */
+        check_solve("a @ x = b", dd(dt, n, n), rt2(dt, n, k), tol);
+        check_solve("a^T view", rlx_t(dd(dt, n, n)), rt2(dt, n, k), tol);
+        check_solve("a[:, :n]", rlx_slice(dd(dt, n, n + 5), 1, 0, n, 1), rlx_t(rt2(dt, k, n)), tol);
+        check_solve("a[:, ::2]", rlx_slice(dd_even(dt, n), 1, 0, RLX_END, 2),
+                    rlx_slice(rt2(dt, n, 2 * k), 1, 1, RLX_END, 2), tol);
+        int64_t sv[1] = {n};
+        check_solve("vector b", dd(dt, n, n), trand(dt, 1, sv, -1, 1), tol);
+        check_solve("vector b, a^T", rlx_t(dd(dt, n, n)), trand(dt, 1, sv, -1, 1), tol);
+        check_solve("inv-sized b", rlx_t(dd(dt, n, n)), rt2(dt, n, n), tol);
+        check_solve("1x1", rlx_t(dd(dt, 1, 1)), rt2(dt, 1, 2), tol);
+    }
+}
+
+TEST(solve_batch_parallel)
+{
+    /* 24 items: on 2 threads they run on the pool, on 1 in turn; the
+     * reported item is the first singular one either way, for a row-major
+     * and for a transposed a. */
+    int64_t nb = 24, n = 6, k = 2;
+    int64_t sa[3] = {nb, n, n}, sb[3] = {nb, n, k};
+    double *a = rnd_system(nb, n), *b = rnd(nb * n * k, -1, 1);
+    for (int t = 1; t <= 2; t++) {
+        rlx_set_num_threads(t);
+        for (int tr = 0; tr < 2; tr++) {
+            rlx_tensor *ta = mk(RLX_F64, 3, sa, a);
+            int64_t cnt;
+            double *xv = test_values(rlx_solve(tr ? rlx_t(ta) : ta, mk(RLX_F64, 3, sb, b)), &cnt);
+            double *av = test_values(tr ? rlx_t(ta) : ta, &cnt);
+            if (xv && av)
+                CHECK(residual(av, xv, b, nb, n, k) < 1e-12);
+            free(xv);
+            free(av);
+            double *sing = malloc((size_t)(nb * n * n) * sizeof *sing);
+            memcpy(sing, a, (size_t)(nb * n * n) * sizeof *sing);
+            for (int64_t q = 13; q >= 7; q -= 6) /* items 13 and 7: a zero row and column */
+                for (int64_t j = 0; j < n; j++)
+                    sing[(q * n + 2) * n + j] = sing[(q * n + j) * n + 2] = 0;
+            rlx_tensor *ts = mk(RLX_F32, 3, sa, sing);
+            rlx_clear_error();
+            CHECK_EQ_INT(rlx_realize(rlx_solve(tr ? rlx_t(ts) : ts, mk(RLX_F32, 3, sb, b))), RLX_E_LINALG);
+            CHECK(strstr(rlx_last_error(), "matrix 7 of the batch is singular") != NULL);
+            rlx_clear_error();
+            free(sing);
+        }
+    }
+    rlx_set_num_threads(0);
+    free(a);
+    free(b);
+}
+
 TEST(solve_singular)
 {
     int64_t s[3] = {3, 2, 2}, sb[3] = {3, 2, 1};
@@ -484,6 +782,33 @@ TEST(inv_times_a_is_identity)
     int64_t s00[2] = {0, 0};
     EXPECT(rlx_inv(rlx_zeros(RLX_F64, 2, s00)), RLX_F64, 2, s00, NULL, 0);
     free(a);
+}
+
+/* Every allocation of a packed batched matmul, a pooled batch of solves
+ * and a threaded one may fail: RLX_E_NOMEM, no leak (the walk checks). */
+static int linalg_workload(void)
+{
+    rlx_scope_begin();
+    int64_t sa[3] = {4, 6, 10}, sb[2] = {6, 5}, ss[3] = {4, 3, 3}, sx[3] = {4, 3, 2};
+    double v[240];
+    for (int i = 0; i < 240; i++)
+        v[i] = sin(i) + (i % 4 == 0 ? 4 : 0);
+    rlx_tensor *a = rlx_slice(rlx_from_data(RLX_F64, 3, sa, v), 2, 0, RLX_END, 2); /* packed: [4, 6, 5] */
+    rlx_tensor *p = rlx_matmul(rlx_t(a), rlx_from_data(RLX_F64, 2, sb, v));
+    rlx_tensor *x = rlx_solve(rlx_from_data(RLX_F64, 3, ss, v), rlx_from_data(RLX_F64, 3, sx, v + 50));
+    rlx_tensor *outs[2] = {p, x};
+    int ok = p && x && rlx_realize_many(outs, 2) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(linalg_allocation_failures)
+{
+    for (int t = 1; t <= 2; t++) {
+        rlx_set_num_threads(t);
+        ALLOC_WALK(linalg_workload, 10);
+    }
+    rlx_set_num_threads(0);
 }
 
 /* ------------------------------------------------------------ errors */
@@ -563,5 +888,7 @@ TEST(linalg_bad_arguments)
 }
 
 TEST_MAIN(T(matmul_hand_values), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
-          T(matmul_t_matches_matmul), T(linear_and_activations), T(solve_known_system), T(solve_random_batched),
-          T(solve_singular), T(inv_times_a_is_identity), T(linalg_bad_arguments))
+          T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
+          T(linear_and_activations), T(solve_known_system), T(solve_random_batched),
+          T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),
+          T(linalg_allocation_failures), T(linalg_bad_arguments))

@@ -1,6 +1,7 @@
 /*
  * test_nn.c — softmax/log_softmax, layer and RMS norm, the cross
- * entropies, attention (every mask kind, fully masked rows), rope, conv2d
+ * entropies, attention (every mask kind, fully masked rows, and the fused
+ * kernel against the composite it replaced), rope, conv2d
  * and the pools, each against its formula written as plain double loops
  * here, plus the argument checks of every function.
  */
@@ -317,6 +318,204 @@ TEST(attention_masked_values)
     free(v);
 }
 
+/* The composite rlx_attention was before it became one fused primitive,
+ * rebuilt here from public calls: the fused kernel must give its values on
+ * every case. km (nonzero keeps, [B, Sk]) may be NULL. */
+static rlx_tensor *heads_of(rlx_tensor *x, int h, int d)
+{
+    int64_t shape[4] = {rlx_dim(x, 0), rlx_dim(x, 1), h, d};
+    static const int perm[4] = {0, 2, 1, 3};
+    return rlx_transpose(rlx_reshape(x, 4, shape), 4, perm);
+}
+
+static rlx_tensor *composite_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int d, rlx_mask mask,
+                                       int window, rlx_tensor *km)
+{
+    rlx_dtype dt = rlx_dtype_of(q);
+    double sq = (double)rlx_dim(q, 1), sk = (double)rlx_dim(k, 1);
+    rlx_tensor *qh = heads_of(q, h, d), *kh = heads_of(k, h, d), *vh = heads_of(v, h, d);
+    rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), 1.0 / sqrt((double)d)), *keep = NULL;
+    if (mask != RLX_MASK_NONE) {
+        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
+        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        keep = rlx_le(kpos, qpos);
+        if (mask == RLX_MASK_SLIDING)
+            keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, window)));
+    }
+    if (km) {
+        int64_t ms[4] = {rlx_dim(km, 0), 1, 1, rlx_dim(km, 1)};
+        keep = rlx_reshape(rlx_ne_s(km, 0), 4, ms);
+    }
+    int ax = -1;
+    rlx_tensor *zero = rlx_zeros(dt, 0, NULL);
+    rlx_tensor *sm = keep ? rlx_where(keep, s, rlx_full(dt, 0, NULL, -INFINITY)) : s;
+    rlx_tensor *m = rlx_max(sm, &ax, 1, true);
+    rlx_tensor *e = rlx_exp(rlx_sub(s, rlx_where(rlx_gt_s(m, -INFINITY), m, zero)));
+    if (keep)
+        e = rlx_where(keep, e, zero);
+    rlx_tensor *den = rlx_sum(e, &ax, 1, true);
+    rlx_tensor *p = rlx_div(e, rlx_where(rlx_eq_s(den, 0), rlx_ones(dt, 0, NULL), den));
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t shape[3] = {rlx_dim(q, 0), rlx_dim(q, 1), (int64_t)h * d};
+    return rlx_reshape(rlx_transpose(rlx_matmul(p, vh), 4, perm), 3, shape);
+}
+
+/* A [B, S, HD] operand in one of four layouts: 0 contiguous, 1 a transpose
+ * (last stride S: the kernel copies it), 2 a narrowed view (rows HD+3
+ * apart, read in place), 3 one batch broadcast (batch stride 0). */
+static rlx_tensor *operand_in(rlx_dtype dt, int64_t B, int64_t S, int64_t hd, int layout)
+{
+    switch (layout) {
+    case 1: {
+        static const int perm[3] = {0, 2, 1};
+        return rlx_transpose(trand(dt, 3, (int64_t[]){B, hd, S}, -2, 2), 3, perm);
+    }
+    case 2: return rlx_narrow(trand(dt, 3, (int64_t[]){B, S, hd + 3}, -2, 2), 2, 1, hd);
+    case 3: return rlx_broadcast_to(trand(dt, 3, (int64_t[]){1, S, hd}, -2, 2), 3, (int64_t[]){B, S, hd});
+    default: return trand(dt, 3, (int64_t[]){B, S, hd}, -2, 2);
+    }
+}
+
+static void check_vs_composite(int64_t B, int64_t sq, int64_t sk, int h, int d, rlx_mask mask, int window)
+{
+    static const rlx_dtype dts[2] = {RLX_F64, RLX_F32};
+    for (int t = 0; t < 2; t++)
+        for (int layout = 0; layout < 4; layout++) {
+            rlx_scope_begin();
+            int64_t hd = (int64_t)h * d;
+            rlx_tensor *q = operand_in(dts[t], B, sq, hd, layout), *k = operand_in(dts[t], B, sk, hd, 3 - layout);
+            rlx_tensor *v = operand_in(dts[t], B, sk, hd, (layout + 2) % 4);
+            char what[160];
+            snprintf(what, sizeof what, "attention B%lld Sq%lld Sk%lld H%d D%d mask %d window %d %s layout %d",
+                     (long long)B, (long long)sq, (long long)sk, h, d, (int)mask, window, rlx_dtype_name(dts[t]),
+                     layout);
+            rlx_tensor *want = composite_attention(q, k, v, h, d, mask, window, NULL);
+            int64_t n, shape[3] = {B, sq, hd};
+            double *w = test_values(want, &n);
+            if (w)
+                EXPECT_V(what, rlx_attention(q, k, v, h, d, mask, window), dts[t], 3, shape, w,
+                         t ? 2e-5 : 1e-12, t ? 2e-5 : 1e-12);
+            free(w);
+            rlx_scope_end();
+        }
+}
+
+TEST(attention_fused_matches_composite)
+{
+    /* Sizes cross the kernel's blocks: 64 query rows, 64 keys at D = 64
+     * (256 at D <= 16); causal and sliding rows skip whole key blocks. */
+    check_vs_composite(2, 5, 5, 2, 3, RLX_MASK_NONE, 0);
+    check_vs_composite(2, 70, 130, 2, 4, RLX_MASK_NONE, 0);
+    check_vs_composite(1, 130, 300, 2, 4, RLX_MASK_CAUSAL, 0);   /* Sq < Sk */
+    check_vs_composite(2, 150, 150, 1, 64, RLX_MASK_CAUSAL, 0);
+    check_vs_composite(1, 200, 70, 2, 8, RLX_MASK_CAUSAL, 0);    /* the first 130 rows see nothing */
+    check_vs_composite(2, 1, 9, 3, 2, RLX_MASK_CAUSAL, 0);       /* one query: the last position */
+    check_vs_composite(1, 1, 1, 1, 1, RLX_MASK_CAUSAL, 0);
+    check_vs_composite(2, 6, 7, 4, 1, RLX_MASK_SLIDING, 3);      /* head_dim 1 */
+    check_vs_composite(1, 100, 100, 2, 32, RLX_MASK_SLIDING, 1); /* each row sees itself */
+    check_vs_composite(1, 150, 150, 2, 64, RLX_MASK_SLIDING, 17);
+    check_vs_composite(1, 70, 200, 1, 64, RLX_MASK_SLIDING, 100);
+    check_vs_composite(2, 10, 6, 2, 3, RLX_MASK_SLIDING, 50);    /* window > Sk: causal */
+    check_vs_composite(1, 9, 4, 1, 2, RLX_MASK_SLIDING, 2);      /* Sq > Sk */
+    check_vs_composite(1, 3, 2, 1, 70, RLX_MASK_NONE, 0);        /* head_dim > 64: smaller key blocks */
+}
+
+TEST(attention_fused_key_masks_match_composite)
+{
+    int64_t B = 3, sq = 70, sk = 150;
+    int h = 2, d = 8;
+    int64_t sm[2] = {B, sk};
+    double *km = malloc((size_t)(B * sk) * sizeof *km);
+    for (int64_t j = 0; j < sk; j++) {
+        km[j] = test_uniform(0, 1) < 0.5;      /* scattered */
+        km[sk + j] = 0;                        /* batch 1 keeps nothing: zeros */
+        km[2 * sk + j] = j >= 140 ? 2.5 : 0;   /* only the last block: the others are skipped */
+    }
+    static const rlx_dtype dts[2] = {RLX_F64, RLX_F32};
+    for (int t = 0; t < 2; t++) {
+        rlx_tensor *q = operand_in(dts[t], B, sq, h * d, t), *k = operand_in(dts[t], B, sk, h * d, 2);
+        rlx_tensor *v = operand_in(dts[t], B, sk, h * d, 0);
+        rlx_tensor *masks[3] = {tf64(2, sm, km), rlx_ne_s(tf64(2, sm, km), 0), rlx_cast(tf64(2, sm, km), RLX_I32)};
+        for (int i = 0; i < 3; i++) {
+            rlx_tensor *want = composite_attention(q, k, v, h, d, RLX_MASK_NONE, 0, masks[i]);
+            EXPECT_SAME(rlx_attention_masked(q, k, v, masks[i], h, d), want, t ? 2e-5 : 1e-12);
+        }
+        /* batch 1 is exactly zero */
+        float got[70 * 16];
+        rlx_tensor *o = rlx_attention_masked(q, k, v, masks[0], h, d);
+        CHECK_EQ_INT(rlx_read_f32(rlx_select(o, 0, 1), got, sizeof got / sizeof *got), RLX_OK);
+        for (int i = 0; i < 70 * 16; i++)
+            if (got[i] != 0) {
+                test_fail(__FILE__, __LINE__, "fully masked row element %d = %g", i, got[i]);
+                break;
+            }
+    }
+    free(km);
+}
+
+/* Values are the same bits on one thread, on two, and on the JIT backend
+ * (which runs the primitive as a reference kernel). */
+TEST(attention_fused_same_bits_any_threads_and_backend)
+{
+    int64_t B = 2, sq = 200, sk = 200;
+    int h = 3, d = 16;
+    int64_t s3[3] = {B, sq, h * d};
+    double *q = rnd(B * sq * h * d, -2, 2), *k = rnd(B * sk * h * d, -2, 2), *v = rnd(B * sk * h * d, -2, 2);
+    for (int t = 0; t < 2; t++) {
+        rlx_dtype dt = t ? RLX_F32 : RLX_F64;
+        double *first = NULL;
+        for (int run = 0; run < 3; run++) {
+            rlx_set_num_threads(run == 0 ? 1 : 2);
+            CHECK(rlx_set_option("backend", run == 2 ? "jit" : "ref") == RLX_OK);
+            /* new leaves each run, so nothing is realized already */
+            rlx_tensor *o = rlx_attention(mk(dt, 3, s3, q), mk(dt, 3, s3, k), mk(dt, 3, s3, v), h, d,
+                                          RLX_MASK_CAUSAL, 0);
+            if (!first) {
+                int64_t n;
+                first = test_values(o, &n);
+            } else if (first) {
+                EXPECT_V(run == 1 ? "two threads" : "jit", o, dt, 3, s3, first, 0, 0);
+            }
+        }
+        free(first);
+    }
+    rlx_set_num_threads(0);
+    CHECK(rlx_set_option("backend", "ref") == RLX_OK);
+    free(q);
+    free(k);
+    free(v);
+}
+
+/* Building and realizing fused attention (a copied transposed operand, a
+ * key mask and a gradient) under every allocation failure in turn, on both
+ * backends. */
+static int attention_workload(void)
+{
+    rlx_scope_begin();
+    int64_t s3[3] = {2, 5, 4}, st[3] = {2, 4, 5}, sm[2] = {2, 5};
+    static const int perm[3] = {0, 2, 1};
+    static const unsigned char km[10] = {1, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+    double v[40];
+    for (int i = 0; i < 40; i++)
+        v[i] = sin(i);
+    rlx_tensor *q = rlx_from_data(RLX_F64, 3, s3, v), *k = rlx_transpose(rlx_from_data(RLX_F64, 3, st, v), 3, perm);
+    rlx_tensor *o = rlx_attention_masked(q, k, q, rlx_from_data(RLX_BOOL, 2, sm, km), 2, 2);
+    rlx_tensor *c = rlx_attention(q, k, q, 1, 4, RLX_MASK_SLIDING, 2), *g = NULL;
+    rlx_status st_g = c ? rlx_grad(rlx_sum_all(rlx_mul(c, c)), &q, 1, &g) : RLX_E_NOMEM;
+    rlx_tensor *outs[3] = {o, c, g};
+    int ok = o && c && st_g == RLX_OK && rlx_realize_many(outs, 3) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(attention_fused_allocation_failures)
+{
+    ALLOC_WALK(attention_workload, 20);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    ALLOC_WALK(attention_workload, 20);
+    CHECK(rlx_set_option("backend", "ref") == RLX_OK);
+}
+
 /* -------------------------------------------------------------- rope */
 
 TEST(rope_values)
@@ -514,6 +713,181 @@ TEST(pool_values)
     EXPECT(rlx_max_pool2d(ti32(4, sx1, xi), k2, NULL, NULL), RLX_F32, 4, so1, mx, 0);
 }
 
+static int rnd_int(int lo, int hi) { return lo + (int)(test_uniform(0, 1) * (hi - lo + 1)) % (hi - lo + 1); }
+
+/* x [N, C, H, W] as a non-contiguous view holding the same values: a
+ * permuted copy transposed back, or a narrowed slice of a wider tensor. */
+static rlx_tensor *strided_nchw(rlx_dtype dt, const int64_t *s, const double *x, int how)
+{
+    int64_t n = s[0] * s[1] * s[2] * s[3];
+    double *t = malloc((size_t)(n + s[0] * s[1] * s[2] + 1) * sizeof *t);
+    rlx_tensor *r;
+    if (how == 0) { /* stored [N, C, W, H], viewed transposed: column stride H */
+        for (int64_t a = 0; a < s[0] * s[1]; a++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    t[(a * s[3] + j) * s[2] + i] = x[(a * s[2] + i) * s[3] + j];
+        int64_t st[4] = {s[0], s[1], s[3], s[2]};
+        static const int perm[4] = {0, 1, 3, 2};
+        r = rlx_transpose(mk(dt, 4, st, t), 4, perm);
+    } else { /* stored [N, C, H, W + 1], narrowed to columns 1..W */
+        for (int64_t a = 0; a < s[0] * s[1] * s[2]; a++) {
+            t[a * (s[3] + 1)] = 1e300; /* must never be read */
+            for (int64_t j = 0; j < s[3]; j++)
+                t[a * (s[3] + 1) + 1 + j] = x[a * s[3] + j];
+        }
+        int64_t st[4] = {s[0], s[1], s[2], s[3] + 1};
+        r = rlx_narrow(mk(dt, 4, st, t), 3, 1, s[3]);
+    }
+    free(t);
+    return r;
+}
+
+TEST(conv2d_random_shapes)
+{
+    /* Random geometry against the double loop: groups, stride, padding,
+     * dilation, 1x1 kernels, output channels that do not fill a register
+     * tile, planes larger than one packed block, strided views. */
+    for (int it = 0; it < 40; it++) {
+        int g = rnd_int(1, 3), cg = rnd_int(1, 4), og = it % 5 == 0 ? 9 : rnd_int(1, 5);
+        int kh = it % 4 == 0 ? 1 : rnd_int(1, 3), kw = it % 4 == 0 ? 1 : rnd_int(1, 4);
+        int st[2] = {rnd_int(1, 2), rnd_int(1, 3)}, dl[2] = {rnd_int(1, 2), rnd_int(1, 2)};
+        int pd[2] = {rnd_int(0, 2), rnd_int(0, 2)};
+        if (it % 4 == 0 && it % 8 == 0)
+            st[0] = st[1] = 1, pd[0] = pd[1] = 0; /* the unpacked 1x1 path */
+        int64_t H = rnd_int(dl[0] * (kh - 1) + 1, 12), W = rnd_int(dl[1] * (kw - 1) + 1, 40);
+        if (it == 7)
+            H = 50, W = 60; /* several pixel blocks and a partial last one */
+        int64_t sx[4] = {rnd_int(1, 3), (int64_t)g * cg, H, W}, sw[4] = {(int64_t)g * og, cg, kh, kw};
+        int64_t nx = sx[0] * sx[1] * sx[2] * sx[3], nw = sw[0] * sw[1] * sw[2] * sw[3], so[4], sb[1] = {sw[0]};
+        double *x = rnd(nx, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(sw[0], -1, 1);
+        double *want = malloc((size_t)(sx[0] * sw[0] * (H + 4) * (W + 4)) * sizeof *want);
+        bool bias = it % 3 == 0;
+        ref_conv(x, w, bias ? b : NULL, sx, sw, st, pd, dl, g, so, want);
+        for (int d = 0; d < 2; d++) {
+            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+            double tol = d ? 1e-12 : 2e-5;
+            int how = it % 3; /* 0, 1: strided views; 2: contiguous */
+            rlx_tensor *tx = how < 2 ? strided_nchw(dt, sx, x, how) : mk(dt, 4, sx, x);
+            rlx_tensor *tw = mk(dt, 4, sw, w);
+            if (it % 5 == 1) { /* weights as a non-contiguous view too */
+                int64_t swt[4] = {sw[1], sw[0], sw[2], sw[3]};
+                double *wt = malloc((size_t)nw * sizeof *wt);
+                for (int64_t o = 0; o < sw[0]; o++)
+                    for (int64_t r = 0; r < sw[1] * kh * kw; r++)
+                        wt[(r / (kh * kw) * sw[0] + o) * kh * kw + r % (kh * kw)] = w[o * sw[1] * kh * kw + r];
+                static const int perm[4] = {1, 0, 2, 3};
+                tw = rlx_transpose(mk(dt, 4, swt, wt), 4, perm);
+                free(wt);
+            }
+            char what[160];
+            snprintf(what, sizeof what, "conv %s x %s g%d st %d,%d pd %d,%d dl %d,%d view %d %s", test_dims(4, sx),
+                     test_dims(4, sw), g, st[0], st[1], pd[0], pd[1], dl[0], dl[1], how, rlx_dtype_name(dt));
+            EXPECT_V(what, rlx_conv2d(tx, tw, bias ? mk(dt, 1, sb, b) : NULL, st, pd, dl, g), dt, 4, so, want, tol,
+                     tol);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(want);
+    }
+}
+
+/* Realizes y() with 1 and with 2 threads: the values must be bitwise equal. */
+static void same_bits_any_threads(const char *what, rlx_tensor *(*y)(void))
+{
+    double *v[2] = {NULL, NULL};
+    int64_t n[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        rlx_set_num_threads(t + 1);
+        v[t] = test_values(y(), &n[t]);
+    }
+    rlx_set_num_threads(0);
+    CHECK(v[0] && v[1] && n[0] == n[1]);
+    if (v[0] && v[1] && n[0] == n[1] && memcmp(v[0], v[1], (size_t)n[0] * sizeof *v[0]) != 0)
+        test_fail(__FILE__, __LINE__, "%s differs between 1 and 2 threads", what);
+    free(v[0]);
+    free(v[1]);
+}
+
+static rlx_tensor *big_conv(void)
+{
+    int64_t sx[4] = {4, 16, 30, 30}, sw[4] = {12, 16, 3, 3};
+    int p1[2] = {1, 1};
+    /* seeded RAND leaves: the same values on every call, computed anew */
+    return rlx_conv2d(rlx_rand(RLX_F32, 4, sx, 11), rlx_rand(RLX_F32, 4, sw, 12), NULL, NULL, p1, NULL, 1);
+}
+
+static rlx_tensor *big_pool(void)
+{
+    int64_t sx[4] = {4, 16, 30, 30};
+    int k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1};
+    return rlx_avg_pool2d(rlx_rand(RLX_F32, 4, sx, 13), k3, s2, p1);
+}
+
+/* A conv2d with transposed (packed) weights and both pools, in a scope of
+ * their own; true when every step worked and the values are right. */
+static int conv_pool_workload(void)
+{
+    rlx_scope_begin();
+    int64_t sx[4] = {1, 2, 5, 5}, sw[4] = {2, 3, 3, 3}; /* w stored [C, O, KH, KW] */
+    double x[50], w[54];
+    for (int i = 0; i < 50; i++)
+        x[i] = 1;
+    for (int i = 0; i < 54; i++)
+        w[i] = 1;
+    static const int perm[4] = {1, 0, 2, 3};
+    int p1[2] = {1, 1}, k2[2] = {2, 2};
+    rlx_tensor *tx = rlx_from_data(RLX_F64, 4, sx, x);
+    rlx_tensor *c = rlx_conv2d(tx, rlx_transpose(rlx_from_data(RLX_F64, 4, sw, w), 4, perm), NULL, NULL, p1, NULL, 1);
+    rlx_tensor *m = rlx_max_pool2d(c, k2, NULL, NULL), *a = rlx_avg_pool2d(tx, k2, NULL, NULL);
+    double vc[75] = {0}, vm[12] = {0}, va[8] = {0};
+    /* centre pixel: 2 channels x 9 taps of ones; a 2x2 max holds a centre pixel */
+    int ok = m && a && rlx_read_f64(c, vc, 75) == RLX_OK && rlx_read_f64(m, vm, 12) == RLX_OK &&
+             rlx_read_f64(a, va, 8) == RLX_OK && vc[12] == 18 && vc[0] == 8 && vm[0] == 18 && va[0] == 1;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(conv2d_pool_allocation_failures) { ALLOC_WALK(conv_pool_workload, 3); }
+
+TEST(conv2d_pool_same_bits_any_threads)
+{
+    same_bits_any_threads("conv2d", big_conv);
+    same_bits_any_threads("avg_pool2d", big_pool);
+}
+
+TEST(pool_random_shapes)
+{
+    for (int it = 0; it < 40; it++) {
+        int k[2] = {rnd_int(1, 4), rnd_int(1, 4)}, st[2] = {rnd_int(1, 3), rnd_int(1, 3)};
+        int pd[2] = {rnd_int(0, k[0] / 2), rnd_int(0, k[1] / 2)};
+        int64_t sx[4] = {rnd_int(1, 3), rnd_int(1, 4), rnd_int(k[0], 13), rnd_int(k[1], 37)}, so[4];
+        int64_t nx = sx[0] * sx[1] * sx[2] * sx[3];
+        double *x = rnd(nx, -5, 5), *want = malloc((size_t)nx * 4 * sizeof *want);
+        for (int64_t i = 0; i < nx; i++)
+            x[i] = (float)x[i]; /* exact in both dtypes: max must match exactly */
+        if (it % 4 == 3)
+            x[rnd_int(0, (int)nx - 1)] = NAN;
+        for (int avg = 0; avg < 2; avg++) {
+            ref_pool(x, sx, k, st, pd, avg, so, want);
+            for (int d = 0; d < 2; d++) {
+                rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+                int how = it % 3;
+                rlx_tensor *tx = how < 2 ? strided_nchw(dt, sx, x, how) : mk(dt, 4, sx, x);
+                char what[128];
+                snprintf(what, sizeof what, "%s %s k %d,%d st %d,%d pd %d,%d view %d %s", avg ? "avg" : "max",
+                         test_dims(4, sx), k[0], k[1], st[0], st[1], pd[0], pd[1], how, rlx_dtype_name(dt));
+                double tol = avg ? (d ? 1e-13 : 1e-6) : 0; /* max is exact */
+                EXPECT_V(what, avg ? rlx_avg_pool2d(tx, k, st, pd) : rlx_max_pool2d(tx, k, st, pd), dt, 4, so, want,
+                         tol, tol);
+            }
+        }
+        free(x);
+        free(want);
+    }
+}
+
 /* ------------------------------------------------------------ errors */
 
 TEST(nn_bad_arguments)
@@ -657,4 +1031,7 @@ TEST(nn_bad_arguments)
 
 TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_norm), T(cross_entropies),
           T(attention_every_mask), T(attention_fully_masked_rows_are_zero), T(attention_masked_values),
-          T(rope_values), T(conv2d_values), T(pool_values), T(nn_bad_arguments))
+          T(attention_fused_matches_composite), T(attention_fused_key_masks_match_composite),
+          T(attention_fused_same_bits_any_threads_and_backend), T(attention_fused_allocation_failures),
+          T(rope_values), T(conv2d_values), T(pool_values), T(conv2d_random_shapes), T(pool_random_shapes),
+          T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments))

@@ -151,21 +151,51 @@ TEST(control)
     CHECK_ERR(rlx_stats(NULL), RLX_E_ARG, "rlx_stats");
 }
 
+/* Dumps t to path and returns the number of kernel clusters (-1 when the
+ * file is not a graph holding every op named in ops). */
+static int dot_clusters(rlx_tensor *t, const char *path, const char *const *ops)
+{
+    if (rlx_dump_dot(t, path) != RLX_OK)
+        return -1;
+    FILE *f = fopen(path, "r");
+    static char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    if (strncmp(buf, "digraph rlx", 11) != 0)
+        return -1;
+    for (; *ops; ops++)
+        if (!strstr(buf, *ops))
+            return -1;
+    int count = 0;
+    for (const char *p = buf; (p = strstr(p, "subgraph cluster_")); p++)
+        count++;
+    return count;
+}
+
 TEST(dump_dot)
 {
     char path[] = "/tmp/rlx_test_dot_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
-    rlx_tensor *y = rlx_softmax(rlx_rand(RLX_F32, 2, (int64_t[]){2, 3}, 1), -1);
-    CHECK_EQ_INT(rlx_dump_dot(y, path), RLX_OK);
-    FILE *f = fopen(path, "r");
-    char buf[4096] = "";
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = 0;
-    CHECK(strncmp(buf, "digraph rlx", 11) == 0 && strstr(buf, "exp") && strstr(buf, "->"));
+    rlx_tensor *x = rlx_rand(RLX_F32, 2, (int64_t[]){2, 3}, 1);
+    CHECK_EQ_INT(rlx_realize(x), RLX_OK);
+    rlx_tensor *y = rlx_softmax(x, -1);
+    const char *sm_ops[] = {"exp", "sum", "max", "div", "->", NULL};
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    /* reference backend: one cluster per primitive; JIT: softmax is one
+     * fused kernel; exp | cumsum (not fused) | tanh three */
+    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+    CHECK(dot_clusters(y, path, sm_ops) >= 5);
+    CHECK_EQ_INT(rlx_set_option("backend", "jit"), RLX_OK);
+    CHECK_EQ_INT(dot_clusters(y, path, sm_ops), 1);
+    rlx_tensor *z = rlx_tanh(rlx_cumsum(rlx_exp(x), 1, false));
+    CHECK_EQ_INT(dot_clusters(z, path, (const char *[]){"exp", "cumsum", "tanh", "->", NULL}), 3);
+    CHECK_EQ_INT(dot_clusters(x, path, (const char *[]){"realized", NULL}), 0);
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
     unlink(path);
     CHECK_ERR(rlx_dump_dot(y, "/nonexistent-dir/x.dot"), RLX_E_IO, "rlx_dump_dot");
     CHECK_ERR(rlx_dump_dot(y, NULL), RLX_E_ARG, "rlx_dump_dot");

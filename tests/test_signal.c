@@ -2,8 +2,13 @@
  * test_signal.c — rlx_fft, rlx_ifft and rlx_fft_axis against a naive DFT
  * computed here in double: every length N = 1..64, large primes and a
  * large power of two, f32 and f64, both directions, any axis, strided
- * inputs, the round trip, and every documented error.
+ * inputs, the round trip, and every documented error; transforms longer
+ * than one cache block (four-step, long Bluestein), primes too long for a
+ * full DFT (sampled bins, Parseval, round trip), and the same bits with any
+ * thread count or concurrent realizations.
  */
+#include <pthread.h>
+
 #include "harness.h"
 
 
@@ -211,6 +216,151 @@ TEST(fft_round_trip)
     }
 }
 
+TEST(fft_four_step_lengths)
+{
+    /* Transforms longer than one in-cache block: a power of two, and
+     * primes whose Bluestein convolution is that long, last axis and axis
+     * 0 (lines that are columns), both dtypes and directions. */
+    const int64_t ns[] = {8192, 2053, 4099};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s[2] = {1, 2 * ns[i]}, st[2] = {2 * ns[i], 2};
+        for (int d = 0; d < 2; d++) {
+            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+            double tol = d ? TOL_F64 : TOL_F32;
+            rlx_tensor *x = trand(dt, 2, s, -1, 1);
+            CHECK_TRANSFORM(x, rlx_fft(x), -1, 0, tol);
+            CHECK_TRANSFORM(x, rlx_ifft(x), -1, 1, tol);
+            if (ns[i] != 8192) {
+                rlx_tensor *y = trand(dt, 2, st, -1, 1);
+                CHECK_TRANSFORM(y, rlx_fft_axis(y, 0, d == 1), 0, d == 1, tol);
+            }
+        }
+    }
+}
+
+TEST(fft_many_lines_any_layout)
+{
+    /* Enough lines to fill whole blocks and a partial one, along the last
+     * axis, axis 0 (adjacent lines) and a middle axis. */
+    const int64_t ns[] = {5, 16, 12};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t s0[2] = {2 * ns[i], 19}, s1[3] = {3, 2 * ns[i], 9}, s2[2] = {21, 2 * ns[i]};
+        for (int d = 0; d < 2; d++) {
+            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+            double tol = d ? TOL_F64 : TOL_F32;
+            rlx_tensor *a = trand(dt, 2, s0, -1, 1), *b = trand(dt, 3, s1, -1, 1), *c = trand(dt, 2, s2, -1, 1);
+            CHECK_TRANSFORM(a, rlx_fft_axis(a, 0, false), 0, 0, tol);
+            CHECK_TRANSFORM(a, rlx_fft_axis(a, 0, true), 0, 1, tol);
+            CHECK_TRANSFORM(b, rlx_fft_axis(b, 1, false), 1, 0, tol);
+            CHECK_TRANSFORM(c, rlx_ifft(c), -1, 1, tol);
+        }
+    }
+}
+
+/* Large primes, too long for a full naive DFT: 40 bins computed naively
+ * in double, Parseval, and the round trip. */
+TEST(fft_large_primes)
+{
+    const int64_t ns[] = {65537, 100003};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        int64_t n = ns[i], s[1] = {2 * n}, cnt;
+        for (int d = 0; d < 2; d++) {
+            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+            rlx_tensor *x = trand(dt, 1, s, -1, 1), *f = rlx_fft(x);
+            double *fv = test_values(f, &cnt), *xv = test_values(x, &cnt);
+            double l1 = 0, ex = 0, ef = 0;
+            for (int64_t j = 0; xv && j < n; j++) {
+                l1 += hypot(xv[j], xv[n + j]);
+                ex += xv[j] * xv[j] + xv[n + j] * xv[n + j];
+            }
+            for (int b = 0; fv && xv && b < 40; b++) {
+                int64_t k = b < 4 ? b : (int64_t)(test_uniform(0, 1) * (double)n) % n;
+                double sr = 0, si = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    double ang = -TWO_PI * (double)((j * k) % n) / (double)n, c = cos(ang), sn = sin(ang);
+                    sr += xv[j] * c - xv[n + j] * sn;
+                    si += xv[j] * sn + xv[n + j] * c;
+                }
+                double tol = (d ? 1e-13 : 2e-7) * l1;
+                if (!(fabs(fv[k] - sr) <= tol && fabs(fv[n + k] - si) <= tol))
+                    test_fail(__FILE__, __LINE__, "N=%lld %s bin %lld: %.17g%+.17gi, expected %.17g%+.17gi",
+                              (long long)n, rlx_dtype_name(dt), (long long)k, fv[k], fv[n + k], sr, si);
+            }
+            for (int64_t j = 0; fv && j < n; j++)
+                ef += fv[j] * fv[j] + fv[n + j] * fv[n + j];
+            CHECK_NEAR(ef / (double)n, ex, d ? 1e-10 : 1e-5); /* Parseval */
+            if (xv) {
+                for (int64_t j = 0; j < 2 * n; j++)
+                    xv[j] *= (double)n;
+                EXPECT_V("round trip", rlx_ifft(f), dt, 1, s, xv, 0, (d ? 1e-8 : 5e-2));
+            }
+            free(fv);
+            free(xv);
+        }
+    }
+}
+
+/* The same transform with 1 and 2 threads: bitwise equal. */
+static rlx_tensor *seeded_fft(int64_t n, int64_t lines)
+{
+    int64_t s[2] = {lines, 2 * n};
+    return rlx_fft(rlx_rand(RLX_F64, 2, s, 7)); /* a seeded leaf: same values each call */
+}
+
+TEST(fft_same_bits_any_threads)
+{
+    const int64_t cases[][2] = {{1 << 14, 1}, {5003, 1}, {100, 40}, {1 << 12, 9}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        double *v[2];
+        int64_t cnt[2];
+        for (int t = 0; t < 2; t++) {
+            rlx_set_num_threads(t + 1);
+            v[t] = test_values(seeded_fft(cases[c][0], cases[c][1]), &cnt[t]);
+        }
+        rlx_set_num_threads(0);
+        CHECK(v[0] && v[1] && cnt[0] == cnt[1] && memcmp(v[0], v[1], (size_t)cnt[0] * sizeof *v[0]) == 0);
+        free(v[0]);
+        free(v[1]);
+    }
+}
+
+/* Realizations on several threads at once share cached plans: each result
+ * must equal the one computed alone (bitwise). */
+static const int64_t conc_n[3] = {5003, 1000, 8192};
+static double *conc_want[3];
+
+static void *conc_worker(void *arg)
+{
+    int t = (int)(intptr_t)arg, bad = 0;
+    for (int it = 0; it < 6 && !bad; it++) {
+        int c = (t + it) % 3;
+        rlx_scope_begin();
+        double *v = malloc((size_t)(2 * conc_n[c]) * sizeof *v);
+        bad = rlx_read_f64(seeded_fft(conc_n[c], 1), v, (size_t)(2 * conc_n[c])) != RLX_OK ||
+              memcmp(v, conc_want[c], (size_t)(2 * conc_n[c]) * sizeof *v) != 0;
+        free(v);
+        rlx_scope_end();
+    }
+    return (void *)(intptr_t)bad;
+}
+
+TEST(fft_concurrent_realizations)
+{
+    int64_t cnt;
+    for (int c = 0; c < 3; c++)
+        conc_want[c] = test_values(seeded_fft(conc_n[c], 1), &cnt);
+    pthread_t th[3];
+    for (int t = 0; t < 3; t++)
+        CHECK(pthread_create(&th[t], NULL, conc_worker, (void *)(intptr_t)t) == 0);
+    for (int t = 0; t < 3; t++) {
+        void *bad = NULL;
+        pthread_join(th[t], &bad);
+        CHECK(bad == NULL);
+    }
+    for (int c = 0; c < 3; c++)
+        free(conc_want[c]);
+}
+
 TEST(fft_integer_input_and_empty)
 {
     /* Integers and bools compute in f32. */
@@ -285,5 +435,7 @@ static int fft_workload(void)
 TEST(fft_allocation_failures) { ALLOC_WALK(fft_workload, 5); }
 
 TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
-          T(fft_strided_input), T(fft_round_trip), T(fft_integer_input_and_empty), T(fft_errors),
+          T(fft_strided_input), T(fft_round_trip), T(fft_four_step_lengths), T(fft_many_lines_any_layout),
+          T(fft_large_primes), T(fft_same_bits_any_threads), T(fft_concurrent_realizations),
+          T(fft_integer_input_and_empty), T(fft_errors),
           T(fft_allocation_failures))

@@ -57,7 +57,8 @@ COVERAGE = {
     "rlx_compile": "compile", "rlx_program_run": "Program.run", "rlx_program_free": "Program.close",
     "rlx_grad": "grad",
     "rlx_set_num_threads": "set_num_threads", "rlx_get_num_threads": "get_num_threads",
-    "rlx_set_option": "set_option", "rlx_stats": "stats", "rlx_stats_reset": "stats_reset",
+    "rlx_set_option": "set_option", "rlx_get_option": "get_option", "rlx_stats": "stats",
+    "rlx_stats_reset": "stats_reset",
     "rlx_dump_dot": "dump_dot",
 }
 for _u in ("neg relu gelu gelu_tanh silu tanh exp log sqrt rsqrt sigmoid abs sin cos tan atan round recip "

@@ -640,3 +640,24 @@ def test_runtime_control(tmp_path):
     assert p.read_text().lstrip().startswith(("digraph", "strict digraph"))
     assert "LLVM" in rlx.host_info() or rlx.host_info()
     assert rlx.version() == rlx.__version__
+
+
+def test_optional_tensor_arguments_given_as_lists(rng):
+    # a bias/gamma given as a list becomes a temporary Tensor whose handle the
+    # library reads: it must stay alive through the call (it was released
+    # before the call once, and the library read freed memory)
+    x = rng.standard_normal((3, 4)).astype(F32)
+    w = rng.standard_normal((5, 4)).astype(F32)
+    bias = [0.5, -1.0, 2.0, 0.0, 3.0]
+    gamma, beta = [1.0, 2.0, 0.5, -1.0], [0.0, 1.0, -1.0, 2.0]
+    for _ in range(3):
+        assert_close(rlx.linear(x, w, bias), x @ w.T + np.float32(bias), rtol=1e-5)
+        assert_close(rlx.linear(x, w, bias, act="relu"), np.maximum(x @ w.T + np.float32(bias), 0), rtol=1e-5)
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        assert_close(rlx.layer_norm(x, gamma, beta), (x - mu) / np.sqrt(var + 1e-5) * gamma + beta,
+                     rtol=1e-4, atol=1e-5)
+        assert_close(rlx.rms_norm(x, gamma), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * gamma,
+                     rtol=1e-4, atol=1e-5)
+        img = rng.standard_normal((1, 1, 3, 3)).astype(F32)
+        assert_close(rlx.conv2d(img, np.ones((2, 1, 3, 3), F32), [1.0, -1.0]),
+                     np.array([img.sum() + 1, img.sum() - 1], F32).reshape(1, 2, 1, 1), rtol=1e-5, atol=1e-5)

@@ -23,6 +23,8 @@
  *   for a < 0, like log).
  *   rem (fmod): d/da = 1, d/db = -trunc(a/b).
  *   mxquant: straight-through.
+ *   attention: the masked softmax's own rule (a row with no visible key
+ *   passes no gradient).
  */
 #include <math.h>
 #include <string.h>
@@ -494,6 +496,72 @@ static void vjp_pool2d(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
     dx[0] = rlx_narrow(rlx_narrow(sum, 2, p[0], x->shape[2]), 3, p[1], x->shape[3]);
 }
 
+/* [B, S, H*D] -> [B, H, S, D] and back (views). */
+static rlx_tensor *split_heads(rlx_tensor *x, int h, int d)
+{
+    ir_node *xn = ts_node(x);
+    int64_t shape[4] = {xn->shape[0], xn->shape[1], h, d};
+    static const int perm[4] = {0, 2, 1, 3};
+    return rlx_transpose(rlx_reshape(x, 4, shape), 4, perm);
+}
+
+static rlx_tensor *merge_heads(rlx_tensor *x, const ir_node *like)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    return rlx_reshape(rlx_transpose(x, 4, perm), like->rank, like->shape);
+}
+
+/* The attention weights P [B, H, Sq, Sk] of node n, rebuilt from q and k
+ * with n's masks: a row with no visible key is all zeros (rlx.h). */
+static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
+{
+    rlx_dtype dt = n->dtype;
+    int mask = n->attr.attn.mask, ax = -1;
+    double sq = (double)n->src[0]->shape[1], sk = (double)n->src[1]->shape[1];
+    rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), n->attr.attn.scale), *keep = NULL;
+    if (mask != RLX_MASK_NONE) { /* query i at position Sk - Sq + i, key j at j */
+        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
+        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        keep = rlx_le(kpos, qpos);
+        if (mask == RLX_MASK_SLIDING)
+            keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, n->attr.attn.window)));
+    }
+    if (n->nsrc == 4) {
+        int64_t ms[4] = {n->src[3]->shape[0], 1, 1, n->src[3]->shape[1]};
+        rlx_tensor *km = rlx_reshape(T(n->src[3]), 4, ms);
+        keep = keep ? rlx_logical_and(keep, km) : km;
+    }
+    rlx_tensor *zero = rlx_zeros(dt, 0, NULL);
+    rlx_tensor *sm = keep ? rlx_where(keep, s, rlx_full(dt, 0, NULL, -INFINITY)) : s;
+    rlx_tensor *m = rlx_max(sm, &ax, 1, true);
+    rlx_tensor *e = rlx_exp(rlx_sub(s, rlx_where(rlx_gt_s(m, -INFINITY), m, zero)));
+    if (keep)
+        e = rlx_where(keep, e, zero);
+    rlx_tensor *den = rlx_sum(e, &ax, 1, true);
+    return rlx_div(e, rlx_where(rlx_eq_s(den, 0), rlx_ones(dt, 0, NULL), den));
+}
+
+/* attention, O = P V per head with P = softmax(scale q k^T, masked): the
+ * forward kept no P, so it is rebuilt here. dV = P^T G, dP = G V^T,
+ * dS = P (dP - rowsum(G O)) (rowsum(dP P) = rowsum(G O) as O = P V),
+ * dQ = scale dS K, dK = scale dS^T Q. Only differentiable calls: the
+ * gradient of a gradient goes through this rule again. */
+static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    int h = n->attr.attn.heads, d = n->attr.attn.head_dim, ax = -1;
+    rlx_tensor *qh = split_heads(T(n->src[0]), h, d), *kh = split_heads(T(n->src[1]), h, d);
+    rlx_tensor *gh = split_heads(g, h, d), *p = attn_probs(n, qh, kh);
+    if (need[2])
+        dx[2] = merge_heads(rlx_matmul(rlx_t(p), gh), n->src[2]);
+    if (need[0] || need[1]) {
+        rlx_tensor *dp = rlx_matmul_t(gh, split_heads(T(n->src[2]), h, d));
+        rlx_tensor *rs = rlx_sum(rlx_mul(gh, split_heads(T(n), h, d)), &ax, 1, true);
+        rlx_tensor *ds = rlx_mul_s(rlx_mul(p, rlx_sub(dp, rs)), n->attr.attn.scale);
+        dx[0] = need[0] ? merge_heads(rlx_matmul(ds, kh), n->src[0]) : NULL;
+        dx[1] = need[1] ? merge_heads(rlx_matmul(rlx_t(ds), qh), n->src[1]) : NULL;
+    }
+}
+
 static void vjp_mxquant(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
@@ -582,6 +650,7 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     RULE(IR_OP_CONV2D, vjp_conv2d),
     RULE(IR_OP_POOL2D, vjp_pool2d),
     RULE(IR_OP_MXQUANT, vjp_mxquant),
+    RULE(IR_OP_ATTENTION, vjp_attention),
 };
 
 #undef LEAF

@@ -16,9 +16,12 @@ int cg_host_describe(char *buf, size_t cap);
  * dim 0 over [begin, end). */
 typedef void (*cg_kernel_fn)(void *const *buffers, const double *consts, int64_t begin, int64_t end);
 
-/* Counters of one realization, added to by cg_kernel_get. */
+/* Counters of one realization, added to by cg_kernel_get and
+ * cg_kernels_prepare: each LOOP kernel looked up is one hit (in memory or,
+ * counted in loaded too, from the disk cache) or one miss (compiled, when
+ * that succeeds). seconds: compiling and loading. */
 typedef struct {
-    uint64_t compiled, hits, misses;
+    uint64_t compiled, hits, misses, loaded;
     double seconds;
 } cg_stats;
 
@@ -27,6 +30,27 @@ typedef struct {
  * Failures: RLX_E_JIT with LLVM's message in msg, RLX_E_NOMEM. Compiled
  * code lives until the process ends. */
 rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *st, char *msg, size_t cap);
+
+/* Compiles (or loads from the disk cache) every LOOP kernel of ks[0..n)
+ * that is not in the in-memory cache, on up to nthreads threads, and sets
+ * fns[i] to the function of each LOOP kernel (NULL for the others), as n
+ * calls of cg_kernel_get would. On error the first failure's message. */
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_kernel_fn *fns, cg_stats *st,
+                              char *msg, size_t cap);
+
+/* The disk cache's directory (cg_disk.c): NULL returns to the environment
+ * (RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else ~/.cache/rlx), "" turns
+ * it off. RLX_E_ARG when the path is too long. */
+rlx_status cg_disk_set_dir(const char *path);
+
+/* Test hooks: the disk cache's counters since the start of the process;
+ * dropping the in-memory cache (the next lookups go to disk or compile;
+ * code compiled before stays valid). */
+typedef struct {
+    uint64_t loads, rejects, stores, store_failures;
+} cg_disk_counts;
+void cg_disk_counters(cg_disk_counts *out);
+void cg_cache_reset_for_tests(void);
 
 /* Test hook: 1 makes the next compiled module fail verification, 2 makes
  * the next symbol lookup fail (both must come back as RLX_E_JIT). */

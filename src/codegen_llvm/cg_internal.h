@@ -41,5 +41,10 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
  * void name(void *const *buffers, const double *consts, int64_t begin,
  * int64_t end). */
 rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap);
+/* The innermost loop's vector width and interleave for k (knobs or the
+ * built-in rules; 0 = the vectorizer's choice), and both packed in one
+ * word for the kernel cache key. */
+void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave);
+uint64_t cg_kernel_knob_word(const sched_kernel *k);
 
 #endif

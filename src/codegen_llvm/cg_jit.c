@@ -1,13 +1,22 @@
 /*
  * cg_jit.c — from a scheduled kernel to machine code: build the module
  * (cg_kernel.c), verify it, optimize it with the O3 pipeline for the host
- * CPU, compile it with ORC LLJIT, and remember the function in a cache
- * keyed by the kernel's structure (sched_kernel_key), so a training loop
- * compiles each kernel once per process.
+ * CPU, emit an object file in memory, and link it into the process with
+ * ORC LLJIT. Functions are remembered in an in-memory cache keyed by the
+ * kernel's structure (sched_kernel_key), so a training loop compiles each
+ * kernel once per process, and objects in the disk cache (cg_disk.c), so
+ * the next process loads them instead of compiling.
  *
  * Every llvm-c/Orc.h and LLJIT.h call of librlx is in this file: the ORC
  * C API calls itself experimental, so it stays in one place. One LLJIT
- * instance serves the process; compiles are serialized by one lock (v1).
+ * instance serves the process. Compiling (module, passes, codegen) runs
+ * outside the cache lock, each compile with its own LLVMContext and its
+ * own TargetMachine (neither is thread-safe), so cg_kernels_prepare can
+ * compile a schedule's kernels in parallel; adding an object and looking
+ * its symbol up are serialized by the lock.
+ *
+ * A kernel's symbol is named after the 128-bit hash of its key, so an
+ * object from the disk cache links under the name this process expects.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,16 +28,24 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
-#include <llvm-c/Support.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "codegen_llvm/cg_disk.h"
 #include "codegen_llvm/cg_internal.h"
 
+/* Part of every disk-cache key: a hash of the code generator's sources
+ * (CMakeLists.txt), so files written by a librlx whose generated code
+ * differs are misses rather than wrong code. */
+#ifndef RLX_CODEGEN_HASH
+#error "RLX_CODEGEN_HASH is defined by CMakeLists.txt"
+#endif
+
 typedef struct {
-    uint64_t hash;
+    cg_hash128 h;
     uint64_t *key; /* owns */
     size_t nkey;
     cg_kernel_fn fn;
@@ -36,16 +53,27 @@ typedef struct {
 
 static struct {
     pthread_once_t once;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;    /* the cache, the JIT, next_id */
+    pthread_mutex_t tm_lock; /* the pool of target machines */
     rlx_status init_status;
     char init_msg[512];
-    LLVMOrcLLJITRef jit;      /* owns; lives until exit */
-    LLVMTargetMachineRef tm;  /* owns: the target of the optimization passes */
+    LLVMOrcLLJITRef jit; /* owns; lives until exit */
+    LLVMTargetRef target;
+    char *triple, *cpu, *features; /* own (LLVM messages) */
+    char *layout;                  /* owns */
+    char passes[256];                       /* the pipeline, "default<O3>" unless RLX_JIT_PASSES */
+    LLVMTargetMachineRef *tms;              /* idle target machines, for compiles */
+    size_t ntms, captms;
     int debug;
+    uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, codegen version) */
+    size_t nenv;
+    cg_hash128 env_h;
     cache_ent *tab;
     size_t cap, count;
     unsigned long long next_id;
-} J = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+    LLVMOrcLLJITRef *retired; /* JITs replaced by cg_cache_reset_for_tests: their code stays */
+    size_t nretired;
+} J = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER, .tm_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int inject;
 
@@ -67,25 +95,79 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static LLVMTargetMachineRef host_machine(char *msg, size_t cap)
+/* A target machine for the host, -O3; the JIT and every compile use the
+ * same settings, so objects from the disk cache match what LLJIT makes. */
+static LLVMTargetMachineRef new_machine(void)
 {
-    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    char *err = NULL;
-    LLVMTargetRef target;
+    return LLVMCreateTargetMachine(J.target, J.triple, J.cpu, J.features, LLVMCodeGenLevelAggressive,
+                                   LLVMRelocDefault, LLVMCodeModelJITDefault);
+}
+
+static LLVMTargetMachineRef tm_take(void)
+{
     LLVMTargetMachineRef tm = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-        snprintf(msg, cap, "LLVM target %s: %s", triple, err);
-        LLVMDisposeMessage(err);
-    } else {
-        tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                     LLVMCodeModelJITDefault);
-        if (!tm)
-            snprintf(msg, cap, "LLVM could not create a target machine for %s", triple);
+    pthread_mutex_lock(&J.tm_lock);
+    if (J.ntms)
+        tm = J.tms[--J.ntms];
+    pthread_mutex_unlock(&J.tm_lock);
+    return tm ? tm : new_machine();
+}
+
+static void tm_give(LLVMTargetMachineRef tm)
+{
+    pthread_mutex_lock(&J.tm_lock);
+    if (J.ntms == J.captms) {
+        size_t cap = J.captms ? 2 * J.captms : 4;
+        LLVMTargetMachineRef *t = realloc(J.tms, cap * sizeof *t);
+        if (t) {
+            J.tms = t;
+            J.captms = cap;
+        }
     }
-    LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(feat);
-    return tm;
+    if (J.ntms < J.captms) {
+        J.tms[J.ntms++] = tm;
+        tm = NULL;
+    }
+    pthread_mutex_unlock(&J.tm_lock);
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+}
+
+/* The JIT only links the objects compiled here (its own IR compiler is
+ * never used), so its target machine is a plain one for the triple: a
+ * generic CPU with no features makes LLJIT start in ~0.3 ms instead of
+ * ~0.8 (it builds two more target machines from this one). */
+static LLVMOrcLLJITRef make_jit(char *msg, size_t cap)
+{
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(J.target, J.triple, "generic", "", LLVMCodeGenLevelNone,
+                                                      LLVMRelocDefault, LLVMCodeModelJITDefault);
+    if (!tm) {
+        snprintf(msg, cap, "LLVM could not create a target machine for %s", J.triple);
+        return NULL;
+    }
+    LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMOrcLLJITRef jit;
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, b); /* consumes b */
+    if (err) {
+        take_error(err, "LLJIT", msg, cap);
+        return NULL;
+    }
+    /* memset/memcpy that the optimizer may introduce resolve in the process */
+    LLVMOrcDefinitionGeneratorRef gen;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+    if (err) {
+        take_error(err, "process symbols", msg, cap);
+        LLVMOrcDisposeLLJIT(jit);
+        return NULL;
+    }
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
+    return jit;
+}
+
+static cg_hash128 hash128(const void *p, size_t n, cg_hash128 seed)
+{
+    return (cg_hash128){cg_disk_hash64(p, n, seed.lo), cg_disk_hash64(p, n, seed.hi ^ 0xa0761d6478bd642full)};
 }
 
 static void jit_init(void)
@@ -106,62 +188,80 @@ static void jit_init(void)
             argv[argc++] = t;
         LLVMParseCommandLineOptions(argc, argv, NULL);
     }
+    double t0 = now();
+    const char *pipe = getenv("RLX_JIT_PASSES");
+    snprintf(J.passes, sizeof J.passes, "%s", pipe && *pipe ? pipe : "default<O3>");
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         snprintf(J.init_msg, sizeof J.init_msg, "LLVM has no native target in this build");
         return;
     }
-    if (!(J.tm = host_machine(J.init_msg, sizeof J.init_msg)))
-        return;
-    LLVMTargetMachineRef tm2 = host_machine(J.init_msg, sizeof J.init_msg);
-    if (!tm2)
-        return;
-    /* the JIT compiles for the same CPU and features, at -O3 */
-    LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm2));
-    LLVMErrorRef err = LLVMOrcCreateLLJIT(&J.jit, b); /* consumes b */
-    if (err) {
-        take_error(err, "LLJIT", J.init_msg, sizeof J.init_msg);
-        J.jit = NULL;
+    J.triple = LLVMGetDefaultTargetTriple();
+    J.cpu = LLVMGetHostCPUName();
+    J.features = LLVMGetHostCPUFeatures();
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(J.triple, &J.target, &err)) {
+        snprintf(J.init_msg, sizeof J.init_msg, "LLVM target %s: %s", J.triple, err);
+        LLVMDisposeMessage(err);
         return;
     }
-    /* memset/memcpy that the optimizer may introduce resolve in the process */
-    LLVMOrcDefinitionGeneratorRef gen;
-    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J.jit), NULL, NULL);
-    if (err) {
-        take_error(err, "process symbols", J.init_msg, sizeof J.init_msg);
+    /* the disk key's prefix: everything besides the kernel that changes
+     * the object (knobs included, so a debugging run never pollutes it) */
+    unsigned major, minor, patch;
+    LLVMGetVersion(&major, &minor, &patch);
+#define ENV_FMT "rlx kernel object\ncodegen %s\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
+    int n = snprintf(NULL, 0, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu, J.features, J.passes,
+                     la ? la : "");
+    if (n < 0 || !(J.env = malloc((size_t)n + 1))) {
+        snprintf(J.init_msg, sizeof J.init_msg, "out of memory starting the JIT");
         return;
     }
-    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(J.jit), gen);
+    snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu,
+             J.features, J.passes, la ? la : "");
+    J.nenv = (size_t)n;
+    J.env_h = hash128(J.env, J.nenv, (cg_hash128){0x726c786b65726e31ull, 0x6469736b63616368ull});
+    double t1 = now();
+    if (!(J.jit = make_jit(J.init_msg, sizeof J.init_msg)))
+        return;
+    /* the data layout depends on the triple only; compiles set it on their
+     * modules (the compile's target machines are made when first needed,
+     * so a process whose kernels all come from the disk cache makes none) */
+    if (!(J.layout = strdup(LLVMOrcLLJITGetDataLayoutStr(J.jit)))) {
+        snprintf(J.init_msg, sizeof J.init_msg, "out of memory starting the JIT");
+        return;
+    }
     J.init_status = RLX_OK;
+    if (J.debug >= 2) /* (1 stays one line per kernel) */
+        fprintf(stderr, "rlx: JIT started in %.2f ms (LLJIT %.2f)\n", 1e3 * (now() - t0), 1e3 * (now() - t1));
 }
 
 /* ------------------------------------------------------------ the cache */
 
-static uint64_t key_hash(const uint64_t *w, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (size_t i = 0; i < n; i++) {
-        h ^= w[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdull;
-    }
-    return h ^ (h >> 33);
-}
-
-static cache_ent *cache_find(uint64_t h, const uint64_t *key, size_t n)
+static cache_ent *cache_find(cg_hash128 h, const uint64_t *key, size_t n)
 {
     if (!J.cap)
         return NULL;
-    for (size_t i = h & (J.cap - 1);; i = (i + 1) & (J.cap - 1)) {
+    for (size_t i = h.lo & (J.cap - 1);; i = (i + 1) & (J.cap - 1)) {
         cache_ent *e = &J.tab[i];
         if (!e->key)
             return NULL;
-        if (e->hash == h && e->nkey == n && memcmp(e->key, key, n * sizeof *key) == 0)
+        if (e->h.lo == h.lo && e->h.hi == h.hi && e->nkey == n && memcmp(e->key, key, n * sizeof *key) == 0)
             return e;
     }
 }
 
+/* Whether another key already has hash h (its symbol name is taken). */
+static bool cache_has_hash(cg_hash128 h)
+{
+    if (!J.cap)
+        return false;
+    for (size_t i = h.lo & (J.cap - 1); J.tab[i].key; i = (i + 1) & (J.cap - 1))
+        if (J.tab[i].h.lo == h.lo && J.tab[i].h.hi == h.hi)
+            return true;
+    return false;
+}
+
 /* Takes ownership of key on success. */
-static bool cache_put(uint64_t h, uint64_t *key, size_t n, cg_kernel_fn fn)
+static bool cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn fn)
 {
     if ((J.count + 1) * 2 > J.cap) {
         size_t cap = J.cap ? J.cap * 2 : 256;
@@ -171,7 +271,7 @@ static bool cache_put(uint64_t h, uint64_t *key, size_t n, cg_kernel_fn fn)
         for (size_t i = 0; i < J.cap; i++) {
             if (!J.tab[i].key)
                 continue;
-            size_t j = J.tab[i].hash & (cap - 1);
+            size_t j = J.tab[i].h.lo & (cap - 1);
             while (t[j].key)
                 j = (j + 1) & (cap - 1);
             t[j] = J.tab[i];
@@ -180,7 +280,7 @@ static bool cache_put(uint64_t h, uint64_t *key, size_t n, cg_kernel_fn fn)
         J.tab = t;
         J.cap = cap;
     }
-    size_t i = h & (J.cap - 1);
+    size_t i = h.lo & (J.cap - 1);
     while (J.tab[i].key)
         i = (i + 1) & (J.cap - 1);
     J.tab[i] = (cache_ent){h, key, n, fn};
@@ -188,18 +288,51 @@ static bool cache_put(uint64_t h, uint64_t *key, size_t n, cg_kernel_fn fn)
     return true;
 }
 
+void cg_cache_reset_for_tests(void)
+{
+    pthread_once(&J.once, jit_init);
+    if (J.init_status != RLX_OK)
+        return;
+    pthread_mutex_lock(&J.lock);
+    char msg[256];
+    LLVMOrcLLJITRef jit = make_jit(msg, sizeof msg);
+    LLVMOrcLLJITRef *r = jit ? realloc(J.retired, (J.nretired + 1) * sizeof *r) : NULL;
+    if (r) {
+        /* a fresh JIT, so the same symbols can be defined again; the old
+         * one keeps the code that functions handed out point into */
+        J.retired = r;
+        J.retired[J.nretired++] = J.jit;
+        J.jit = jit;
+        for (size_t i = 0; i < J.cap; i++)
+            free(J.tab[i].key);
+        free(J.tab);
+        J.tab = NULL;
+        J.cap = J.count = 0;
+    } else if (jit) {
+        LLVMOrcDisposeLLJIT(jit);
+    }
+    pthread_mutex_unlock(&J.lock);
+}
+
 /* -------------------------------------------------------------- compile */
 
-/* RLX_DEBUG=1: one line per compiled kernel; 2: also its optimized IR. */
-static void debug_kernel(const sched_kernel *k, const char *name, double ms, double opt_ms)
+/* RLX_DEBUG=1: one line per kernel compiled or loaded (2 adds the optimized
+ * IR and the JIT start time, 3 the assembly). */
+static void debug_kernel(const sched_kernel *k, const char *name, bool loaded, double ms, double opt_ms,
+                         double cg_ms)
 {
     char shape[160] = "";
     size_t n = 0;
     for (int d = 0; d < k->rank && n < sizeof shape; d++)
         n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%lld%s", d ? "," : "", (long long)k->shape[d],
                               (k->red_mask >> d & 1) ? "r" : "");
-    fprintf(stderr, "rlx: compiled %s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f)\n", name,
-            ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms);
+    if (loaded)
+        fprintf(stderr, "rlx: loaded %s for %s [%s] (%s, %d args, %d instrs) from the disk cache in %.2f ms\n", name,
+                ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms);
+    else
+        fprintf(stderr, "rlx: compiled %s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
+                name, ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms,
+                cg_ms);
 }
 
 /* LLVM's default diagnostic handler prints remarks and warnings (e.g. "loop
@@ -215,18 +348,39 @@ static void diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
     LLVMDisposeMessage(text);
 }
 
-static rlx_status compile(const sched_kernel *k, cg_kernel_fn *fn, char *msg, size_t cap)
+/* RLX_DEBUG=3: the assembly of the optimized module, from a copy (code
+ * generation rewrites the IR it runs on). */
+static void debug_asm(LLVMTargetMachineRef tm, LLVMModuleRef mod)
 {
-    char name[48];
-    snprintf(name, sizeof name, "rlx_k%llu", J.next_id++);
-    int inj = atomic_exchange(&inject, 0);
-    double t0 = now(), t_opt = 0;
-    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-    LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+    LLVMModuleRef copy = LLVMCloneModule(mod);
+    LLVMMemoryBufferRef buf = NULL;
+    char *err = NULL;
+    if (!LLVMTargetMachineEmitToMemoryBuffer(tm, copy, LLVMAssemblyFile, &err, &buf)) {
+        fprintf(stderr, "%.*s\n", (int)LLVMGetBufferSize(buf), LLVMGetBufferStart(buf));
+        LLVMDisposeMemoryBuffer(buf);
+    } else if (err) {
+        fprintf(stderr, "rlx: no assembly: %s\n", err);
+    }
+    if (err)
+        LLVMDisposeMessage(err);
+    LLVMDisposeModule(copy);
+}
+
+/* The object file of kernel k, its function named name. Runs outside the
+ * cache lock: the context and the target machine are this call's own. */
+static rlx_status build_object(const sched_kernel *k, const char *name, int inj, LLVMMemoryBufferRef *obj,
+                               double *t_opt, double *t_cg, char *msg, size_t cap)
+{
+    LLVMTargetMachineRef tm = tm_take();
+    if (!tm) {
+        snprintf(msg, cap, "LLVM could not create a target machine for %s", J.triple);
+        return RLX_E_JIT;
+    }
+    LLVMContextRef ctx = LLVMContextCreate();
     LLVMContextSetDiagnosticHandler(ctx, diagnostic, NULL);
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
-    LLVMSetTarget(mod, LLVMOrcLLJITGetTripleString(J.jit));
-    LLVMSetDataLayout(mod, LLVMOrcLLJITGetDataLayoutStr(J.jit));
+    LLVMSetTarget(mod, J.triple);
+    LLVMSetDataLayout(mod, J.layout);
     cg_mod m;
     cg_mod_init(&m, ctx, mod);
     rlx_status st = cg_emit_kernel(&m, k, name, msg, cap);
@@ -248,38 +402,182 @@ static rlx_status compile(const sched_kernel *k, cg_kernel_fn *fn, char *msg, si
          * inner loop its ILP, and unrolling cost ~30% of compile time with
          * no measured gain on the bench workloads */
         LLVMPassBuilderOptionsSetLoopUnrolling(opt, 0);
-        t_opt = now();
-        /* RLX_JIT_PASSES overrides the pipeline (a debugging knob) */
-        const char *pipe = getenv("RLX_JIT_PASSES");
-        LLVMErrorRef err = LLVMRunPasses(mod, pipe && *pipe ? pipe : "default<O3>", J.tm, opt);
-        t_opt = now() - t_opt;
+        double t0 = now();
+        LLVMErrorRef err = LLVMRunPasses(mod, J.passes, tm, opt);
+        *t_opt = now() - t0;
         LLVMDisposePassBuilderOptions(opt);
         if (err)
             st = take_error(err, "optimizer", msg, cap);
     }
-    if (st != RLX_OK) {
-        LLVMDisposeModule(mod);
-        LLVMOrcDisposeThreadSafeContext(tsc);
-        return st;
-    }
-    if (J.debug >= 2) {
+    if (st == RLX_OK && J.debug >= 2) {
         char *ir = LLVMPrintModuleToString(mod);
         fprintf(stderr, "%s\n", ir);
         LLVMDisposeMessage(ir);
+        if (J.debug >= 3)
+            debug_asm(tm, mod);
     }
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc); /* takes mod */
-    LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps its context alive */
-    LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(J.jit, LLVMOrcLLJITGetMainJITDylib(J.jit), tsm); /* takes tsm */
-    if (err)
-        return take_error(err, "adding a module", msg, cap);
+    if (st == RLX_OK) {
+        char *err = NULL;
+        *t_cg = now();
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, obj)) {
+            snprintf(msg, cap, "LLVM code generation of %s: %s", name, err ? err : "");
+            st = RLX_E_JIT;
+        }
+        *t_cg = now() - *t_cg;
+        if (err)
+            LLVMDisposeMessage(err);
+    }
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    tm_give(tm);
+    return st;
+}
+
+/* Links obj (taken) into the JIT and looks name up; a function found in
+ * the cache meanwhile (another thread) wins. Takes key: cached or freed. */
+static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *name, LLVMMemoryBufferRef obj,
+                          int inj, cg_kernel_fn *fn, char *msg, size_t cap)
+{
+    rlx_status st = RLX_OK;
+    pthread_mutex_lock(&J.lock);
+    cache_ent *e = cache_find(h, key, n);
+    if (e) {
+        *fn = e->fn;
+        LLVMDisposeMemoryBuffer(obj);
+        free(key);
+        pthread_mutex_unlock(&J.lock);
+        return RLX_OK;
+    }
+    /* a tracker per object, so a failed link is removed again and the
+     * same symbol can be defined by the next attempt */
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(J.jit));
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, obj); /* takes obj */
     LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(J.jit, &addr, inj == 2 ? "rlx_no_such_kernel" : name); /* compiles now */
-    if (err)
-        return take_error(err, "lookup", msg, cap);
-    *fn = (cg_kernel_fn)(uintptr_t)addr;
-    if (J.debug >= 1)
-        debug_kernel(k, name, 1e3 * (now() - t0), 1e3 * t_opt);
-    return RLX_OK;
+    if (err) {
+        st = take_error(err, "adding an object", msg, cap);
+    } else if ((err = LLVMOrcLLJITLookup(J.jit, &addr, inj == 2 ? "rlx_no_such_kernel" : name))) { /* links now */
+        st = take_error(err, "lookup", msg, cap);
+    }
+    if (st != RLX_OK) {
+        LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(rt);
+        if (e2)
+            LLVMConsumeError(e2);
+    }
+    LLVMOrcReleaseResourceTracker(rt);
+    if (st == RLX_OK) {
+        *fn = (cg_kernel_fn)(uintptr_t)addr;
+        if (!cache_put(h, key, n, *fn))
+            free(key); /* still usable, just not cached */
+    } else {
+        free(key);
+    }
+    pthread_mutex_unlock(&J.lock);
+    return st;
+}
+
+/* One lookup that missed the in-memory cache: from disk, else compiled
+ * (and stored); then linked. Takes key. unique: the hash's symbol name is
+ * taken by another key, or a test fault is injected: no disk cache. */
+typedef struct {
+    bool loaded, compiled;
+    double seconds;
+} obtain_result;
+
+static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash128 h, bool unique, int inj,
+                         cg_kernel_fn *fn, obtain_result *res, char *msg, size_t cap)
+{
+    double t0 = now(), t_opt = 0, t_cg = 0;
+    char name[64];
+    int len = snprintf(name, sizeof name, "rlx_k%016llx%016llx", (unsigned long long)h.hi, (unsigned long long)h.lo);
+    if (unique) {
+        pthread_mutex_lock(&J.lock);
+        snprintf(name + len, sizeof name - (size_t)len, "_%llu", J.next_id++);
+        pthread_mutex_unlock(&J.lock);
+    }
+    uint8_t *dkey = NULL;
+    size_t ndkey = J.nenv + n * sizeof *key;
+    if (!unique && cg_disk_enabled() && (dkey = malloc(ndkey))) {
+        memcpy(dkey, J.env, J.nenv);
+        memcpy(dkey + J.nenv, key, n * sizeof *key);
+        uint8_t *file;
+        const uint8_t *o;
+        size_t no;
+        if (cg_disk_load(h, dkey, ndkey, &file, &o, &no)) {
+            LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)o, no, name);
+            free(file);
+            uint64_t *kcopy = malloc(n * sizeof *key);
+            if (obj && kcopy) {
+                memcpy(kcopy, key, n * sizeof *key);
+                if (publish(h, kcopy, n, name, obj, inj, fn, msg, cap) == RLX_OK) {
+                    free(key);
+                    free(dkey);
+                    res->loaded = true;
+                    res->seconds += now() - t0;
+                    if (J.debug >= 1)
+                        debug_kernel(k, name, true, 1e3 * (now() - t0), 0, 0);
+                    return RLX_OK;
+                }
+                /* an object that passed the checksum but does not link:
+                 * compile it again, which also replaces the file */
+            } else {
+                free(kcopy);
+                if (obj)
+                    LLVMDisposeMemoryBuffer(obj);
+            }
+        }
+    }
+    LLVMMemoryBufferRef obj = NULL;
+    rlx_status st = build_object(k, name, inj, &obj, &t_opt, &t_cg, msg, cap);
+    if (st == RLX_OK) {
+        /* the JIT takes a copy; the file is written only once it linked */
+        LLVMMemoryBufferRef mine = dkey ? obj : NULL;
+        if (mine && !(obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(LLVMGetBufferStart(mine),
+                                                                        LLVMGetBufferSize(mine), name))) {
+            obj = mine; /* no copy: link it without storing */
+            mine = NULL;
+        }
+        st = publish(h, key, n, name, obj, inj, fn, msg, cap);
+        if (mine && st == RLX_OK)
+            cg_disk_store(h, dkey, ndkey, LLVMGetBufferStart(mine), LLVMGetBufferSize(mine));
+        if (mine)
+            LLVMDisposeMemoryBuffer(mine);
+    } else {
+        free(key);
+    }
+    free(dkey);
+    res->seconds += now() - t0;
+    if (st == RLX_OK) {
+        res->compiled = true;
+        if (J.debug >= 1)
+            debug_kernel(k, name, false, 1e3 * (now() - t0), 1e3 * t_opt, 1e3 * t_cg);
+    }
+    return st;
+}
+
+/* The key words of k (malloc'd) and their hash; NULL when out of memory. */
+static uint64_t *kernel_key(const sched_kernel *k, size_t *n, cg_hash128 *h)
+{
+    size_t ns = sched_kernel_key(k, NULL, 0);
+    *n = ns + 1;
+    uint64_t *key = malloc(*n * sizeof *key);
+    if (key) {
+        sched_kernel_key(k, key, ns);
+        key[ns] = cg_kernel_knob_word(k); /* the vector width and interleave it is compiled with */
+        *h = hash128(key, *n * sizeof *key, J.env_h);
+    }
+    return key;
+}
+
+static void add_result(cg_stats *st, const obtain_result *r, rlx_status s)
+{
+    st->seconds += r->seconds;
+    if (r->loaded) {
+        st->hits++;
+        st->loaded++;
+    } else {
+        st->misses++;
+        st->compiled += s == RLX_OK && r->compiled;
+    }
 }
 
 rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *stats, char *msg, size_t cap)
@@ -289,34 +587,154 @@ rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *stat
         snprintf(msg, cap, "%s", J.init_msg);
         return J.init_status;
     }
-    size_t n = sched_kernel_key(k, NULL, 0);
-    uint64_t *key = malloc(n * sizeof *key);
+    size_t n;
+    cg_hash128 h;
+    uint64_t *key = kernel_key(k, &n, &h);
     if (!key) {
         snprintf(msg, cap, "out of memory keying a kernel");
         return RLX_E_NOMEM;
     }
-    sched_kernel_key(k, key, n);
-    uint64_t h = key_hash(key, n);
     pthread_mutex_lock(&J.lock);
     cache_ent *e = cache_find(h, key, n);
-    rlx_status st = RLX_OK;
-    if (e) {
+    bool taken = !e && cache_has_hash(h);
+    if (e)
         *fn = e->fn;
+    pthread_mutex_unlock(&J.lock);
+    if (e) {
         stats->hits++;
         free(key);
-    } else {
-        stats->misses++;
-        double t0 = now();
-        st = compile(k, fn, msg, cap);
-        stats->seconds += now() - t0;
-        if (st == RLX_OK) {
-            stats->compiled++;
-            if (!cache_put(h, key, n, *fn))
-                free(key); /* still usable, just not cached */
-        } else {
-            free(key);
-        }
+        return RLX_OK;
     }
-    pthread_mutex_unlock(&J.lock);
+    int inj = atomic_exchange(&inject, 0);
+    obtain_result r = {0};
+    rlx_status st = obtain(k, key, n, h, taken || inj, inj, fn, &r, msg, cap);
+    add_result(stats, &r, st);
+    return st;
+}
+
+/* ---------------------------------------------------- parallel prepare */
+
+typedef struct {
+    long idx;      /* in ks */
+    long dup_of;   /* another item with the same key, or -1 */
+    uint64_t *key; /* owned until obtain takes it */
+    size_t n;
+    cg_hash128 h;
+    bool unique;
+    int inj;
+    rlx_status st;
+    cg_kernel_fn fn;
+    obtain_result r;
+    char msg[512];
+} prep_item;
+
+typedef struct {
+    const sched_kernel *ks;
+    prep_item *items;
+    long count;
+    atomic_long next;
+} prep_work;
+
+static void *prep_worker(void *arg)
+{
+    prep_work *w = arg;
+    for (long i; (i = atomic_fetch_add(&w->next, 1)) < w->count;) {
+        prep_item *it = &w->items[i];
+        if (it->dup_of >= 0)
+            continue;
+        it->st = obtain(&w->ks[it->idx], it->key, it->n, it->h, it->unique, it->inj, &it->fn, &it->r, it->msg,
+                        sizeof it->msg);
+        it->key = NULL;
+    }
+    return NULL;
+}
+
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_kernel_fn *fns, cg_stats *stats,
+                              char *msg, size_t cap)
+{
+    pthread_once(&J.once, jit_init);
+    if (J.init_status != RLX_OK) {
+        snprintf(msg, cap, "%s", J.init_msg);
+        return J.init_status;
+    }
+    prep_item *items = n > 0 ? calloc((size_t)n, sizeof *items) : NULL;
+    if (n > 0 && !items) {
+        snprintf(msg, cap, "out of memory preparing kernels");
+        return RLX_E_NOMEM;
+    }
+    long np = 0;
+    rlx_status st = RLX_OK;
+    for (long i = 0; i < n; i++) {
+        fns[i] = NULL;
+        if (ks[i].kind != SCHED_LOOP)
+            continue;
+        prep_item *it = &items[np];
+        *it = (prep_item){.idx = i, .dup_of = -1};
+        if (!(it->key = kernel_key(&ks[i], &it->n, &it->h))) {
+            snprintf(msg, cap, "out of memory keying a kernel");
+            st = RLX_E_NOMEM;
+            break;
+        }
+        pthread_mutex_lock(&J.lock);
+        cache_ent *e = cache_find(it->h, it->key, it->n);
+        it->unique = !e && cache_has_hash(it->h);
+        if (e)
+            fns[i] = e->fn;
+        pthread_mutex_unlock(&J.lock);
+        if (e) {
+            stats->hits++;
+            free(it->key);
+            continue;
+        }
+        /* the same kernel twice: compiled once, the second is a hit */
+        for (long j = 0; j < np; j++) {
+            prep_item *o = &items[j];
+            if (o->dup_of < 0 && o->h.lo == it->h.lo && o->h.hi == it->h.hi) {
+                if (o->n == it->n && memcmp(o->key, it->key, it->n * sizeof *it->key) == 0) {
+                    it->dup_of = j;
+                    break;
+                }
+                it->unique = o->unique = true; /* same hash, another key: neither may use the name */
+            }
+        }
+        if (it->dup_of < 0 && (it->inj = atomic_exchange(&inject, 0)))
+            it->unique = true;
+        np++;
+    }
+    if (st == RLX_OK && np > 0) {
+        prep_work w = {.ks = ks, .items = items, .count = np};
+        int nt = nthreads < 1 ? 1 : nthreads;
+        if (nt > np)
+            nt = (int)np;
+        pthread_t tid[64];
+        int started = 0;
+        for (; started < nt - 1 && started < 64; started++)
+            if (pthread_create(&tid[started], NULL, prep_worker, &w) != 0)
+                break; /* fewer threads; the caller's share grows */
+        prep_worker(&w);
+        for (int t = 0; t < started; t++)
+            pthread_join(tid[t], NULL);
+        for (long j = 0; j < np; j++) {
+            prep_item *it = &items[j];
+            if (it->dup_of >= 0) {
+                it->st = items[it->dup_of].st;
+                it->fn = items[it->dup_of].fn;
+                if (it->st == RLX_OK)
+                    stats->hits++;
+                continue;
+            }
+            add_result(stats, &it->r, it->st);
+            if (it->st != RLX_OK && st == RLX_OK) {
+                st = it->st;
+                snprintf(msg, cap, "%s", it->msg);
+            }
+        }
+        for (long j = 0; j < np; j++)
+            fns[items[j].idx] = items[j].st == RLX_OK ? items[j].fn : NULL;
+    }
+    for (long j = 0; j < np; j++)
+        if (items[j].dup_of >= 0 || st != RLX_OK)
+            free(items[j].key); /* obtain took the others' (NULL then) */
+    free(items);
     return st;
 }

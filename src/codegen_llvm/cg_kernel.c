@@ -32,6 +32,7 @@
 #include <llvm-c/DebugInfo.h>
 
 #include "codegen_llvm/cg_internal.h"
+#include "runtime/knobs.h"
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
 {
@@ -85,6 +86,7 @@ typedef struct {
     int64_t acc_stride[SCHED_MAX_LOOP];  /* accumulator index over the tail dims */
     int64_t acc_count;
     int interleave, width;               /* forced on the innermost loop when > 1 */
+    unsigned char *inner;                /* per instruction: varies along the innermost loop dim */
     char *msg;
     size_t cap;
     bool failed, oom;
@@ -197,6 +199,10 @@ static LLVMValueRef unary_float(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt,
     case IR_OP_TANH:
     case IR_OP_ERF:
     case IR_OP_SIGMOID:
+    case IR_OP_TAN:
+    case IR_OP_ATAN:
+    case IR_OP_EXPM1:
+    case IR_OP_LOG1P:
         fn = cg_math_fn(c->m, op, t);
         return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
     case IR_OP_SQRT: return intr1(c, "llvm.sqrt", x);
@@ -242,6 +248,11 @@ static LLVMValueRef binary_float(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef
     case IR_OP_SUB: return LLVMBuildFSub(c->b, a, b, "");
     case IR_OP_MUL: return LLVMBuildFMul(c->b, a, b, "");
     case IR_OP_DIV: return LLVMBuildFDiv(c->b, a, b, "");
+    case IR_OP_POW:
+    case IR_OP_ATAN2: {
+        LLVMValueRef fn = cg_math_fn(c->m, op, t), args[2] = {a, b};
+        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+    }
     case IR_OP_MAX:
     case IR_OP_MIN: { /* NaN if either is; otherwise a > b ? a : b exactly as the reference (signed zeros) */
         LLVMValueRef pick = fcmp(c, op == IR_OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b);
@@ -339,6 +350,15 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     rlx_dtype sdt = c->k->instr[in->src[0]].dtype;
     bool fdom = ir_dtype_is_float(sdt);
     LLVMValueRef r;
+    if (in->op == IR_OP_DIV && sdt == RLX_F32 && !c->inner[in->src[1]]) {
+        /* A divisor fixed along the vectorized loop (softmax's row sum, a
+         * norm): multiply in f64 by its f64 reciprocal, which LICM hoists.
+         * A vector division costs several times the widen-multiply-narrow,
+         * and the f64 product rounds to the same f32 as the quotient except
+         * within 2^-52 of a rounding midpoint (inf, NaN and 0 as division). */
+        LLVMValueRef rb = LLVMBuildFDiv(c->b, cf(m->f64, 1), LLVMBuildFPExt(c->b, c->vals[in->src[1]], m->f64, ""), "");
+        return LLVMBuildFPTrunc(c->b, LLVMBuildFMul(c->b, LLVMBuildFPExt(c->b, a, m->f64, ""), rb, ""), m->f32, "");
+    }
     if (info->cls == IR_CLS_UNARY)
         r = fdom ? unary_float(c, in->op, a, sdt, in->dtype) : unary_int(c, in->op, a, sdt, in->dtype);
     else
@@ -530,7 +550,8 @@ static bool is_math(ir_op op)
 {
     switch (op) {
     case IR_OP_EXP: case IR_OP_LOG: case IR_OP_TANH: case IR_OP_SIGMOID: case IR_OP_ERF: case IR_OP_SIN:
-    case IR_OP_COS: return true;
+    case IR_OP_COS: case IR_OP_TAN: case IR_OP_ATAN: case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_POW:
+    case IR_OP_ATAN2: return true;
     default: return false;
     }
 }
@@ -576,6 +597,36 @@ static bool has_phase(const sched_kernel *k)
         if (k->instr[i].kind == SCHED_I_REDUCE)
             return true;
     return false;
+}
+
+/* Width and interleave of the innermost loop: the knobs (runtime/knobs.c,
+ * per kernel class and size) where set, else the built-in rules. */
+void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave)
+{
+    int nmath = 0;
+    for (int i = 0; i < k->ninstr; i++)
+        nmath += k->instr[i].kind == SCHED_I_OP && is_math(k->instr[i].op);
+    bool red = k->red_op != IR_OP_COUNT || has_phase(k);
+    int64_t elems = 1;
+    for (int d = 0; d < k->rank; d++)
+        elems *= k->shape[d];
+    knob_class cls = red ? (k->red_op != IR_OP_COUNT ? KCLASS_REDUCE : KCLASS_ROWS) : nmath ? KCLASS_EW_MATH : KCLASS_EW;
+    *interleave = nmath ? (nmath > 1 ? 2 * MATH_INTERLEAVE : MATH_INTERLEAVE) : 0;
+    /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
+    *width = red && k->node->dtype == RLX_F32 ? 16 : 0;
+    long w = knob_for(KNOB_VECTOR_WIDTH, cls, elems);
+    long u = knob_for(red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
+    if (w > 0)
+        *width = (int)w;
+    if (u > 0)
+        *interleave = (int)u;
+}
+
+uint64_t cg_kernel_knob_word(const sched_kernel *k)
+{
+    int w, u;
+    cg_kernel_knobs(k, &w, &u);
+    return (uint64_t)(uint32_t)w << 32 | (uint32_t)u;
 }
 
 /* A row kernel: loop dims [0, r1) are the rows, [r1, rank) the row. Per
@@ -784,11 +835,13 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
     LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
     LLVMValueRef *cvals = ir_calloc((size_t)(k->nconsts ? k->nconsts : 1), sizeof *cvals);
-    if (!pt || !bufs || !vals || !cvals) {
+    unsigned char *inner = ir_calloc((size_t)(k->ninstr ? k->ninstr : 1), 1);
+    if (!pt || !bufs || !vals || !cvals || !inner) {
         ir_free(pt);
         ir_free(bufs);
         ir_free(vals);
         ir_free(cvals);
+        ir_free(inner);
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;
     }
@@ -825,18 +878,18 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
     for (int d = 0; d < k->rank; d++)
         c.ivslot[d] = LLVMBuildAlloca(c.b, m->i64, "");
-    int nmath = 0;
+    c.inner = inner;
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
         if (in->kind == SCHED_I_CONST)
             cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na), in->arg, in->dtype);
-        nmath += in->kind == SCHED_I_OP && is_math(in->op);
+        if ((in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) && k->rank > 0)
+            inner[i] = in->idx.stride[k->rank - 1] != 0;
+        else if (in->kind == SCHED_I_OP)
+            for (int s = 0; s < nsrc_of(in); s++)
+                inner[i] |= inner[in->src[s]];
     }
-    if (nmath)
-        c.interleave = nmath > 1 ? 2 * MATH_INTERLEAVE : MATH_INTERLEAVE;
-    /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
-    if ((k->red_op != IR_OP_COUNT || has_phase(k)) && k->node->dtype == RLX_F32)
-        c.width = 16;
+    cg_kernel_knobs(k, &c.width, &c.interleave);
     if (k->red_op != IR_OP_COUNT) {
         c.acc_t = acc_type(&c, k->red_op, k->node->dtype);
         c.r1 = k->rank;
@@ -891,6 +944,7 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     ir_free(bufs);
     ir_free(vals);
     ir_free(cvals);
+    ir_free(inner);
     if (!args) {
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;

@@ -323,8 +323,11 @@ static LLVMValueRef trig_table(cg_mod *m)
 }
 
 /* f32 x, computed in f64: exact reduction of every f32 by one table row
- * (see cg_math_tables.h), then the f64 kernels, rounded once. */
-static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, bool is_cos)
+ * (see cg_math_tables.h), then the f64 kernels, rounded once. tan is the
+ * f64 quotient of the two. */
+enum { TRIG_SIN, TRIG_COS, TRIG_TAN };
+
+static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, int fn)
 {
     cg_mod *m = c32->m;
     mb cc = {m, c32->b, m->f64, m->i64, true}, *c = &cc;
@@ -355,8 +358,10 @@ static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, bool is_cos)
     LLVMValueRef n = un(c, "llvm.roundeven", s);
     LLVMValueRef f = m_add(c, m_sub(c, s, n), lo);
     LLVMValueRef r = m_mul(c, f, K(c, 0x1.921fb54442d18p+0));
-    LLVMValueRef y = quadrant(c, r, n, is_cos);
-    if (!is_cos) { /* the reduction worked on |x|: sin(-x) = -sin(x), -0 included */
+    LLVMValueRef y = quadrant(c, r, n, fn == TRIG_COS);
+    if (fn == TRIG_TAN) /* the f64 quotient errs by a few 1e-16, also near the poles */
+        y = m_div(c, y, quadrant(c, r, n, true));
+    if (fn != TRIG_COS) { /* the reduction worked on |x|: odd functions of -x, -0 included */
         LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(m->i32, 0, 0), "");
         y = sel(c, neg, LLVMBuildFNeg(b, y, ""), y);
     }
@@ -383,6 +388,118 @@ static LLVMValueRef emit_erf64(mb *c, LLVMValueRef x)
     return sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 1)), a, copysign_(c, big, x));
 }
 
+/* ------------------------------------ f32 functions through f64 kernels */
+
+/* expm1, log1p, atan, atan2 and pow of f32 compute in f64 with the f64
+ * kernels above and round once: their f64 error (a few 1e-16 relative) is
+ * far below half an f32 ulp, so the result is the correctly rounded f32
+ * except within that distance of a rounding midpoint (tests/test_jit.c
+ * checks them in ulps against libm). The f64 versions of these ops are
+ * left to the reference evaluator (schedule.c: sched_fusable). */
+
+static LLVMValueRef f64_call(mb *c, ir_op op, LLVMValueRef x)
+{
+    return call1(c, cg_math_fn(c->m, op, c->m->f64), x);
+}
+
+static LLVMValueRef signbit_(mb *c, LLVMValueRef x)
+{
+    return LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildBitCast(c->b, x, c->it, ""), KI(c, 0), "");
+}
+
+/* atan of t in [0, 1]: t > tan(pi/8) maps to pi/4 + atan((t-1)/(t+1)),
+ * leaving |u| <= 0.4143, where 13 terms of the odd Taylor series are
+ * within 2e-12 relative. */
+static LLVMValueRef atan01(mb *c, LLVMValueRef t)
+{
+    LLVMValueRef big = fcmp(c, LLVMRealOGT, t, K(c, 0.41421356237309503));
+    LLVMValueRef u = sel(c, big, m_div(c, m_sub(c, t, K(c, 1)), m_add(c, t, K(c, 1))), t);
+    double A[13];
+    for (int j = 0; j < 13; j++)
+        A[j] = (j & 1 ? -1.0 : 1.0) / (2 * j + 1);
+    LLVMValueRef p = m_mul(c, u, horner(c, m_mul(c, u, u), A, 13));
+    return m_add(c, sel(c, big, K(c, 0.78539816339744830962), K(c, 0)), p);
+}
+
+/* atan2 with C99's signed zeros and infinities: the smaller magnitude over
+ * the larger (0/0 counts as 0, inf/inf as 1), then the octant. */
+static LLVMValueRef atan2_64(mb *c, LLVMValueRef y, LLVMValueRef x)
+{
+    LLVMValueRef ay = un(c, "llvm.fabs", y), ax = un(c, "llvm.fabs", x);
+    LLVMValueRef swap = fcmp(c, LLVMRealOGT, ay, ax);
+    LLVMValueRef num = sel(c, swap, ax, ay), den = sel(c, swap, ay, ax);
+    LLVMValueRef t = m_div(c, num, den);
+    t = sel(c, fcmp(c, LLVMRealOEQ, den, K(c, 0)), K(c, 0), t);
+    t = sel(c, fcmp(c, LLVMRealOEQ, num, K(c, INFINITY)), K(c, 1), t);
+    LLVMValueRef a = atan01(c, t);
+    a = sel(c, swap, m_sub(c, K(c, 1.57079632679489661923), a), a);
+    a = sel(c, signbit_(c, x), m_sub(c, K(c, 3.14159265358979323846), a), a);
+    return sel(c, fcmp(c, LLVMRealUNO, x, y), K(c, NAN), copysign_(c, a, y));
+}
+
+/* expm1: the exp kernel's e^r - 1 Taylor core below |x| = 0.3 (no
+ * cancellation), e^x - 1 above (|result| > 0.25). */
+static LLVMValueRef expm1_64(mb *c, LLVMValueRef x)
+{
+    static const double T[12] = {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                                 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600,
+                                 1.0 / 6227020800.0};
+    LLVMValueRef small = fma3(c, m_mul(c, x, x), horner(c, x, T, 12), x);
+    LLVMValueRef big = m_sub(c, f64_call(c, IR_OP_EXP, x), K(c, 1));
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, un(c, "llvm.fabs", x), K(c, 0.3)), small, big);
+    return sel(c, fcmp(c, LLVMRealOEQ, x, K(c, 0)), x, r); /* -0 stays -0 */
+}
+
+/* log1p: log(u) * x / (u - 1) with u = 1 + x rounded, which cancels the
+ * rounding of u (Goldberg); x itself where u rounds to 1. */
+static LLVMValueRef log1p_64(mb *c, LLVMValueRef x)
+{
+    LLVMValueRef u = m_add(c, K(c, 1), x);
+    LLVMValueRef r = m_mul(c, f64_call(c, IR_OP_LOG, u), m_div(c, x, m_sub(c, u, K(c, 1))));
+    r = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, INFINITY)), x, r);
+    return sel(c, fcmp(c, LLVMRealOEQ, u, K(c, 1)), x, r);
+}
+
+/* pow by e^(y log|x|) with C99's special cases: x^0 = 1^y = 1 (NaN too),
+ * (-1)^+-inf = 1, a negative finite x to a finite non-integer power is
+ * NaN, and a negative x (-0, -inf included) to an odd integer power
+ * negates. |y log|x|| stays below 2^14 wherever the f32 result is finite
+ * and nonzero, so the f64 exp errs by at most about 2e-12 relative there. */
+static LLVMValueRef pow_64(mb *c, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMValueRef ax = un(c, "llvm.fabs", x);
+    LLVMValueRef r = f64_call(c, IR_OP_EXP, m_mul(c, y, f64_call(c, IR_OP_LOG, ax)));
+    LLVMValueRef fin = fcmp(c, LLVMRealOLT, un(c, "llvm.fabs", y), K(c, INFINITY));
+    LLVMValueRef integral = LLVMBuildAnd(c->b, fin, fcmp(c, LLVMRealOEQ, un(c, "llvm.floor", y), y), "");
+    LLVMValueRef hy = m_mul(c, y, K(c, 0.5));
+    LLVMValueRef odd = LLVMBuildAnd(c->b, integral, fcmp(c, LLVMRealUNE, un(c, "llvm.floor", hy), hy), "");
+    LLVMValueRef neg = signbit_(c, x);
+    r = sel(c, LLVMBuildAnd(c->b, neg, odd, ""), LLVMBuildFNeg(c->b, r, ""), r);
+    LLVMValueRef negfin = LLVMBuildAnd(c->b, fcmp(c, LLVMRealOLT, x, K(c, 0)), fcmp(c, LLVMRealOGT, x, K(c, -INFINITY)), "");
+    LLVMValueRef nan = LLVMBuildAnd(c->b, negfin, LLVMBuildAnd(c->b, fin, LLVMBuildNot(c->b, integral, ""), ""), "");
+    r = sel(c, nan, K(c, NAN), r);
+    LLVMValueRef one = LLVMBuildOr(c->b, fcmp(c, LLVMRealOEQ, y, K(c, 0)), fcmp(c, LLVMRealOEQ, x, K(c, 1)), "");
+    LLVMValueRef m1inf = LLVMBuildAnd(c->b, fcmp(c, LLVMRealOEQ, x, K(c, -1)), LLVMBuildNot(c->b, fin, ""), "");
+    m1inf = LLVMBuildAnd(c->b, m1inf, fcmp(c, LLVMRealORD, y, y), "");
+    return sel(c, LLVMBuildOr(c->b, one, m1inf, ""), K(c, 1), r);
+}
+
+/* op of f32 arguments through the f64 function above, rounded once. */
+static LLVMValueRef via_f64(mb *c32, ir_op op, LLVMValueRef a, LLVMValueRef b)
+{
+    cg_mod *m = c32->m;
+    mb cc = {m, c32->b, m->f64, m->i64, true}, *c = &cc;
+    LLVMValueRef x = LLVMBuildFPExt(c->b, a, m->f64, ""), y = b ? LLVMBuildFPExt(c->b, b, m->f64, "") : NULL, r;
+    switch (op) {
+    case IR_OP_EXPM1: r = expm1_64(c, x); break;
+    case IR_OP_LOG1P: r = log1p_64(c, x); break;
+    case IR_OP_ATAN: r = atan2_64(c, x, K(c, 1)); break;
+    case IR_OP_ATAN2: r = atan2_64(c, x, y); break;
+    default: r = pow_64(c, x, y); break;
+    }
+    return LLVMBuildFPTrunc(c->b, r, m->f32, "");
+}
+
 /* --------------------------------------------------------------- driver */
 
 LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
@@ -392,7 +509,8 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
         return m->math[op][f64];
     char name[64];
     snprintf(name, sizeof name, "rlx_%s_%s", ir_ops[op].name, f64 ? "f64" : "f32");
-    LLVMTypeRef ft = LLVMFunctionType(ty, &ty, 1, 0);
+    bool binary = ir_ops[op].cls == IR_CLS_BINARY;
+    LLVMTypeRef pts[2] = {ty, ty}, ft = LLVMFunctionType(ty, pts, binary ? 2 : 1, 0);
     LLVMValueRef fn = LLVMAddFunction(m->mod, name, ft);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     const char *attrs[] = {"alwaysinline", "nounwind", "willreturn", "nosync"};
@@ -411,7 +529,15 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
     case IR_OP_SIGMOID: r = emit_sigmoid(&c, x); break;
     case IR_OP_SIN:
     case IR_OP_COS:
-        r = f64 ? emit_trig64(&c, x, op == IR_OP_COS) : emit_trig32(&c, x, op == IR_OP_COS);
+        r = f64 ? emit_trig64(&c, x, op == IR_OP_COS) : emit_trig32(&c, x, op == IR_OP_COS ? TRIG_COS : TRIG_SIN);
+        break;
+    case IR_OP_TAN: r = f64 ? LLVMGetUndef(ty) : emit_trig32(&c, x, TRIG_TAN); break;
+    case IR_OP_EXPM1:
+    case IR_OP_LOG1P:
+    case IR_OP_ATAN:
+    case IR_OP_ATAN2:
+    case IR_OP_POW: /* f32 only (sched_fusable) */
+        r = f64 ? LLVMGetUndef(ty) : via_f64(&c, op, x, binary ? LLVMGetParam(fn, 1) : NULL);
         break;
     case IR_OP_ERF:
         if (f64) {

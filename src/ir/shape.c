@@ -224,6 +224,21 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             FAIL("mxquant needs float input and a format");
         *dt = RLX_F32;
         return true;
+    case IR_OP_ATTENTION: {
+        ir_node *k = nsrc > 1 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL, *m = nsrc > 3 ? src[3] : NULL;
+        int64_t hd = (int64_t)a->attn.heads * a->attn.head_dim;
+        if (nsrc < 3 || nsrc > 4 || !ir_dtype_is_float(x->dtype) || k->dtype != x->dtype || v->dtype != x->dtype ||
+            x->rank != 3 || k->rank != 3 || v->rank != 3 || a->attn.heads < 1 || a->attn.head_dim < 1 ||
+            x->shape[2] != hd || k->shape[2] != hd || v->shape[2] != hd || k->shape[0] != x->shape[0] ||
+            v->shape[0] != x->shape[0] || v->shape[1] != k->shape[1])
+            FAIL("attention needs float q [B,Sq,H*D], k and v [B,Sk,H*D] of one dtype");
+        if (a->attn.mask < RLX_MASK_NONE || a->attn.mask > RLX_MASK_SLIDING ||
+            (a->attn.mask == RLX_MASK_SLIDING && a->attn.window < 1))
+            FAIL("attention mask kind or window");
+        if (m && (m->dtype != RLX_BOOL || m->rank != 2 || m->shape[0] != k->shape[0] || m->shape[1] != k->shape[1]))
+            FAIL("attention key mask must be bool [B,Sk]");
+        return true;
+    }
     default:
         FAIL("not a library op");
     }

@@ -106,4 +106,43 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
  * k->nconsts entries). */
 void sched_kernel_consts(const sched_kernel *k, double *consts);
 
+/* memplan.c — liveness and arena placement of a schedule's values.
+ * last[i]: the last kernel reading kernel i's value (count for roots and
+ * values under a root published as a view: they outlive the run).
+ * offset[i]: the byte offset of kernel i's value in the arena (64-byte
+ * aligned), -1 when it has storage of its own (roots, REF outputs, empty
+ * values). reuses[i]: the kernel whose slot kernel i writes in place, -1
+ * when none. False when out of memory. */
+typedef struct {
+    long count;
+    long *last;
+    int64_t *offset;
+    long *reuses;
+    size_t arena_bytes;
+} sched_memplan;
+bool sched_memplan_build(const sched_schedule *s, ir_node *const *roots, int nroots, sched_memplan *out);
+void sched_memplan_free(sched_memplan *m);
+
+/* simplify.c — rewrites the unrealized graph of a realization into an
+ * equivalent, smaller one (constant folding, identities, composed views,
+ * reductions over broadcast axes; the rules and their exactness are listed
+ * in simplify.c). Linear in the graph, iterative.
+ *
+ * The fold computes one elementwise op (unary, binary or where) of CONST
+ * sources src as a value of dtype: true with *value exactly what a CONST
+ * of dtype holds, false to leave the op unfolded. The pass does not know
+ * scalar semantics; its caller passes the reference evaluator's
+ * (ts_simp_fold). NULL folds nothing elementwise. */
+typedef bool (*simp_fold_fn)(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_node *const *src,
+                             double *value);
+/* out[i] (a new reference) computes what roots[i] computes, with its shape
+ * and dtype; it may be roots[i] itself or a realized node. RLX_E_NOMEM
+ * (or RLX_E_INTERNAL) with a message in err, every out[i] NULL and
+ * nothing leaked, on failure. */
+rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold, ir_node **out, char *err, size_t errcap);
+/* Unrealized nodes reachable from roots (-1 when out of memory). */
+long simp_count(ir_node *const *roots, int nroots);
+/* src/tensor/realize.c: the fold over the reference evaluator. */
+bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_node *const *src, double *value);
+
 #endif

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "runtime/knobs.h"
 
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
@@ -45,11 +46,14 @@ bool sched_fusable(const ir_node *n)
     switch (ir_ops[n->op].cls) {
     case IR_CLS_LEAF: return n->op == IR_OP_CONST || n->op == IR_OP_IOTA;
     case IR_CLS_UNARY:
-        /* No vector approximation yet: these go through the reference. */
-        return n->op != IR_OP_EXPM1 && n->op != IR_OP_LOG1P && n->op != IR_OP_TAN && n->op != IR_OP_ATAN;
+        /* f32 only (cg_math.c computes them through f64 kernels); the f64
+         * ones go through the reference. */
+        if (n->op == IR_OP_EXPM1 || n->op == IR_OP_LOG1P || n->op == IR_OP_TAN || n->op == IR_OP_ATAN)
+            return n->dtype == RLX_F32 && n->src[0]->dtype == RLX_F32;
+        return true;
     case IR_CLS_BINARY:
         if (n->op == IR_OP_POW || n->op == IR_OP_ATAN2)
-            return false;
+            return n->dtype == RLX_F32 && n->src[0]->dtype == RLX_F32 && n->src[1]->dtype == RLX_F32;
         return n->op != IR_OP_REM || !ir_dtype_is_float(n->dtype);
     case IR_CLS_TERNARY: return true;
     case IR_CLS_REDUCE:
@@ -153,6 +157,9 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
             (bc == C_EW && reshape_chain(p, roots[r])))
             p->view_root[i] = 1;
     }
+    /* fusion rules switched off for ablation (runtime/knobs.c "fuse_*") */
+    bool no_ew = !knob_get(KNOB_FUSE_ELEMENTWISE), no_red = !knob_get(KNOB_FUSE_REDUCE),
+         no_phases = !knob_get(KNOB_FUSE_PHASES);
     long kernels = 0;
     for (long i = n - 1; i >= 0; i--) {
         ir_node *node = p->lv.order[i];
@@ -164,7 +171,8 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
          * lowering checks the loop spaces agree, else forces it) */
         bool m = (p->is_root[i] && !p->view_root[i]) || c == C_REF || (c == C_REDUCE && p->need[i] < 0) ||
                  p->forced[i] || p->must_m[i] || node->op == IR_OP_CONTIGUOUS ||
-                 (!cheap && p->need[i] == NEED_MULTI);
+                 (!cheap && p->need[i] == NEED_MULTI) || (c == C_REDUCE && no_phases) ||
+                 (c == C_EW && p->need[i] >= 0 && (no_ew || (no_red && p->cls[p->need[i]] == C_REDUCE)));
         if (p->view_root[i]) {
             long b = pos_of(p, chain_bottom(p, node));
             if (p->cls[b] != C_REALIZED)

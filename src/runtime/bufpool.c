@@ -146,3 +146,11 @@ void rt_bufpool_counts_get(rt_bufpool_counts *out)
     out->cached_bytes = B.cached;
     pthread_mutex_unlock(&B.lock);
 }
+
+uint64_t rt_bufpool_fresh_bytes(void)
+{
+    pthread_mutex_lock(&B.lock);
+    uint64_t b = B.n.mapped_bytes;
+    pthread_mutex_unlock(&B.lock);
+    return b;
+}

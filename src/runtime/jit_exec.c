@@ -2,10 +2,17 @@
  * jit_exec.c — walks a schedule (passes/schedule.c): LOOP kernels run as
  * compiled code (codegen_llvm, cached), REF kernels through the reference
  * evaluator's rt_eval_* function of their op, VIEW kernels publish a root
- * as a view. Outputs of at least 1 MiB come from the recycling buffer
- * pool (bufpool.c), smaller ones from malloc; intermediates are freed
- * (returned) after their last reader (the arena planner is future work);
- * results are published exactly as rt_ref_realize publishes them.
+ * as a view.
+ *
+ * A plan (rt_jit_plan) is the schedule, its memory plan (passes/memplan.c)
+ * and the compiled function of every LOOP kernel, made once; a run needs
+ * only the bound inputs. Intermediates live in one arena per run (from
+ * the recycling buffer pool when large, so a repeated run maps nothing);
+ * roots and REF outputs get storage of their own (outputs of at least
+ * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
+ * released after their last reader. A realization builds a plan, runs it
+ * and publishes the roots exactly as rt_ref_realize publishes them;
+ * compiled programs (tensor/program.c) keep the plan and run it again.
  *
  * A kernel with enough work splits its loop dim 0 over the thread pool
  * (pool.c) in chunks of about CHUNK_WORK loop iterations.
@@ -15,32 +22,63 @@
 
 #include "passes/passes.h"
 #include "runtime/jit_exec.h"
+#include "runtime/knobs.h"
 
 /* Loop iterations per chunk: large enough that a chunk costs far more than
  * taking it, small enough to balance two busy cores. Below two chunks a
  * kernel runs inline. */
 enum { CHUNK_WORK = 32768 };
 
+/* Where a LOOP kernel's input comes from: a kernel (>= 0), a realized node
+ * (ARG_REALIZED) or bound slot j (ARG_SLOT - j). */
+enum { ARG_REALIZED = -1, ARG_SLOT = -2 };
+
+struct rt_jit_plan {
+    sched_schedule s;
+    sched_memplan mp;
+    ir_map produced;    /* node -> index of the kernel that computes it */
+    ir_map slot;        /* placeholder node -> bound slot */
+    int nslots, nroots;
+    ir_node **roots;    /* borrows */
+    cg_kernel_fn *fn;   /* per kernel (LOOP only) */
+    double *consts;     /* every LOOP kernel's constants, from const_at[i] */
+    long *const_at;
+    long *argsrc;       /* per LOOP kernel input (args 1..), from arg_at[i] */
+    long *arg_at;
+    long *die, *die_at; /* die[die_at[i] .. die_at[i+1]): values dead after kernel i */
+};
 
 typedef struct {
+    const rt_jit_plan *p;
     rt_ctx *ctx;
     rt_jit_stats *stats;
     int nthreads;
-    sched_schedule s;
-    ir_map produced; /* node -> index of the kernel that computes it */
-    rt_view *vals;   /* contiguous result of each kernel (st NULL when none) */
-    long *last;      /* last kernel reading each kernel's result */
+    ir_node *const *binds;
+    ir_storage *arena;
+    rt_view *vals; /* contiguous result of each kernel (st NULL when none) */
 } exec;
 
-static long producer(const exec *e, const ir_node *n) { return ir_map_get(&e->produced, n); }
+static long producer(const exec *e, const ir_node *n) { return ir_map_get(&e->p->produced, n); }
+
+/* The realized node that supplies n: its binding when n is a slot. */
+static const ir_node *bound(const exec *e, const ir_node *n)
+{
+    if (e->p->nslots) {
+        long j = ir_map_get(&e->p->slot, n);
+        if (j >= 0)
+            return e->binds[j];
+    }
+    return n;
+}
 
 /* A contiguous view of a realized or computed value; false if n is neither. */
 static bool base_view(exec *e, const ir_node *n, rt_view *out)
 {
     memset(out, 0, sizeof *out);
-    ir_storage *st = ir_node_storage(n);
+    const ir_node *b = bound(e, n);
+    ir_storage *st = ir_node_storage(b);
     if (st) {
-        out->off = (int64_t)(n->offset / ir_dtype_size(n->dtype));
+        out->off = (int64_t)(b->offset / ir_dtype_size(b->dtype));
     } else {
         long p = producer(e, n);
         if (p < 0 || !e->vals[p].st)
@@ -55,26 +93,50 @@ static bool base_view(exec *e, const ir_node *n, rt_view *out)
 }
 
 /* The strided view of n, a chain of movement ops over a value (the way the
- * reference evaluator computes views). */
+ * reference evaluator computes views). Iterative: chains may be 100,000
+ * views deep. */
 static rlx_status chain_view(exec *e, const ir_node *n, rt_view *out)
 {
     if (base_view(e, n, out))
         return RLX_OK;
-    if (ir_ops[n->op].cls != IR_CLS_MOVEMENT)
-        return rt_fail(e->ctx, RLX_E_INTERNAL, "jit: %s is read before it is computed", ir_ops[n->op].name);
-    rt_view in;
-    if (chain_view(e, n->src[0], &in))
-        return e->ctx->status;
-    rlx_status st = rt_eval_movement(e->ctx, n, &in, out);
-    ir_storage_release(in.st);
+    const ir_node *stack[32], **chain = stack;
+    long depth = 0, cap = 32;
+    for (const ir_node *c = n; !base_view(e, c, out); c = c->src[0]) {
+        if (ir_ops[c->op].cls != IR_CLS_MOVEMENT) {
+            if (chain != stack)
+                ir_free(chain);
+            return rt_fail(e->ctx, RLX_E_INTERNAL, "jit: %s is read before it is computed", ir_ops[c->op].name);
+        }
+        if (depth == cap) {
+            const ir_node **g = ir_alloc((size_t)cap * 2 * sizeof *g);
+            if (!g) {
+                if (chain != stack)
+                    ir_free(chain);
+                return rt_fail(e->ctx, RLX_E_NOMEM, "out of memory");
+            }
+            memcpy(g, chain, (size_t)depth * sizeof *g);
+            if (chain != stack)
+                ir_free(chain);
+            chain = g;
+            cap *= 2;
+        }
+        chain[depth++] = c;
+    }
+    /* out is the base below chain[depth-1]; apply the views bottom up */
+    rlx_status st = RLX_OK;
+    while (depth > 0 && st == RLX_OK) {
+        rt_view in = *out;
+        memset(out, 0, sizeof *out);
+        st = rt_eval_movement(e->ctx, chain[--depth], &in, out);
+        ir_storage_release(in.st);
+    }
+    if (chain != stack)
+        ir_free(chain);
+    if (st != RLX_OK) {
+        ir_storage_release(out->st);
+        out->st = NULL;
+    }
     return st;
-}
-
-static const ir_node *chain_bottom(const exec *e, const ir_node *n)
-{
-    while (!ir_node_storage(n) && producer(e, n) < 0 && ir_ops[n->op].cls == IR_CLS_MOVEMENT)
-        n = n->src[0];
-    return n;
 }
 
 /* A fresh contiguous output for n, as rt_alloc_out, with large buffers
@@ -96,63 +158,64 @@ static rlx_status alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out)
 
 static rlx_status run_loop(exec *e, long i)
 {
-    const sched_kernel *k = &e->s.k[i];
+    const rt_jit_plan *p = e->p;
+    const sched_kernel *k = &p->s.k[i];
     rt_ctx *ctx = e->ctx;
     void *stack[16], **bufs = k->nargs <= 16 ? stack : ir_alloc((size_t)k->nargs * sizeof *bufs);
-    double cstack[16], *consts = k->nconsts <= 16 ? cstack : ir_alloc((size_t)k->nconsts * sizeof *consts);
-    if (!bufs || !consts) {
-        if (bufs != stack)
-            ir_free(bufs);
-        if (consts != cstack)
-            ir_free(consts);
+    if (!bufs)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-    }
-    sched_kernel_consts(k, consts);
     rt_view *out = &e->vals[i];
-    if (alloc_out(ctx, k->node, out))
+    int64_t at = p->mp.offset[i];
+    if (at >= 0) { /* a slot of the arena */
+        memset(out, 0, sizeof *out);
+        ir_storage_retain(e->arena);
+        out->st = e->arena;
+        out->off = at / (int64_t)ir_dtype_size(k->node->dtype);
+        rt_contiguous_strides(k->node->rank, k->node->shape, out->strides);
+    } else if (alloc_out(ctx, k->node, out)) {
         goto done;
-    bufs[0] = out->st->data;
-    for (int a = 1; a < k->nargs; a++) {
-        rt_view v;
-        if (!base_view(e, k->args[a], &v)) {
-            rt_fail(ctx, RLX_E_INTERNAL, "jit: input %d of a %s kernel is missing", a, ir_ops[k->node->op].name);
-            goto done;
-        }
-        bufs[a] = rt_base(&v, k->args[a]->dtype);
-        ir_storage_release(v.st); /* still held by its node or by vals */
     }
-    cg_kernel_fn fn;
-    cg_stats cs = {0};
-    char msg[sizeof ctx->msg];
-    rlx_status st = cg_kernel_get(k, &fn, &cs, msg, sizeof msg);
-    e->stats->kernels_compiled += cs.compiled;
-    e->stats->cache_hits += cs.hits;
-    e->stats->cache_misses += cs.misses;
-    e->stats->compile_seconds += cs.seconds;
-    if (st != RLX_OK) {
-        rt_fail(ctx, st, "%s", msg);
-        goto done;
+    bufs[0] = rt_base(out, k->node->dtype);
+    const long *src = p->argsrc + p->arg_at[i];
+    for (int a = 1; a < k->nargs; a++) {
+        const ir_node *n = k->args[a];
+        long from = src[a - 1];
+        if (from >= 0) {
+            if (!e->vals[from].st) {
+                rt_fail(ctx, RLX_E_INTERNAL, "jit: input %d of a %s kernel is missing", a, ir_ops[k->node->op].name);
+                goto done;
+            }
+            bufs[a] = rt_base(&e->vals[from], n->dtype);
+        } else {
+            const ir_node *b = from == ARG_REALIZED ? n : e->binds[ARG_SLOT - from];
+            ir_storage *st = ir_node_storage(b);
+            if (!st) {
+                rt_fail(ctx, RLX_E_INTERNAL, "jit: input %d of a %s kernel is not realized", a,
+                        ir_ops[k->node->op].name);
+                goto done;
+            }
+            bufs[a] = (char *)st->data + b->offset;
+        }
     }
     if (ir_node_numel(k->node) > 0) {
         int64_t inner = 1;
         for (int d = 1; d < k->rank; d++)
             inner *= k->shape[d];
-        int64_t chunk = inner >= CHUNK_WORK ? 1 : CHUNK_WORK / (inner ? inner : 1);
-        rt_pool_run(fn, bufs, consts, k->shape[0], chunk, e->nthreads);
+        int64_t work = knob_get(KNOB_GRAIN); /* CHUNK_WORK unless tuned (runtime/knobs.c) */
+        int64_t chunk = inner >= work ? 1 : work / (inner ? inner : 1);
+        rt_pool_run(p->fn[i], bufs, p->consts + p->const_at[i], k->shape[0], chunk, e->nthreads);
     }
     e->stats->kernels_run++;
     ctx->nodes_run++;
 done:
     if (bufs != stack)
         ir_free(bufs);
-    if (consts != cstack)
-        ir_free(consts);
     return ctx->status;
 }
 
 static rlx_status run_ref(exec *e, long i)
 {
-    const ir_node *n = e->s.k[i].node;
+    const ir_node *n = e->p->s.k[i].node;
     rt_ctx *ctx = e->ctx;
     rt_view in[IR_MAX_RANK + 8], *inputs = in;
     int ns = n->nsrc, got = 0;
@@ -173,7 +236,9 @@ static rlx_status run_ref(exec *e, long i)
         ir_storage_release(out.st); /* an evaluator may fail after allocating */
         goto done;
     }
-    if (!rt_view_is_contiguous(n, &out)) {
+    /* a result that is a view of the arena would be overwritten by later
+     * kernels: it gets storage of its own, as a non-contiguous one does */
+    if (!rt_view_is_contiguous(n, &out) || (e->arena && out.st == e->arena)) {
         rt_view c;
         rt_materialize(ctx, n, &out, &c);
         ir_storage_release(out.st);
@@ -192,85 +257,215 @@ done:
     return ctx->status;
 }
 
-static void note_use(exec *e, const ir_node *n, long at)
+void rt_jit_plan_free(rt_jit_plan *p)
 {
-    long p = producer(e, chain_bottom(e, n));
-    if (p >= 0 && e->last[p] < at)
-        e->last[p] = at;
+    if (!p)
+        return;
+    sched_memplan_free(&p->mp);
+    ir_map_free(&p->produced);
+    ir_map_free(&p->slot);
+    sched_free(&p->s);
+    ir_free(p->roots);
+    ir_free(p->fn);
+    ir_free(p->consts); /* and the other tables */
+    ir_free(p);
 }
 
-static void release_dead(exec *e, long i)
+size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p) { return p ? p->mp.arena_bytes : 0; }
+
+/* The tables a run reads: constants, input sources, death lists. */
+static bool plan_tables(rt_jit_plan *p)
 {
-    for (long j = 0; j <= i; j++) {
-        if (e->vals[j].st && e->last[j] == i) {
-            size_t b = ir_node_bytes(e->s.k[j].node);
-            e->ctx->live_bytes -= e->ctx->live_bytes >= b ? b : e->ctx->live_bytes;
-            ir_storage_release(e->vals[j].st);
-            e->vals[j].st = NULL;
+    long nk = p->s.count, n1 = nk + 1, nconst = 0, nargs = 0;
+    for (long i = 0; i < nk; i++) {
+        if (p->s.k[i].kind == SCHED_LOOP) {
+            nconst += p->s.k[i].nconsts;
+            nargs += p->s.k[i].nargs - 1;
         }
     }
+    /* one block (owned through consts): doubles, then the long tables */
+    size_t nlong = (size_t)(n1 + nargs + n1 + n1 + n1 + 1);
+    p->consts = ir_alloc((size_t)nconst * sizeof(double) + nlong * sizeof(long));
+    if (!p->consts)
+        return false;
+    p->const_at = (long *)(p->consts + nconst);
+    p->argsrc = p->const_at + n1;
+    p->arg_at = p->argsrc + nargs;
+    p->die = p->arg_at + n1;
+    p->die_at = p->die + n1;
+    memset(p->die_at, 0, (size_t)(n1 + 1) * sizeof *p->die_at);
+    long c = 0, a = 0;
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *k = &p->s.k[i];
+        p->const_at[i] = c;
+        p->arg_at[i] = a;
+        if (k->kind != SCHED_LOOP)
+            continue;
+        sched_kernel_consts(k, p->consts + c);
+        c += k->nconsts;
+        for (int j = 1; j < k->nargs; j++) {
+            long from = ir_map_get(&p->produced, k->args[j]);
+            if (from < 0) {
+                long sl = p->nslots ? ir_map_get(&p->slot, k->args[j]) : -1;
+                from = sl >= 0 ? ARG_SLOT - sl : ARG_REALIZED;
+            }
+            p->argsrc[a++] = from;
+        }
+    }
+    /* counting sort of the kernels by the kernel after which they die */
+    for (long i = 0; i < nk; i++)
+        if (p->mp.last[i] < nk)
+            p->die_at[p->mp.last[i] + 1]++;
+    for (long i = 0; i < nk; i++)
+        p->die_at[i + 1] += p->die_at[i];
+    for (long i = 0, *fill = p->die_at; i < nk; i++) /* die_at[l] is used as the fill cursor of l, then restored */
+        if (p->mp.last[i] < nk)
+            p->die[fill[p->mp.last[i]]++] = i;
+    for (long l = nk; l > 0; l--)
+        p->die_at[l] = p->die_at[l - 1];
+    p->die_at[0] = 0;
+    return true;
+}
+
+rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, rt_ctx *ctx,
+                             rt_jit_stats *stats, rt_jit_plan **out)
+{
+    *out = NULL;
+    rt_jit_plan *p = ir_calloc(1, sizeof *p);
+    if (!p)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
+    char err[256];
+    if (!sched_build(roots, nroots, &p->s, err, sizeof err)) {
+        ir_free(p);
+        return rt_fail(ctx, RLX_E_NOMEM, "%s", err);
+    }
+    long nk = p->s.count;
+    p->nroots = nroots;
+    p->nslots = nslots;
+    p->roots = ir_alloc((size_t)(nroots ? nroots : 1) * sizeof *p->roots);
+    p->fn = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->fn);
+    if (!p->roots || !p->fn || !sched_memplan_build(&p->s, roots, nroots, &p->mp))
+        goto oom;
+    memcpy(p->roots, roots, (size_t)nroots * sizeof *roots);
+    for (long i = 0; i < nk; i++)
+        if (p->s.k[i].kind != SCHED_VIEW && ir_map_put(&p->produced, p->s.k[i].node, i) < 0)
+            goto oom;
+    for (int j = 0; j < nslots; j++)
+        if (ir_map_put(&p->slot, slots[j], j) < 0)
+            goto oom;
+    if (!plan_tables(p))
+        goto oom;
+    for (long i = 0; i < nk; i++) {
+        if (p->s.k[i].kind != SCHED_LOOP)
+            continue;
+        cg_stats cs = {0};
+        char msg[sizeof ctx->msg];
+        rlx_status st = cg_kernel_get(&p->s.k[i], &p->fn[i], &cs, msg, sizeof msg);
+        stats->kernels_compiled += cs.compiled;
+        stats->cache_hits += cs.hits;
+        stats->cache_misses += cs.misses;
+        stats->compile_seconds += cs.seconds;
+        if (st != RLX_OK) {
+            rt_fail(ctx, st, "%s", msg);
+            rt_jit_plan_free(p);
+            return ctx->status;
+        }
+    }
+    *out = p;
+    return RLX_OK;
+oom:
+    rt_jit_plan_free(p);
+    return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+}
+
+/* Drops the values that die after kernel i. */
+static void release_dead(exec *e, long i)
+{
+    const rt_jit_plan *p = e->p;
+    for (long d = p->die_at[i]; d < p->die_at[i + 1]; d++) {
+        long j = p->die[d];
+        if (!e->vals[j].st)
+            continue;
+        if (p->mp.offset[j] < 0) { /* the arena is counted as a whole */
+            size_t b = ir_node_bytes(p->s.k[j].node);
+            e->ctx->live_bytes -= e->ctx->live_bytes >= b ? b : e->ctx->live_bytes;
+        }
+        ir_storage_release(e->vals[j].st);
+        e->vals[j].st = NULL;
+    }
+}
+
+rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, int nthreads, rt_ctx *ctx,
+                           rt_jit_stats *stats, rt_view *out)
+{
+    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds};
+    long nk = p->s.count;
+    rt_view vstack[8];
+    for (int r = 0; r < p->nroots; r++)
+        out[r].st = NULL;
+    e.vals = nk <= 8 ? vstack : ir_alloc((size_t)nk * sizeof *e.vals);
+    if (!e.vals)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+    memset(e.vals, 0, (size_t)nk * sizeof *e.vals);
+    size_t ab = p->mp.arena_bytes;
+    if (ab) {
+        e.arena = ab >= RT_BUFPOOL_MIN ? rt_bufpool_storage(ab) : rt_storage_alloc(ab, false);
+        if (!e.arena) {
+            rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating the %zu-byte arena", ab);
+            goto out;
+        }
+        ctx->live_bytes += ab;
+        if (ctx->live_bytes > ctx->peak_bytes)
+            ctx->peak_bytes = ctx->live_bytes;
+        if (ab > stats->arena_bytes)
+            stats->arena_bytes = ab;
+    }
+    for (long i = 0; i < nk && ctx->status == RLX_OK; i++) {
+        sched_kind kind = p->s.k[i].kind;
+        if (kind == SCHED_LOOP)
+            run_loop(&e, i);
+        else if (kind == SCHED_REF)
+            run_ref(&e, i);
+        release_dead(&e, i);
+    }
+    /* the roots: computed values, views of them (VIEW kernels), realized
+     * nodes or bindings */
+    for (int r = 0; r < p->nroots && ctx->status == RLX_OK; r++)
+        chain_view(&e, p->roots[r], &out[r]);
+    if (ctx->status)
+        for (int r = 0; r < p->nroots; r++) {
+            ir_storage_release(out[r].st);
+            out[r].st = NULL;
+        }
+out:
+    for (long i = 0; i < nk; i++)
+        ir_storage_release(e.vals[i].st);
+    if (e.vals != vstack)
+        ir_free(e.vals);
+    if (e.arena) {
+        ctx->live_bytes -= ctx->live_bytes >= ab ? ab : ctx->live_bytes;
+        ir_storage_release(e.arena);
+    }
+    return ctx->status;
 }
 
 rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
 {
-    exec e;
-    memset(&e, 0, sizeof e);
-    e.nthreads = nthreads;
-    e.ctx = ctx;
-    e.stats = stats;
-    char err[256];
-    if (!sched_build(roots, nroots, &e.s, err, sizeof err))
-        return rt_fail(ctx, RLX_E_NOMEM, "%s", err);
-    long nk = e.s.count;
-    e.vals = ir_calloc((size_t)(nk ? nk : 1), sizeof *e.vals);
-    e.last = ir_alloc((size_t)(nk ? nk : 1) * sizeof *e.last);
-    if (!e.vals || !e.last) {
-        rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
-        goto out;
+    rt_jit_plan *p;
+    if (rt_jit_plan_build(roots, nroots, NULL, 0, ctx, stats, &p))
+        return ctx->status;
+    rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
+    if (!v) {
+        rt_jit_plan_free(p);
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
     }
-    for (long i = 0; i < nk; i++) {
-        e.last[i] = i;
-        if (e.s.k[i].kind != SCHED_VIEW && ir_map_put(&e.produced, e.s.k[i].node, i) < 0) {
-            rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
-            goto out;
-        }
-    }
-    for (long i = 0; i < nk; i++) {
-        const sched_kernel *k = &e.s.k[i];
-        if (k->kind == SCHED_LOOP)
-            for (int a = 1; a < k->nargs; a++)
-                note_use(&e, k->args[a], i);
-        else if (k->kind == SCHED_REF)
-            for (int s = 0; s < k->node->nsrc; s++)
-                note_use(&e, k->node->src[s], i);
-        else
-            note_use(&e, k->node, i);
-    }
-    for (long i = 0; i < nk && ctx->status == RLX_OK; i++) {
-        sched_kernel *k = &e.s.k[i];
-        if (k->kind == SCHED_LOOP) {
-            run_loop(&e, i);
-        } else if (k->kind == SCHED_REF) {
-            run_ref(&e, i);
-        } else {
-            rt_view v;
-            if (chain_view(&e, k->node, &v) == RLX_OK) {
-                rt_publish(ctx, k->node, &v);
-                ir_storage_release(v.st);
-            }
-        }
-        /* roots are published as soon as they exist */
-        for (int r = 0; r < nroots && ctx->status == RLX_OK && k->kind != SCHED_VIEW; r++)
-            if (roots[r] == k->node && e.vals[i].st)
-                rt_publish(ctx, roots[r], &e.vals[i]);
-        release_dead(&e, i);
-    }
-out:
-    for (long i = 0; e.vals && i < nk; i++)
-        ir_storage_release(e.vals[i].st);
-    ir_free(e.vals);
-    ir_free(e.last);
-    ir_map_free(&e.produced);
-    sched_free(&e.s);
+    if (rt_jit_plan_run(p, NULL, nthreads, ctx, stats, v) == RLX_OK)
+        for (int r = 0; r < nroots && ctx->status == RLX_OK; r++)
+            rt_publish(ctx, roots[r], &v[r]);
+    for (int r = 0; r < nroots; r++)
+        ir_storage_release(v[r].st);
+    if (v != vstack)
+        ir_free(v);
+    rt_jit_plan_free(p);
     return ctx->status;
 }

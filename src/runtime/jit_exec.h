@@ -14,7 +14,24 @@ typedef struct {
     uint64_t kernels_compiled; /* compiled now (cache misses that succeeded) */
     uint64_t cache_hits, cache_misses;
     double compile_seconds;
+    uint64_t arena_bytes;      /* the largest arena of the runs (bytes) */
 } rt_jit_stats;
+
+/* A realization prepared once: schedule, memory plan (passes/memplan.c)
+ * and the compiled function of every LOOP kernel. slots[0..nslots) are
+ * realized placeholder leaves of the graph whose payload a run takes from
+ * binds[j] (realized nodes of the same dtype and shape). The plan borrows
+ * roots and slots: they must outlive it. Thread-safe to run concurrently. */
+typedef struct rt_jit_plan rt_jit_plan;
+rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, rt_ctx *ctx,
+                             rt_jit_stats *stats, rt_jit_plan **out);
+/* Runs p; out[r] gets a view (one reference) of root r's value, which may
+ * be strided (a root published as a view) or share a binding's storage;
+ * every out[r].st is NULL on failure. */
+rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, int nthreads, rt_ctx *ctx,
+                           rt_jit_stats *stats, rt_view *out);
+void rt_jit_plan_free(rt_jit_plan *p); /* NULL is a no-op */
+size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p);
 
 /* Realizes every root like rt_ref_realize (realized roots are skipped; a
  * root that is a view of a materialized value shares its storage). Large
@@ -42,5 +59,8 @@ typedef struct {
     uint64_t cached_bytes;         /* on the free list now */
 } rt_bufpool_counts;
 void rt_bufpool_counts_get(rt_bufpool_counts *out);
+/* Bytes the pool has asked the OS for since the process started (its
+ * mapped_bytes): a repeated realization must not make it grow. */
+uint64_t rt_bufpool_fresh_bytes(void);
 
 #endif

@@ -107,6 +107,7 @@ rt_eval_fn rt_ref_eval_fn(ir_op op)
     case IR_OP_CONV2D: return rt_eval_conv2d;
     case IR_OP_POOL2D: return rt_eval_pool2d;
     case IR_OP_MXQUANT: return rt_eval_mxquant;
+    case IR_OP_ATTENTION: return rt_eval_attention;
     default: return NULL;
     }
 }

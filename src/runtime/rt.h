@@ -140,10 +140,23 @@ rlx_status rt_eval_gather(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 rlx_status rt_eval_cumsum(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+/* blas.c: rows [row_begin, row_end) of the flattened batch*m rows of the
+ * float MATMUL n into out, an already allocated contiguous view of n's
+ * shape (other rows untouched): lets a caller run an epilogue over a block
+ * of rows while it is in cache. Uses the OpenBLAS thread count as it is
+ * (set it with rt_blas_threads); an operand view gemm cannot read is
+ * packed per call. */
+rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out, int64_t row_begin,
+                          int64_t row_end);
+/* Sets OpenBLAS's thread count to n (n < 1: unchanged); returns the
+ * previous count. Callers running BLAS inside their own parallel region
+ * set 1 and restore after, so the two never oversubscribe the cores. */
+int rt_blas_threads(int n);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_mxquant(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 
 /* Publishes v as the realized payload of root: in place when v is
  * contiguous, otherwise as a contiguous copy (rlx_data promises one). */

@@ -1,5 +1,5 @@
 /*
- * control.c — threads, options, counters and the Graphviz dump.
+ * control.c — threads, options and counters.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "codegen_llvm/cg.h"
+#include "runtime/knobs.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
@@ -91,8 +92,60 @@ rlx_status rlx_set_option(const char *key, const char *value)
         atomic_store(&backend_jit, strcmp(value, "jit") == 0);
         return RLX_OK;
     }
-    ts_error(RLX_E_ARG, fn, "unknown option '%s' (known: backend, num_threads)", key);
-    return RLX_E_ARG;
+    if (strcmp(key, "cache_dir") == 0) { /* the disk kernel cache; "" turns it off */
+        if (cg_disk_set_dir(value) != RLX_OK) {
+            ts_error(RLX_E_ARG, fn, "cache_dir is too long (%zu bytes)", strlen(value));
+            return RLX_E_ARG;
+        }
+        return RLX_OK;
+    }
+    /* every other key is a tuning knob (runtime/knobs.c) or the tuning file */
+    char msg[512];
+    rlx_status st;
+    if (strcmp(key, "tuning_file") == 0) {
+        st = knobs_load(value, msg, sizeof msg);
+    } else if (knob_find(key) >= 0) {
+        st = knob_set(key, value, msg, sizeof msg);
+    } else {
+        ts_error(RLX_E_ARG, fn, "unknown option '%s' (known: backend, num_threads, tuning_file and the knobs listed"
+                 " in rlx.h)", key);
+        return RLX_E_ARG;
+    }
+    if (st != RLX_OK)
+        ts_error(st, fn, "%s", msg);
+    return st;
+}
+
+rlx_status rlx_get_option(const char *key, char *buf, size_t cap)
+{
+    const char *fn = "rlx_get_option";
+    if (!key || !buf || cap == 0) {
+        ts_error(RLX_E_ARG, fn, "key or buf is NULL, or cap is 0");
+        return RLX_E_ARG;
+    }
+    int n;
+    if (strcmp(key, "num_threads") == 0)
+        n = snprintf(buf, cap, "%d", rlx_get_num_threads());
+    else if (strcmp(key, "backend") == 0)
+        n = snprintf(buf, cap, "%s", ts_backend_is_jit() ? "jit" : "ref");
+    else if (strcmp(key, "tuning_status") == 0) {
+        char s[512];
+        knobs_status(s, sizeof s);
+        n = snprintf(buf, cap, "%s", s);
+    } else if (knob_find(key) >= 0) {
+        char s[32];
+        knob_format(key, s, sizeof s);
+        n = snprintf(buf, cap, "%s", s);
+    } else {
+        buf[0] = 0;
+        ts_error(RLX_E_ARG, fn, "unknown option '%s'", key);
+        return RLX_E_ARG;
+    }
+    if (n < 0 || (size_t)n >= cap) {
+        ts_error(RLX_E_ARG, fn, "value of '%s' needs %d bytes, cap is %zu", key, n + 1, cap);
+        return RLX_E_ARG;
+    }
+    return RLX_OK;
 }
 
 void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes)
@@ -114,6 +167,16 @@ void ts_stats_add_jit(uint64_t compiled, uint64_t hits, uint64_t misses, double 
     pthread_mutex_unlock(&stats_lock);
 }
 
+void ts_stats_note_arena(uint64_t bytes)
+{
+    if (!bytes)
+        return; /* cannot raise the maximum: no lock on the small-graph path */
+    pthread_mutex_lock(&stats_lock);
+    if (bytes > stats.arena_bytes)
+        stats.arena_bytes = bytes;
+    pthread_mutex_unlock(&stats_lock);
+}
+
 void rlx_stats(rlx_stats_t *out)
 {
     if (!out) {
@@ -130,56 +193,6 @@ void rlx_stats_reset(void)
     pthread_mutex_lock(&stats_lock);
     memset(&stats, 0, sizeof stats);
     pthread_mutex_unlock(&stats_lock);
-}
-
-rlx_status rlx_dump_dot(rlx_tensor *t, const char *path)
-{
-    const char *fn = "rlx_dump_dot";
-    if (ts_null(fn, "t", t))
-        return rlx_last_status();
-    if (!path || !*path) {
-        ts_error(RLX_E_ARG, fn, "path is NULL or empty");
-        return RLX_E_ARG;
-    }
-    ir_node *root = ts_node(t), **order;
-    long n = ir_postorder(&root, 1, NULL, NULL, &order);
-    if (n < 0) {
-        ts_error(RLX_E_NOMEM, fn, "out of memory");
-        return RLX_E_NOMEM;
-    }
-    ir_map ids = {0};
-    FILE *f = fopen(path, "w");
-    rlx_status st = RLX_OK;
-    if (!f) {
-        ts_error(RLX_E_IO, fn, "cannot open '%s': %s", path, strerror(errno));
-        st = RLX_E_IO;
-        goto out;
-    }
-    /* The reference backend runs one primitive per kernel: each node is
-     * its own cluster until the scheduler groups them. */
-    fprintf(f, "digraph rlx {\n  rankdir=BT;\n  node [shape=box, fontname=\"monospace\"];\n");
-    for (long i = 0; i < n; i++) {
-        ir_node *nd = order[i];
-        if (ir_map_put(&ids, nd, i) < 0) {
-            ts_error(RLX_E_NOMEM, fn, "out of memory");
-            st = RLX_E_NOMEM;
-            break;
-        }
-        fprintf(f, "  subgraph cluster_%ld { label=\"kernel %ld\"; n%ld [label=\"%s\\n%s %s%s\"]; }\n", i, i, i,
-                ir_ops[nd->op].name, rlx_dtype_name(nd->dtype), ts_shape_str(nd),
-                ir_node_storage(nd) ? "\\nrealized" : "");
-        for (int s = 0; s < nd->nsrc; s++)
-            fprintf(f, "  n%ld -> n%ld;\n", ir_map_get(&ids, nd->src[s]), i);
-    }
-    fprintf(f, "}\n");
-    if (fclose(f) != 0 && st == RLX_OK) {
-        ts_error(RLX_E_IO, fn, "cannot write '%s': %s", path, strerror(errno));
-        st = RLX_E_IO;
-    }
-out:
-    ir_map_free(&ids);
-    ir_free(order);
-    return st;
 }
 
 static char host_info[256];

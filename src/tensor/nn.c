@@ -3,10 +3,11 @@
  * the cross entropies, attention (positional and key masks), rotary
  * embeddings, conv2d and the 2-D pools.
  *
- * Everything but conv2d and the pools is a composite of public calls,
- * built inside ts_open/ts_close so that intermediates are released and
- * errors name the function the user called. Arguments are checked first,
- * with user-facing messages, so the composites never fail on shapes.
+ * Everything but attention (a fused primitive, src/runtime/ref_attention.c),
+ * conv2d and the pools is a composite of public calls, built inside
+ * ts_open/ts_close so that intermediates are released and errors name the
+ * function the user called. Arguments are checked first, with user-facing
+ * messages, so the composites never fail on shapes.
  * Integer inputs compute in f32; bool inputs (except masks, probabilities
  * and labels) are RLX_E_DTYPE, as they have no numeric meaning here.
  */
@@ -207,43 +208,44 @@ static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor 
                  (long long)hd, (long long)hd, h, d, ts_shape_str(qn), ts_shape_str(kn), ts_shape_str(vn));
         return false;
     }
+    /* The forward never stores the scores, but the gradient does: their
+     * size stays bounded as when attention was a composite. */
+    int64_t scores[4] = {qn->shape[0], h, qn->shape[1], kn->shape[1]};
+    rlx_dtype dt = ir_promote(ir_promote(qn->dtype, kn->dtype), vn->dtype);
+    if (!ir_shape_bytes_ok(ir_dtype_is_float(dt) ? dt : RLX_F32, 4, scores)) {
+        ts_error(RLX_E_SHAPE, fn, "the scores %s of q %s and k %s are too large", ts_dims_str(4, scores),
+                 ts_shape_str(qn), ts_shape_str(kn));
+        return false;
+    }
     return true;
 }
 
-/* [B, S, H*D] -> [B, H, S, D] (a view). */
-static rlx_tensor *split_heads(rlx_tensor *x, int h, int d)
-{
-    ir_node *n = ts_node(x);
-    int64_t shape[4] = {n->shape[0], n->shape[1], h, d};
-    static const int perm[4] = {0, 2, 1, 3};
-    return rlx_transpose(rlx_reshape(x, 4, shape), 4, perm);
-}
-
-/* Attention inside an open scope; keep (bool, broadcasting to
- * [B, H, Sq, Sk]) selects visible keys, NULL keeps all. A row with no
- * visible key gets e = 0 everywhere and denominator 1: zeros, not NaN. */
-static rlx_tensor *attn_core(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int d, rlx_tensor *keep)
+/* The ATTENTION primitive over q, k, v cast to their common float dtype
+ * (integers compute in f32), with keep (bool [B, Sk]) as a key mask when
+ * not NULL; inside an open scope. */
+static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *keep, int h,
+                             int d, rlx_mask mask, int window)
 {
     rlx_dtype dt = ir_promote(ir_promote(ts_node(q)->dtype, ts_node(k)->dtype), ts_node(v)->dtype);
     if (!ir_dtype_is_float(dt))
         dt = RLX_F32;
-    ir_node *qn = ts_node(q);
-    rlx_tensor *qh = split_heads(rlx_cast(q, dt), h, d), *kh = split_heads(rlx_cast(k, dt), h, d);
-    rlx_tensor *vh = split_heads(rlx_cast(v, dt), h, d);
-    rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), 1.0 / sqrt((double)d));
-    int ax = -1;
-    rlx_tensor *ninf = rlx_full(dt, 0, NULL, -INFINITY), *zero = rlx_zeros(dt, 0, NULL);
-    rlx_tensor *sm = keep ? rlx_where(keep, s, ninf) : s;
-    rlx_tensor *m = rlx_max(sm, &ax, 1, true);
-    rlx_tensor *m_safe = rlx_where(rlx_gt_s(m, -INFINITY), m, zero);
-    rlx_tensor *e = rlx_exp(rlx_sub(s, m_safe));
-    if (keep)
-        e = rlx_where(keep, e, zero);
-    rlx_tensor *den = rlx_sum(e, &ax, 1, true);
-    rlx_tensor *p = rlx_div(e, rlx_where(rlx_eq_s(den, 0), rlx_ones(dt, 0, NULL), den));
-    static const int perm[4] = {0, 2, 1, 3};
-    int64_t shape[3] = {qn->shape[0], qn->shape[1], (int64_t)h * d};
-    return rlx_reshape(rlx_transpose(rlx_matmul(p, vh), 4, perm), 3, shape);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.attn.heads = h;
+    a.attn.head_dim = d;
+    a.attn.mask = (int)mask;
+    a.attn.window = mask == RLX_MASK_SLIDING ? window : 0; /* unused otherwise: 0 keeps equal calls one node */
+    a.attn.scale = 1.0 / sqrt((double)d);
+    ir_node *src[4] = {NULL, NULL, NULL, keep ? ts_node(keep) : NULL};
+    rlx_tensor *in[3] = {q, k, v};
+    int ok = 0;
+    for (; ok < 3; ok++)
+        if (!(src[ok] = ts_cast_node(fn, ts_node(in[ok]), dt)))
+            break;
+    ir_node *y = ok == 3 ? ts_make(fn, IR_OP_ATTENTION, keep ? 4 : 3, src, &a) : NULL;
+    for (int i = 0; i < ok; i++)
+        ir_release(src[i]);
+    return ts_wrap(y);
 }
 
 rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim, rlx_mask mask,
@@ -262,17 +264,7 @@ rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_h
     }
     if (!ts_open(fn))
         return NULL;
-    rlx_tensor *keep = NULL;
-    if (mask != RLX_MASK_NONE) {
-        /* Query i sits at position Sk - Sq + i; key j at position j. */
-        double sq = (double)ts_node(q)->shape[1], sk = (double)ts_node(k)->shape[1];
-        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1); /* [Sq, 1] */
-        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);                         /* [Sk] */
-        keep = rlx_le(kpos, qpos);
-        if (mask == RLX_MASK_SLIDING)
-            keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, window)));
-    }
-    return ts_close(attn_core(q, k, v, num_heads, head_dim, keep));
+    return ts_close(attn_make(fn, q, k, v, NULL, num_heads, head_dim, mask, window));
 }
 
 rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int num_heads,
@@ -289,9 +281,8 @@ rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rl
     }
     if (!ts_open(fn))
         return NULL;
-    int64_t shape[4] = {mn->shape[0], 1, 1, mn->shape[1]};
-    rlx_tensor *keep = rlx_reshape(rlx_ne_s(mask, 0), 4, shape);
-    return ts_close(attn_core(q, k, v, num_heads, head_dim, keep));
+    rlx_tensor *keep = rlx_ne_s(mask, 0);
+    return ts_close(keep ? attn_make(fn, q, k, v, keep, num_heads, head_dim, RLX_MASK_NONE, 0) : NULL);
 }
 
 /* ------------------------------------------------------------------- rope */

@@ -1,13 +1,21 @@
 /*
  * program.c — compiled programs: a traced graph with named inputs, run
- * again on new bindings. Running re-instantiates the graph over the bound
- * values (hash-consing makes that cheap: it rebuilds node identities, it
- * does not re-run user code) and realizes it with the current backend.
- * Inputs must have static shapes for now; a dynamic (-1) dim is refused at
- * compile time with RLX_E_UNSUPPORTED.
+ * again on new bindings. Inputs must have static shapes for now; a dynamic
+ * (-1) dim is refused at compile time with RLX_E_UNSUPPORTED.
+ *
+ * With the JIT backend (at compile time) the graph is instantiated once
+ * over placeholder leaves, one per input, and prepared as a JIT plan
+ * (runtime/jit_exec.c): schedule, memory plan and compiled kernels. A run
+ * checks the bindings, points the placeholders at the bound payloads, runs
+ * the kernels and wraps the results as fresh tensors: no retracing, no
+ * rescheduling. With the reference backend a run re-instantiates the graph
+ * over the bound values (hash-consing makes that cheap: it rebuilds node
+ * identities, it does not re-run user code) and realizes it.
  */
 #include <string.h>
 
+#include "runtime/jit_exec.h"
+#include "tensor/control.h"
 #include "tensor/ts.h"
 
 struct rlx_program {
@@ -15,20 +23,85 @@ struct rlx_program {
     ir_node **outputs; /* owns */
     long ninputs;
     ir_node **inputs;  /* borrows: kept alive through outputs */
+    /* JIT: the outputs instantiated over slots[j] (a placeholder for
+     * inputs[j]), and their plan */
+    rt_jit_plan *plan;
+    ir_node **slots; /* owns */
+    ir_node **roots; /* owns */
 };
 
 static void program_free(rlx_program *p)
 {
     if (!p)
         return;
-    for (int i = 0; i < p->nout; i++)
+    rt_jit_plan_free(p->plan);
+    for (int i = 0; i < p->nout; i++) {
         ir_release(p->outputs ? p->outputs[i] : NULL);
+        ir_release(p->roots ? p->roots[i] : NULL);
+    }
+    for (long j = 0; p->slots && j < p->ninputs; j++)
+        ir_release(p->slots[j]);
+    ir_free(p->slots);
+    ir_free(p->roots);
     ir_free(p->outputs);
     ir_free(p->inputs);
     ir_free(p);
 }
 
 void rlx_program_free(rlx_program *p) { program_free(p); }
+
+static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made);
+
+/* The JIT plan of p: its outputs instantiated over placeholders. */
+static bool prepare(const char *fn, rlx_program *p)
+{
+    /* the placeholders' payload: never read, a run reads the bindings */
+    static char nothing[64];
+    ir_node **order = NULL, **made = NULL;
+    ir_map pos = {0};
+    ir_storage *st = NULL;
+    bool ok = false;
+    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
+    p->slots = ir_calloc((size_t)(p->ninputs ? p->ninputs : 1), sizeof *p->slots);
+    p->roots = ir_calloc((size_t)p->nout, sizeof *p->roots);
+    if (count < 0 || !p->slots || !p->roots || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)) ||
+        !(st = ir_storage_new(nothing, 0, NULL, NULL)))
+        goto oom;
+    for (long i = 0; i < count; i++)
+        if (ir_map_put(&pos, order[i], i) < 0)
+            goto oom;
+    for (long j = 0; j < p->ninputs; j++) {
+        const ir_node *in = p->inputs[j];
+        if (!(p->slots[j] = ir_make_buffer(st, 0, in->dtype, in->rank, in->shape)))
+            goto oom;
+        made[ir_map_get(&pos, in)] = ir_retain(p->slots[j]);
+    }
+    if (!instantiate(fn, order, count, &pos, made))
+        goto out;
+    for (int i = 0; i < p->nout; i++)
+        p->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    rt_jit_stats js = {0};
+    rlx_status rs = rt_jit_plan_build(p->roots, p->nout, p->slots, (int)p->ninputs, &ctx, &js, &p->plan);
+    ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
+    if (rs != RLX_OK) {
+        ts_error(rs, fn, "%s", ctx.msg);
+        goto out;
+    }
+    ok = true;
+    goto out;
+oom:
+    ts_error(RLX_E_NOMEM, fn, "out of memory");
+out:
+    for (long i = 0; made && i < count; i++)
+        ir_release(made[i]);
+    ir_free(made);
+    ir_free(order);
+    ir_map_free(&pos);
+    ir_storage_release(st);
+    return ok;
+}
 
 rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
 {
@@ -74,6 +147,10 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
         p->inputs[p->ninputs++] = nd;
     }
     ir_free(order);
+    if (ts_backend_is_jit() && !prepare(fn, p)) {
+        program_free(p);
+        return NULL;
+    }
     return p;
 oom:
     ir_free(order);
@@ -112,12 +189,55 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
     return true;
 }
 
-static ir_node *find_input(rlx_program *p, const char *name)
+static long find_input(const rlx_program *p, const char *name)
 {
     for (long j = 0; j < p->ninputs; j++)
         if (strcmp(p->inputs[j]->attr.input.name, name) == 0)
-            return p->inputs[j];
-    return NULL;
+            return j;
+    return -1;
+}
+
+/* A run of the JIT plan: binds[j] is the value bound to input j. */
+static rlx_status run_plan(const char *fn, rlx_program *p, ir_node **binds, rlx_tensor **outputs)
+{
+    for (long j = 0; j < p->ninputs; j++)
+        if (!ir_node_storage(binds[j]) && ts_realize_nodes(fn, &binds[j], 1) != RLX_OK)
+            return rlx_last_status();
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    rt_jit_stats js = {0};
+    rt_view vstack[8], *v = p->nout <= 8 ? vstack : ir_alloc((size_t)p->nout * sizeof *v);
+    if (!v) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return RLX_E_NOMEM;
+    }
+    rlx_status st = rt_jit_plan_run(p->plan, binds, rlx_get_num_threads(), &ctx, &js, v);
+    ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
+    ts_stats_note_arena(js.arena_bytes);
+    for (int i = 0; i < p->nout && st == RLX_OK; i++) {
+        /* a fresh tensor over the result (a root published as a view is
+         * made contiguous, as realization does) */
+        const ir_node *r = p->roots[i];
+        if (!rt_view_is_contiguous(r, &v[i])) {
+            rt_view c;
+            st = rt_materialize(&ctx, r, &v[i], &c);
+            ir_storage_release(v[i].st);
+            v[i] = c;
+            if (st != RLX_OK)
+                break;
+        }
+        ir_node *nd = ir_make_buffer(v[i].st, (size_t)v[i].off * ir_dtype_size(r->dtype), r->dtype, r->rank, r->shape);
+        if (!nd || !(outputs[i] = ts_wrap(nd))) {
+            st = rt_fail(&ctx, RLX_E_NOMEM, "out of memory for output %d", i);
+        }
+    }
+    for (int i = 0; i < p->nout; i++)
+        ir_storage_release(v[i].st);
+    if (v != vstack)
+        ir_free(v);
+    if (st != RLX_OK)
+        ts_error(st, fn, "%s", ctx.msg);
+    return st;
 }
 
 rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, rlx_tensor **outputs)
@@ -130,7 +250,8 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
     for (int i = 0; i < p->nout; i++)
         outputs[i] = NULL;
     for (int b = 0; b < nin; b++) {
-        ir_node *in = inputs[b].name ? find_input(p, inputs[b].name) : NULL;
+        long j = inputs[b].name ? find_input(p, inputs[b].name) : -1;
+        ir_node *in = j >= 0 ? p->inputs[j] : NULL;
         if (!in) {
             ts_error(RLX_E_ARG, fn, "binding %d names no input of the program ('%s')", b,
                      inputs[b].name ? inputs[b].name : "(null)");
@@ -150,6 +271,28 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
             return RLX_E_SHAPE;
         }
     }
+    if (p->plan) {
+        ir_node *bstack[8], **binds = p->ninputs <= 8 ? bstack : ir_alloc((size_t)p->ninputs * sizeof *binds);
+        if (!binds) {
+            ts_error(RLX_E_NOMEM, fn, "out of memory");
+            return RLX_E_NOMEM;
+        }
+        memset(binds, 0, (size_t)p->ninputs * sizeof *binds);
+        for (int b = 0; b < nin; b++)
+            binds[find_input(p, inputs[b].name)] = ts_node(inputs[b].value);
+        rlx_status st = RLX_OK;
+        for (long j = 0; j < p->ninputs && st == RLX_OK; j++) {
+            if (!binds[j]) {
+                ts_error(RLX_E_ARG, fn, "input '%s' is not bound", p->inputs[j]->attr.input.name);
+                st = RLX_E_ARG;
+            }
+        }
+        if (st == RLX_OK)
+            st = run_plan(fn, p, binds, outputs);
+        if (binds != bstack)
+            ir_free(binds);
+        return st;
+    }
     ir_node **order = NULL, **made = NULL;
     ir_map pos = {0};
     rlx_status st = RLX_OK;
@@ -160,7 +303,7 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
         if (ir_map_put(&pos, order[i], i) < 0)
             goto oom;
     for (int b = 0; b < nin; b++) {
-        long i = ir_map_get(&pos, find_input(p, inputs[b].name));
+        long i = ir_map_get(&pos, p->inputs[find_input(p, inputs[b].name)]);
         ir_release(made[i]);
         made[i] = ir_retain(ts_node(inputs[b].value));
     }

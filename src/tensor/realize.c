@@ -2,13 +2,95 @@
  * realize.c — rlx_realize and the readers. Realization hands the nodes to
  * the backend (today the reference evaluator; RLX_BACKEND=ref selects it
  * explicitly) and turns a runtime failure into the caller's error.
+ *
+ * The JIT realizes a simplified copy of the graph (src/passes/simplify.c)
+ * and publishes each simplified root's payload onto the original root,
+ * which is what users hold. The reference backend runs the graph as built:
+ * it is the oracle the JIT, and so the simplifier, is checked against.
  */
 #include <string.h>
 
+#include "passes/passes.h"
 #include "runtime/jit_exec.h"
 #include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
+
+bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_node *const *src, double *value)
+{
+    /* One element through the reference evaluator: a rank-0 copy of the
+     * node over one-element views of the constants. */
+    ir_node fake, *srcs[3];
+    ir_storage in_st[3];
+    double in_buf[3];
+    rt_view in[3], out;
+    if (nsrc < 1 || nsrc > 3)
+        return false;
+    memset(&fake, 0, sizeof fake);
+    memset(in_st, 0, sizeof in_st);
+    memset(in, 0, sizeof in);
+    for (int k = 0; k < nsrc; k++) {
+        srcs[k] = src[k];
+        rt_st_f(&in_buf[k], src[k]->dtype, 0, src[k]->attr.cst.value);
+        in_st[k].data = &in_buf[k];
+        in[k].st = &in_st[k];
+    }
+    fake.op = op;
+    fake.dtype = dtype;
+    fake.nsrc = nsrc;
+    fake.src = srcs;
+    fake.attr = *attr;
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    if (rt_eval_elementwise(&ctx, &fake, in, &out) != RLX_OK)
+        return false; /* out of memory: the op just stays */
+    bool ok = true;
+    if (ir_dtype_is_float(dtype)) {
+        *value = rt_ld_f(out.st->data, dtype, 0);
+    } else {
+        int64_t v = rt_ld_i(out.st->data, dtype, 0);
+        double d = (double)v;
+        ok = d >= -0x1p63 && d < 0x1p63 && (int64_t)d == v; /* a CONST holds a double */
+        *value = d;
+    }
+    ir_storage_release(out.st);
+    return ok;
+}
+
+/* The JIT path: simplify, realize the simplified roots, publish them onto
+ * the originals (same shape and dtype, contiguous payloads). */
+static rlx_status realize_jit(ir_node *const *nodes, int n, rt_ctx *ctx)
+{
+    ir_node *small[16], **simp = n <= 16 ? small : ir_alloc((size_t)n * sizeof *simp);
+    if (!simp)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+    rlx_status st = simp_run(nodes, n, ts_simp_fold, simp, ctx->msg, sizeof ctx->msg);
+    if (st != RLX_OK) {
+        ctx->status = st;
+    } else {
+        rt_jit_stats js = {0};
+        st = rt_jit_realize(simp, n, rlx_get_num_threads(), ctx, &js);
+        ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
+        ts_stats_note_arena(js.arena_bytes);
+        for (int i = 0; i < n && st == RLX_OK; i++) {
+            ir_storage *p = ir_node_storage(simp[i]);
+            if (simp[i] == nodes[i] || ir_node_storage(nodes[i]))
+                continue;
+            if (!p) {
+                st = rt_fail(ctx, RLX_E_INTERNAL, "simplified root %d of %s was not realized", i,
+                             ir_ops[nodes[i]->op].name);
+                break;
+            }
+            ir_storage_retain(p);
+            ir_node_set_storage(nodes[i], p, simp[i]->offset);
+        }
+        for (int i = 0; i < n; i++)
+            ir_release(simp[i]);
+    }
+    if (simp != small)
+        ir_free(simp);
+    return st;
+}
 
 rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
 {
@@ -21,9 +103,7 @@ rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
     memset(&ctx, 0, sizeof ctx);
     rlx_status st;
     if (ts_backend_is_jit()) { /* opt-in until the JIT covers every op */
-        rt_jit_stats js = {0};
-        st = rt_jit_realize(nodes, n, rlx_get_num_threads(), &ctx, &js);
-        ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
+        st = realize_jit(nodes, n, &ctx);
     } else {
         st = rt_ref_realize(nodes, n, &ctx);
     }

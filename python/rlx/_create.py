@@ -1,0 +1,117 @@
+"""Constant, range, random and placeholder tensors."""
+
+import builtins
+import operator
+import random as _random
+
+import numpy as np
+
+from ._base import _lib, _clear, _i64s, _builtin_bool, _builtin_int, _builtin_float
+from ._dtypes import _dtype, _py_scalar, bool_, int64, float32
+from ._tensor import tensor, _wrap, _tt, _shape_arg
+
+
+def scalar(value, dtype=None):
+    """A rank-0 tensor (rlx_scalar)."""
+    return tensor(value, dtype)
+
+
+def _const(fn, shape, dtype):
+    shp, n = _i64s(shape)
+    _clear()
+    return _wrap(fn(_dtype(dtype).code, n, shp))
+
+
+def zeros(*shape, dtype=float32):
+    return _const(_lib.rlx_zeros, _shape_arg(shape), dtype)
+
+
+def ones(*shape, dtype=float32):
+    return _const(_lib.rlx_ones, _shape_arg(shape), dtype)
+
+
+empty = zeros
+
+
+def full(shape, fill_value, dtype=None):
+    """Constant tensor. Without dtype: bool value -> bool, int -> int64,
+    float -> float32."""
+    if isinstance(shape, (_builtin_int, np.integer)):
+        shape = (shape,)
+    v = _py_scalar(fill_value)
+    if dtype is None:
+        dtype = bool_ if isinstance(v, _builtin_bool) else int64 if isinstance(v, _builtin_int) else float32
+    shp, n = _i64s(shape)
+    _clear()
+    return _wrap(_lib.rlx_full(_dtype(dtype).code, n, shp, _builtin_float(v)))
+
+
+def _like(like_fn, make, x, dtype, *value):
+    """x's shape and dtype (like_fn), or x's shape and another dtype (make)."""
+    x = _tt(x)
+    if dtype is not None and _dtype(dtype) is not x.dtype:
+        return make(x.shape, *value, dtype=dtype)
+    _clear()
+    return _wrap(like_fn(x._h, *value))
+
+
+def zeros_like(x, dtype=None):
+    return _like(_lib.rlx_zeros_like, zeros, x, dtype)
+
+
+def ones_like(x, dtype=None):
+    return _like(_lib.rlx_ones_like, ones, x, dtype)
+
+
+def full_like(x, fill_value, dtype=None):
+    return _like(_lib.rlx_full_like, full, x, dtype, _builtin_float(_py_scalar(fill_value)))
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """[start, stop) by step (NumPy length). Without dtype: int64 when all
+    arguments are ints, else float32."""
+    if stop is None:
+        start, stop = 0, start
+    vals = [_py_scalar(v) for v in (start, stop, step)]
+    if dtype is None:
+        dtype = int64 if builtins.all(isinstance(v, _builtin_int) for v in vals) else float32
+    _clear()
+    return _wrap(_lib.rlx_arange(_dtype(dtype).code, *(_builtin_float(v) for v in vals)))
+
+
+def eye(n, dtype=float32):
+    _clear()
+    return _wrap(_lib.rlx_eye(_dtype(dtype).code, operator.index(n)))
+
+
+def _seed(seed):
+    return _random.getrandbits(64) if seed is None else operator.index(seed) & (2**64 - 1)
+
+
+def _random_tensor(fn, shape, seed, dtype):
+    shp, n = _i64s(_shape_arg(shape))
+    _clear()
+    return _wrap(fn(_dtype(dtype).code, n, shp, _seed(seed)))
+
+
+def rand(*shape, seed=None, dtype=float32):
+    """U[0, 1) samples; the same (dtype, shape, seed) always gives the same
+    values. seed=None draws one from Python's `random`."""
+    return _random_tensor(_lib.rlx_rand, shape, seed, dtype)
+
+
+def randn(*shape, seed=None, dtype=float32):
+    """N(0, 1) samples; deterministic per (dtype, shape, seed)."""
+    return _random_tensor(_lib.rlx_randn, shape, seed, dtype)
+
+
+def input(name, shape, dtype=float32):
+    """A named placeholder for rlx.compile; -1 marks a dynamic dim."""
+    if isinstance(shape, (_builtin_int, np.integer)):
+        shape = (shape,)
+    shp, n = _i64s(shape)
+    _clear()
+    return _wrap(_lib.rlx_input(str(name).encode(), _dtype(dtype).code, n, shp))
+
+
+placeholder = input

@@ -1,0 +1,142 @@
+"""Neural-network operations: softmax and norms, losses, attention and
+rotary embeddings, convolution and pooling, low-precision and synthesized
+weight matmuls, spline activations."""
+
+import enum
+import operator
+
+from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float
+from ._tensor import _wrap, _tt, _opt, _h, _apply
+
+
+# ----------------------------------------------------------- neural nets
+
+def softmax(x, axis=-1, *, dim=None):
+    x = _tt(x)
+    _clear()
+    return _wrap(_lib.rlx_softmax(x._h, operator.index(_axis_arg(axis, dim, -1))))
+
+
+def log_softmax(x, axis=-1, *, dim=None):
+    x = _tt(x)
+    _clear()
+    return _wrap(_lib.rlx_log_softmax(x._h, operator.index(_axis_arg(axis, dim, -1))))
+
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5, *, weight=None, bias=None):
+    """Normalize over the last axis; gamma/beta (weight/bias) are [D] or None."""
+    x = _tt(x)
+    g = _opt(gamma if gamma is not None else weight)
+    b = _opt(beta if beta is not None else bias)
+    _clear()
+    return _wrap(_lib.rlx_layer_norm(x._h, _h(g), _h(b), _builtin_float(eps)))
+
+
+def rms_norm(x, gamma=None, eps=1e-6, *, weight=None):
+    """x / sqrt(mean(x^2, last axis) + eps) * gamma."""
+    x = _tt(x)
+    g = _opt(gamma if gamma is not None else weight)
+    _clear()
+    return _wrap(_lib.rlx_rms_norm(x._h, _h(g), _builtin_float(eps)))
+
+
+def cross_entropy(logits, probs):
+    """-sum(probs * log_softmax(logits), -1): [..., C] -> [...]."""
+    return _apply(_lib.rlx_cross_entropy, logits, probs)
+
+
+def softmax_cross_entropy_with_logits(logits, labels):
+    """-log_softmax(logits)[i, labels[i]]: logits [N, C], labels [N] -> [N]."""
+    return _apply(_lib.rlx_softmax_cross_entropy_with_logits, logits, labels)
+
+
+def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0):
+    """Multi-head attention over q [B, Sq, H*D], k, v [B, Sk, H*D].
+    mask: None, 'causal', 'sliding' (with window), or a [B, Sk] tensor of
+    keep (nonzero) / drop (0) flags (rlx_attention_masked)."""
+    q, k, v = _tt(q), _tt(k), _tt(v)
+    nh = operator.index(num_heads)
+    if head_dim is None:
+        if nh <= 0:
+            raise ValueError("attention: num_heads must be positive")
+        head_dim = q.shape[-1] // nh
+    hd = operator.index(head_dim)
+    if mask is not None and not isinstance(mask, (str, _builtin_int, enum.Enum)):
+        m = _tt(mask)
+        _clear()
+        return _wrap(_lib.rlx_attention_masked(q._h, k._h, v._h, m._h, nh, hd))
+    _clear()
+    return _wrap(_lib.rlx_attention(q._h, k._h, v._h, nh, hd, _mask(mask), operator.index(window)))
+
+
+def attention_masked(q, k, v, mask, num_heads, head_dim=None):
+    q = _tt(q)
+    if head_dim is None:
+        head_dim = q.shape[-1] // operator.index(num_heads)
+    q, k, v, m = q, _tt(k), _tt(v), _tt(mask)
+    _clear()
+    return _wrap(_lib.rlx_attention_masked(q._h, k._h, v._h, m._h, operator.index(num_heads),
+                                           operator.index(head_dim)))
+
+
+def rope(x, cos, sin, head_dim):
+    """Rotary embedding, rotate-half per head: x [B, S, H*D], cos/sin [S, D/2]."""
+    x, c, s = _tt(x), _tt(cos), _tt(sin)
+    _clear()
+    return _wrap(_lib.rlx_rope(x._h, c._h, s._h, operator.index(head_dim)))
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """NCHW x OIHW convolution (PyTorch conv2d); ints or pairs."""
+    x, w = _tt(x), _tt(weight)
+    b = _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_conv2d(x._h, w._h, _h(b), _pair(stride, "stride"), _pair(padding, "padding"),
+                                 _pair(dilation, "dilation"), operator.index(groups)))
+
+
+def _pool(fn, x, kernel_size, stride, padding):
+    x = _tt(x)
+    _clear()
+    return _wrap(fn(x._h, _pair(kernel_size, "kernel_size"), _pair(stride, "stride"),
+                    _pair(padding, "padding")))
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """NCHW max pooling (stride None = kernel size; pads with -inf)."""
+    return _pool(_lib.rlx_max_pool2d, x, kernel_size, stride, padding)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    """NCHW average pooling (count_include_pad=True)."""
+    return _pool(_lib.rlx_avg_pool2d, x, kernel_size, stride, padding)
+
+
+# ------------------------------------------- low precision, weight synthesis
+
+def scaled_matmul(x, w, fmt="fp8_e4m3", block=32):
+    """x [m, k] @ w[n, k]^T with both rounded to a minifloat ('fp8_e4m3',
+    'fp8_e5m2', 'fp6_e2m3', 'fp6_e3m2', 'fp4_e2m1') scaled per block."""
+    x, w = _tt(x), _tt(w)
+    _clear()
+    return _wrap(_lib.rlx_scaled_matmul(x._h, w._h, _fmt(fmt), operator.index(block)))
+
+
+def synth_matmul(x, indices, codebook):
+    x, i, c = _tt(x), _tt(indices), _tt(codebook)
+    _clear()
+    return _wrap(_lib.rlx_synth_matmul(x._h, i._h, c._h))
+
+
+def synth_reconstruct(indices, codebook):
+    i, c = _tt(indices), _tt(codebook)
+    _clear()
+    return _wrap(_lib.rlx_synth_reconstruct(i._h, c._h))
+
+
+def spline_activation(x, coeff, grid_min, grid_max, num_basis=None):
+    """sum_g coeff[c, g] exp(-((x - ctr_g)/h)^2) per last-axis channel c."""
+    x, c = _tt(x), _tt(coeff)
+    nb = c.shape[-1] if num_basis is None else operator.index(num_basis)
+    _clear()
+    return _wrap(_lib.rlx_spline_activation(x._h, c._h, nb, _builtin_float(grid_min), _builtin_float(grid_max)))

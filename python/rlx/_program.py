@@ -1,0 +1,94 @@
+"""Realizing several tensors at once, compiled programs and gradients."""
+
+from ._base import _lib, _c_void_p, _clear, _check, _raise, _pieces, _builtin_max
+from ._tensor import Tensor, tensor, _wrap, _tt, _handles, _BLOB_DELETER
+from . import _ffi
+
+
+# ------------------------------------------------------------ realization
+
+def realize(*tensors):
+    """Realize tensors in one schedule (shared work once); returns them."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    ts, arr = _handles(tensors)
+    _clear()
+    _check(_lib.rlx_realize_many(arr, len(ts)))
+    return ts[0] if len(ts) == 1 else ts
+
+
+# --------------------------------------------------------------- programs
+
+class Program:
+    """A compiled program (rlx_compile): run(**bindings) binds every input
+    by name (values: Tensors or arrays) and returns the outputs."""
+    _deleter = _BLOB_DELETER
+
+    def __init__(self, outputs):
+        self._single = isinstance(outputs, Tensor)
+        outs = [outputs] if self._single else list(outputs)
+        ts, arr = _handles(outs)
+        self._p = None
+        self._n = len(ts)
+        _clear()
+        p = _lib.rlx_compile(arr, len(ts))
+        if not p:
+            _raise("rlx_compile")
+        self._p = p
+
+    def run(self, bindings=None, **kw):
+        if self._p is None:
+            raise ValueError("rlx.Program: the program was closed")
+        b = dict(bindings or {})
+        b.update(kw)
+        keep = []
+        arr = (_ffi.Binding * _builtin_max(len(b), 1))()
+        for i, (name, value) in enumerate(b.items()):
+            v = value if isinstance(value, Tensor) else tensor(value)
+            nm = str(name).encode()
+            keep.append((v, nm))
+            arr[i].name = nm
+            arr[i].value = v._h
+        out = (_c_void_p * self._n)()
+        _clear()
+        _check(_lib.rlx_program_run(self._p, arr, len(b), out))
+        res = [_wrap(out[i]) for i in range(self._n)]
+        return res[0] if self._single else res
+
+    __call__ = run
+
+    def close(self, _free=_lib.rlx_program_free):
+        p, self._p = getattr(self, "_p", None), None
+        if p:
+            try:
+                _free(p)
+            except Exception:
+                pass
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def compile(outputs):
+    """Compile the graph of outputs (a Tensor or a list) into a Program."""
+    return Program(outputs)
+
+
+# --------------------------------------------------------------- autodiff
+
+def grad(loss, wrt):
+    """Lazy d sum(loss) / d w for each w in wrt (a Tensor or a list)."""
+    loss = _tt(loss)
+    single = isinstance(wrt, Tensor)
+    ws = [wrt] if single else list(wrt)
+    ts, arr = _handles(ws)
+    out = _pieces(len(ts))
+    _clear()
+    _check(_lib.rlx_grad(loss._h, arr, len(ts), out))
+    res = [_wrap(out[i]) for i in range(len(ts))]
+    return res[0] if single else res

@@ -1,0 +1,511 @@
+/*
+ * ref_attention.c — the ATTENTION primitive: per head, softmax of the
+ * masked scores scale * q k^T, times v; fused so that no head's score
+ * matrix is ever whole in memory (a flash-attention loop).
+ *
+ * Work items are (batch, head, block of BQ query rows) and run on the
+ * thread pool. An item walks only the key blocks its rows can see (causal
+ * and sliding masks bound the range; a block with no kept key of the key
+ * mask is skipped), computes a block of scores with one matrix product
+ * (f32: the vector kernel mm_f32 below, on K^T and V packed per block;
+ * f64: dgemm on the operands in place), and folds it into running row
+ * maxima, sums and outputs (online softmax): when a row's max grows, what
+ * it has summed so far is rescaled by exp(old - new).
+ * Masked scores are -inf and weigh exp(-inf) = 0. A row that sees no key
+ * ends with sum 0 and is written as zeros, which is the rule of the
+ * composite this primitive replaced (rlx.h).
+ *
+ * Every output row is computed by one item in one fixed order, so values
+ * do not depend on the thread count. Scratch for each concurrent item is
+ * allocated up front on the calling thread; workers never allocate.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "runtime/jit_exec.h"
+#include "runtime/rt.h"
+
+enum {
+    BQ = 64,           /* query rows per item */
+    BK_MAX = 256,      /* key rows per block */
+    GEMM_MNK = 262144, /* BQ * keys per block * D at most this: OpenBLAS stays single-threaded */
+    SLOTS_MAX = 64     /* items in flight at once */
+};
+
+/* A [B, S, H*D] operand as gemm reads it: element (b, s, c) lives at
+ * base + b*sb + s*ld + c. */
+typedef struct {
+    const char *base;
+    int64_t sb;
+    int ld;
+} operand;
+
+typedef struct {
+    rlx_dtype dt;
+    size_t es;
+    int64_t sq, sk, heads, d, nqb, bk;
+    int64_t od; /* row length of the output accumulator: d, or for f32 d rounded up to VW */
+    int mask, window;
+    double scale;
+    operand q, k, v;
+    const unsigned char *keep; /* key mask element (b, j) at keep[b*mb + j*mj]; NULL when none */
+    int64_t mb, mj;
+    char *out; /* contiguous [B, Sq, H*D] */
+    char *scratch;
+    size_t slot_bytes;
+    int nslots;
+    atomic_int busy[SLOTS_MAX];
+} attn_job;
+
+/* ------------------------------------------------------------ exp rows */
+
+/* The f32 row helpers work on 16-wide vectors (GCC/Clang vector
+ * extensions), compiled for AVX-512, AVX2 and the baseline and picked at
+ * load time. Lanes are the same 16 on every machine, so the three give
+ * the same bits where the compiler does not contract a*b+c into an FMA
+ * (GCC in ISO C mode, as here). Vectors never cross a call (no ABI
+ * question): the exp is a macro. */
+#if defined(__GNUC__)
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+enum { VW = 16 };
+/* Sanitizer builds keep one plain version: a load-time resolver may run
+ * before their runtime is up. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define ROW_NO_CLONES
+#endif
+#endif
+#if defined(__x86_64__) && !defined(ROW_NO_CLONES) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ROW_CLONES
+#endif
+#define SEL(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
+
+/* x = exp(x) lane by lane, for x <= 88 (scores minus their max are <= 0):
+ * Cephes' polynomial after x = n ln 2 + r; below -87.3 it gives 0 (so
+ * -inf gives 0) and NaN stays NaN. n = round(x / ln 2) by the 1.5 * 2^23
+ * trick: the low bits of t hold n. */
+#define EXP_LANES(x)                                                     \
+    do {                                                                 \
+        vi under_ = (x) < -87.3f;                                        \
+        vf c_ = {0};                                                     \
+        (x) = SEL((x) > 88.3f, c_ + 88.3f, (x));                         \
+        (x) = SEL(under_, c_ - 87.3f, (x));                              \
+        vf t_ = (x) * 1.44269504f + 12582912.0f, n_ = t_ - 12582912.0f;  \
+        vf r_ = (x) - n_ * 0.693359375f + n_ * 2.12194440e-4f;           \
+        vf y_ = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                \
+        y_ = y_ * r_ + 8.3334519073e-3f;                                 \
+        y_ = y_ * r_ + 4.1665795894e-2f;                                 \
+        y_ = y_ * r_ + 1.6666665459e-1f;                                 \
+        y_ = y_ * r_ + 5.0000001201e-1f;                                 \
+        y_ = y_ * r_ * r_ + r_ + 1.0f;                                   \
+        vi e_ = ((vi)t_ - 0x4B400000 + 127) << 23;                       \
+        (x) = (vf)((vi)(y_ * (vf)e_) & ~under_);                         \
+    } while (0)
+
+/* The largest of s[0..n), -inf when none; NaN never wins (its weight
+ * makes the row NaN later, as it did in the composite). */
+ROW_CLONES static float max_row_f32(const float *s, int64_t n)
+{
+    vf m = {0};
+    m -= INFINITY;
+    int64_t c = 0;
+    for (; c + VW <= n; c += VW) {
+        vf x;
+        memcpy(&x, s + c, sizeof x);
+        m = SEL(x > m, x, m);
+    }
+    float r = -INFINITY;
+    for (int i = 0; i < VW; i++)
+        r = m[i] > r ? m[i] : r;
+    for (; c < n; c++)
+        r = s[c] > r ? s[c] : r;
+    return r;
+}
+
+ROW_CLONES static void scale_row_f32(float *o, int64_t n, float a)
+{
+    int64_t c = 0;
+    for (; c + VW <= n; c += VW) {
+        vf x;
+        memcpy(&x, o + c, sizeof x);
+        x *= a;
+        memcpy(o + c, &x, sizeof x);
+    }
+    for (; c < n; c++)
+        o[c] *= a;
+}
+
+/* s[c] = exp(s[c] - m) for c < n; returns their sum. */
+ROW_CLONES static double exp_row_f32(float *s, int64_t n, float m)
+{
+    vf acc = {0};
+    int64_t c = 0;
+    for (; c + VW <= n; c += VW) {
+        vf x;
+        memcpy(&x, s + c, sizeof x);
+        x -= m;
+        EXP_LANES(x);
+        memcpy(s + c, &x, sizeof x);
+        acc += x;
+    }
+    if (c < n) { /* the tail, padded with -inf (which adds 0) */
+        float tmp[VW];
+        for (int i = 0; i < VW; i++)
+            tmp[i] = c + i < n ? s[c + i] : -INFINITY;
+        vf x;
+        memcpy(&x, tmp, sizeof x);
+        x -= m;
+        EXP_LANES(x);
+        memcpy(tmp, &x, sizeof x);
+        memcpy(s + c, tmp, (size_t)(n - c) * sizeof *s);
+        acc += x;
+    }
+    double sum = 0;
+    for (int i = 0; i < VW; i++)
+        sum += acc[i];
+    return sum;
+}
+/* c[m x nc] = alpha * a[m x k] . b[k x nc] (+ c when acc); nc a multiple
+ * of VW, b and c rows of whole vectors. Tiles of 4 rows by one vector,
+ * each element summed over p in order (the same bits on every clone). */
+ROW_CLONES static void mm_f32(int64_t m, int64_t nc, int64_t k, const float *a, int64_t lda, const float *b,
+                              int64_t ldb, float *c, int64_t ldc, float alpha, bool acc)
+{
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        const float *a0 = a + i * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+        for (int64_t j = 0; j < nc; j += VW) {
+            vf c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+            for (int64_t p = 0; p < k; p++) {
+                vf bv;
+                memcpy(&bv, b + p * ldb + j, sizeof bv);
+                c0 += bv * a0[p];
+                c1 += bv * a1[p];
+                c2 += bv * a2[p];
+                c3 += bv * a3[p];
+            }
+            vf t[4] = {c0, c1, c2, c3};
+            for (int r = 0; r < 4; r++) {
+                vf old = {0};
+                if (acc)
+                    memcpy(&old, c + (i + r) * ldc + j, sizeof old);
+                old += t[r] * alpha;
+                memcpy(c + (i + r) * ldc + j, &old, sizeof old);
+            }
+        }
+    }
+    for (; i < m; i++) {
+        const float *a0 = a + i * lda;
+        for (int64_t j = 0; j < nc; j += VW) {
+            vf c0 = {0};
+            for (int64_t p = 0; p < k; p++) {
+                vf bv;
+                memcpy(&bv, b + p * ldb + j, sizeof bv);
+                c0 += bv * a0[p];
+            }
+            vf old = {0};
+            if (acc)
+                memcpy(&old, c + i * ldc + j, sizeof old);
+            old += c0 * alpha;
+            memcpy(c + i * ldc + j, &old, sizeof old);
+        }
+    }
+}
+#else
+enum { VW = 16 };
+
+static void mm_f32(int64_t m, int64_t nc, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, bool acc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < nc; j++) {
+            float t = 0;
+            for (int64_t p = 0; p < k; p++)
+                t += a[i * lda + p] * b[p * ldb + j];
+            c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + t * alpha;
+        }
+}
+
+static float max_row_f32(const float *s, int64_t n)
+{
+    float r = -INFINITY;
+    for (int64_t c = 0; c < n; c++)
+        r = s[c] > r ? s[c] : r;
+    return r;
+}
+
+static void scale_row_f32(float *o, int64_t n, float a)
+{
+    for (int64_t c = 0; c < n; c++)
+        o[c] *= a;
+}
+
+static double exp_row_f32(float *s, int64_t n, float m)
+{
+    double sum = 0;
+    for (int64_t c = 0; c < n; c++)
+        sum += (s[c] = expf(s[c] - m));
+    return sum;
+}
+#endif
+
+static double max_row_f64(const double *s, int64_t n)
+{
+    double r[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* four chains, not one */
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int i = 0; i < 4; i++)
+            r[i] = s[c + i] > r[i] ? s[c + i] : r[i];
+    for (; c < n; c++)
+        r[0] = s[c] > r[0] ? s[c] : r[0];
+    double a = r[0] > r[1] ? r[0] : r[1], b = r[2] > r[3] ? r[2] : r[3];
+    return a > b ? a : b;
+}
+
+static double exp_row_f64(double *s, int64_t n, double m)
+{
+    double sum = 0;
+    for (int64_t c = 0; c < n; c++)
+        sum += (s[c] = exp(s[c] - m));
+    return sum;
+}
+
+/* ---------------------------------------------------------------- item */
+
+static void gemm(const attn_job *j, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda,
+                 const void *b, int ldb, double beta, void *c, int ldc)
+{
+    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    if (j->dt == RLX_F32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* Folds the scores s[0..n) of one row into its running max *mx, sum *l
+ * and output o[0..d); leaves the row's weights in s for the P.V gemm. */
+static void fold_row(const attn_job *j, void *s, int64_t n, double *mx, double *l, void *o)
+{
+    bool f32 = j->dt == RLX_F32;
+    double bm = f32 ? max_row_f32(s, n) : max_row_f64(s, n);
+    double nm = bm > *mx ? bm : *mx;
+    if (nm == -INFINITY) { /* nothing visible yet: no weight */
+        memset(s, 0, (size_t)n * j->es);
+        return;
+    }
+    double alpha = *mx == -INFINITY ? 0 : exp(*mx - nm);
+    if (alpha != 1) {
+        if (f32)
+            scale_row_f32(o, j->d, (float)alpha);
+        else
+            for (int64_t e = 0; e < j->d; e++)
+                ((double *)o)[e] *= alpha;
+    }
+    double sum = f32 ? exp_row_f32(s, n, (float)nm) : exp_row_f64(s, n, nm);
+    *l = *l * alpha + sum;
+    *mx = nm;
+}
+
+/* Sets s[c] of a row to -inf for c in [lo, hi). */
+static void mask_cols(const attn_job *j, void *s, int64_t lo, int64_t hi)
+{
+    for (int64_t c = lo; c < hi; c++) {
+        if (j->dt == RLX_F32)
+            ((float *)s)[c] = -INFINITY;
+        else
+            ((double *)s)[c] = -INFINITY;
+    }
+}
+
+/* One item: rows [i0, i0+m) of head hh of batch b. */
+static void run_item(const attn_job *j, char *slot, int64_t item)
+{
+    int64_t qb = j->nqb - 1 - item % j->nqb; /* the longest causal rows first */
+    int64_t bh = item / j->nqb, hh = bh % j->heads, b = bh / j->heads;
+    int64_t i0 = qb * BQ, m = j->sq - i0 < BQ ? j->sq - i0 : BQ, d = j->d, bk = j->bk;
+    size_t es = j->es;
+    double *mx = (double *)(void *)slot, *l = mx + BQ;
+    int64_t od = j->od;
+    char *sc = slot + 2 * BQ * sizeof(double), *o = sc + (size_t)(BQ * bk) * es;
+    float *kt = (float *)(void *)(o + (size_t)(BQ * od) * es), *vp = kt + d * bk; /* f32 packing */
+    for (int64_t r = 0; r < m; r++) {
+        mx[r] = -INFINITY;
+        l[r] = 0;
+    }
+    memset(o, 0, (size_t)(m * od) * es);
+    /* Query row i sits at key position p0 + (i - i0). */
+    int64_t p0 = j->sk - j->sq + i0, jlo = 0, jhi = j->sk;
+    if (j->mask != RLX_MASK_NONE)
+        jhi = p0 + m < 0 ? 0 : p0 + m < jhi ? p0 + m : jhi;
+    if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
+        jlo = p0 - j->window + 1;
+    const char *qp = j->q.base + (b * j->q.sb + i0 * j->q.ld + hh * d) * (int64_t)es;
+    const unsigned char *keep = j->keep ? j->keep + b * j->mb : NULL;
+    for (int64_t j0 = jlo; j0 < jhi; j0 += bk) {
+        int64_t n = jhi - j0 < bk ? jhi - j0 : bk;
+        if (keep) {
+            bool any = false;
+            for (int64_t c = 0; c < n && !any; c++)
+                any = keep[(j0 + c) * j->mj] != 0;
+            if (!any)
+                continue;
+        }
+        const char *kp = j->k.base + (b * j->k.sb + j0 * j->k.ld + hh * d) * (int64_t)es;
+        const char *vb = j->v.base + (b * j->v.sb + j0 * j->v.ld + hh * d) * (int64_t)es;
+        int64_t nv = (n + VW - 1) / VW * VW;
+        if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
+            const float *kf = (const float *)(const void *)kp, *vf_ = (const float *)(const void *)vb;
+            for (int64_t c = 0; c < n; c++)
+                for (int64_t e = 0; e < d; e++)
+                    kt[e * bk + c] = kf[c * j->k.ld + e];
+            for (int64_t e = 0; n < nv && e < d; e++)
+                memset(kt + e * bk + n, 0, (size_t)(nv - n) * sizeof *kt);
+            for (int64_t c = 0; c < n; c++) {
+                memcpy(vp + c * od, vf_ + c * j->v.ld, (size_t)d * sizeof *vp);
+                memset(vp + c * od + d, 0, (size_t)(od - d) * sizeof *vp);
+            }
+            mm_f32(m, nv, d, (const float *)(const void *)qp, j->q.ld, kt, bk, (float *)(void *)sc, bk,
+                   (float)j->scale, false);
+        } else {
+            gemm(j, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp, j->k.ld, 0, sc, (int)bk);
+        }
+        for (int64_t r = 0; r < m; r++) {
+            char *row = sc + (size_t)(r * bk) * es;
+            /* This row sees keys [a, e) of the block. */
+            int64_t pr = p0 + r, a = j0, e = j0 + n;
+            if (j->mask != RLX_MASK_NONE && pr + 1 < e)
+                e = pr + 1;
+            if (j->mask == RLX_MASK_SLIDING && pr - j->window + 1 > a)
+                a = pr - j->window + 1;
+            if (e < a)
+                e = a;
+            mask_cols(j, row, 0, a - j0);
+            mask_cols(j, row, e - j0, n);
+            for (int64_t c = a - j0; keep && c < e - j0; c++)
+                if (!keep[(j0 + c) * j->mj])
+                    mask_cols(j, row, c, c + 1);
+            fold_row(j, row, n, &mx[r], &l[r], o + (size_t)(r * od) * es);
+        }
+        if (j->dt == RLX_F32)
+            mm_f32(m, od, n, (const float *)(void *)sc, bk, vp, od, (float *)(void *)o, od, 1, true);
+        else
+            gemm(j, false, (int)m, (int)d, (int)n, 1, sc, (int)bk, vb, j->v.ld, 1, o, (int)d);
+    }
+    int64_t hd = j->heads * d;
+    for (int64_t r = 0; r < m; r++) {
+        char *dst = j->out + ((b * j->sq + i0 + r) * hd + hh * d) * (int64_t)es;
+        double inv = l[r] > 0 || l[r] != l[r] ? 1 / l[r] : 0; /* no visible key: zeros */
+        for (int64_t e = 0; e < d; e++) {
+            if (j->dt == RLX_F32)
+                ((float *)(void *)dst)[e] = (float)(((const float *)(void *)o)[r * od + e] * inv);
+            else
+                ((double *)(void *)dst)[e] = ((const double *)(void *)o)[r * od + e] * inv;
+        }
+    }
+}
+
+static void run_chunk(void *const *bufs, const double *consts, int64_t lo, int64_t hi)
+{
+    (void)consts;
+    attn_job *j = bufs[0];
+    /* At most nslots chunks run at once, so a free slot is always there. */
+    int s = 0;
+    for (;; s = (s + 1) % j->nslots) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&j->busy[s], &expect, 1))
+            break;
+    }
+    for (int64_t i = lo; i < hi; i++)
+        run_item(j, j->scratch + (size_t)s * j->slot_bytes, i);
+    atomic_store(&j->busy[s], 0);
+}
+
+/* ---------------------------------------------------------- evaluator */
+
+/* op as gemm reads it, from view v of node x [B, S, H*D]: in place when
+ * the last stride is 1 and the row stride a valid leading dimension;
+ * otherwise a contiguous copy is made into *tmp. */
+static rlx_status operand_of(rt_ctx *ctx, const ir_node *x, const rt_view *v, int64_t d, rt_view *tmp, operand *op)
+{
+    int64_t s = x->shape[1], hd = x->shape[2];
+    const rt_view *u = v;
+    if ((hd > 1 && v->strides[2] != 1) || (s > 1 && (v->strides[1] < d || v->strides[1] > INT32_MAX))) {
+        if (rt_materialize(ctx, x, v, tmp))
+            return ctx->status;
+        u = tmp;
+    }
+    int64_t ld = s <= 1 ? d : u->strides[1]; /* one row: any ld >= d will do */
+    if (ld > INT32_MAX)
+        return rt_fail(ctx, RLX_E_UNSUPPORTED, "attention: rows of %lld elements are too long for gemm",
+                       (long long)ld);
+    op->base = rt_base(u, x->dtype);
+    op->sb = u->strides[0];
+    op->ld = (int)ld;
+    return RLX_OK;
+}
+
+rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    const ir_node *q = n->src[0], *k = n->src[1];
+    attn_job *j = ir_calloc(1, sizeof *j);
+    rt_view tmp[3];
+    memset(tmp, 0, sizeof tmp);
+    if (!j)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention");
+    j->dt = n->dtype;
+    j->es = ir_dtype_size(n->dtype);
+    j->sq = q->shape[1];
+    j->sk = k->shape[1];
+    j->heads = n->attr.attn.heads;
+    j->d = n->attr.attn.head_dim;
+    j->mask = n->attr.attn.mask;
+    j->window = n->attr.attn.window;
+    j->scale = n->attr.attn.scale;
+    j->nqb = (j->sq + BQ - 1) / BQ;
+    j->bk = GEMM_MNK / (BQ * j->d);
+    j->bk = j->bk < VW ? VW : j->bk > BK_MAX ? BK_MAX : j->bk / VW * VW; /* whole vectors of keys */
+    j->od = j->dt == RLX_F32 ? (j->d + VW - 1) / VW * VW : j->d;
+    operand *ops[3] = {&j->q, &j->k, &j->v};
+    for (int i = 0; i < 3; i++)
+        if (operand_of(ctx, n->src[i], &in[i], j->d, &tmp[i], ops[i]))
+            goto done;
+    if (n->nsrc == 4) {
+        j->keep = (const unsigned char *)rt_base(&in[3], RLX_BOOL);
+        j->mb = in[3].strides[0];
+        j->mj = in[3].strides[1];
+    }
+    if (rt_alloc_out(ctx, n, out, false))
+        goto done;
+    j->out = out->st->data;
+    int64_t items = q->shape[0] * j->heads * j->nqb;
+    int nt = rlx_get_num_threads();
+    nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
+    j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
+    size_t pack = j->dt == RLX_F32 ? (size_t)(j->d * j->bk + j->bk * j->od) : 0; /* K^T, V */
+    j->slot_bytes = (2 * BQ * sizeof(double) + ((size_t)(BQ * j->bk + BQ * j->od) + pack) * j->es + 63) & ~(size_t)63;
+    if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes || !(j->scratch = ir_alloc((size_t)j->nslots * j->slot_bytes))) {
+        rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention scratch");
+        goto done;
+    }
+    for (int s = 0; s < SLOTS_MAX; s++)
+        atomic_init(&j->busy[s], 0);
+    void *bufs[1] = {j};
+    rt_pool_run(run_chunk, bufs, NULL, items, 1, j->nslots);
+done:
+    for (int i = 0; i < 3; i++) {
+        if (tmp[i].st) {
+            ir_storage_release(tmp[i].st);
+            size_t bytes = ir_node_bytes(n->src[i]);
+            ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
+        }
+    }
+    ir_free(j->scratch);
+    ir_free(j);
+    return ctx->status;
+}
