@@ -327,8 +327,8 @@ static bool plan_tables(rt_jit_plan *p)
     return true;
 }
 
-rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, rt_ctx *ctx,
-                             rt_jit_stats *stats, rt_jit_plan **out)
+rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, int nthreads,
+                             rt_ctx *ctx, rt_jit_stats *stats, rt_jit_plan **out)
 {
     *out = NULL;
     rt_jit_plan *p = ir_calloc(1, sizeof *p);
@@ -355,21 +355,18 @@ rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *
             goto oom;
     if (!plan_tables(p))
         goto oom;
-    for (long i = 0; i < nk; i++) {
-        if (p->s.k[i].kind != SCHED_LOOP)
-            continue;
-        cg_stats cs = {0};
-        char msg[sizeof ctx->msg];
-        rlx_status st = cg_kernel_get(&p->s.k[i], &p->fn[i], &cs, msg, sizeof msg);
-        stats->kernels_compiled += cs.compiled;
-        stats->cache_hits += cs.hits;
-        stats->cache_misses += cs.misses;
-        stats->compile_seconds += cs.seconds;
-        if (st != RLX_OK) {
-            rt_fail(ctx, st, "%s", msg);
-            rt_jit_plan_free(p);
-            return ctx->status;
-        }
+    /* every kernel up front: the missing ones compile in parallel */
+    cg_stats cs = {0};
+    char msg[sizeof ctx->msg];
+    rlx_status st = cg_kernels_prepare(p->s.k, nk, nthreads, p->fn, &cs, msg, sizeof msg);
+    stats->kernels_compiled += cs.compiled;
+    stats->cache_hits += cs.hits;
+    stats->cache_misses += cs.misses;
+    stats->compile_seconds += cs.seconds;
+    if (st != RLX_OK) {
+        rt_fail(ctx, st, "%s", msg);
+        rt_jit_plan_free(p);
+        return ctx->status;
     }
     *out = p;
     return RLX_OK;
@@ -452,7 +449,7 @@ out:
 rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
 {
     rt_jit_plan *p;
-    if (rt_jit_plan_build(roots, nroots, NULL, 0, ctx, stats, &p))
+    if (rt_jit_plan_build(roots, nroots, NULL, 0, nthreads, ctx, stats, &p))
         return ctx->status;
     rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
     if (!v) {

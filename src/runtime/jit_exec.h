@@ -20,11 +20,12 @@ typedef struct {
 /* A realization prepared once: schedule, memory plan (passes/memplan.c)
  * and the compiled function of every LOOP kernel. slots[0..nslots) are
  * realized placeholder leaves of the graph whose payload a run takes from
- * binds[j] (realized nodes of the same dtype and shape). The plan borrows
+ * binds[j] (realized nodes of the same dtype and shape). Kernels missing
+ * from the caches compile on up to nthreads threads. The plan borrows
  * roots and slots: they must outlive it. Thread-safe to run concurrently. */
 typedef struct rt_jit_plan rt_jit_plan;
-rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, rt_ctx *ctx,
-                             rt_jit_stats *stats, rt_jit_plan **out);
+rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, int nthreads,
+                             rt_ctx *ctx, rt_jit_stats *stats, rt_jit_plan **out);
 /* Runs p; out[r] gets a view (one reference) of root r's value, which may
  * be strided (a root published as a view) or share a binding's storage;
  * every out[r].st is NULL on failure. */

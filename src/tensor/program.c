@@ -83,7 +83,8 @@ static bool prepare(const char *fn, rlx_program *p)
     rt_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     rt_jit_stats js = {0};
-    rlx_status rs = rt_jit_plan_build(p->roots, p->nout, p->slots, (int)p->ninputs, &ctx, &js, &p->plan);
+    rlx_status rs = rt_jit_plan_build(p->roots, p->nout, p->slots, (int)p->ninputs, rlx_get_num_threads(), &ctx, &js,
+                                      &p->plan);
     ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
     if (rs != RLX_OK) {
         ts_error(rs, fn, "%s", ctx.msg);
