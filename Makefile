@@ -23,10 +23,11 @@ build: deps
 	cmake --build build -j$(JOBS)
 
 # The expression tour, then the main job: training an MLP with autodiff on
-# the JIT, printing each fused kernel as it is compiled (RLX_DEBUG=1).
+# the JIT, printing each fused kernel as it is compiled or loaded from the
+# disk cache (RLX_DEBUG=1).
 demo: build
 	./build/examples/rlx-demo
-	RLX_BACKEND=jit RLX_DEBUG=1 ./build/examples/rlx-train
+	RLX_DEBUG=1 ./build/examples/rlx-train
 
 # rlx-bench (bench/rlx_bench.c): every workload beside this machine's
 # limits; e.g. BENCH_ARGS="--filter W1,W2 --threads 2", "--json", "--quick",

@@ -523,8 +523,10 @@ typedef struct {
 RLX_API void rlx_set_num_threads(int n);
 RLX_API int rlx_get_num_threads(void);
 /* Tuning knobs (key = value, also read from env RLX_<KEY> upper-cased):
- *   "backend"      "ref" (the reference evaluator, default) or "jit" (the
- *                  fused LLVM backend, opt-in while it grows); env RLX_BACKEND
+ *   "backend"      "jit" (the fused LLVM backend, default) or "ref" (the
+ *                  reference evaluator: one primitive at a time, in double,
+ *                  the oracle the JIT is tested against); env RLX_BACKEND
+ *                  (any value but "ref" means jit)
  *   "num_threads"  integer >= 0 (0 = default)
  *   "cache_dir"    directory of the on-disk kernel cache; env RLX_CACHE_DIR,
  *                  default $XDG_CACHE_HOME/rlx, else ~/.cache/rlx; "" turns
