@@ -562,9 +562,10 @@ RLX_API int rlx_get_num_threads(void);
  * An unknown key or a malformed value is RLX_E_ARG; an unreadable tuning
  * file RLX_E_IO. */
 RLX_API rlx_status rlx_set_option(const char *key, const char *value);
-/* Writes the current value of an option of rlx_set_option (for knobs: the
- * value used outside any tuned class), or of "tuning_status", into buf
- * (NUL-terminated). Unknown key or value longer than cap-1: RLX_E_ARG. */
+/* Writes the current value of "backend", "num_threads", "cache_dir" (the
+ * directory configured, "" when off) or a knob (the value used outside any
+ * tuned class), or "tuning_status", into buf (NUL-terminated). Other keys
+ * ("tuning_file" too) or a value longer than cap-1: RLX_E_ARG. */
 RLX_API rlx_status rlx_get_option(const char *key, char *buf, size_t cap);
 /* Process-wide counters since start or the last rlx_stats_reset. JIT:
  * every fused kernel a realization runs is one cache hit (found in memory,

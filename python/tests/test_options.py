@@ -121,8 +121,6 @@ def test_environment_sets_options(tmp_path):
     assert r.stderr == ""  # a malformed file is reported only under RLX_DEBUG
 
 
-@pytest.mark.xfail(raises=rlx.RlxError, strict=True,
-                   reason="rlx_get_option does not know 'cache_dir' yet (rlx.h: any option of rlx_set_option)")
 def test_cache_dir_round_trip(tmp_path):
     before = os.environ.get("RLX_CACHE_DIR", None)
     try:

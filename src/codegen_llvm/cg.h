@@ -42,6 +42,9 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_k
  * (RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else ~/.cache/rlx), "" turns
  * it off. RLX_E_ARG when the path is too long. */
 rlx_status cg_disk_set_dir(const char *path);
+/* The directory configured (set, or from the environment; "" when off),
+ * whether or not it turned out usable. */
+void cg_disk_get_dir(char *out, size_t cap);
 
 /* Test hooks: the disk cache's counters since the start of the process;
  * dropping the in-memory cache (the next lookups go to disk or compile;

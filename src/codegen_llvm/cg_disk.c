@@ -180,6 +180,13 @@ static void wanted_dir(char *out, size_t cap)
         out[0] = 0;
 }
 
+void cg_disk_get_dir(char *out, size_t cap)
+{
+    pthread_mutex_lock(&D.lock);
+    wanted_dir(out, cap);
+    pthread_mutex_unlock(&D.lock);
+}
+
 static void resolve(void)
 {
     char p[PATH_MAX];

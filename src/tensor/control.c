@@ -129,7 +129,11 @@ rlx_status rlx_get_option(const char *key, char *buf, size_t cap)
         n = snprintf(buf, cap, "%d", rlx_get_num_threads());
     else if (strcmp(key, "backend") == 0)
         n = snprintf(buf, cap, "%s", ts_backend_is_jit() ? "jit" : "ref");
-    else if (strcmp(key, "tuning_status") == 0) {
+    else if (strcmp(key, "cache_dir") == 0) {
+        char d[4096];
+        cg_disk_get_dir(d, sizeof d);
+        n = snprintf(buf, cap, "%s", d);
+    } else if (strcmp(key, "tuning_status") == 0) {
         char s[512];
         knobs_status(s, sizeof s);
         n = snprintf(buf, cap, "%s", s);
