@@ -95,8 +95,9 @@ RLX_API const char *rlx_last_error(void);
 RLX_API void rlx_clear_error(void);
 /* Library version, "MAJOR.MINOR.PATCH"; compare with RLX_VERSION_STRING. */
 RLX_API const char *rlx_version(void);
-/* The machine the library compiles for, e.g.
- * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f". Owned by the library. */
+/* The machine the library compiles for and the kernels OpenBLAS chose, e.g.
+ * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f, OpenBLAS Zen".
+ * Owned by the library. */
 RLX_API const char *rlx_host_info(void);
 /* "bool", "i32", "i64", "f32", "f64"; "?" (and RLX_E_ARG) for other values. */
 RLX_API const char *rlx_dtype_name(rlx_dtype dt);

@@ -566,3 +566,10 @@ rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_vi
                        pl.bad_info - 1, pl.bad_info - 1);
     return rt_fail(ctx, RLX_E_INTERNAL, "getrf rejected argument %d", -pl.bad_info);
 }
+
+void rt_blas_describe(char *buf, size_t cap)
+{
+    /* OpenBLAS picks its kernels per CPU at load time; an unknown CPU
+     * falls back to old generic ones, which changes every GEMM's speed. */
+    snprintf(buf, cap, "OpenBLAS %s", openblas_get_corename());
+}

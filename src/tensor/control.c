@@ -10,6 +10,7 @@
 
 #include "codegen_llvm/cg.h"
 #include "runtime/knobs.h"
+#include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
@@ -203,7 +204,14 @@ void rlx_stats_reset(void)
 static char host_info[256];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
-static void host_info_init(void) { cg_host_describe(host_info, sizeof host_info); }
+static void host_info_init(void)
+{
+    char blas[64];
+    cg_host_describe(host_info, sizeof host_info);
+    rt_blas_describe(blas, sizeof blas);
+    size_t n = strlen(host_info);
+    snprintf(host_info + n, sizeof host_info - n, ", %s", blas);
+}
 
 const char *rlx_host_info(void)
 {
