@@ -37,7 +37,8 @@
  * batch by more than 2%, another batch, up to 4 batches or 3 s. Each run
  * builds the graph again (kernel cache hit) and realizes it in a scope.
  * Peers run in the same process right after, on the workload's own input
- * payloads. --quick: tiny shapes, every workload's outputs compared with
+ * payloads; the C traffic loops on one thread, the BLAS/LAPACK peers on
+ * OpenBLAS's threads (env OPENBLAS_NUM_THREADS). --quick: tiny shapes, every workload's outputs compared with
  * the reference backend (exit 1 on a mismatch).
  * --sweep KNOB=v1,...: each selected workload under each value (any key
  * of rlx_set_option). --tune: coordinate descent per kernel class and

@@ -449,7 +449,7 @@ bool knobs_default_path(char *buf, size_t cap)
         if (!*d)
             return false; /* caching off */
         r = snprintf(buf, cap, "%s/tuning.txt", d);
-    } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+    } else if ((d = getenv("XDG_CACHE_HOME")) && d[0] == '/') { /* as the disk cache (cg_disk.c) */
         r = snprintf(buf, cap, "%s/rlx/tuning.txt", d);
     } else if ((d = getenv("HOME")) && *d) {
         r = snprintf(buf, cap, "%s/.cache/rlx/tuning.txt", d);
