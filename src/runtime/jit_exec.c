@@ -139,23 +139,6 @@ static rlx_status chain_view(exec *e, const ir_node *n, rt_view *out)
     return st;
 }
 
-/* A fresh contiguous output for n, as rt_alloc_out, with large buffers
- * from the recycling pool (bufpool.c). */
-static rlx_status alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out)
-{
-    size_t bytes = ir_node_bytes(n);
-    if (bytes < RT_BUFPOOL_MIN)
-        return rt_alloc_out(ctx, n, out, false);
-    memset(out, 0, sizeof *out);
-    if (!(out->st = rt_bufpool_storage(bytes)))
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating %zu bytes for %s", bytes, ir_ops[n->op].name);
-    rt_contiguous_strides(n->rank, n->shape, out->strides);
-    ctx->live_bytes += bytes;
-    if (ctx->live_bytes > ctx->peak_bytes)
-        ctx->peak_bytes = ctx->live_bytes;
-    return RLX_OK;
-}
-
 static rlx_status run_loop(exec *e, long i)
 {
     const rt_jit_plan *p = e->p;
@@ -172,7 +155,7 @@ static rlx_status run_loop(exec *e, long i)
         out->st = e->arena;
         out->off = at / (int64_t)ir_dtype_size(k->node->dtype);
         rt_contiguous_strides(k->node->rank, k->node->shape, out->strides);
-    } else if (alloc_out(ctx, k->node, out)) {
+    } else if (rt_alloc_out(ctx, k->node, out, false)) {
         goto done;
     }
     bufs[0] = rt_base(out, k->node->dtype);

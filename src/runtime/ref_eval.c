@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "runtime/jit_exec.h"
 #include "runtime/rt.h"
 
 rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)
@@ -60,9 +61,14 @@ rlx_status rt_alloc_out(rt_ctx *ctx, const ir_node *n, rt_view *out, bool zero)
 {
     size_t bytes = ir_node_bytes(n);
     memset(out, 0, sizeof *out);
-    out->st = rt_storage_alloc(bytes, zero);
+    /* large payloads come from the recycling pool: a fresh buffer's first
+     * touch costs a page fault per 4 KiB, more than most kernels writing it */
+    bool pooled = bytes >= RT_BUFPOOL_MIN;
+    out->st = pooled ? rt_bufpool_storage(bytes) : rt_storage_alloc(bytes, zero);
     if (!out->st)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating %zu bytes for %s", bytes, ir_ops[n->op].name);
+    if (pooled && zero)
+        memset(out->st->data, 0, bytes);
     rt_contiguous_strides(n->rank, n->shape, out->strides);
     ctx->live_bytes += bytes;
     if (ctx->live_bytes > ctx->peak_bytes)
