@@ -1,5 +1,5 @@
 /*
- * traffic_ref.c — the traffic references of bench_jit.c: plain C loops
+ * traffic_ref.c — the traffic references of rlx_bench.c: plain C loops
  * compiled with -O3 -march=native that read the same input bytes once and
  * write the same output bytes once with trivial arithmetic. A fused kernel
  * cannot beat them by much: they measure the memory system, not math.
