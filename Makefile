@@ -65,7 +65,9 @@ test-valgrind: build
 # ThreadSanitizer (GCC's) over the C unit tests; tests/test_stress.c is the
 # concurrency test. Python is left out for the reason given at test-asan.
 # OpenBLAS runs on one thread: its own threads are not instrumented.
-TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1
+# tests/tsan.supp silences reports inside libLLVM (not instrumented; why there).
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
+           OPENBLAS_NUM_THREADS=1
 test-tsan: deps
 	@test -f build-tsan/CMakeCache.txt || \
 	  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_BUILD_BENCH=OFF \

@@ -582,6 +582,16 @@ static ir_node *b_sum_empty(rlx_dtype dt)
 }
 static ir_node *b_sum_const(rlx_dtype dt) { return red(IR_OP_SUM, cst(dt, 2, S34, -0.5), 3); }
 static ir_node *b_sum_const_inexact(rlx_dtype dt) { return red(IR_OP_SUM, cst(dt, 2, S34, 0.1), 3); }
+/* The CONST rlx_full(dt, 1e300) makes: the dtype's maximum as a double,
+ * 2^63 for i64, which no int64_t holds (found by fuzz_api: the fold
+ * converted it to int64_t, undefined, and summed -2^63 on x86). */
+static ir_node *b_sum_const_max(rlx_dtype dt)
+{
+    rlx_scope_begin();
+    ir_node *x = ir_retain((ir_node *)rlx_full(dt, 2, S34, 1e300)); /* outlives the scope */
+    rlx_scope_end();
+    return red(IR_OP_SUM, x, 3);
+}
 static ir_node *b_max_const(rlx_dtype dt) { return red(IR_OP_RMAX, cst(dt, 2, S34, -0.0), 1); }
 /* the integer sum the tensor layer builds: cast to i64, then sum */
 static ir_node *b_sum_cast_bcast(rlx_dtype dt)
@@ -618,6 +628,8 @@ TEST(reductions_over_broadcasts)
     EACH(NUMERIC, "max of a constant", b_max_const, 1);
     check_tol("sum of 0.1 (one product, not 12 roundings)", b_sum_const_inexact, RLX_F64, 1, 1e-15);
     check("sum of 0.1", b_sum_const_inexact, RLX_F32, 1);
+    check("sum of the largest integer", b_sum_const_max, RLX_I64, 1);
+    check("sum of the largest integer", b_sum_const_max, RLX_I32, 1);
     /* sum(cast(x), 1) * 3: the cast moved below the expand */
     check("int sum over a broadcast", b_sum_cast_bcast, RLX_BOOL, 4);
     check("int sum over a broadcast", b_sum_cast_bcast, RLX_I32, 4);

@@ -252,6 +252,20 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
     }
 }
 
+/* The integer an integer CONST of value c holds: the reference stores it
+ * as CAST does (truncate, NaN 0, saturate), so c may be out of range. */
+static int64_t const_int(double c, rlx_dtype dt)
+{
+    double lo = dt == RLX_I32 ? -0x1p31 : -0x1p63, hi = dt == RLX_I32 ? 0x1p31 - 1 : 0x1p63;
+    if (c != c)
+        return 0;
+    if (c <= lo)
+        return dt == RLX_I32 ? INT32_MIN : INT64_MIN;
+    if (c >= hi)
+        return dt == RLX_I32 ? INT32_MAX : INT64_MAX;
+    return (int64_t)c;
+}
+
 /* sum of n copies of the CONST value c, as the reference would store it
  * (see the header on floats). False when a CONST cannot hold the result. */
 static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
@@ -269,7 +283,7 @@ static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
         *v = c != 0;
         return true;
     }
-    uint64_t p = (uint64_t)(int64_t)c * (uint64_t)n;
+    uint64_t p = (uint64_t)const_int(c, dt) * (uint64_t)n;
     int64_t r = dt == RLX_I32 ? (int64_t)(int32_t)(uint32_t)p : (int64_t)p;
     double d = (double)r;
     if (!(d >= -0x1p63 && d < 0x1p63) || (int64_t)d != r)

@@ -200,6 +200,10 @@ static inline bool fz_cheap(ir_node *const *roots, int n)
                 w += fz_numel(nd->src[0]) * k + fz_numel(nd->src[1]) * k;
             }
             break;
+        case IR_OP_ATTENTION: /* QK^T and PV: 2 * B*H*Sq*Sk*D = 2 * out * Sk */
+            if (nd->nsrc >= 2 && nd->src[1]->rank == 3)
+                w += 2 * out * (double)(nd->src[1]->shape[1] < 0 ? 1 : nd->src[1]->shape[1]);
+            break;
         case IR_OP_FFT: /* counted as a plain DFT: out * N */
             if (nd->rank > 0 && nd->attr.fft.axis >= 0 && nd->attr.fft.axis < nd->rank)
                 w += out * (double)nd->shape[nd->attr.fft.axis];
