@@ -98,15 +98,20 @@ typedef struct {
     char *c; /* contiguous [batch, m, n] */
 } mm_plan;
 
-/* Element offset of batch item bi of o. */
-static int64_t batch_off(const mm_plan *pl, const mm_opnd *o, int64_t bi)
+/* Element offset of batch item bi (row-major over bshape[0..nb)) of an
+ * operand starting at off with batch strides bst. */
+static int64_t batch_offset(int nb, const int64_t *bshape, const int64_t *bst, int64_t off, int64_t bi)
 {
-    int64_t off = o->off;
-    for (int d = pl->nb - 1; d >= 0 && bi > 0; d--) {
-        off += (bi % pl->bshape[d]) * o->bst[d];
-        bi /= pl->bshape[d];
+    for (int d = nb - 1; d >= 0 && bi > 0; d--) {
+        off += (bi % bshape[d]) * bst[d];
+        bi /= bshape[d];
     }
     return off;
+}
+
+static int64_t batch_off(const mm_plan *pl, const mm_opnd *o, int64_t bi)
+{
+    return batch_offset(pl->nb, pl->bshape, o->bst, o->off, bi);
 }
 
 /* Sets o up for a rows x cols matrix of view v (batch strides first, then
@@ -417,12 +422,7 @@ typedef struct {
 
 static int64_t view_batch_off(const sv_plan *pl, const rt_view *v, int64_t bi)
 {
-    int64_t off = v->off;
-    for (int d = pl->nb - 1; d >= 0 && bi > 0; d--) {
-        off += (bi % pl->bshape[d]) * v->strides[d];
-        bi /= pl->bshape[d];
-    }
-    return off;
+    return batch_offset(pl->nb, pl->bshape, v->strides, v->off, bi);
 }
 
 /* Records a failure of item bi (info INT_MIN: out of memory). */
