@@ -165,7 +165,14 @@ RLX_API rlx_tensor *rlx_full_like(rlx_tensor *t, double value);
 RLX_API rlx_tensor *rlx_zeros_like(rlx_tensor *t);
 RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
 /* A named placeholder for compiled programs; -1 marks a dynamic dim.
- * Realizing a graph that still holds an unbound input is RLX_E_ARG. */
+ * Realizing a graph that still holds an unbound input is RLX_E_ARG.
+ * Dynamic dims flow through elementwise ops and broadcasting, reductions
+ * (mean/var/std count at run time), matmul/linear, softmax-style ops and
+ * norms over static axes, transpose/unsqueeze, cat, and reshape with one
+ * -1. Ops that need a dynamic dim's size while tracing refuse it: slicing
+ * or flipping a dynamic axis is RLX_E_UNSUPPORTED; others (conv/pool
+ * spatial dims, fft axis, arange-based composites) fail with RLX_E_SHAPE
+ * or at run time; none computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
 /* ------------------------------------------------------------------ unary */
@@ -486,11 +493,18 @@ typedef struct {
 /* Compiles the graphs of outputs[0..n) (which may hold rlx_input nodes).
  * With the "jit" backend selected at compile time, scheduling, memory
  * planning and kernel compilation happen here, once; a run only checks the
- * bindings and runs the kernels (whatever the backend is then). With the
- * reference backend each run re-instantiates the graph. */
+ * bindings and runs the kernels (whatever the backend is then). With
+ * dynamic (-1) dims the plan is made on the first run of each new set of
+ * bound dims and kept (up to 8 per program; more run correctly through
+ * plain realization). With the reference backend each run re-instantiates
+ * the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
- * outputs to outputs[]. */
+ * outputs to outputs[]. A binding must have the input's dtype (else
+ * RLX_E_DTYPE) and rank and static dims (else RLX_E_SHAPE); its dynamic
+ * dims may be any size, 0 included, as long as the graph's ops accept the
+ * bound shapes together (else RLX_E_SHAPE naming the op and shapes). An
+ * unknown or missing name is RLX_E_ARG. On error every outputs[i] is NULL. */
 RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin,
                                    rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */

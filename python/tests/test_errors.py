@@ -50,7 +50,9 @@ CASES = [
     ("rope odd dim", lambda: rlx.rope(rlx.ones(1, 2, 3), rlx.ones(2, 1), rlx.ones(2, 1), 3), None, "rlx_rope"),
     ("spline basis", lambda: rlx.spline_activation(rlx.ones(2, 3), rlx.ones(3, 1), 0, 1), None,
      "rlx_spline_activation"),
-    ("program dynamic dim", lambda: rlx.compile(rlx.input("x", (-1, 3)) * 2), S.E_UNSUPPORTED, "rlx_compile"),
+    ("program dynamic dim bound wrong", lambda: rlx.compile(rlx.input("x", (-1, 3)) * 2).run(x=np.ones((2, 4), np.float32)),
+     S.E_SHAPE, "rlx_program_run"),
+    ("slice of a dynamic dim", lambda: rlx.input("x", (-1, 3))[1:], S.E_UNSUPPORTED, "rlx_slice"),
 ]
 
 

@@ -29,6 +29,32 @@ def test_compile_and_run(rng):
         p.run(x=np.ones((2, 3), np.float32))
 
 
+def test_dynamic_batch(rng):
+    """One program over a -1 batch dim, run at several batch sizes, against NumPy."""
+    x = rlx.input("x", (-1, 6))
+    assert x.shape == (-1, 6)
+    w = rng.standard_normal((6, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    h = (x @ rlx.tensor(w) + rlx.tensor(b)).relu()
+    logits = h.log_softmax(-1)
+    centered = x - x.mean(axis=0, keepdims=True)
+    prog = rlx.compile([logits, centered, h.sum()])
+    for n in (1, 5, 0, 33, 5):
+        xv = rng.standard_normal((n, 6)).astype(np.float32)
+        out_l, out_c, out_s = prog.run(x=xv)
+        hv = np.maximum(xv @ w + b, 0)
+        m = hv.max(axis=-1, keepdims=True) if n else hv
+        want_l = hv - m - np.log(np.exp(hv - m).sum(axis=-1, keepdims=True)) if n else hv
+        assert out_l.shape == (n, 4)
+        assert_close(out_l, want_l, rtol=1e-5, atol=1e-5)
+        if n:
+            assert_close(out_c, xv - xv.mean(axis=0, keepdims=True), rtol=1e-5, atol=1e-6)
+        assert_close(out_s, hv.sum(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(rlx.RlxError) as e:
+        prog.run(x=np.ones((3, 5), np.float32))
+    assert e.value.status == rlx.Status.E_SHAPE and "[-1,6]" in str(e.value)
+
+
 def test_program_errors():
     x = rlx.input("x", (2,), rlx.int32)
     prog = rlx.compile(x + 1)

@@ -140,12 +140,16 @@ static bool infer_movement(ir_op op, ir_node *x, const ir_attrs *a, int *rank, i
         for (int i = 0; i < x->rank; i++) {
             if (a->pad.before[i] < 0 || a->pad.after[i] < 0)
                 FAIL("negative padding");
-            shape[i] = x->shape[i] + a->pad.before[i] + a->pad.after[i];
+            shape[i] = x->shape[i] < 0 ? -1 : x->shape[i] + a->pad.before[i] + a->pad.after[i];
         }
         return true;
     case IR_OP_SLICE:
         for (int i = 0; i < x->rank; i++) {
             int64_t s = a->slice.start[i], st = a->slice.step[i], n = a->slice.len[i];
+            if (x->shape[i] < 0 && n == -1 && s == 0 && st == 1) {
+                shape[i] = -1; /* a dynamic dim taken whole */
+                continue;
+            }
             if (st == 0 || n < 0)
                 FAIL("slice step 0 or negative length");
             if (n > 0 && (s < 0 || s >= x->shape[i] || s + (n - 1) * st < 0 || s + (n - 1) * st >= x->shape[i]))
@@ -314,6 +318,10 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
                 for (int d = 0; d < x->rank; d++)
                     if (d != ax && s->shape[d] != x->shape[d])
                         FAIL("cat sources differ off the axis");
+                if (shape[ax] < 0 || s->shape[ax] < 0) {
+                    shape[ax] = -1; /* a dynamic length */
+                    continue;
+                }
                 if (s->shape[ax] > INT64_MAX - shape[ax])
                     FAIL("cat length overflows");
                 shape[ax] += s->shape[ax];

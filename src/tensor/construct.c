@@ -92,11 +92,28 @@ rlx_tensor *rlx_zeros(rlx_dtype dt, int rank, const int64_t *shape) { return ful
 rlx_tensor *rlx_ones(rlx_dtype dt, int rank, const int64_t *shape) { return full("rlx_ones", dt, rank, shape, 1); }
 rlx_tensor *rlx_scalar(rlx_dtype dt, double value) { return full("rlx_scalar", dt, 0, NULL, value); }
 
+/* where(true, value, t): a constant whose shape follows t's, for a t with
+ * dynamic dims, so that a compiled program specializes it with t. */
+static rlx_tensor *full_like_dynamic(const char *fn, ir_node *t, double value)
+{
+    ir_node *src[3] = {ts_const_node(fn, RLX_BOOL, 0, NULL, 1), ts_const_node(fn, t->dtype, 0, NULL, value), t};
+    ir_node *e[3] = {src[0] ? ts_expand_node(fn, src[0], t->rank, t->shape) : NULL,
+                     src[1] ? ts_expand_node(fn, src[1], t->rank, t->shape) : NULL, t};
+    ir_node *r = e[0] && e[1] ? ts_make(fn, IR_OP_WHERE, 3, e, NULL) : NULL;
+    for (int i = 0; i < 2; i++) {
+        ir_release(src[i]);
+        ir_release(e[i]);
+    }
+    return r ? ts_wrap(r) : NULL;
+}
+
 rlx_tensor *rlx_full_like(rlx_tensor *t, double value)
 {
     if (ts_null("rlx_full_like", "t", t))
         return NULL;
     ir_node *n = ts_node(t);
+    if (ir_node_numel(n) < 0)
+        return full_like_dynamic("rlx_full_like", n, value);
     return full("rlx_full_like", n->dtype, n->rank, n->shape, value);
 }
 

@@ -42,6 +42,14 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         known *= shape[i];
     }
     int64_t numel = ir_node_numel(n);
+    if (numel < 0) { /* a dynamic input: the -1 stays dynamic, a program infers it */
+        if (infer < 0) {
+            ts_error(RLX_E_SHAPE, fn, "shape %s for input %s with a dynamic dim needs a -1", ts_dims_str(rank, shape),
+                     ts_shape_str(n));
+            return NULL;
+        }
+        return ts_wrap(ts_reshape_node(fn, n, rank, dims));
+    }
     if (infer >= 0) {
         if (known == 0 || numel % known) {
             ts_error(RLX_E_SHAPE, fn, "cannot infer -1 in %s for input %s of %lld elements",
@@ -200,6 +208,10 @@ static ir_node *slice_axis(const char *fn, ir_node *n, int ax, int64_t start, in
 {
     if (start == 0 && step == 1 && len == n->shape[ax])
         return ir_retain(n);
+    if (n->shape[ax] < 0) {
+        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: slicing it needs its size", ax, ts_shape_str(n));
+        return NULL;
+    }
     ir_attrs a;
     memset(&a, 0, sizeof a);
     for (int i = 0; i < n->rank; i++) {

@@ -1,48 +1,75 @@
 /*
  * program.c — compiled programs: a traced graph with named inputs, run
- * again on new bindings. Inputs must have static shapes for now; a dynamic
- * (-1) dim is refused at compile time with RLX_E_UNSUPPORTED.
+ * again on new bindings.
  *
- * With the JIT backend (at compile time) the graph is instantiated once
- * over placeholder leaves, one per input, and prepared as a JIT plan
+ * With the JIT backend (at compile time) the graph is instantiated over
+ * placeholder leaves, one per input, and prepared as a JIT plan
  * (runtime/jit_exec.c): schedule, memory plan and compiled kernels. A run
  * checks the bindings, points the placeholders at the bound payloads, runs
  * the kernels and wraps the results as fresh tensors: no retracing, no
  * rescheduling. With the reference backend a run re-instantiates the graph
  * over the bound values (hash-consing makes that cheap: it rebuilds node
  * identities, it does not re-run user code) and realizes it.
+ *
+ * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
+ * kept, up to SPEC_MAX specializations per program (later new shapes run
+ * through plain realization, still correct). Instantiation re-derives each
+ * node's shape from its sources; what tracing could not know is resolved
+ * there (see instantiate).
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "runtime/jit_exec.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
+enum { SPEC_MAX = 8 };
+
+/* The outputs instantiated over slots[j] (a placeholder for input j with
+ * the dims in key), and their plan. */
+typedef struct {
+    int64_t *key; /* every input's dims, in input order */
+    rt_jit_plan *plan;
+    ir_node **slots; /* owns */
+    ir_node **roots; /* owns */
+} program_spec;
+
 struct rlx_program {
     int nout;
     ir_node **outputs; /* owns */
     long ninputs;
-    ir_node **inputs;  /* borrows: kept alive through outputs */
-    /* JIT: the outputs instantiated over slots[j] (a placeholder for
-     * inputs[j]), and their plan */
-    rt_jit_plan *plan;
-    ir_node **slots; /* owns */
-    ir_node **roots; /* owns */
+    ir_node **inputs; /* borrows: kept alive through outputs */
+    long keylen;      /* sum of the inputs' ranks */
+    bool jit;         /* compiled with the JIT backend: runs use specs */
+    pthread_mutex_t lock; /* serializes adding specs; readers scan [0, nspecs) */
+    _Atomic int nspecs;
+    program_spec specs[SPEC_MAX];
 };
+
+static void spec_free(const rlx_program *p, program_spec *s)
+{
+    rt_jit_plan_free(s->plan);
+    for (int i = 0; s->roots && i < p->nout; i++)
+        ir_release(s->roots[i]);
+    for (long j = 0; s->slots && j < p->ninputs; j++)
+        ir_release(s->slots[j]);
+    ir_free(s->slots);
+    ir_free(s->roots);
+    ir_free(s->key);
+    memset(s, 0, sizeof *s);
+}
 
 static void program_free(rlx_program *p)
 {
     if (!p)
         return;
-    rt_jit_plan_free(p->plan);
-    for (int i = 0; i < p->nout; i++) {
-        ir_release(p->outputs ? p->outputs[i] : NULL);
-        ir_release(p->roots ? p->roots[i] : NULL);
-    }
-    for (long j = 0; p->slots && j < p->ninputs; j++)
-        ir_release(p->slots[j]);
-    ir_free(p->slots);
-    ir_free(p->roots);
+    for (int k = 0; k < p->nspecs; k++)
+        spec_free(p, &p->specs[k]);
+    for (int i = 0; p->outputs && i < p->nout; i++)
+        ir_release(p->outputs[i]);
+    pthread_mutex_destroy(&p->lock);
     ir_free(p->outputs);
     ir_free(p->inputs);
     ir_free(p);
@@ -52,8 +79,8 @@ void rlx_program_free(rlx_program *p) { program_free(p); }
 
 static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made);
 
-/* The JIT plan of p: its outputs instantiated over placeholders. */
-static bool prepare(const char *fn, rlx_program *p)
+/* Builds spec s of p for the input dims in key (keylen values). */
+static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_spec *s)
 {
     /* the placeholders' payload: never read, a run reads the bindings */
     static char nothing[64];
@@ -62,29 +89,32 @@ static bool prepare(const char *fn, rlx_program *p)
     ir_storage *st = NULL;
     bool ok = false;
     long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
-    p->slots = ir_calloc((size_t)(p->ninputs ? p->ninputs : 1), sizeof *p->slots);
-    p->roots = ir_calloc((size_t)p->nout, sizeof *p->roots);
-    if (count < 0 || !p->slots || !p->roots || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)) ||
-        !(st = ir_storage_new(nothing, 0, NULL, NULL)))
+    s->slots = ir_calloc((size_t)(p->ninputs ? p->ninputs : 1), sizeof *s->slots);
+    s->roots = ir_calloc((size_t)p->nout, sizeof *s->roots);
+    s->key = ir_alloc((size_t)(p->keylen ? p->keylen : 1) * sizeof *s->key);
+    if (count < 0 || !s->slots || !s->roots || !s->key ||
+        !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)) || !(st = ir_storage_new(nothing, 0, NULL, NULL)))
         goto oom;
-    for (long i = 0; i < count; i++)
+    if (p->keylen)
+        memcpy(s->key, key, (size_t)p->keylen * sizeof *key);
+    for (int i = 0; i < count; i++)
         if (ir_map_put(&pos, order[i], i) < 0)
             goto oom;
-    for (long j = 0; j < p->ninputs; j++) {
+    for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++) {
         const ir_node *in = p->inputs[j];
-        if (!(p->slots[j] = ir_make_buffer(st, 0, in->dtype, in->rank, in->shape)))
+        if (!(s->slots[j] = ir_make_buffer(st, 0, in->dtype, in->rank, key + k)))
             goto oom;
-        made[ir_map_get(&pos, in)] = ir_retain(p->slots[j]);
+        made[ir_map_get(&pos, in)] = ir_retain(s->slots[j]);
     }
     if (!instantiate(fn, order, count, &pos, made))
         goto out;
     for (int i = 0; i < p->nout; i++)
-        p->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
+        s->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
     rt_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     rt_jit_stats js = {0};
-    rlx_status rs = rt_jit_plan_build(p->roots, p->nout, p->slots, (int)p->ninputs, rlx_get_num_threads(), &ctx, &js,
-                                      &p->plan);
+    rlx_status rs = rt_jit_plan_build(s->roots, p->nout, s->slots, (int)p->ninputs, rlx_get_num_threads(), &ctx, &js,
+                                      &s->plan);
     ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
     if (rs != RLX_OK) {
         ts_error(rs, fn, "%s", ctx.msg);
@@ -104,6 +134,36 @@ out:
     return ok;
 }
 
+/* The spec of p for key: found, or built and added; NULL when all
+ * SPEC_MAX are taken by other shapes (*failed false) or on error (*failed
+ * true, error recorded). */
+static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key, bool *failed)
+{
+    *failed = false;
+    size_t bytes = (size_t)p->keylen * sizeof *key;
+    int n = atomic_load_explicit(&p->nspecs, memory_order_acquire);
+    for (int k = 0; k < n; k++)
+        if (bytes == 0 || memcmp(p->specs[k].key, key, bytes) == 0)
+            return &p->specs[k];
+    pthread_mutex_lock(&p->lock);
+    program_spec *s = NULL;
+    n = atomic_load_explicit(&p->nspecs, memory_order_relaxed);
+    for (int k = 0; k < n && !s; k++)
+        if (bytes == 0 || memcmp(p->specs[k].key, key, bytes) == 0)
+            s = &p->specs[k];
+    if (!s && n < SPEC_MAX) {
+        if (prepare(fn, p, key, &p->specs[n])) {
+            s = &p->specs[n];
+            atomic_store_explicit(&p->nspecs, n + 1, memory_order_release);
+        } else {
+            spec_free(p, &p->specs[n]);
+            *failed = true;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return s;
+}
+
 rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
 {
     const char *fn = "rlx_compile";
@@ -116,7 +176,10 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
             return NULL;
     rlx_program *p = ir_calloc(1, sizeof *p);
     ir_node **order = NULL;
-    if (!p || !(p->outputs = ir_calloc((size_t)n, sizeof *p->outputs)))
+    if (!p)
+        goto oom;
+    pthread_mutex_init(&p->lock, NULL);
+    if (!(p->outputs = ir_calloc((size_t)n, sizeof *p->outputs)))
         goto oom;
     p->nout = n;
     for (int i = 0; i < n; i++)
@@ -124,19 +187,11 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
     long count = ir_postorder(p->outputs, n, NULL, NULL, &order);
     if (count < 0 || !(p->inputs = ir_alloc((size_t)(count ? count : 1) * sizeof *p->inputs)))
         goto oom;
+    bool dynamic = false;
     for (long i = 0; i < count; i++) {
         ir_node *nd = order[i];
         if (nd->op != IR_OP_INPUT)
             continue;
-        for (int d = 0; d < nd->rank; d++) {
-            if (nd->shape[d] < 0) {
-                ts_error(RLX_E_UNSUPPORTED, fn, "input '%s' has a dynamic dim; only static shapes compile for now",
-                         nd->attr.input.name);
-                ir_free(order);
-                program_free(p);
-                return NULL;
-            }
-        }
         for (long j = 0; j < p->ninputs; j++) {
             if (strcmp(p->inputs[j]->attr.input.name, nd->attr.input.name) == 0) {
                 ts_error(RLX_E_ARG, fn, "two inputs are named '%s' with different types", nd->attr.input.name);
@@ -146,11 +201,25 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
             }
         }
         p->inputs[p->ninputs++] = nd;
+        p->keylen += nd->rank;
+        dynamic |= ir_node_numel(nd) < 0;
     }
     ir_free(order);
-    if (ts_backend_is_jit() && !prepare(fn, p)) {
-        program_free(p);
-        return NULL;
+    p->jit = ts_backend_is_jit();
+    if (p->jit && !dynamic) {
+        /* static shapes: the one spec is made now, so a run only runs */
+        int64_t *key = ir_alloc((size_t)(p->keylen ? p->keylen : 1) * sizeof *key);
+        if (!key)
+            goto oom;
+        for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
+            memcpy(key + k, p->inputs[j]->shape, (size_t)p->inputs[j]->rank * sizeof *key);
+        bool failed;
+        spec_for(fn, p, key, &failed);
+        ir_free(key);
+        if (failed) {
+            program_free(p);
+            return NULL;
+        }
     }
     return p;
 oom:
@@ -160,34 +229,187 @@ oom:
     return NULL;
 }
 
+static bool has_dynamic_dim(int rank, const int64_t *shape)
+{
+    for (int d = 0; d < rank; d++)
+        if (shape[d] < 0)
+            return true;
+    return false;
+}
+
+static bool same_shapes(int n, ir_node *const *src)
+{
+    for (int s = 1; s < n; s++)
+        if (!ir_shape_eq(src[s]->rank, src[s]->shape, src[0]->rank, src[0]->shape))
+            return false;
+    return true;
+}
+
+/* The node of op over src, or NULL with the error recorded: a failure of
+ * the shape rules here means the bound dims do not fit the traced graph. */
+static ir_node *remake(const char *fn, const ir_node *nd, int nsrc, ir_node *const *src, const ir_attrs *a)
+{
+    char err[200] = "";
+    ir_node *r = ir_make(nd->op, nsrc, src, a, nd->dtype, nd->rank, nd->shape, err, sizeof err);
+    if (!r) {
+        char sh[IR_MAX_RANK * 21 + 3];
+        ts_error(strstr(err, "out of memory") ? RLX_E_NOMEM : RLX_E_SHAPE, fn,
+                 "the bound inputs do not fit '%s' (traced as %s): %s", ir_ops[nd->op].name,
+                 ir_shape_str(sh, sizeof sh, nd->rank, nd->shape), err);
+    }
+    return r;
+}
+
+/* The dims of a reshape traced with dynamic (-1) dims, given its source x
+ * as bound: dims that only move with their source (a reshape that adds or
+ * drops 1s) are taken from it; otherwise one unknown dim is inferred from
+ * the element count. */
+static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir_attrs *a)
+{
+    const ir_node *traced = nd->src[0];
+    int ps[IR_MAX_RANK], pd[IR_MAX_RANK], ns = 0, nd_ = 0, unknown = 0;
+    for (int i = 0; i < traced->rank; i++)
+        if (traced->shape[i] != 1)
+            ps[ns++] = i;
+    for (int i = 0; i < a->shape.rank; i++) {
+        if (a->shape.dims[i] != 1)
+            pd[nd_++] = i;
+        unknown += a->shape.dims[i] < 0;
+    }
+    bool aligned = ns == nd_;
+    for (int k = 0; k < ns && aligned; k++)
+        aligned = traced->shape[ps[k]] == a->shape.dims[pd[k]];
+    if (aligned) {
+        for (int k = 0; k < ns; k++)
+            a->shape.dims[pd[k]] = x->shape[ps[k]];
+        return true;
+    }
+    int64_t n = ir_node_numel(x), known = 1;
+    for (int i = 0; i < a->shape.rank; i++)
+        if (a->shape.dims[i] >= 0)
+            known *= a->shape.dims[i];
+    if (unknown == 1 && known > 0 && n % known == 0) {
+        for (int i = 0; i < a->shape.rank; i++)
+            if (a->shape.dims[i] < 0)
+                a->shape.dims[i] = n / known;
+        return true;
+    }
+    char sh[IR_MAX_RANK * 21 + 3];
+    ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
+             ir_shape_str(sh, sizeof sh, a->shape.rank, a->shape.dims), ts_shape_str(x));
+    return false;
+}
+
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
- * made[i] gets the new node of order[i] (a new reference). */
+ * made[i] gets the new node of order[i] (a new reference).
+ *
+ * A broadcast (expand) traced to a dynamic dim cannot know its target from
+ * its source alone: it is left "loose" (made[i] is its unexpanded source),
+ * unary ops over it stay loose, and the elementwise op that meets it
+ * broadcasts all its sources as bound, as tracing did. */
 static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made)
 {
     ir_node *srcbuf[8], **src = srcbuf;
+    bool ok = false, *loose = ir_calloc((size_t)(count ? count : 1), sizeof *loose);
+    if (!loose) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return false;
+    }
     for (long i = 0; i < count; i++) {
         ir_node *nd = order[i];
         if (made[i])
             continue; /* an input, bound already */
+        if (nd->op == IR_OP_CONST && has_dynamic_dim(nd->rank, nd->shape)) {
+            /* a broadcast constant: 1 along the dynamic dims, loose */
+            int64_t shape[IR_MAX_RANK];
+            for (int d = 0; d < nd->rank; d++)
+                shape[d] = nd->shape[d] < 0 ? 1 : nd->shape[d];
+            if (!(made[i] = ts_const_node(fn, nd->dtype, nd->rank, shape, nd->attr.cst.value)))
+                goto out;
+            loose[i] = true;
+            continue;
+        }
         if (nd->nsrc == 0 || ir_node_storage(nd)) {
             made[i] = ir_retain(nd);
             continue;
         }
         if (nd->nsrc > 8 && !(src = ir_alloc((size_t)nd->nsrc * sizeof *src))) {
             ts_error(RLX_E_NOMEM, fn, "out of memory");
-            return false;
+            goto out;
         }
-        for (int s = 0; s < nd->nsrc; s++)
-            src[s] = made[ir_map_get(pos, nd->src[s])];
-        made[i] = ts_make(fn, nd->op, nd->nsrc, src, &nd->attr);
+        bool any_loose = false;
+        for (int s = 0; s < nd->nsrc; s++) {
+            long k = ir_map_get(pos, nd->src[s]);
+            src[s] = made[k];
+            any_loose |= loose[k];
+        }
+        ir_class cls = ir_ops[nd->op].cls;
+        bool dyn = has_dynamic_dim(nd->rank, nd->shape);
+        ir_attrs a = nd->attr;
+        if (dyn && nd->op == IR_OP_EXPAND) {
+            made[i] = ir_retain(src[0]);
+            loose[i] = true;
+        } else if (any_loose && cls == IR_CLS_UNARY) {
+            made[i] = remake(fn, nd, 1, src, &a);
+            loose[i] = true;
+        } else if ((cls == IR_CLS_BINARY || cls == IR_CLS_TERNARY) && (any_loose || !same_shapes(nd->nsrc, src))) {
+            int r = 0;
+            int64_t shape[IR_MAX_RANK];
+            bool fits = true;
+            for (int s = 0; s < nd->nsrc && fits; s++)
+                fits = ir_broadcast_shapes(r, shape, src[s]->rank, src[s]->shape, &r, shape);
+            if (!fits) {
+                ts_error(RLX_E_SHAPE, fn, "the bound inputs do not broadcast at '%s': %s and %s", ir_ops[nd->op].name,
+                         ts_shape_str(src[0]), ts_shape_str(src[1]));
+                goto out;
+            }
+            ir_node *e[3] = {NULL, NULL, NULL};
+            bool made_all = true;
+            for (int s = 0; s < nd->nsrc; s++)
+                made_all &= (e[s] = ts_expand_node(fn, src[s], r, shape)) != NULL;
+            made[i] = made_all ? remake(fn, nd, nd->nsrc, e, &a) : NULL;
+            for (int s = 0; s < nd->nsrc; s++)
+                ir_release(e[s]);
+            /* all sources loose: the result is as loose as they were */
+            bool all = true;
+            for (int s = 0; s < nd->nsrc; s++)
+                all &= loose[ir_map_get(pos, nd->src[s])];
+            loose[i] = all;
+        } else if (any_loose) {
+            ts_error(RLX_E_UNSUPPORTED, fn, "'%s' of a broadcast to a dynamic dim cannot be specialized",
+                     ir_ops[nd->op].name);
+            goto out;
+        } else {
+            if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, nd, src[0], &a))
+                goto out;
+            for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++)
+                if (a.slice.len[d] < 0) /* a dynamic dim taken whole */
+                    a.slice.len[d] = src[0]->shape[d];
+            made[i] = remake(fn, nd, nd->nsrc, src, &a);
+        }
         if (src != srcbuf) {
             ir_free(src);
             src = srcbuf;
         }
         if (!made[i])
-            return false;
+            goto out;
+        /* a traced static dim must come out the same: anything else means
+         * tracing used a dim the bindings changed */
+        for (int d = 0; d < nd->rank && !loose[i]; d++) {
+            if (nd->shape[d] >= 0 && (made[i]->rank != nd->rank || made[i]->shape[d] != nd->shape[d])) {
+                char sh[IR_MAX_RANK * 21 + 3];
+                ts_error(RLX_E_SHAPE, fn, "'%s' was traced as %s and the bound inputs make it %s", ir_ops[nd->op].name,
+                         ir_shape_str(sh, sizeof sh, nd->rank, nd->shape), ts_shape_str(made[i]));
+                goto out;
+            }
+        }
     }
-    return true;
+    ok = true;
+out:
+    if (src != srcbuf)
+        ir_free(src);
+    ir_free(loose);
+    return ok;
 }
 
 static long find_input(const rlx_program *p, const char *name)
@@ -198,8 +420,8 @@ static long find_input(const rlx_program *p, const char *name)
     return -1;
 }
 
-/* A run of the JIT plan: binds[j] is the value bound to input j. */
-static rlx_status run_plan(const char *fn, rlx_program *p, ir_node **binds, rlx_tensor **outputs)
+/* A run of spec s: binds[j] is the value bound to input j. */
+static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_node **binds, rlx_tensor **outputs)
 {
     for (long j = 0; j < p->ninputs; j++)
         if (!ir_node_storage(binds[j]) && ts_realize_nodes(fn, &binds[j], 1) != RLX_OK)
@@ -212,13 +434,13 @@ static rlx_status run_plan(const char *fn, rlx_program *p, ir_node **binds, rlx_
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         return RLX_E_NOMEM;
     }
-    rlx_status st = rt_jit_plan_run(p->plan, binds, rlx_get_num_threads(), &ctx, &js, v);
+    rlx_status st = rt_jit_plan_run(s->plan, binds, rlx_get_num_threads(), &ctx, &js, v);
     ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
     ts_stats_note_arena(js.arena_bytes);
     for (int i = 0; i < p->nout && st == RLX_OK; i++) {
         /* a fresh tensor over the result (a root published as a view is
          * made contiguous, as realization does) */
-        const ir_node *r = p->roots[i];
+        const ir_node *r = s->roots[i];
         if (!rt_view_is_contiguous(r, &v[i])) {
             rt_view c;
             st = rt_materialize(&ctx, r, &v[i], &c);
@@ -241,6 +463,68 @@ static rlx_status run_plan(const char *fn, rlx_program *p, ir_node **binds, rlx_
     return st;
 }
 
+/* A run without a plan: the graph instantiated over the bound values and
+ * realized with whatever backend is selected. */
+static rlx_status run_instantiated(const char *fn, rlx_program *p, ir_node **binds, rlx_tensor **outputs)
+{
+    ir_node **order = NULL, **made = NULL, *roots[64], **r = roots;
+    ir_map pos = {0};
+    rlx_status st = RLX_OK;
+    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
+    if (count < 0 || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
+        goto oom;
+    for (long i = 0; i < count; i++)
+        if (ir_map_put(&pos, order[i], i) < 0)
+            goto oom;
+    for (long j = 0; j < p->ninputs; j++)
+        made[ir_map_get(&pos, p->inputs[j])] = ir_retain(binds[j]);
+    if (!instantiate(fn, order, count, &pos, made)) {
+        st = rlx_last_status();
+        goto out;
+    }
+    if (p->nout > 64 && !(r = ir_alloc((size_t)p->nout * sizeof *r)))
+        goto oom;
+    for (int i = 0; i < p->nout; i++)
+        r[i] = made[ir_map_get(&pos, p->outputs[i])];
+    st = ts_realize_nodes(fn, r, p->nout);
+    for (int i = 0; i < p->nout && st == RLX_OK; i++)
+        outputs[i] = ts_wrap(ir_retain(r[i]));
+    goto out;
+oom:
+    ts_error(RLX_E_NOMEM, fn, "out of memory");
+    st = RLX_E_NOMEM;
+out:
+    if (r != roots)
+        ir_free(r);
+    for (long i = 0; made && i < count; i++)
+        ir_release(made[i]);
+    ir_free(made);
+    ir_free(order);
+    ir_map_free(&pos);
+    return st;
+}
+
+/* Checks binding b against input in: its dtype, and its dims where in's
+ * are static. */
+static rlx_status check_binding(const char *fn, const char *name, const ir_node *in, const ir_node *v)
+{
+    if (v->dtype != in->dtype) {
+        ts_error(RLX_E_DTYPE, fn, "input '%s' is %s, bound to %s", name, rlx_dtype_name(in->dtype),
+                 rlx_dtype_name(v->dtype));
+        return RLX_E_DTYPE;
+    }
+    bool fits = v->rank == in->rank;
+    for (int d = 0; d < in->rank && fits; d++)
+        fits = in->shape[d] < 0 || in->shape[d] == v->shape[d];
+    if (!fits) {
+        char sh[IR_MAX_RANK * 21 + 3];
+        ts_error(RLX_E_SHAPE, fn, "input '%s' is %s (-1: any size), bound to %s", name,
+                 ir_shape_str(sh, sizeof sh, in->rank, in->shape), ts_shape_str(v));
+        return RLX_E_SHAPE;
+    }
+    return RLX_OK;
+}
+
 rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, rlx_tensor **outputs)
 {
     const char *fn = "rlx_program_run";
@@ -250,94 +534,52 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
     }
     for (int i = 0; i < p->nout; i++)
         outputs[i] = NULL;
-    for (int b = 0; b < nin; b++) {
+    ir_node *bstack[8], **binds = p->ninputs <= 8 ? bstack : ir_alloc((size_t)p->ninputs * sizeof *binds);
+    int64_t kstack[32], *key = p->keylen <= 32 ? kstack : ir_alloc((size_t)p->keylen * sizeof *key);
+    rlx_status st = RLX_OK;
+    if (!binds || !key) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        st = RLX_E_NOMEM;
+        goto out;
+    }
+    memset(binds, 0, (size_t)p->ninputs * sizeof *binds);
+    for (int b = 0; b < nin && st == RLX_OK; b++) {
         long j = inputs[b].name ? find_input(p, inputs[b].name) : -1;
-        ir_node *in = j >= 0 ? p->inputs[j] : NULL;
-        if (!in) {
+        if (j < 0) {
             ts_error(RLX_E_ARG, fn, "binding %d names no input of the program ('%s')", b,
                      inputs[b].name ? inputs[b].name : "(null)");
-            return RLX_E_ARG;
-        }
-        if (ts_null(fn, "binding value", inputs[b].value))
-            return rlx_last_status();
-        ir_node *v = ts_node(inputs[b].value);
-        if (v->dtype != in->dtype) {
-            ts_error(RLX_E_DTYPE, fn, "input '%s' is %s, bound to %s", inputs[b].name, rlx_dtype_name(in->dtype),
-                     rlx_dtype_name(v->dtype));
-            return RLX_E_DTYPE;
-        }
-        if (!ir_shape_eq(v->rank, v->shape, in->rank, in->shape)) {
-            ts_error(RLX_E_SHAPE, fn, "input '%s' is %s, bound to %s", inputs[b].name, ts_shape_str(in),
-                     ts_shape_str(v));
-            return RLX_E_SHAPE;
+            st = RLX_E_ARG;
+        } else if (ts_null(fn, "binding value", inputs[b].value)) {
+            st = rlx_last_status();
+        } else {
+            st = check_binding(fn, inputs[b].name, p->inputs[j], ts_node(inputs[b].value));
+            binds[j] = ts_node(inputs[b].value);
         }
     }
-    if (p->plan) {
-        ir_node *bstack[8], **binds = p->ninputs <= 8 ? bstack : ir_alloc((size_t)p->ninputs * sizeof *binds);
-        if (!binds) {
-            ts_error(RLX_E_NOMEM, fn, "out of memory");
-            return RLX_E_NOMEM;
-        }
-        memset(binds, 0, (size_t)p->ninputs * sizeof *binds);
-        for (int b = 0; b < nin; b++)
-            binds[find_input(p, inputs[b].name)] = ts_node(inputs[b].value);
-        rlx_status st = RLX_OK;
-        for (long j = 0; j < p->ninputs && st == RLX_OK; j++) {
-            if (!binds[j]) {
-                ts_error(RLX_E_ARG, fn, "input '%s' is not bound", p->inputs[j]->attr.input.name);
-                st = RLX_E_ARG;
-            }
-        }
-        if (st == RLX_OK)
-            st = run_plan(fn, p, binds, outputs);
-        if (binds != bstack)
-            ir_free(binds);
-        return st;
-    }
-    ir_node **order = NULL, **made = NULL;
-    ir_map pos = {0};
-    rlx_status st = RLX_OK;
-    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
-    if (count < 0 || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
-        goto oom;
-    for (long i = 0; i < count; i++)
-        if (ir_map_put(&pos, order[i], i) < 0)
-            goto oom;
-    for (int b = 0; b < nin; b++) {
-        long i = ir_map_get(&pos, p->inputs[find_input(p, inputs[b].name)]);
-        ir_release(made[i]);
-        made[i] = ir_retain(ts_node(inputs[b].value));
-    }
-    for (long j = 0; j < p->ninputs; j++) {
-        if (!made[ir_map_get(&pos, p->inputs[j])]) {
+    for (long j = 0; j < p->ninputs && st == RLX_OK; j++) {
+        if (!binds[j]) {
             ts_error(RLX_E_ARG, fn, "input '%s' is not bound", p->inputs[j]->attr.input.name);
             st = RLX_E_ARG;
+        }
+    }
+    if (st != RLX_OK)
+        goto out;
+    program_spec *s = NULL;
+    if (p->jit) {
+        for (long j = 0, k = 0; j < p->ninputs; k += binds[j]->rank, j++)
+            memcpy(key + k, binds[j]->shape, (size_t)binds[j]->rank * sizeof *key);
+        bool failed;
+        s = spec_for(fn, p, key, &failed);
+        if (failed) {
+            st = rlx_last_status();
             goto out;
         }
     }
-    if (!instantiate(fn, order, count, &pos, made)) {
-        st = rlx_last_status();
-        goto out;
-    }
-    ir_node *roots[64], **r = p->nout <= 64 ? roots : ir_alloc((size_t)p->nout * sizeof *r);
-    if (!r)
-        goto oom;
-    for (int i = 0; i < p->nout; i++)
-        r[i] = made[ir_map_get(&pos, p->outputs[i])];
-    st = ts_realize_nodes(fn, r, p->nout);
-    for (int i = 0; i < p->nout && st == RLX_OK; i++)
-        outputs[i] = ts_wrap(ir_retain(r[i]));
-    if (r != roots)
-        ir_free(r);
-    goto out;
-oom:
-    ts_error(RLX_E_NOMEM, fn, "out of memory");
-    st = RLX_E_NOMEM;
+    st = s ? run_plan(fn, p, s, binds, outputs) : run_instantiated(fn, p, binds, outputs);
 out:
-    for (long i = 0; made && i < count; i++)
-        ir_release(made[i]);
-    ir_free(made);
-    ir_free(order);
-    ir_map_free(&pos);
+    if (binds && binds != bstack)
+        ir_free(binds);
+    if (key && key != kstack)
+        ir_free(key);
     return st;
 }

@@ -96,8 +96,11 @@ static int64_t reduced_count(ir_node *n, uint32_t mask)
 {
     int64_t c = 1;
     for (int i = 0; i < n->rank; i++)
-        if (mask >> i & 1)
+        if (mask >> i & 1) {
+            if (n->shape[i] < 0)
+                return -1;
             c *= n->shape[i];
+        }
     return c;
 }
 
@@ -120,6 +123,8 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
         return NULL; /* candidate fix: an inner op failed (out of memory) */
     int64_t count = reduced_count(ts_node(xf), mask);
     rlx_tensor *s = ts_reduce_mask(fn, IR_OP_SUM, xf, mask, keepdim);
+    if (count < 0) /* a dynamic axis: the count is counted when the program runs */
+        return rlx_div(s, ts_reduce_mask(fn, IR_OP_SUM, rlx_ones_like(xf), mask, keepdim));
     return count ? rlx_div_s(s, (double)count) : rlx_mul_s(s, NAN); /* mean of nothing is NaN */
 }
 
