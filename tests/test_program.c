@@ -274,4 +274,29 @@ TEST(dynamic_ops_never_wrong)
     rlx_clear_error();
 }
 
-TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong))
+/* Allocation failures while compiling and specializing: NOMEM, no leak. */
+static int dynamic_workload(void)
+{
+    rlx_scope_begin();
+    rlx_tensor *par[5] = {rlx_ones(RLX_F32, 2, (int64_t[]){4, C}), rlx_ones(RLX_F32, 1, (int64_t[]){4})};
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C});
+    rlx_tensor *outs[2] = {x && par[0] && par[1] ? e_relu_linear(x, par) : NULL, x ? e_center0(x, par) : NULL};
+    rlx_program *p = outs[0] && outs[1] ? rlx_compile(outs, 2) : NULL;
+    int ok = p != NULL;
+    for (int64_t n = 2; n <= 3 && ok; n++) {
+        rlx_tensor *xv = rlx_ones(RLX_F32, 2, (int64_t[]){n, C}), *got[2];
+        double v[4 * 3];
+        ok = xv && rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) == RLX_OK &&
+             rlx_read_f64(got[0], v, (size_t)(4 * n)) == RLX_OK;
+        if (ok && v[4 * n - 1] != C + 1)
+            test_fail(__FILE__, __LINE__, "dynamic walk: %g", v[4 * n - 1]);
+    }
+    rlx_program_free(p);
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
+
+TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
+          T(dynamic_allocation_failures))

@@ -205,6 +205,7 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
         dynamic |= ir_node_numel(nd) < 0;
     }
     ir_free(order);
+    order = NULL;
     p->jit = ts_backend_is_jit();
     if (p->jit && !dynamic) {
         /* static shapes: the one spec is made now, so a run only runs */

@@ -123,8 +123,10 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
         return NULL; /* candidate fix: an inner op failed (out of memory) */
     int64_t count = reduced_count(ts_node(xf), mask);
     rlx_tensor *s = ts_reduce_mask(fn, IR_OP_SUM, xf, mask, keepdim);
-    if (count < 0) /* a dynamic axis: the count is counted when the program runs */
-        return rlx_div(s, ts_reduce_mask(fn, IR_OP_SUM, rlx_ones_like(xf), mask, keepdim));
+    if (count < 0) { /* a dynamic axis: the count is counted when the program runs */
+        rlx_tensor *ones = rlx_ones_like(xf);
+        return ones ? rlx_div(s, ts_reduce_mask(fn, IR_OP_SUM, ones, mask, keepdim)) : NULL;
+    }
     return count ? rlx_div_s(s, (double)count) : rlx_mul_s(s, NAN); /* mean of nothing is NaN */
 }
 
