@@ -57,6 +57,32 @@ static rlx_tensor *e_unsqueeze(rlx_tensor *x, rlx_tensor *const *par)
 static rlx_tensor *e_logsumexp(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_logsumexp(x, 0, false); }
 static rlx_tensor *e_cast(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_cast(rlx_gt_s(x, 0), RLX_I32); }
 
+/* over x [-1, 3, C] */
+static rlx_tensor *e3_matmul(rlx_tensor *x, rlx_tensor *const *par) { return rlx_matmul(x, rlx_transpose(par[0], 0, NULL)); }
+static rlx_tensor *e3_bmm(rlx_tensor *x, rlx_tensor *const *par)
+{
+    return rlx_matmul(par[0], rlx_transpose(x, 3, (int[]){0, 2, 1}));
+}
+static rlx_tensor *e3_linear(rlx_tensor *x, rlx_tensor *const *par) { return rlx_gelu(rlx_linear(x, par[0], par[1])); }
+static rlx_tensor *e3_attention(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    return rlx_attention(x, x, x, 1, C, RLX_MASK_CAUSAL, 0);
+}
+static rlx_tensor *e3_solve(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *a = rlx_add(rlx_eye(rlx_dtype_of(x), 3), rlx_mul_s(rlx_ones(rlx_dtype_of(x), 2, (int64_t[]){3, 3}), 0.25));
+    (void)par;
+    return rlx_solve(a, x);
+}
+static rlx_tensor *e3_norm(rlx_tensor *x, rlx_tensor *const *par) { return rlx_rms_norm(x, par[2], 1e-6); }
+
+static const struct {
+    const char *name;
+    expr_fn f;
+} exprs3[] = {{"matmul3", e3_matmul}, {"bmm", e3_bmm},     {"linear3", e3_linear},
+              {"attention", e3_attention}, {"solve3", e3_solve}, {"rms_norm3", e3_norm}};
+
 static const struct {
     const char *name;
     expr_fn f;
@@ -94,11 +120,13 @@ static rlx_tensor *expected(expr_fn f, rlx_tensor *xv, rlx_tensor *const *par)
 /* Compiles f over x [-1, C] (under the backend selected now) and runs it
  * at batch sizes 1, 3, 0, 17 and 3 again; each result must equal the
  * reference evaluation of f over the bound value. */
-static void check_expr(const char *name, expr_fn f, rlx_dtype dt)
+static void check_expr(const char *name, expr_fn f, rlx_dtype dt, int rank)
 {
     rlx_tensor *par[5];
     params(dt, par);
-    rlx_tensor *x = rlx_input("x", dt, 2, (int64_t[]){-1, C});
+    int64_t traced[3] = {-1, rank == 3 ? 3 : C, C}, bound[3];
+    memcpy(bound, traced, sizeof bound);
+    rlx_tensor *x = rlx_input("x", dt, rank, traced);
     rlx_tensor *y = f(x, par);
     if (!y) {
         test_fail(__FILE__, __LINE__, "%s: tracing over a dynamic dim failed: %s", name, rlx_last_error());
@@ -112,7 +140,8 @@ static void check_expr(const char *name, expr_fn f, rlx_dtype dt)
     const int64_t batches[] = {1, 3, 0, 17, 3};
     double tol = dt == RLX_F32 ? 2e-5 : 1e-12;
     for (size_t k = 0; k < sizeof batches / sizeof *batches; k++) {
-        rlx_tensor *xv = trand(dt, 2, (int64_t[]){batches[k], C}, -2, 2);
+        bound[0] = batches[k];
+        rlx_tensor *xv = trand(dt, rank, bound, -2, 2);
         rlx_tensor *got = NULL;
         rlx_binding b = {"x", xv};
         rlx_status st = rlx_program_run(p, &b, 1, &got);
@@ -137,8 +166,12 @@ TEST(dynamic_batch_matches_reference)
     for (int be = 0; be < 2; be++) {
         CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
         for (size_t i = 0; i < sizeof exprs / sizeof *exprs; i++) {
-            check_expr(exprs[i].name, exprs[i].f, RLX_F32);
-            check_expr(exprs[i].name, exprs[i].f, RLX_F64);
+            check_expr(exprs[i].name, exprs[i].f, RLX_F32, 2);
+            check_expr(exprs[i].name, exprs[i].f, RLX_F64, 2);
+        }
+        for (size_t i = 0; i < sizeof exprs3 / sizeof *exprs3; i++) {
+            check_expr(exprs3[i].name, exprs3[i].f, RLX_F32, 3);
+            check_expr(exprs3[i].name, exprs3[i].f, RLX_F64, 3);
         }
     }
     CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);

@@ -376,6 +376,25 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             for (int s = 0; s < nd->nsrc; s++)
                 all &= loose[ir_map_get(pos, nd->src[s])];
             loose[i] = all;
+        } else if (any_loose && (nd->op == IR_OP_MATMUL || nd->op == IR_OP_SOLVE)) {
+            /* batch dims broadcast as tracing did; the matrix dims stay */
+            int rank = src[0]->rank, nb = rank - 2, r = 0;
+            int64_t batch[IR_MAX_RANK];
+            bool fits = src[1]->rank == rank && nb >= 0 &&
+                        ir_broadcast_shapes(nb, src[0]->shape, nb, src[1]->shape, &r, batch);
+            if (!fits) {
+                ts_error(RLX_E_SHAPE, fn, "the bound inputs do not broadcast at '%s': %s and %s", ir_ops[nd->op].name,
+                         ts_shape_str(src[0]), ts_shape_str(src[1]));
+                goto out;
+            }
+            ir_node *e[2] = {NULL, NULL};
+            for (int s = 0; s < 2; s++) {
+                memcpy(batch + nb, src[s]->shape + nb, 2 * sizeof *batch);
+                e[s] = ts_expand_node(fn, src[s], rank, batch);
+            }
+            made[i] = e[0] && e[1] ? remake(fn, nd, 2, e, &a) : NULL;
+            ir_release(e[0]);
+            ir_release(e[1]);
         } else if (any_loose) {
             ts_error(RLX_E_UNSUPPORTED, fn, "'%s' of a broadcast to a dynamic dim cannot be specialized",
                      ir_ops[nd->op].name);
