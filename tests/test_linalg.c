@@ -540,6 +540,114 @@ TEST(linear_and_activations)
     free(b);
 }
 
+/* ---------------------------------------------------- GEMM epilogues */
+
+/* Elementwise consumers of a matmul run as the GEMM's epilogue on the JIT
+ * (runtime/jit_exec.c), block by block with gemm_block; each case is
+ * checked against the reference backend at several block sizes (1 and 3
+ * rows split batch items and the loop's dim 0 mid-way) and thread counts,
+ * with the kernel count where the fusion must happen. */
+typedef struct {
+    rlx_tensor *x, *w, *b, *r, *x3, *w3, *b3;
+} epi_in;
+
+static rlx_tensor *epi_build(int c, const epi_in *in)
+{
+    int perm[2] = {1, 0};
+    switch (c) {
+    case 0: return rlx_linear_act(in->x, in->w, in->b, RLX_ACT_GELU);
+    case 1: return rlx_linear(in->x, in->w, in->b);
+    case 2: /* residual, scaling */
+        return rlx_add(rlx_mul_s(rlx_linear_act(in->x, in->w, in->b, RLX_ACT_SILU), 0.5), in->r);
+    case 3: /* a transposed x and a strided w */
+        return rlx_linear_act(rlx_transpose(rlx_transpose(in->x, 2, perm), 2, perm),
+                              rlx_slice(rlx_cat((rlx_tensor *const[]){in->w, in->w}, 2, 1), 1, 0, RLX_END, 2), in->b,
+                              RLX_ACT_TANH);
+    case 4: /* the epilogue changes the dtype: the GEMM gets its own buffer */
+        return rlx_cast(rlx_relu(rlx_add(rlx_matmul_t(in->x, in->w), in->b)), RLX_F32);
+    case 5: /* a batched product */
+        return rlx_gelu(rlx_add(rlx_matmul(in->x3, in->w3), in->b3));
+    case 6: /* reads the product at other elements: not an epilogue */
+        return rlx_add(rlx_matmul_t(in->x, in->x), rlx_transpose(rlx_matmul_t(in->x, in->x), 2, perm));
+    case 7: /* a residual computed in the same run, dying in the epilogue */
+        return rlx_add(rlx_exp(rlx_mul_s(in->r, 0.25)), rlx_matmul_t(in->x, in->w));
+    case 8: { /* the operand x' dies at the GEMM: its arena slot is free for y, which must wait */
+        int ax0 = 0, ax1 = 1;
+        rlx_tensor *y = rlx_gelu(rlx_matmul_t(rlx_exp(rlx_mul_s(in->x, 0.1)), in->w));
+        return rlx_add(rlx_sum(y, &ax0, 1, true), rlx_sum(y, &ax1, 1, true));
+    }
+    default: { /* both in the arena (rp through a REF kernel before the GEMM): the epilogue may take rp's slot */
+        int ax0 = 0, ax1 = 1;
+        rlx_tensor *rp = rlx_exp(rlx_mul_s(in->r, 0.25)), *y = rlx_add(rp, rlx_matmul_t(in->x, in->w));
+        return rlx_add(rlx_sum_all(rlx_cumsum(rp, 1, false)), rlx_add(rlx_sum(y, &ax0, 1, true), rlx_sum(y, &ax1, 1, true)));
+    }
+    }
+}
+
+static void epi_shapes(rlx_dtype dt, int64_t m, int64_t k, int64_t n)
+{
+    static const char *blocks[4] = {"default", "1", "3", "64"};
+    int64_t sx[2] = {m, k}, sw[2] = {n, k}, sb[1] = {n}, sr[2] = {m, n};
+    int64_t bt = 3, sx3[3] = {bt, m, k}, sw3[3] = {bt, k, n}, sb3[3] = {bt, 1, n};
+    double *x = rnd(m * k, -2, 2), *w = rnd(n * k, -1, 1), *b = rnd(n, -1, 1), *r = rnd(m * n, -1, 1);
+    double *x3 = rnd(bt * m * k, -2, 2), *w3 = rnd(bt * k * n, -1, 1), *b3 = rnd(bt * n, -1, 1);
+    epi_in in = {mk(dt, 2, sx, x), mk(dt, 2, sw, w), mk(dt, 1, sb, b), mk(dt, 2, sr, r),
+                 mk(dt, 3, sx3, x3), mk(dt, 3, sw3, w3), mk(dt, 3, sb3, b3)};
+    rlx_tensor *all[7] = {in.x, in.w, in.b, in.r, in.x3, in.w3, in.b3};
+    CHECK_EQ_INT(rlx_realize_many(all, 7), RLX_OK);
+    double tol = dt == RLX_F32 ? 2e-5 * (double)k : 1e-12 * (double)k;
+    for (int c = 0; c < 10; c++) {
+        if (c == 6 && m != k)
+            continue;
+        CHECK(rlx_set_option("backend", "ref") == RLX_OK);
+        rlx_scope_begin();
+        rlx_tensor *t = epi_build(c, &in);
+        int64_t cnt = rlx_numel(t);
+        double *want = malloc((size_t)cnt * sizeof *want), *got = malloc((size_t)cnt * sizeof *got);
+        CHECK_EQ_INT(rlx_read_f64(t, want, (size_t)cnt), RLX_OK);
+        rlx_scope_end();
+        CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+        for (int th = 1; th <= 2; th++)
+            for (int bl = 0; bl < 4; bl++) {
+                rlx_set_num_threads(th);
+                CHECK(rlx_set_option("gemm_block", blocks[bl]) == RLX_OK);
+                rlx_scope_begin();
+                t = epi_build(c, &in);
+                rlx_stats_reset();
+                CHECK_EQ_INT(rlx_read_f64(t, got, (size_t)cnt), RLX_OK);
+                rlx_stats_t st;
+                rlx_stats(&st);
+                if (c == 0 || c == 1 || c == 4) /* GEMM + epilogue: one kernel */
+                    CHECK_EQ_INT((long long)st.kernels_run, 1);
+                double worst = 0;
+                for (int64_t i = 0; i < cnt; i++) {
+                    double d = fabs(got[i] - want[i]) / (1 + fabs(want[i]));
+                    worst = d > worst || d != d ? d : worst;
+                }
+                if (!(worst <= tol))
+                    test_fail(__FILE__, __LINE__, "epilogue case %d, %s %lldx%lldx%lld, block %s, %d threads: error %g",
+                              c, rlx_dtype_name(dt), (long long)m, (long long)k, (long long)n, blocks[bl], th, worst);
+                rlx_scope_end();
+            }
+        free(want);
+        free(got);
+    }
+    CHECK(rlx_set_option("gemm_block", "default") == RLX_OK);
+    rlx_set_num_threads(0);
+    free(x), free(w), free(b), free(r), free(x3), free(w3), free(b3);
+}
+
+TEST(gemm_epilogues_match_reference)
+{
+    for (int dt = 0; dt < 2; dt++) {
+        rlx_dtype d = dt ? RLX_F64 : RLX_F32;
+        epi_shapes(d, 1, 1, 1);
+        epi_shapes(d, 67, 3, 5);   /* tall and skinny */
+        epi_shapes(d, 5, 7, 131);  /* short and wide */
+        epi_shapes(d, 40, 40, 33); /* square x (case 6), BLAS-sized */
+    }
+}
+
 /* ------------------------------------------------------------ solve */
 
 TEST(solve_known_system)
@@ -889,6 +997,6 @@ TEST(linalg_bad_arguments)
 
 TEST_MAIN(T(matmul_hand_values), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
           T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
-          T(linear_and_activations), T(solve_known_system), T(solve_random_batched),
+          T(linear_and_activations), T(gemm_epilogues_match_reference), T(solve_known_system), T(solve_random_batched),
           T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),
           T(linalg_allocation_failures), T(linalg_bad_arguments))

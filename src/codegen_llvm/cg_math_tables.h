@@ -6,6 +6,8 @@
  * ERF_B/C/D: erfc(x)*exp(x^2) as polynomials in (x - center) on [1, 2],
  * [2, 3.5], [3.5, 6] (relative error <= 1.2e-16). Coefficients lowest first;
  * near-minimax (least squares on Chebyshev nodes).
+ * ERF32_A/B: the f32 erf, evaluated in f32: erf(x)/x - 1 in x^2 on [0, 1]
+ * (absolute error), erfc(x)*exp(x^2) in x - 2 on [1, 3.92] (relative).
  * CG_TRIG_F32[e]: for an f32 of biased exponent e, x = m * 2^(e-150) with an
  * integer m < 2^24, F = 2^(e-150) * 2/pi mod 4 split as F1 (26 fraction
  * bits) + F2 (next 28) + F3 (rest, rounded): m*F1 and m*F2 are exact in
@@ -90,6 +92,32 @@ static const double ERF_D[19] = {
     0x1.3840fe26c2a25p-43,
     -0x1.ee93eb71315b9p-46,
     0x1.365247f157103p-48,
+};
+/* erf32_a: center 0.0 */
+static const double ERF32_A[8] = {
+    0x1.06eba8202a1b9p-3,
+    -0x1.81274666d37f4p-2,
+    0x1.ce2f0955e8a95p-4,
+    -0x1.b829d0bbed73bp-6,
+    0x1.562abda853221p-8,
+    -0x1.bcd3a491a3b5ep-11,
+    0x1.d89ff474194f2p-14,
+    -0x1.44978328e455dp-17,
+};
+/* erf32_b: center 2.0 */
+static const double ERF32_B[12] = {
+    0x1.058671e385130p-2,
+    -0x1.b57029984b505p-4,
+    0x1.567274a1f11b1p-5,
+    -0x1.faa101292dba0p-7,
+    0x1.64a1ce2f936c4p-8,
+    -0x1.dfe3231bfa87bp-10,
+    0x1.351f475b5fdc0p-11,
+    -0x1.83a441a3a4fa4p-13,
+    0x1.ec6debc7bcd03p-15,
+    -0x1.2abe0268bfacap-16,
+    0x1.0ae68b311f9abp-18,
+    -0x1.c926bab22d307p-22,
 };
 static const double CG_TRIG_F32[256][3] = {
     {0x0.0p+0, 0x0.0p+0, 0x1.45f306dc9c883p-150},

@@ -144,7 +144,8 @@ rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_vi
  * float MATMUL n into out, an already allocated contiguous view of n's
  * shape (other rows untouched): lets a caller run an epilogue over a block
  * of rows while it is in cache. Uses the OpenBLAS thread count as it is
- * (set it with rt_blas_threads); an operand view gemm cannot read is
+ * (set it with rt_blas_threads), except for all rows at once, which run
+ * as rt_eval_matmul runs them; an operand view gemm cannot read is
  * packed per call. */
 rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out, int64_t row_begin,
                           int64_t row_end);
