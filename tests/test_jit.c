@@ -665,6 +665,88 @@ TEST(jit_row_fusion)
     }
 }
 
+/* softmax and log_softmax keep exp(x - max) in the output row between the
+ * pass that sums it and the pass that scales it (cg_kernel.c): values on
+ * odd row lengths (vector tails), in f32 and f64, against the reference and
+ * against the definition (rows of softmax sum to 1, exp(log_softmax) is
+ * softmax); one kernel each; a cast after the division (the output's dtype
+ * differs from exp's, so exp stays in a stack row); empty and rank-0 inputs. */
+TEST(jit_softmax_tails)
+{
+    static const int64_t cols[] = {1, 3, 17, 33, 1001, 4097};
+    for (int di = 0; di < 2; di++) {
+        rlx_dtype dt = di ? RLX_F64 : RLX_F32;
+        double rtol = di ? 1e-12 : 2e-5, atol = di ? 1e-14 : 2e-6;
+        for (int ci = 0; ci < (int)(sizeof cols / sizeof *cols); ci++) {
+            int64_t sh[2] = {5, cols[ci]};
+            rlx_tensor *out[2][3];
+            for (int k = 0; k < 2; k++) {
+                rng r = {(uint64_t)ci + 7};
+                rlx_tensor *x = rinput(&r, dt, 2, sh);
+                out[k][0] = rlx_softmax(x, -1);
+                out[k][1] = rlx_log_softmax(x, -1);
+                out[k][2] = rlx_cast(rlx_softmax(rlx_mul_s(x, 3), -1), di ? RLX_F32 : RLX_F64);
+                use_jit(k == 1);
+                for (int j = 0; j < 3; j++) {
+                    rlx_stats_reset();
+                    CHECK_EQ_INT(rlx_realize(out[k][j]), RLX_OK);
+                    if (k == 1 && stats_now().kernels_run != 1)
+                        test_fail(__FILE__, __LINE__, "case %d, %lld cols, %s: %llu kernels, expected 1", j,
+                                  (long long)cols[ci], rlx_dtype_name(dt),
+                                  (unsigned long long)stats_now().kernels_run);
+                }
+            }
+            use_jit(false);
+            for (int j = 0; j < 3; j++)
+                compare(out[1][j], out[0][j], rtol, atol, "softmax tails", (uint64_t)(ci * 10 + j));
+            int64_t n = 5 * cols[ci];
+            double *p = malloc((size_t)n * sizeof *p), *lp = malloc((size_t)n * sizeof *lp);
+            CHECK(p && lp);
+            CHECK_EQ_INT(rlx_read_f64(out[1][0], p, (size_t)n), RLX_OK);
+            CHECK_EQ_INT(rlx_read_f64(out[1][1], lp, (size_t)n), RLX_OK);
+            for (int64_t row = 0; row < 5; row++) {
+                double sum = 0;
+                for (int64_t c = 0; c < cols[ci]; c++) {
+                    sum += p[row * cols[ci] + c];
+                    CHECK_NEAR(exp(lp[row * cols[ci] + c]), p[row * cols[ci] + c], di ? 1e-12 : 1e-5);
+                }
+                CHECK_NEAR(sum, 1.0, di ? 1e-12 : 1e-5);
+            }
+            free(p);
+            free(lp);
+        }
+    }
+    /* no rows, empty rows: nothing to compute, no crash */
+    use_jit(true);
+    rlx_tensor *e[4] = {rlx_softmax(rlx_zeros(RLX_F32, 2, (int64_t[]){0, 5}), -1),
+                        rlx_log_softmax(rlx_zeros(RLX_F32, 2, (int64_t[]){3, 0}), -1),
+                        rlx_softmax(rlx_zeros(RLX_F64, 2, (int64_t[]){3, 0}), -1),
+                        rlx_log_softmax(rlx_zeros(RLX_F64, 2, (int64_t[]){0, 5}), -1)};
+    CHECK_EQ_INT(rlx_realize_many(e, 4), RLX_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(rlx_numel(e[i]), 0);
+    /* rank 0 has no axis to normalize over: an error, not a crash */
+    rlx_tensor *s = rlx_scalar(RLX_F32, 2.5);
+    CHECK(rlx_softmax(s, -1) == NULL);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_ARG);
+    CHECK(rlx_log_softmax(s, 0) == NULL);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_ARG);
+    rlx_clear_error();
+    /* rows split between threads: the same bits at 1 and 2 threads */
+    rlx_tensor *t[2];
+    for (int k = 0; k < 2; k++) {
+        rng r = {5};
+        rlx_tensor *x = rinput(&r, RLX_F32, 2, (int64_t[]){64, 4097});
+        t[k] = rlx_softmax(x, -1);
+        rlx_set_num_threads(k + 1);
+        use_jit(true);
+        CHECK_EQ_INT(rlx_realize(t[k]), RLX_OK);
+    }
+    rlx_set_num_threads(0);
+    use_jit(false);
+    CHECK(memcmp(rlx_data(t[0]), rlx_data(t[1]), 64 * 4097 * sizeof(float)) == 0);
+}
+
 /* ------------------------------------------------------------- the cache */
 
 TEST(jit_cache_hit)
@@ -1131,5 +1213,5 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_cache_hit), T(jit_const_args), T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

@@ -690,11 +690,28 @@ static void emit_phased(kctx *c)
             if (mark[i] && level[i] && uses[i] < 2)
                 uses[i]++;
     }
+    /* One stashed value that the stored value is computed from may live in
+     * the output row itself when that row is contiguous and of its dtype:
+     * the final pass reads each element there just before overwriting it
+     * (softmax: exp(x - m) is stored by the pass summing it, then scaled in
+     * place), which keeps one row fewer in the cache. A row kernel never
+     * writes over its inputs (memplan.c), so no load reads the output. */
+    int ostash = -1;
+    bool out_row = row_store && k->red_mask != 0;
+    for (int d = r1; d < k->rank; d++)
+        out_row &= k->out.stride[d] == rstride[d];
+    if (out_row)
+        mark_closure(k, level, NULL, last, mark);
     int64_t budget = STASH_BYTES;
     for (int i = 0; i < n; i++) {
         const sched_instr *in = &k->instr[i];
         int64_t bytes = rowlen * (int64_t)ir_dtype_size(in->dtype);
-        if (uses[i] > 1 && in->kind == SCHED_I_OP && is_math(in->op) && bytes <= budget) {
+        if (uses[i] < 2 || in->kind != SCHED_I_OP || !is_math(in->op))
+            continue;
+        if (out_row && ostash < 0 && mark[i] && in->dtype == k->node->dtype) {
+            stash[i] = 1;
+            ostash = i;
+        } else if (bytes <= budget) {
             stash[i] = 1;
             budget -= bytes;
             LLVMTypeRef at = LLVMArrayType2(reg_type(m, in->dtype), (uint64_t)rowlen);
@@ -710,22 +727,21 @@ static void emit_phased(kctx *c)
     }
     for (int d = 0; d < r1; d++)
         open_loop(c, d);
-    for (int stg = 0; stg <= np && !c->failed; stg++) {
+    /* passes 0..np-1 accumulate a phase; pass np (when row_store) stores */
+    for (int L = 0; L <= np && !c->failed; L++) {
         /* the per-row values of this stage */
         for (int i = 0; i < n && !c->failed; i++)
-            if (!level[i] && stage[i] == stg && k->instr[i].kind != SCHED_I_REDUCE)
+            if (!level[i] && stage[i] == L && k->instr[i].kind != SCHED_I_REDUCE)
                 c->vals[i] = emit_instr(c, &k->instr[i]);
-        if (stg == np)
+        if (c->failed || (L == np && !row_store))
             break;
-        /* pass stg over the row */
-        int ri = phases[stg];
-        const sched_instr *red = &k->instr[ri];
-        LLVMTypeRef at = acc_type(c, red->op, red->dtype);
-        LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), accs[stg]);
+        const sched_instr *red = L < np ? &k->instr[phases[L]] : NULL;
+        LLVMTypeRef at = red ? acc_type(c, red->op, red->dtype) : NULL;
+        if (red)
+            LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), accs[L]);
         for (int d = r1; d < k->rank; d++)
             open_loop(c, d);
-        int root = red->src[0];
-        LLVMValueRef v = NULL;
+        int root = red ? red->src[0] : last;
         if (level[root]) {
             LLVMValueRef idx = ci(c, m->i64, 0);
             for (int d = r1; d < k->rank; d++)
@@ -734,8 +750,11 @@ static void emit_phased(kctx *c)
             for (int i = 0; i <= root && !c->failed; i++) {
                 if (!mark[i] || !level[i])
                     continue;
-                LLVMTypeRef t = reg_type(m, k->instr[i].dtype);
-                LLVMValueRef p = stash[i] ? LLVMBuildInBoundsGEP2(c->b, t, slot[i], &idx, 1, "") : NULL;
+                rlx_dtype dt = k->instr[i].dtype;
+                LLVMTypeRef t = reg_type(m, dt);
+                LLVMValueRef p = !stash[i]      ? NULL
+                                 : i == ostash ? elem_ptr(c, 0, dt, affine(c, &k->out))
+                                               : LLVMBuildInBoundsGEP2(c->b, t, slot[i], &idx, 1, "");
                 if (stash[i] && filled[i]) {
                     c->vals[i] = LLVMBuildLoad2(c->b, t, p, "");
                     continue;
@@ -750,44 +769,27 @@ static void emit_phased(kctx *c)
         }
         if (c->failed)
             break;
-        v = c->vals[root];
+        if (!red) {
+            store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
+            for (int d = k->rank - 1; d >= r1; d--)
+                close_loop(c, d);
+            break;
+        }
+        LLVMValueRef v = c->vals[root];
         rlx_dtype sdt = k->instr[root].dtype;
         if (LLVMTypeOf(v) != at)
             v = convert(c, v, sdt, at == m->f64 ? RLX_F64 : red->dtype);
-        LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, accs[stg], ""), v),
-                       accs[stg]);
+        LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, accs[L], ""), v), accs[L]);
         for (int d = k->rank - 1; d >= r1; d--)
             close_loop(c, d);
-        LLVMValueRef a = LLVMBuildLoad2(c->b, at, accs[stg], "");
+        LLVMValueRef a = LLVMBuildLoad2(c->b, at, accs[L], "");
         if (at != reg_type(m, red->dtype))
             a = convert(c, a, RLX_F64, red->dtype);
-        c->vals[ri] = a;
+        c->vals[phases[L]] = a;
     }
     if (!c->failed) {
-        if (row_store) {
-            for (int d = r1; d < k->rank; d++)
-                open_loop(c, d);
-            LLVMValueRef idx = ci(c, m->i64, 0);
-            for (int d = r1; d < k->rank; d++)
-                idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, rstride[d]), ""), "");
-            mark_closure(k, level, filled, last, mark);
-            for (int i = 0; i <= last && !c->failed; i++) {
-                if (!mark[i] || !level[i])
-                    continue;
-                if (stash[i] && filled[i]) {
-                    LLVMTypeRef t = reg_type(m, k->instr[i].dtype);
-                    c->vals[i] = LLVMBuildLoad2(c->b, t, LLVMBuildInBoundsGEP2(c->b, t, slot[i], &idx, 1, ""), "");
-                } else {
-                    c->vals[i] = emit_instr(c, &k->instr[i]);
-                }
-            }
-            if (!c->failed)
-                store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
-            for (int d = k->rank - 1; d >= r1; d--)
-                close_loop(c, d);
-        } else {
+        if (!row_store)
             store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
-        }
         for (int d = r1 - 1; d >= 0; d--)
             close_loop(c, d);
     }
