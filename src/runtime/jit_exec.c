@@ -42,6 +42,7 @@ struct rt_jit_plan {
     ir_node **roots;    /* borrows */
     cg_kernel_fn *fn;   /* per kernel (LOOP only) */
     double *consts;     /* every LOOP kernel's constants, from const_at[i] */
+    long nconsts, nloops;
     long *const_at;
     long *argsrc;       /* per LOOP kernel input (args 1..), from arg_at[i] */
     long *arg_at;
@@ -54,6 +55,7 @@ typedef struct {
     rt_jit_stats *stats;
     int nthreads;
     ir_node *const *binds;
+    const double *consts; /* the plan's, or the run's own values */
     ir_storage *arena;
     rt_view *vals; /* contiguous result of each kernel (st NULL when none) */
 } exec;
@@ -186,7 +188,7 @@ static rlx_status run_loop(exec *e, long i)
             inner *= k->shape[d];
         int64_t work = knob_get(KNOB_GRAIN); /* CHUNK_WORK unless tuned (runtime/knobs.c) */
         int64_t chunk = inner >= work ? 1 : work / (inner ? inner : 1);
-        rt_pool_run(p->fn[i], bufs, p->consts + p->const_at[i], k->shape[0], chunk, e->nthreads);
+        rt_pool_run(p->fn[i], bufs, e->consts + p->const_at[i], k->shape[0], chunk, e->nthreads);
     }
     e->stats->kernels_run++;
     ctx->nodes_run++;
@@ -256,6 +258,14 @@ void rt_jit_plan_free(rt_jit_plan *p)
 
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p) { return p ? p->mp.arena_bytes : 0; }
 
+const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n)
+{
+    *n = p->nconsts;
+    return p->consts;
+}
+
+long rt_jit_plan_loops(const rt_jit_plan *p) { return p->nloops; }
+
 /* The tables a run reads: constants, input sources, death lists. */
 static bool plan_tables(rt_jit_plan *p)
 {
@@ -264,8 +274,10 @@ static bool plan_tables(rt_jit_plan *p)
         if (p->s.k[i].kind == SCHED_LOOP) {
             nconst += p->s.k[i].nconsts;
             nargs += p->s.k[i].nargs - 1;
+            p->nloops++;
         }
     }
+    p->nconsts = nconst;
     /* one block (owned through consts): doubles, then the long tables */
     size_t nlong = (size_t)(n1 + nargs + n1 + n1 + n1 + 1);
     p->consts = ir_alloc((size_t)nconst * sizeof(double) + nlong * sizeof(long));
@@ -375,10 +387,11 @@ static void release_dead(exec *e, long i)
     }
 }
 
-rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, int nthreads, rt_ctx *ctx,
-                           rt_jit_stats *stats, rt_view *out)
+rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, const double *consts, int nthreads,
+                           rt_ctx *ctx, rt_jit_stats *stats, rt_view *out)
 {
-    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds};
+    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds,
+              .consts = consts ? consts : p->consts};
     long nk = p->s.count;
     rt_view vstack[8];
     for (int r = 0; r < p->nroots; r++)
@@ -426,26 +439,5 @@ out:
         ctx->live_bytes -= ctx->live_bytes >= ab ? ab : ctx->live_bytes;
         ir_storage_release(e.arena);
     }
-    return ctx->status;
-}
-
-rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
-{
-    rt_jit_plan *p;
-    if (rt_jit_plan_build(roots, nroots, NULL, 0, nthreads, ctx, stats, &p))
-        return ctx->status;
-    rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
-    if (!v) {
-        rt_jit_plan_free(p);
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-    }
-    if (rt_jit_plan_run(p, NULL, nthreads, ctx, stats, v) == RLX_OK)
-        for (int r = 0; r < nroots && ctx->status == RLX_OK; r++)
-            rt_publish(ctx, roots[r], &v[r]);
-    for (int r = 0; r < nroots; r++)
-        ir_storage_release(v[r].st);
-    if (v != vstack)
-        ir_free(v);
-    rt_jit_plan_free(p);
     return ctx->status;
 }
