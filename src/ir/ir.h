@@ -183,6 +183,9 @@ void *ir_calloc(size_t n, size_t size);
 void *ir_realloc(void *p, size_t bytes);
 void ir_free(void *p);
 void ir_alloc_fail_after(long n); /* -1 disables */
+/* Counts as one allocation for the hook: true when it would fail. For
+ * memory not taken through ir_alloc (aligned payloads). */
+bool ir_alloc_injected_failure(void);
 
 /* visit.c: a set of node pointers and a post-order walk, without recursion. */
 typedef struct {

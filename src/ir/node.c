@@ -30,6 +30,7 @@ static bool alloc_should_fail(void)
     return false;
 }
 
+bool ir_alloc_injected_failure(void) { return alloc_should_fail(); }
 void *ir_alloc(size_t bytes) { return alloc_should_fail() ? NULL : malloc(bytes ? bytes : 1); }
 void *ir_calloc(size_t n, size_t size) { return alloc_should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1); }
 void *ir_realloc(void *p, size_t bytes) { return alloc_should_fail() ? NULL : realloc(p, bytes ? bytes : 1); }
