@@ -2,9 +2,10 @@
  * test_cache.c — the JIT's persistent kernel cache (codegen_llvm/cg_disk.c)
  * and the parallel compile of a schedule (cg_kernels_prepare).
  *
- * A "fresh process" is simulated by cg_cache_reset_for_tests, which drops
- * the in-memory cache (and starts a new LLJIT), so the next lookup of a
- * kernel goes to the disk. Every realization is checked against values
+ * A "fresh process" is simulated by fresh_process: cg_cache_reset_for_tests
+ * drops the in-memory kernel cache (and starts a new LLJIT) and the plan
+ * cache of realizations (runtime/plan_cache.c) is cleared, so the next
+ * lookup of a kernel goes to the disk. Every realization is checked against values
  * computed here in double precision; a warm (loaded) run must also give
  * bit-identical results to the cold (compiled) one.
  */
@@ -24,8 +25,15 @@
 #include "codegen_llvm/cg.h"
 #include "codegen_llvm/cg_disk.h"
 #include "passes/passes.h"
+#include "runtime/jit_exec.h"
 
 static char base[64]; /* this run's scratch directory */
+
+static void fresh_process(void)
+{
+    rt_plan_cache_clear();
+    cg_cache_reset_for_tests();
+}
 
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
@@ -179,7 +187,7 @@ TEST(cache_cold_then_warm)
 {
     jit_on();
     const char *dir = new_dir("warm");
-    cg_cache_reset_for_tests();
+    fresh_process();
     static float cold[N], warm[N];
     cg_disk_counts c0 = counts();
     rlx_stats_t s0 = stats_now();
@@ -201,7 +209,7 @@ TEST(cache_cold_then_warm)
     CHECK(stat(parent, &sb) == 0 && (sb.st_mode & 0777) == 0700);
 
     /* the same kernel in a "new process": loaded, not compiled */
-    cg_cache_reset_for_tests();
+    fresh_process();
     run_w2(N, warm);
     rlx_stats_t s2 = stats_now();
     cg_disk_counts c2 = counts();
@@ -229,7 +237,7 @@ TEST(cache_corrupt_files)
 {
     jit_on();
     const char *dir = new_dir("corrupt");
-    cg_cache_reset_for_tests();
+    fresh_process();
     run_w2(N, NULL);
     char path[512];
     CHECK_EQ_INT(cache_files(dir, path, sizeof path), 1);
@@ -272,7 +280,7 @@ TEST(cache_corrupt_files)
             case GARBAGE: for (size_t i = 0; i < n; i++) bad[i] = (uint8_t)(i * 131 + 7); break;
             }
             write_file(path, bad, len);
-            cg_cache_reset_for_tests();
+            fresh_process();
             cg_disk_counts c0 = counts();
             rlx_stats_t s0 = stats_now();
             run_w2(N, NULL);
@@ -293,7 +301,7 @@ TEST(cache_corrupt_files)
     free(good);
     /* a directory where the file should be: a miss, and the store fails */
     CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0);
-    cg_cache_reset_for_tests();
+    fresh_process();
     cg_disk_counts c0 = counts();
     run_w2(N, NULL);
     CHECK_EQ_INT((int)(counts().store_failures - c0.store_failures), 1);
@@ -305,7 +313,7 @@ TEST(cache_corrupt_files)
  * stored or loaded and that no file appeared. */
 static void no_cache_run(const char *dir, int64_t n)
 {
-    cg_cache_reset_for_tests();
+    fresh_process();
     cg_disk_counts c0 = counts();
     rlx_clear_error();
     run_w2(n, NULL);
@@ -380,7 +388,7 @@ TEST(cache_full_disk)
     lim = old;
     lim.rlim_cur = 600;
     CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
-    cg_cache_reset_for_tests();
+    fresh_process();
     cg_disk_counts c0 = counts();
     run_w2(N, NULL);
     cg_disk_counts c1 = counts();
@@ -390,7 +398,7 @@ TEST(cache_full_disk)
     CHECK_EQ_INT((int)(c1.stores - c0.stores), 0);
     CHECK_EQ_INT(dir_entries(dir), 0);
     /* with room again it is stored */
-    cg_cache_reset_for_tests();
+    fresh_process();
     run_w2(N, NULL);
     CHECK_EQ_INT(cache_files(dir, NULL, 0), 1);
 }
@@ -495,14 +503,14 @@ TEST(cache_parallel_prepare)
 {
     jit_on();
     CHECK_EQ_INT(rlx_set_option("cache_dir", ""), RLX_OK);
-    cg_cache_reset_for_tests();
+    fresh_process();
     prepare_round(4, false); /* compiled on 4 threads, no disk */
     new_dir("parallel");
-    cg_cache_reset_for_tests();
+    fresh_process();
     prepare_round(3, false); /* compiled and stored */
-    cg_cache_reset_for_tests();
+    fresh_process();
     prepare_round(4, true); /* all loaded */
-    cg_cache_reset_for_tests();
+    fresh_process();
     prepare_round(1, true); /* one thread */
     prepared_values();
     /* nothing to do, and nonsense counts */
@@ -518,7 +526,7 @@ TEST(cache_failures_not_stored)
 {
     jit_on();
     const char *dir = new_dir("fail");
-    cg_cache_reset_for_tests();
+    fresh_process();
     cg_test_inject(1);
     fill();
     int64_t n = 50;

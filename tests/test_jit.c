@@ -815,6 +815,131 @@ TEST(jit_const_args)
     }
 }
 
+/* internal: runtime/jit_exec.h, ir/ir.h */
+typedef struct {
+    uint64_t hits, misses, built, evicted;
+    long entries, nodes;
+} rt_plan_cache_counts;
+void rt_plan_cache_counts_get(rt_plan_cache_counts *out);
+void rt_plan_cache_clear(void);
+long ir_detached_nodes(void);
+
+static rt_plan_cache_counts plan_counts(void)
+{
+    rt_plan_cache_counts c;
+    rt_plan_cache_counts_get(&c);
+    return c;
+}
+
+/* Graphs of one structure each (kind), on round r's payloads and scalar v. */
+enum { PC_KINDS = 9 };
+static rlx_tensor *plan_graph(int kind, int r, double v)
+{
+    int64_t n4 = 4, s22[2] = {2, 2}, s34[2] = {3, 4}, s42[2] = {4, 2};
+    uint64_t seed = (uint64_t)(r * 16 + kind);
+    switch (kind) {
+    case 0: return sgd(data_f32(n4, seed), data_f32(n4, seed + 1000), v);
+    case 1: { /* integers: a constant step and scale */
+        int32_t iv[4] = {r - 2, 7 * r, -5, 100 + r};
+        return rlx_mul_s(rlx_add_s(ti32(1, &n4, iv), (int)(v * 4) + 7), (int)(v * 4) + 6);
+    }
+    case 2: { /* one leaf read twice ... */
+        rlx_tensor *a = data_f32(n4, seed);
+        return rlx_add(a, a);
+    }
+    case 3: /* ... and two leaves: another structure */
+        return rlx_add(data_f32(n4, seed), data_f32(n4, seed + 1000));
+    case 4: /* the same op on another shape */
+        return rlx_add(rlx_reshape(data_f32(n4, seed), 2, s22), rlx_reshape(data_f32(n4, seed + 1000), 2, s22));
+    case 5: /* a reference kernel (matmul) reading a constant */
+        return rlx_matmul(rlx_reshape(data_f32(12, seed), 2, s34), rlx_full(RLX_F32, 2, s42, v));
+    case 6: /* a reduction between two constants */
+        return rlx_add_s(rlx_sum(rlx_mul_s(rlx_reshape(data_f32(12, seed), 2, s34), v), (int[]){1}, 1, false), -v * 3);
+    case 7: { /* a bool constant: its value is part of the structure */
+        rlx_tensor *x = data_f32(n4, seed);
+        rlx_tensor *m = rlx_logical_or(rlx_gt(x, rlx_zeros(RLX_F32, 1, &n4)), rlx_full(RLX_BOOL, 1, &n4, r % 2));
+        return rlx_where(m, x, rlx_full(RLX_F32, 1, &n4, v));
+    }
+    default: /* f64, two constants that are sometimes equal (one node) */
+        return rlx_exp(rlx_add_s(rlx_mul_s(rlx_cast(data_f32(n4, seed), RLX_F64), v), r % 2 ? v : 0.25));
+    }
+}
+
+/* A realization repeated with the same structure runs its cached plan
+ * (runtime/plan_cache.c) with new payloads and new scalar constants: the
+ * values are the reference's, the plan is built the second time a
+ * structure is seen and hit after, and graphs of another structure
+ * (interleaved, one leaf read twice or two leaves, another shape, another
+ * bool constant) never run each other's plan. */
+TEST(jit_plan_cache)
+{
+    static const double vs[5] = {0.25, -2.5, 3.0, 0.007, 1.5};
+    rt_plan_cache_clear();
+    rt_plan_cache_counts c0 = plan_counts();
+    uint64_t compiled_late = 0;
+    for (int r = 0; r < 5; r++) {
+        for (int kind = 0; kind < PC_KINDS; kind++) {
+            rlx_tensor *got = plan_graph(kind, r, vs[r]), *want = plan_graph(kind, r, vs[r]);
+            use_jit(false);
+            rlx_realize(want);
+            use_jit(true);
+            rlx_stats_t s0 = stats_now();
+            CHECK_EQ_INT(rlx_realize(got), RLX_OK);
+            if (r >= 2)
+                compiled_late += stats_now().kernels_compiled - s0.kernels_compiled;
+            use_jit(false);
+            compare(got, want, kind == 1 ? 0 : 1e-6, kind == 1 ? 0 : 1e-6, "a cached plan", (uint64_t)(r * 16 + kind));
+        }
+    }
+    rt_plan_cache_counts c1 = plan_counts();
+    /* kinds 0-6 and 8 (whose constants differ in value only) are built in
+     * round 1 and hit in rounds 2-4; kind 7 alternates its bool constant
+     * (two structures), kind 8's constants are equal in odd rounds (two
+     * structures) */
+    CHECK(c1.hits - c0.hits >= 18);
+    CHECK(c1.built - c0.built >= 8);
+    CHECK_EQ_INT(compiled_late, 0);
+    CHECK(c1.entries > 0 && ir_detached_nodes() > 0);
+    rt_plan_cache_clear();
+    CHECK_EQ_INT(plan_counts().entries, 0);
+    CHECK_EQ_INT(ir_detached_nodes(), 0); /* the templates are freed */
+}
+
+/* The cache is bounded (least recently used evicted), and a changed knob
+ * is never served a plan made under the old one. */
+TEST(jit_plan_cache_bounds)
+{
+    use_jit(true);
+    rt_plan_cache_clear();
+    rt_plan_cache_counts c0 = plan_counts();
+    for (int64_t n = 1; n <= 80; n++) { /* 80 structures, each twice: cached */
+        for (int k = 0; k < 2; k++) {
+            rlx_tensor *x = rlx_arange(RLX_F32, 0, (double)n, 1);
+            rlx_tensor *y = rlx_add_s(rlx_mul_s(x, 2), (double)k);
+            float last;
+            CHECK_EQ_INT(rlx_read_f32(rlx_slice(y, 0, n - 1, n, 1), &last, 1), RLX_OK);
+            CHECK_EQ_INT((int64_t)last, 2 * (n - 1) + k);
+        }
+    }
+    rt_plan_cache_counts c1 = plan_counts();
+    CHECK(c1.entries <= 64 && c1.entries > 0);
+    CHECK(c1.evicted - c0.evicted >= 16);
+    /* fusion off: (a+b)*c is two kernels, not its cached one */
+    int64_t n4 = 4;
+    for (int k = 0; k < 4; k++) {
+        if (k == 3)
+            CHECK_EQ_INT(rlx_set_option("fuse_elementwise", "0"), RLX_OK);
+        rlx_tensor *y = rlx_mul(rlx_add(data_f32(n4, 1), data_f32(n4, 2)), data_f32(n4, 3));
+        rlx_stats_reset();
+        CHECK_EQ_INT(rlx_realize(y), RLX_OK);
+        CHECK_EQ_INT(stats_now().kernels_run, k == 3 ? 2 : 1);
+    }
+    CHECK_EQ_INT(rlx_set_option("fuse_elementwise", "default"), RLX_OK);
+    use_jit(false);
+    rt_plan_cache_clear();
+    CHECK_EQ_INT(ir_detached_nodes(), 0);
+}
+
 /* Large outputs come from the buffer pool: after the first realization
  * of a schedule, realizing it again maps no new memory (the blocks of the
  * released results are taken again), and the values stay right. */
@@ -1213,5 +1338,7 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_softmax_tails), T(jit_cache_hit),
+          T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds), T(jit_buffer_pool), T(jit_threads_deterministic),
+          T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

@@ -31,6 +31,7 @@
 #include "codegen_llvm/cg.h"
 
 long ir_live_nodes(void);
+void rt_plan_cache_clear(void); /* internal: runtime/jit_exec.h */
 
 enum { NT = 4, ITER = 8, NOUT = 1024, NX = 32, NI = 24, NO = 16, NB = 8 };
 
@@ -528,6 +529,7 @@ TEST(four_threads_library_ops_disk_cache)
     /* the JIT from an empty memory cache: threads compile the same and
      * different kernels at once and store them */
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    rt_plan_cache_clear(); /* and the plans holding its kernels */
     cg_cache_reset_for_tests();
     cg_disk_counts c0, c1, c2;
     cg_disk_counters(&c0);
@@ -539,6 +541,7 @@ TEST(four_threads_library_ops_disk_cache)
     compare(together, alone, 0, "library ops, jit");
     compare(alone, lib_ref, 1e-4, "library ops, jit against the reference");
     /* again with the memory cache emptied: every thread loads from disk */
+    rt_plan_cache_clear(); /* and the plans holding its kernels */
     cg_cache_reset_for_tests();
     run_phase(together, true);
     cg_disk_counters(&c2);

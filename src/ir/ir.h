@@ -106,6 +106,7 @@ struct ir_node {
     uint64_t struct_hash; /* structure only, no payload: the compile-cache key */
     ir_node *cons_next;   /* hash-cons chain, guarded by the table lock */
     bool consed;
+    bool detached;        /* made by ir_make_detached: outside the live count */
     /* Realization: set once, published with release ordering. */
     _Atomic(ir_storage *) storage; /* owns one reference */
     size_t offset;                 /* bytes into storage->data */
@@ -140,6 +141,14 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
                  int rank, const int64_t *shape, char *err, size_t errcap);
 /* A realized leaf over storage (retained). Never hash-consed. */
 ir_node *ir_make_buffer(ir_storage *st, size_t offset, rlx_dtype dt, int rank, const int64_t *shape);
+/* A private copy of a node for a cache that keeps graphs of its own (the
+ * JIT's plan cache): never hash-consed, so never shared with a user's
+ * graph, and counted by ir_detached_nodes, not ir_live_nodes (which leak
+ * tests compare). Sources should be detached too. st (retained) realizes
+ * it, for a BUFFER; NULL otherwise. Types are taken as given (copies of
+ * checked nodes): no shape rule runs. */
+ir_node *ir_make_detached(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype dt, int rank,
+                          const int64_t *shape, ir_storage *st);
 ir_node *ir_retain(ir_node *n);
 void ir_release(ir_node *n); /* iterative: deep chains do not recurse */
 ir_storage *ir_storage_new(void *data, size_t bytes, void (*free_fn)(void *, void *), void *ctx);
@@ -162,6 +171,7 @@ static inline size_t ir_node_bytes(const ir_node *n)
 }
 /* Number of live nodes (for leak tests). */
 long ir_live_nodes(void);
+long ir_detached_nodes(void); /* live detached nodes (cache tests) */
 
 /* verify.c: checks every invariant of the graph under root. */
 bool ir_verify(ir_node *root, char *err, size_t errcap);
@@ -173,6 +183,9 @@ void *ir_calloc(size_t n, size_t size);
 void *ir_realloc(void *p, size_t bytes);
 void ir_free(void *p);
 void ir_alloc_fail_after(long n); /* -1 disables */
+/* Counts as one allocation for the hook: true when it would fail. For
+ * memory not taken through ir_alloc (aligned payloads). */
+bool ir_alloc_injected_failure(void);
 
 /* visit.c: a set of node pointers and a post-order walk, without recursion. */
 typedef struct {

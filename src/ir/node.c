@@ -30,6 +30,7 @@ static bool alloc_should_fail(void)
     return false;
 }
 
+bool ir_alloc_injected_failure(void) { return alloc_should_fail(); }
 void *ir_alloc(size_t bytes) { return alloc_should_fail() ? NULL : malloc(bytes ? bytes : 1); }
 void *ir_calloc(size_t n, size_t size) { return alloc_should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1); }
 void *ir_realloc(void *p, size_t bytes) { return alloc_should_fail() ? NULL : realloc(p, bytes ? bytes : 1); }
@@ -82,9 +83,10 @@ void ir_node_set_storage(ir_node *n, ir_storage *st, size_t offset)
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static ir_node **table;
 static size_t table_cap, table_count;
-static atomic_long live_nodes;
+static atomic_long live_nodes, detached_nodes;
 
 long ir_live_nodes(void) { return atomic_load(&live_nodes); }
+long ir_detached_nodes(void) { return atomic_load(&detached_nodes); }
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -100,11 +102,25 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* Eight bytes a step: attributes are up to 200 zero-filled bytes and every
+ * node made hashes them twice, so a byte at a time was most of ir_make. */
+static uint64_t hash_words(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (; n >= 8; n -= 8, b += 8) {
+        uint64_t w;
+        memcpy(&w, b, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return hash_bytes(h, b, n);
+}
+
 static uint64_t hash_attrs(uint64_t h, ir_op op, const ir_attrs *a)
 {
     if (op == IR_OP_INPUT)
         return hash_bytes(h, a->input.name, strlen(a->input.name));
-    return hash_bytes(h, a, sizeof *a);
+    return hash_words(h, a, sizeof *a);
 }
 
 static bool attrs_eq(ir_op op, const ir_attrs *a, const ir_attrs *b)
@@ -194,14 +210,13 @@ static ir_node *node_new(ir_op op, int nsrc, ir_node *const *src, const ir_attrs
     for (int i = 0; i < nsrc; i++)
         n->src[i] = ir_retain(src[i]);
     uint64_t sh = mix(mix(0x51ed27u, (uint64_t)op), (uint64_t)dt);
-    sh = hash_bytes(sh, shape, (size_t)rank * sizeof *shape);
+    sh = hash_words(sh, shape, (size_t)rank * sizeof *shape);
     if (op != IR_OP_BUFFER)
         sh = hash_attrs(sh, op, a);
     for (int i = 0; i < nsrc; i++)
         sh = mix(sh, src[i]->struct_hash);
     n->struct_hash = sh;
-    atomic_fetch_add(&live_nodes, 1);
-    return n;
+    return n; /* the caller counts it, live or detached */
 }
 
 ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype dt, int rank,
@@ -232,7 +247,7 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
         return NULL;
     }
     uint64_t h = mix(mix(0xc0ffeeu, (uint64_t)op), (uint64_t)dt);
-    h = hash_bytes(h, shp, (size_t)rank * sizeof *shp);
+    h = hash_words(h, shp, (size_t)rank * sizeof *shp);
     h = hash_attrs(h, op, a);
     for (int i = 0; i < nsrc; i++)
         h = mix(h, (uint64_t)(uintptr_t)src[i]);
@@ -248,6 +263,7 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
     }
     ir_node *n = node_new(op, nsrc, src, a, dt, rank, shp);
     if (n) {
+        atomic_fetch_add(&live_nodes, 1);
         n->cons_hash = h;
         if (table_count * 2 >= table_cap)
             table_grow(); /* on failure the chains just get longer */
@@ -269,9 +285,26 @@ ir_node *ir_make_buffer(ir_storage *st, size_t offset, rlx_dtype dt, int rank, c
     ir_node *n = node_new(IR_OP_BUFFER, 0, NULL, NULL, dt, rank, shape);
     if (!n)
         return NULL;
+    atomic_fetch_add(&live_nodes, 1);
     ir_storage_retain(st);
     n->offset = offset;
     atomic_store_explicit(&n->storage, st, memory_order_release);
+    return n;
+}
+
+ir_node *ir_make_detached(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype dt, int rank,
+                          const int64_t *shape, ir_storage *st)
+{
+    static const ir_attrs none;
+    ir_node *n = node_new(op, nsrc, src, attr ? attr : &none, dt, rank, shape);
+    if (!n)
+        return NULL;
+    n->detached = true;
+    atomic_fetch_add(&detached_nodes, 1);
+    if (st) {
+        ir_storage_retain(st);
+        atomic_store_explicit(&n->storage, st, memory_order_release);
+    }
     return n;
 }
 
@@ -315,8 +348,8 @@ void ir_release(ir_node *n)
         if (n->op == IR_OP_INPUT)
             ir_free(n->attr.input.name);
         ir_free(n->src);
+        atomic_fetch_sub(n->detached ? &detached_nodes : &live_nodes, 1);
         ir_free(n);
-        atomic_fetch_sub(&live_nodes, 1);
         n = next;
     }
 }

@@ -108,26 +108,53 @@ typedef struct {
     int next_src;
 } frame;
 
+/* The walk's set of seen nodes: a small array searched in place until it
+ * overflows, then the hash set (most realizations are a few nodes, and
+ * each walk's allocations were most of its cost). */
+enum { FEW = 16 };
+typedef struct {
+    const ir_node *few[FEW];
+    int nfew;
+    bool big;
+    ir_set set;
+} seen_set;
+
+static int seen_add(seen_set *s, const ir_node *n)
+{
+    if (!s->big) {
+        for (int i = 0; i < s->nfew; i++)
+            if (s->few[i] == n)
+                return 0;
+        if (s->nfew < FEW) {
+            s->few[s->nfew++] = n;
+            return 1;
+        }
+        for (int i = 0; i < s->nfew; i++)
+            if (ir_set_add(&s->set, s->few[i]) < 0)
+                return -1;
+        s->big = true;
+    }
+    return ir_set_add(&s->set, n);
+}
+
 long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node *, void *), void *ctx,
                   ir_node ***out)
 {
-    ir_set seen = {0};
-    frame *stack = NULL;
-    size_t depth = 0, stack_cap = 0, count = 0, out_cap = 0;
+    seen_set seen;
+    seen.nfew = 0;
+    seen.big = false;
+    memset(&seen.set, 0, sizeof seen.set);
+    frame fstack[32], *stack = fstack;
+    size_t depth = 0, stack_cap = sizeof fstack / sizeof *fstack, count = 0, out_cap = 0;
     ir_node **order = NULL;
     *out = NULL;
     for (int r = 0; r < nroots; r++) {
-        int added = ir_set_add(&seen, roots[r]);
+        int added = seen_add(&seen, roots[r]);
         if (added < 0)
             goto oom;
         if (!added)
             continue;
         depth = 0;
-        if (stack_cap == 0) {
-            stack_cap = 64;
-            if (!(stack = ir_alloc(stack_cap * sizeof *stack)))
-                goto oom;
-        }
         stack[depth++] = (frame){roots[r], 0};
         while (depth) {
             frame *f = &stack[depth - 1];
@@ -135,14 +162,17 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
             bool leaf = stop && stop(n, ctx);
             if (!leaf && f->next_src < n->nsrc) {
                 ir_node *s = n->src[f->next_src++];
-                int a = ir_set_add(&seen, s);
+                int a = seen_add(&seen, s);
                 if (a < 0)
                     goto oom;
                 if (a) {
                     if (depth == stack_cap) {
-                        frame *ns = ir_realloc(stack, stack_cap * 2 * sizeof *stack);
+                        frame *ns = ir_alloc(stack_cap * 2 * sizeof *stack);
                         if (!ns)
                             goto oom;
+                        memcpy(ns, stack, stack_cap * sizeof *stack);
+                        if (stack != fstack)
+                            ir_free(stack);
                         stack = ns;
                         stack_cap *= 2;
                     }
@@ -162,13 +192,15 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
             depth--;
         }
     }
-    ir_free(stack);
-    ir_set_free(&seen);
+    if (stack != fstack)
+        ir_free(stack);
+    ir_set_free(&seen.set);
     *out = order;
     return (long)count;
 oom:
-    ir_free(stack);
+    if (stack != fstack)
+        ir_free(stack);
     ir_free(order);
-    ir_set_free(&seen);
+    ir_set_free(&seen.set);
     return -1;
 }

@@ -105,6 +105,9 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
 /* The run-time constant array of k: consts[slot] of every CONST (at most
  * k->nconsts entries). */
 void sched_kernel_consts(const sched_kernel *k, double *consts);
+/* The constant-array entry of a CONST of value v and dtype dt (what
+ * sched_kernel_consts gives for it): a run may bind new values. */
+double sched_const_value(double v, rlx_dtype dt);
 
 /* memplan.c — liveness and arena placement of a schedule's values.
  * last[i]: the last kernel reading kernel i's value (count for roots and

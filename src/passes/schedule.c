@@ -1096,3 +1096,5 @@ void sched_kernel_consts(const sched_kernel *k, double *consts)
         if (k->instr[i].kind == SCHED_I_CONST)
             consts[k->instr[i].arg] = k->instr[i].value;
 }
+
+double sched_const_value(double v, rlx_dtype dt) { return const_in(v, dt); }

@@ -477,6 +477,21 @@ static bool stop_at_realized(const ir_node *n, void *ctx)
     return realized(n);
 }
 
+/* Small graphs (most realizations) find positions by a search back
+ * through the order and keep their replacements on the stack: the map's
+ * and the array's allocations cost more than the search. */
+enum { SMALL = 16 };
+
+static long position(const ir_map *pos, ir_node *const *order, long count, const ir_node *n, long below)
+{
+    if (count > SMALL)
+        return ir_map_get(pos, n);
+    for (long j = below - 1; j >= 0; j--)
+        if (order[j] == n)
+            return j;
+    return -1;
+}
+
 rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_node **out, char *err,
                     size_t errcap)
 {
@@ -485,17 +500,21 @@ rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_
         err[0] = '\0';
     for (int r = 0; r < nroots; r++)
         out[r] = NULL;
-    ir_node **order = NULL, **repl = NULL, *small[8], **src = small;
+    ir_node **order = NULL, **repl = NULL, *small[8], **src = small, *repl_small[SMALL];
     size_t src_cap = sizeof small / sizeof *small;
     ir_map pos = {0};
     long count = ir_postorder(roots, nroots, stop_at_realized, NULL, &order);
-    if (count < 0 || !(repl = ir_calloc((size_t)(count ? count : 1), sizeof *repl))) {
+    if (count >= 0 && count <= SMALL) {
+        repl = repl_small;
+        memset(repl, 0, sizeof repl_small);
+    }
+    if (count < 0 || (!repl && !(repl = ir_calloc((size_t)(count ? count : 1), sizeof *repl)))) {
         fail(&s, RLX_E_NOMEM, "out of memory");
         goto out;
     }
     for (long i = 0; i < count; i++) {
         ir_node *n = order[i];
-        if (ir_map_put(&pos, n, i) < 0) {
+        if (count > SMALL && ir_map_put(&pos, n, i) < 0) {
             fail(&s, RLX_E_NOMEM, "out of memory");
             goto out;
         }
@@ -515,18 +534,19 @@ rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_
             src_cap = (size_t)n->nsrc;
         }
         for (int k = 0; k < n->nsrc; k++)
-            src[k] = repl[ir_map_get(&pos, n->src[k])]; /* sources come first in post-order */
+            src[k] = repl[position(&pos, order, count, n->src[k], i)]; /* sources come first in post-order */
         if (!(repl[i] = rewrite(&s, n->op, n->nsrc, src, &n->attr, n, 0)))
             goto out;
     }
     for (int r = 0; r < nroots; r++)
-        out[r] = ir_retain(repl[ir_map_get(&pos, roots[r])]);
+        out[r] = ir_retain(repl[position(&pos, order, count, roots[r], count)]);
 out:
     for (long i = 0; repl && i < count; i++)
         ir_release(repl[i]);
     if (src != small)
         ir_free(src);
-    ir_free(repl);
+    if (repl != repl_small)
+        ir_free(repl);
     ir_free(order);
     ir_map_free(&pos);
     return s.status;

@@ -10,9 +10,10 @@
  * the recycling buffer pool when large, so a repeated run maps nothing);
  * roots and REF outputs get storage of their own (outputs of at least
  * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
- * released after their last reader. A realization builds a plan, runs it
- * and publishes the roots exactly as rt_ref_realize publishes them;
- * compiled programs (tensor/program.c) keep the plan and run it again.
+ * released after their last reader. A realization (plan_cache.c) runs a
+ * plan cached for its graph's structure, or builds one, and publishes the
+ * roots exactly as rt_ref_realize publishes them; compiled programs
+ * (tensor/program.c) keep their plan and run it again.
  *
  * A kernel with enough work splits its loop dim 0 over the thread pool
  * (pool.c) in chunks of about CHUNK_WORK loop iterations.
@@ -58,6 +59,7 @@ struct rt_jit_plan {
     ir_node **roots;    /* borrows */
     cg_kernel_fn *fn;   /* per kernel (LOOP only) */
     double *consts;     /* every LOOP kernel's constants, from const_at[i] */
+    long nconsts, nloops;
     long *const_at;
     long *argsrc;       /* per LOOP kernel input (args 1..), from arg_at[i] */
     long *arg_at;
@@ -71,6 +73,7 @@ typedef struct {
     rt_jit_stats *stats;
     int nthreads;
     ir_node *const *binds;
+    const double *consts; /* the plan's, or the run's own values */
     ir_storage *arena;
     rt_view *vals; /* contiguous result of each kernel (st NULL when none) */
 } exec;
@@ -201,7 +204,7 @@ static rlx_status run_epilogue(exec *e, long mm, long i, void *const *bufs, int6
             break;
         shifted sh = {e->p->fn[i], bufs, lo};
         void *sb[1] = {&sh};
-        rt_pool_run(run_shifted, sb, e->p->consts + e->p->const_at[i], hi - lo, chunk, e->nthreads);
+        rt_pool_run(run_shifted, sb, e->consts + e->p->const_at[i], hi - lo, chunk, e->nthreads);
     }
     if (step < l0)
         rt_blas_threads(prev);
@@ -273,7 +276,7 @@ static rlx_status run_loop(exec *e, long i, long mm)
         if (mm >= 0)
             run_epilogue(e, mm, i, bufs, chunk);
         else
-            rt_pool_run(p->fn[i], bufs, p->consts + p->const_at[i], k->shape[0], chunk, e->nthreads);
+            rt_pool_run(p->fn[i], bufs, e->consts + p->const_at[i], k->shape[0], chunk, e->nthreads);
     }
     if (mm >= 0 && e->vals[mm].st == out->st) { /* in place: only the output's bytes are counted */
         ir_storage_release(e->vals[mm].st);
@@ -393,6 +396,14 @@ static bool epilogue_of(const rt_jit_plan *p, long i)
     return true;
 }
 
+const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n)
+{
+    *n = p->nconsts;
+    return p->consts;
+}
+
+long rt_jit_plan_loops(const rt_jit_plan *p) { return p->nloops; }
+
 /* The tables a run reads: constants, input sources, death lists. */
 static bool plan_tables(rt_jit_plan *p)
 {
@@ -401,8 +412,10 @@ static bool plan_tables(rt_jit_plan *p)
         if (p->s.k[i].kind == SCHED_LOOP) {
             nconst += p->s.k[i].nconsts;
             nargs += p->s.k[i].nargs - 1;
+            p->nloops++;
         }
     }
+    p->nconsts = nconst;
     /* one block (owned through consts): doubles, then the long tables */
     size_t nlong = (size_t)(n1 + nargs + n1 + n1 + n1 + 1);
     p->consts = ir_alloc((size_t)nconst * sizeof(double) + nlong * sizeof(long) + (size_t)n1);
@@ -515,10 +528,11 @@ static void release_dead(exec *e, long i)
     }
 }
 
-rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, int nthreads, rt_ctx *ctx,
-                           rt_jit_stats *stats, rt_view *out)
+rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, const double *consts, int nthreads,
+                           rt_ctx *ctx, rt_jit_stats *stats, rt_view *out)
 {
-    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds};
+    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds,
+              .consts = consts ? consts : p->consts};
     long nk = p->s.count;
     rt_view vstack[8];
     for (int r = 0; r < p->nroots; r++)
@@ -570,26 +584,5 @@ out:
         ctx->live_bytes -= ctx->live_bytes >= ab ? ab : ctx->live_bytes;
         ir_storage_release(e.arena);
     }
-    return ctx->status;
-}
-
-rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
-{
-    rt_jit_plan *p;
-    if (rt_jit_plan_build(roots, nroots, NULL, 0, nthreads, ctx, stats, &p))
-        return ctx->status;
-    rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
-    if (!v) {
-        rt_jit_plan_free(p);
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-    }
-    if (rt_jit_plan_run(p, NULL, nthreads, ctx, stats, v) == RLX_OK)
-        for (int r = 0; r < nroots && ctx->status == RLX_OK; r++)
-            rt_publish(ctx, roots[r], &v[r]);
-    for (int r = 0; r < nroots; r++)
-        ir_storage_release(v[r].st);
-    if (v != vstack)
-        ir_free(v);
-    rt_jit_plan_free(p);
     return ctx->status;
 }

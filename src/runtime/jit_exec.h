@@ -28,17 +28,32 @@ rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *
                              rt_ctx *ctx, rt_jit_stats *stats, rt_jit_plan **out);
 /* Runs p; out[r] gets a view (one reference) of root r's value, which may
  * be strided (a root published as a view) or share a binding's storage;
- * every out[r].st is NULL on failure. */
-rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, int nthreads, rt_ctx *ctx,
-                           rt_jit_stats *stats, rt_view *out);
+ * every out[r].st is NULL on failure. consts: the constant array to run
+ * with (rt_jit_plan_consts' layout), NULL for the plan's own. */
+rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, const double *consts, int nthreads,
+                           rt_ctx *ctx, rt_jit_stats *stats, rt_view *out);
 void rt_jit_plan_free(rt_jit_plan *p); /* NULL is a no-op */
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p);
+/* The plan's constant array: *n entries, every LOOP kernel's CONST slots
+ * (sched_kernel_consts) in kernel order. */
+const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n);
+long rt_jit_plan_loops(const rt_jit_plan *p); /* its LOOP kernels */
 
-/* Realizes every root like rt_ref_realize (realized roots are skipped; a
- * root that is a view of a materialized value shares its storage). Large
- * kernels split their loop dim 0 over nthreads threads (results do not
- * depend on nthreads). */
+/* plan_cache.c: realizes every root like rt_ref_realize (realized roots
+ * are skipped; a root that is a view of a materialized value shares its
+ * storage). Large kernels split their loop dim 0 over nthreads threads
+ * (results do not depend on nthreads). A structure realized before runs
+ * its cached plan on the new payloads and constants. */
 rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats);
+
+/* The plan cache's counters since the process started, and what it holds. */
+typedef struct {
+    uint64_t hits, misses, built, evicted;
+    long entries, nodes; /* held now: entries and their template nodes */
+} rt_plan_cache_counts;
+void rt_plan_cache_counts_get(rt_plan_cache_counts *out);
+/* Drops every entry (a run in progress keeps its own until it ends). */
+void rt_plan_cache_clear(void);
 
 /* pool.c: runs fn(bufs, consts, ...) over [0, n) of loop dim 0 in chunks
  * of chunk rows on up to nthreads threads (the caller included), then

@@ -35,6 +35,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static knob_entry *entries; /* under lock */
 static int nentries;
 static char status[512] = "none";
+static atomic_ulong epoch; /* bumped by every change of a knob's value */
+
+unsigned long knob_epoch(void) { return atomic_load(&epoch); }
 
 int knob_find(const char *name)
 {
@@ -160,6 +163,7 @@ rlx_status knob_set(const char *name, const char *value, char *msg, size_t cap)
     }
     if (!value || !*value || strcmp(value, "default") == 0) {
         atomic_store(&explicit_val[id], UNSET);
+        atomic_fetch_add(&epoch, 1);
         return RLX_OK;
     }
     long v;
@@ -169,6 +173,7 @@ rlx_status knob_set(const char *name, const char *value, char *msg, size_t cap)
         return RLX_E_ARG;
     }
     atomic_store(&explicit_val[id], v);
+    atomic_fetch_add(&epoch, 1);
     return RLX_OK;
 }
 
@@ -387,6 +392,7 @@ static rlx_status load(const char *path, char *msg, size_t cap)
     free(entries);
     entries = e;
     nentries = n;
+    atomic_fetch_add(&epoch, 1);
     if (*path)
         snprintf(status, sizeof status, "loaded %d entries from %.400s", n, path);
     else

@@ -69,6 +69,9 @@ long knob_for(knob_id id, knob_class cls, int64_t elems);
 
 /* value "default" (or "") clears an explicit setting. */
 rlx_status knob_set(const char *name, const char *value, char *msg, size_t cap);
+/* Changes with every knob_set and tuning file load: what was planned or
+ * compiled under an older epoch may not be what the knobs say now. */
+unsigned long knob_epoch(void);
 /* Writes the effective value; false if name is no knob. */
 bool knob_format(const char *name, char *buf, size_t cap);
 

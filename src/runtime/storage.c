@@ -19,10 +19,8 @@ ir_storage *rt_storage_alloc(size_t bytes, bool zero)
         return NULL;
     /* ir_alloc's hook decides failure; the aligned block itself comes from
      * aligned_alloc so AVX-512 loads of a whole line never straddle. */
-    void *probe = ir_alloc(1);
-    if (!probe)
+    if (ir_alloc_injected_failure())
         return NULL;
-    ir_free(probe);
     size_t rounded = (bytes + 63) & ~(size_t)63;
     void *data = aligned_alloc(64, rounded ? rounded : 64);
     if (!data)

@@ -454,7 +454,7 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         return RLX_E_NOMEM;
     }
-    rlx_status st = rt_jit_plan_run(s->plan, binds, rlx_get_num_threads(), &ctx, &js, v);
+    rlx_status st = rt_jit_plan_run(s->plan, binds, NULL, rlx_get_num_threads(), &ctx, &js, v);
     ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
     ts_stats_note_arena(js.arena_bytes);
     for (int i = 0; i < p->nout && st == RLX_OK; i++) {
