@@ -13,6 +13,7 @@
  * against double-precision libm, is checked by tests/test_jit.c.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,39 +92,65 @@ static LLVMValueRef call1(mb *c, LLVMValueRef fn, LLVMValueRef x)
 
 /* ------------------------------------------------------------------ exp */
 
-/* Cephes expf: ln2 = 0.693359375 - 2.12194440e-4 (n*C1 exact), and the
- * degree-5 polynomial of (e^r - 1 - r)/r^2 on |r| <= ln2/2. */
-static const double EXPF_P[6] = {5.0000001201E-1, 1.6666665459E-1, 4.1665795894E-2,
-                                 8.3334519073E-3, 1.3981999507E-3, 1.9875691500E-4};
+/* (e^r - 1 - r)/r^2 on |r| <= ln2/2: minimax of degree 4 for the relative
+ * error of e^r (2^-28 with the coefficients rounded to f32; Cephes' degree
+ * 5 is a term more than f32 needs). */
+static const double EXPF_P[5] = {0x1.fffffcp-2, 0x1.555492p-3, 0x1.5558f2p-5, 0x1.123a2p-7, 0x1.6a23dp-10};
 
 /* f32 range reduction y = n ln2 + r with n = round(y / ln2) by the
  * 1.5*2^23 trick: t = y*log2(e) + 1.5*2^23 holds n in its low mantissa
  * bits, so bitcast(t) << 23 is n << 23 with no float -> int conversion.
- * Gives t (as i32 bits) and e^r - 1 = r + r^2 P(r). */
-static LLVMValueRef expm1_core32(mb *c, LLVMValueRef y, LLVMValueRef *tbits, LLVMValueRef *nf)
+ * y = x, with ln2 in two parts (n*C1 exact) as |n| reaches 150; or, for
+ * tanh, y = 2x with ln2 in one (|n| <= 29, and tanh weighs the error of
+ * e^y down), t then from x (the same product: one step shorter). Gives t
+ * (as i32 bits) and e^r - 1 = r + r^2 P(r), P by Estrin: the loop is
+ * latency-bound (exp and tanh bodies fill the out-of-order window). */
+static LLVMValueRef expm1_core32(mb *c, LLVMValueRef x, bool twice, LLVMValueRef *tbits)
 {
-    LLVMValueRef t = fma3(c, y, K(c, 0x1.715476p+0), K(c, 0x1.8p23));
-    LLVMValueRef n = m_sub(c, t, K(c, 0x1.8p23));
-    LLVMValueRef r = fma3(c, n, K(c, -0.693359375), y);
-    r = fma3(c, n, K(c, 2.12194440e-4), r);
+    LLVMValueRef t = fma3(c, x, K(c, twice ? 0x1.715476p+1 : 0x1.715476p+0), K(c, 0x1.8p23));
+    LLVMValueRef n = m_sub(c, t, K(c, 0x1.8p23)), r;
+    if (twice) {
+        r = fma3(c, n, K(c, -0x1.62e43p-1), m_add(c, x, x));
+    } else {
+        r = fma3(c, n, K(c, -0.693359375), x);
+        r = fma3(c, n, K(c, 2.12194440e-4), r);
+    }
     *tbits = LLVMBuildBitCast(c->b, t, c->it, "");
-    *nf = n;
-    return fma3(c, m_mul(c, r, r), horner(c, r, EXPF_P, 6), r);
+    LLVMValueRef r2 = m_mul(c, r, r);
+    LLVMValueRef p01 = fma3(c, r, K(c, EXPF_P[1]), K(c, EXPF_P[0]));
+    LLVMValueRef p23 = fma3(c, r, K(c, EXPF_P[3]), K(c, EXPF_P[2]));
+    LLVMValueRef p = fma3(c, r2, fma3(c, r2, K(c, EXPF_P[4]), p23), p01);
+    return fma3(c, r2, p, r);
+}
+
+/* bits(1.5*2^23) + k: t's bits where n = k */
+#define MAGIC_BITS(k) (0x4B400000 + (k))
+
+/* min(max(x, lo), hi) on the bits of an f32 (lo < 0 < hi): unsigned min
+ * with lo clamps the negatives, signed min with hi the positives; on the
+ * integer pipes. NaN becomes lo or hi: callers restore it. */
+static LLVMValueRef clamp_bits32(mb *c, LLVMValueRef x, float lo, float hi)
+{
+    uint32_t lb, hb;
+    memcpy(&lb, &lo, 4);
+    memcpy(&hb, &hi, 4);
+    LLVMValueRef a[2] = {LLVMBuildBitCast(c->b, x, c->it, ""), KI(c, lb)};
+    a[0] = cg_intrinsic(c->m, c->b, "llvm.umin", c->it, a, 2);
+    a[1] = KI(c, hb);
+    return LLVMBuildBitCast(c->b, cg_intrinsic(c->m, c->b, "llvm.smin", c->it, a, 2), c->t, "");
 }
 
 static LLVMValueRef emit_exp32(mb *c, LLVMValueRef x)
 {
     /* HI: the largest f32 whose exp is finite; below -104 the result is 0.
-     * The clamp keeps NaN (ordered compares), and so does the end. */
-    const double hi = 88.72283172607421875, lo = -104.0;
-    LLVMValueRef xc = sel(c, fcmp(c, LLVMRealOLT, x, K(c, lo)), K(c, lo), x);
-    xc = sel(c, fcmp(c, LLVMRealOGT, xc, K(c, hi)), K(c, hi), xc);
-    LLVMValueRef tb, n;
-    LLVMValueRef y = m_add(c, expm1_core32(c, xc, &tb, &n), K(c, 1)); /* in [0.7, 1.42] */
+     * NaN is restored at the end. */
+    const float hi = 88.72283172607421875f, lo = -104.0f;
+    LLVMValueRef tb;
+    LLVMValueRef y = m_add(c, expm1_core32(c, clamp_bits32(c, x, lo, hi), false, &tb), K(c, 1)); /* in [0.7, 1.42] */
     /* y * 2^n by adding n to y's exponent field: exact in the normal range
      * (n >= -125); below it, add n + 32 and multiply by 2^-32, so subnormal
      * results round once. n <= 128 only where y < 1 (x <= HI). */
-    LLVMValueRef small = fcmp(c, LLVMRealOLT, n, K(c, -125.5));
+    LLVMValueRef small = LLVMBuildICmp(c->b, LLVMIntSLT, tb, KI(c, MAGIC_BITS(-125)), "");
     tb = sel(c, small, LLVMBuildAdd(c->b, tb, KI(c, 32), ""), tb);
     LLVMValueRef yb = LLVMBuildBitCast(c->b, y, c->it, "");
     yb = LLVMBuildAdd(c->b, yb, LLVMBuildShl(c->b, tb, KI(c, 23), ""), "");
@@ -209,14 +236,15 @@ static LLVMValueRef emit_log(mb *c, LLVMValueRef x)
 
 /* f32: tanh|x| = u / (u + 2) with u = e^(2|x|) - 1 from the exp core
  * (e^(2|x|) - 1 = 2^n (e^r - 1) + (2^n - 1), one fma): no cancellation
- * near 0, one division, 2 ulp over every f32. |x| is clamped at 9, where
- * tanh rounds to 1 within an ulp (2^n stays below 2^27). */
+ * near 0, one division; u + 2 from the rounded u, whose error then mostly
+ * cancels in the quotient. |x| is clamped at 10, beyond which tanh rounds
+ * to 1 (2^n stays below 2^30). */
 static LLVMValueRef emit_tanh32(mb *c, LLVMValueRef x)
 {
     LLVMValueRef ax = un(c, "llvm.fabs", x);
-    ax = sel(c, fcmp(c, LLVMRealOGT, ax, K(c, 9)), K(c, 9), ax); /* NaN stays */
-    LLVMValueRef tb, n;
-    LLVMValueRef q = expm1_core32(c, m_add(c, ax, ax), &tb, &n);
+    ax = sel(c, fcmp(c, LLVMRealOGT, ax, K(c, 10)), K(c, 10), ax); /* NaN stays */
+    LLVMValueRef tb;
+    LLVMValueRef q = expm1_core32(c, ax, true, &tb);
     LLVMValueRef sb = LLVMBuildAdd(c->b, LLVMBuildShl(c->b, tb, KI(c, 23), ""), KI(c, 127 << 23), "");
     LLVMValueRef s = LLVMBuildBitCast(c->b, sb, c->t, "");
     LLVMValueRef u = fma3(c, s, q, m_sub(c, s, K(c, 1)));
