@@ -1,11 +1,12 @@
 /*
  * cg_jit.c — from a scheduled kernel to machine code: build the module
- * (cg_kernel.c), verify it, optimize it with the O3 pipeline for the host
- * CPU, emit an object file in memory, and link it into the process with
- * ORC LLJIT. Functions are remembered in an in-memory cache keyed by the
- * kernel's structure (sched_kernel_key), so a training loop compiles each
- * kernel once per process, and objects in the disk cache (cg_disk.c), so
- * the next process loads them instead of compiling.
+ * (cg_kernel.c), verify it, optimize it with a short pipeline made for its
+ * loops (KERNEL_PASSES) for the host CPU, emit an object file in memory,
+ * and link it into the process with ORC LLJIT. Functions are remembered
+ * in an in-memory cache keyed by the kernel's structure (sched_kernel_key),
+ * so a training loop compiles each kernel once per process, and objects in
+ * the disk cache (cg_disk.c), so the next process loads them instead of
+ * compiling.
  *
  * Every llvm-c/Orc.h and LLJIT.h call of librlx is in this file: the ORC
  * C API calls itself experimental, so it stays in one place. One LLJIT
@@ -61,7 +62,7 @@ static struct {
     LLVMTargetRef target;
     char *triple, *cpu, *features; /* own (LLVM messages) */
     char *layout;                  /* owns */
-    char passes[256];                       /* the pipeline, "default<O3>" unless RLX_JIT_PASSES */
+    char passes[512];                       /* the pipeline, KERNEL_PASSES unless RLX_JIT_PASSES */
     LLVMTargetMachineRef *tms;              /* idle target machines, for compiles */
     size_t ntms, captms;
     int debug;
@@ -170,6 +171,24 @@ static cg_hash128 hash128(const void *p, size_t n, cg_hash128 seed)
     return (cg_hash128){cg_disk_hash64(p, n, seed.lo), cg_disk_hash64(p, n, seed.hi ^ 0xa0761d6478bd642full)};
 }
 
+/* The optimizer's pipeline. A kernel is a few loop nests over noalias
+ * buffers plus always-inline math, so O3's function simplification and
+ * its repeated cleanups of the vectorized IR (a third of a W2 compile,
+ * InstCombine alone a sixth) buy nothing over this: inline, promote the
+ * counters and accumulators, simplify, hoist, rotate, vectorize with the
+ * kernel's width/interleave metadata, clean up once. Compared with
+ * default<O3> by llc on the bench's kernels: the same code (O3 also
+ * unswitches integer divisions on divisors 0 and -1); on 500 test-suite
+ * kernels, 17 lose what O3's full unrolling of 2..4-trip inner loops gave
+ * (odd shapes; adding loop-unroll-full here unrolls 8-trip rows too and
+ * then makes the outer loop a bad vector loop). IC: as in O3,
+ * since a plain "instcombine" aborts the process when one run leaves work
+ * for another. */
+#define IC "instcombine<no-verify-fixpoint>"
+#define KERNEL_PASSES                                                                                              \
+    "always-inline,function(sroa,early-cse<memssa>," IC ",simplifycfg,loop-mssa(licm,loop-rotate,licm),"          \
+    "loop(loop-idiom,indvars,loop-deletion),loop-vectorize," IC ",simplifycfg)"
+
 static void jit_init(void)
 {
     const char *d = getenv("RLX_DEBUG");
@@ -190,7 +209,7 @@ static void jit_init(void)
     }
     double t0 = now();
     const char *pipe = getenv("RLX_JIT_PASSES");
-    snprintf(J.passes, sizeof J.passes, "%s", pipe && *pipe ? pipe : "default<O3>");
+    snprintf(J.passes, sizeof J.passes, "%s", pipe && *pipe ? pipe : KERNEL_PASSES);
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         snprintf(J.init_msg, sizeof J.init_msg, "LLVM has no native target in this build");
         return;
@@ -394,6 +413,14 @@ static rlx_status build_object(const sched_kernel *k, const char *name, int inj,
     if (verr)
         LLVMDisposeMessage(verr);
     if (st == RLX_OK) {
+        /* KERNEL_PASSES inlines with always-inline only: every function
+         * the emitter made besides the kernel (its noalias body, the math)
+         * is inlined into it */
+        unsigned ai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+            if (LLVMGetLinkage(f) == LLVMInternalLinkage && !LLVMIsDeclaration(f) &&
+                !LLVMGetEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, ai))
+                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, ai, 0));
         LLVMPassBuilderOptionsRef opt = LLVMCreatePassBuilderOptions();
         LLVMPassBuilderOptionsSetLoopVectorization(opt, 1);
         LLVMPassBuilderOptionsSetSLPVectorization(opt, 1);

@@ -542,9 +542,11 @@ static void emit_elementwise(kctx *c)
         close_loop(c, d);
 }
 
-/* Bodies with these run MATH_INTERLEAVE vectors per iteration, twice
- * that with two or more (their chains are longer): measured on W1 (one
- * tanh) 4 beats 1, 2 and 8; on W2 (exp and tanh) 8 beats 4 by 12%. */
+/* Bodies with these run MATH_INTERLEAVE vectors per iteration: measured
+ * on W1 (one tanh) 4 beats 1, 2 and 8. W2 (exp and tanh) once ran 8, but
+ * on znver4 8 spills zmm registers in the loop and is no faster than 4
+ * (rlx-bench W2 cpu ms 13.6-16.8 at 8, 13.7-14.7 at 4), while its
+ * compile takes 1.6x as long (bench/compile_latency.sh). */
 enum { MATH_INTERLEAVE = 4 };
 static bool is_math(ir_op op)
 {
@@ -611,7 +613,7 @@ void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave)
     for (int d = 0; d < k->rank; d++)
         elems *= k->shape[d];
     knob_class cls = red ? (k->red_op != IR_OP_COUNT ? KCLASS_REDUCE : KCLASS_ROWS) : nmath ? KCLASS_EW_MATH : KCLASS_EW;
-    *interleave = nmath ? (nmath > 1 ? 2 * MATH_INTERLEAVE : MATH_INTERLEAVE) : 0;
+    *interleave = nmath ? MATH_INTERLEAVE : 0;
     /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
     *width = red && k->node->dtype == RLX_F32 ? 16 : 0;
     long w = knob_for(KNOB_VECTOR_WIDTH, cls, elems);
