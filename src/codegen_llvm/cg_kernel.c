@@ -543,10 +543,12 @@ static void emit_elementwise(kctx *c)
 }
 
 /* Bodies with these run MATH_INTERLEAVE vectors per iteration: measured
- * on W1 (one tanh) 4 beats 1, 2 and 8. W2 (exp and tanh) once ran 8, but
- * on znver4 8 spills zmm registers in the loop and is no faster than 4
- * (rlx-bench W2 cpu ms 13.6-16.8 at 8, 13.7-14.7 at 4), while its
- * compile takes 1.6x as long (bench/compile_latency.sh). */
+ * on W1 (one tanh) 4 beats 1, 2 and 8. W2 (exp and tanh) runs about 10%
+ * faster at 8 (rlx-bench W2 min 10.0-10.4 ms at unroll=8, 11.3-11.5 at 4,
+ * after the Estrin exp core) but its cold compile takes 1.6x as long
+ * (bench/compile_latency.sh: ~45 ms against the 30 ms target): 4 is the
+ * default, and the unroll knob (tuning file, rlx-bench --tune) buys the
+ * throughput back where compiles are amortized. */
 enum { MATH_INTERLEAVE = 4 };
 static bool is_math(ir_op op)
 {
