@@ -458,9 +458,14 @@ static LLVMValueRef red_combine(kctx *c, ir_op op, rlx_dtype dt, LLVMValueRef a,
         case IR_OP_SUM: r = LLVMBuildFAdd(c->b, a, v, ""); break;
         case IR_OP_PROD: r = LLVMBuildFMul(c->b, a, v, ""); break;
         /* NaN wins (llvm.maximum propagates it); max(+0, -0) may give
-         * either zero where the reference keeps the first seen */
-        case IR_OP_RMAX: return intr2(c, "llvm.maximum", a, v);
-        default: return intr2(c, "llvm.minimum", a, v);
+         * either zero where the reference keeps the first seen, so the
+         * call is nsz: x86 then needs no sign-of-zero fix-up (3 vector
+         * ops a step, not 6), and with the element first its NaN test
+         * stays off the accumulator's dependency chain */
+        default: /* RMAX, RMIN */
+            r = intr2(c, op == IR_OP_RMAX ? "llvm.maximum" : "llvm.minimum", v, a);
+            LLVMSetFastMathFlags(r, LLVMFastMathNoSignedZeros);
+            return r;
         }
         /* the one place reassociation is allowed: several partial sums */
         LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
