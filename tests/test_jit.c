@@ -1265,8 +1265,8 @@ TEST(jit_ulp_f64)
  * depend on the thread count (outer dims are never reduced). */
 TEST(jit_threads_deterministic)
 {
-    int64_t sh[2] = {300, 1001};
-    rlx_tensor *out[3][4];
+    int64_t sh[2] = {300, 1001}, big[2] = {1024, 1024};
+    rlx_tensor *out[3][6];
     for (int k = 0; k < 3; k++) {
         rng r = {77};
         rlx_tensor *x = rinput(&r, RLX_F32, 2, sh);
@@ -1274,14 +1274,27 @@ TEST(jit_threads_deterministic)
         out[k][1] = rlx_sum(rlx_exp(x), (int[]){1}, 1, false);
         out[k][2] = rlx_sum(rlx_mul(x, x), (int[]){0}, 1, false);
         out[k][3] = rlx_softmax(x, -1); /* a phased row kernel */
+        /* 4 MiB: the exp pass runs in chunks prefetching the next row */
+        rlx_tensor *xb = rlx_mul_s(rinput(&r, RLX_F32, 2, big), 20);
+        out[k][4] = rlx_softmax(xb, -1);
+        out[k][5] = rlx_log_softmax(xb, -1);
         rlx_set_num_threads(k == 0 ? 1 : k == 1 ? 2 : 3);
         use_jit(true);
-        CHECK_EQ_INT(rlx_realize_many(out[k], 4), RLX_OK);
+        CHECK_EQ_INT(rlx_realize_many(out[k], 6), RLX_OK);
         use_jit(false);
     }
     rlx_set_num_threads(0);
+    {
+        rng r = {77};
+        rinput(&r, RLX_F32, 2, sh);
+        rlx_tensor *xb = rlx_mul_s(rinput(&r, RLX_F32, 2, big), 20);
+        rlx_tensor *want[2] = {rlx_softmax(xb, -1), rlx_log_softmax(xb, -1)};
+        CHECK_EQ_INT(rlx_realize_many(want, 2), RLX_OK);
+        compare(out[0][4], want[0], 2e-5, 1e-30, "softmax, 4 MiB", 0);
+        compare(out[0][5], want[1], 2e-5, 2e-6, "log_softmax, 4 MiB", 0);
+    }
     for (int k = 1; k < 3; k++)
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             size_t bytes = (size_t)rlx_numel(out[0][i]) * sizeof(float);
             CHECK(memcmp(rlx_data(out[0][i]), rlx_data(out[k][i]), bytes) == 0);
         }

@@ -77,7 +77,7 @@ LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTy
 
 /* ------------------------------------------------------------ the state */
 
-enum { FD_SLOTS = 4 };
+enum { FD_SLOTS = 4, PF_LOADS = 4 };
 enum { DIV_WIDE, DIV_FAST, DIV_EXACT };
 
 typedef struct {
@@ -105,6 +105,13 @@ typedef struct {
     signed char *fdslot;
     LLVMValueRef fdlo[FD_SLOTS], fdhi[FD_SLOTS], fdb[FD_SLOTS];
     int divmode; /* DIV_WIDE, DIV_FAST (guarded), DIV_EXACT (fdiv) */
+    /* chunk > 0: the innermost loop runs as chunks of that many elements,
+     * each first prefetching the same chunk of the pf loads at row pfrow
+     * (emit_phased: the next row, during the arithmetic of this one) */
+    int64_t chunk;
+    int npf, pf[PF_LOADS];
+    LLVMValueRef chslot, chiv, jiv, pfrow;
+    LLVMBasicBlockRef chhead, chexit;
     char *msg;
     size_t cap;
     bool failed, oom;
@@ -452,9 +459,44 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 
 /* --------------------------------------------------------------- loops */
 
+/* In a chunk loop's body: prefetches of the chunk's 64-byte lines of each
+ * pf load at row pfrow (llvm.prefetch would keep the vectorizer off the
+ * element loop, so they sit one loop out). */
+static void emit_prefetches(kctx *c, int d)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef iv0 = c->iv[0];
+    c->iv[0] = c->pfrow;
+    for (int p = 0; p < c->npf; p++) {
+        const sched_instr *in = &c->k->instr[c->pf[p]];
+        int64_t per = 64 / (int64_t)ir_dtype_size(in->dtype);
+        for (int64_t q = 0; q < c->chunk; q += per) {
+            c->iv[d] = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, c->chiv, ci(c, m->i64, c->chunk), ""), ci(c, m->i64, q), "");
+            LLVMValueRef args[4] = {elem_ptr(c, in->arg, in->dtype, affine(c, &in->idx)), ci(c, m->i32, 0),
+                                    ci(c, m->i32, 3), ci(c, m->i32, 1)};
+            cg_intrinsic(m, c->b, "llvm.prefetch", m->ptr, args, 4);
+        }
+    }
+    c->iv[0] = iv0;
+}
+
 static void open_loop(kctx *c, int d)
 {
     cg_mod *m = c->m;
+    bool chunked = c->chunk > 0 && d == c->k->rank - 1;
+    if (chunked) {
+        LLVMBuildStore(c->b, ci(c, m->i64, 0), c->chslot);
+        c->chhead = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "chunk");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "chbody");
+        c->chexit = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "chexit");
+        LLVMBuildBr(c->b, c->chhead);
+        LLVMPositionBuilderAtEnd(c->b, c->chhead);
+        LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->chslot, "");
+        LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, ci(c, m->i64, c->k->shape[d] / c->chunk)), body, c->chexit);
+        LLVMPositionBuilderAtEnd(c->b, body);
+        c->chiv = LLVMBuildLoad2(c->b, m->i64, c->chslot, "");
+        emit_prefetches(c, d);
+    }
     LLVMValueRef lo = d == 0 ? c->begin : ci(c, m->i64, 0);
     LLVMBuildStore(c->b, lo, c->ivslot[d]);
     c->head[d] = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "head");
@@ -463,10 +505,14 @@ static void open_loop(kctx *c, int d)
     LLVMBuildBr(c->b, c->head[d]);
     LLVMPositionBuilderAtEnd(c->b, c->head[d]);
     LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
-    LLVMValueRef hi = d == 0 ? c->end : ci(c, m->i64, c->k->shape[d]);
+    LLVMValueRef hi = d == 0 ? c->end : ci(c, m->i64, chunked ? c->chunk : c->k->shape[d]);
     LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, hi), body, c->exit[d]);
     LLVMPositionBuilderAtEnd(c->b, body);
     c->iv[d] = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
+    if (chunked) {
+        c->jiv = c->iv[d];
+        c->iv[d] = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, c->chiv, ci(c, m->i64, c->chunk), ""), c->jiv, "");
+    }
 }
 
 /* !llvm.loop !{self, !{"llvm.loop.vectorize.width", i32 w}?,
@@ -496,12 +542,18 @@ static void set_loop_md(kctx *c, LLVMValueRef br, int width, int interleave)
 
 static void close_loop(kctx *c, int d)
 {
-    LLVMValueRef next = LLVMBuildNSWAdd(c->b, c->iv[d], ci(c, c->m->i64, 1), "");
+    bool chunked = c->chunk > 0 && d == c->k->rank - 1;
+    LLVMValueRef next = LLVMBuildNSWAdd(c->b, chunked ? c->jiv : c->iv[d], ci(c, c->m->i64, 1), "");
     LLVMBuildStore(c->b, next, c->ivslot[d]);
     LLVMValueRef br = LLVMBuildBr(c->b, c->head[d]);
     if (d == c->k->rank - 1 && (c->interleave > 1 || c->width > 1))
         set_loop_md(c, br, c->width, c->interleave);
     LLVMPositionBuilderAtEnd(c->b, c->exit[d]);
+    if (chunked) {
+        LLVMBuildStore(c->b, LLVMBuildNSWAdd(c->b, c->chiv, ci(c, c->m->i64, 1), ""), c->chslot);
+        LLVMBuildBr(c->b, c->chhead);
+        LLVMPositionBuilderAtEnd(c->b, c->chexit);
+    }
 }
 
 static void emit_body_values(kctx *c)
@@ -888,6 +940,39 @@ static void emit_phased(kctx *c)
         }
     }
     c->fdslot = fdslot;
+    /* Rows of a matrix too big for the caches, read pass by pass: when the
+     * pass after the first computes a math function (softmax: exp and
+     * sum), it prefetches the next row's input lines chunk by chunk, so
+     * that row's first pass (the max) finds them in cache instead of
+     * waiting on memory while little else runs: softmax [4096, 4096] at 1
+     * thread, median 13.0 -> 12.2 ms (min 12.2 -> 10.7); chunks of 256
+     * beat 128 and 1024 (each chunk ends its partial sums, so the row's
+     * sums group per chunk, the same for every row and thread split). */
+    enum { PF_CHUNK = 256, PF_MIN_BYTES = 4 << 20 };
+    int pf_pass = -1;
+    bool pf_math = false;
+    if (np >= 1 && (np >= 2 || row_store)) {
+        int host = np >= 2 ? k->instr[phases[1]].src[0] : last;
+        mark_closure(k, level, NULL, host, mark);
+        for (int i = 0; i < n; i++)
+            pf_math |= mark[i] && level[i] && k->instr[i].kind == SCHED_I_OP && is_math(k->instr[i].op);
+    }
+    if (pf_math && r1 == 1 && k->rank == 2 && k->shape[1] % PF_CHUNK == 0 && k->shape[1] >= 4 * PF_CHUNK &&
+        k->shape[0] * k->shape[1] * (int64_t)ir_dtype_size(k->node->dtype) >= PF_MIN_BYTES) {
+        c->npf = 0;
+        for (int i = 0; i < n && c->npf < PF_LOADS; i++) {
+            const sched_instr *in = &k->instr[i];
+            bool seen = false;
+            for (int p = 0; p < c->npf; p++)
+                seen |= k->instr[c->pf[p]].arg == in->arg;
+            if (in->kind == SCHED_I_LOAD && level[i] && in->idx.stride[0] != 0 && in->idx.stride[1] == 1 && !seen)
+                c->pf[c->npf++] = i;
+        }
+        if (c->npf) {
+            pf_pass = 1;
+            c->chslot = LLVMBuildAlloca(c->b, m->i64, "chunk");
+        }
+    }
     row_plan rp = {level, stash, mark, slot, rstride, r1, ostash};
     for (int d = 0; d < r1; d++)
         open_loop(c, d);
@@ -904,6 +989,11 @@ static void emit_phased(kctx *c)
         if (red)
             LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), accs[L]);
         int root = red ? red->src[0] : last;
+        if (L == pf_pass) {
+            LLVMValueRef i1 = LLVMBuildNSWAdd(c->b, c->iv[0], ci(c, m->i64, 1), "");
+            c->pfrow = LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, i1, c->end), i1, c->iv[0], "");
+            c->chunk = PF_CHUNK;
+        }
         if (!red) {
             /* the store pass; with guarded divisions a row whose check
              * fails runs it again with divisions, recomputing the value
@@ -918,6 +1008,7 @@ static void emit_phased(kctx *c)
             }
             emit_store_pass(c, &rp, filled, root);
             c->divmode = DIV_WIDE;
+            c->chunk = 0;
             bool guarded = false;
             for (int s = 0; s < nfd; s++)
                 guarded |= c->fdb[s] != NULL;
@@ -946,6 +1037,7 @@ static void emit_phased(kctx *c)
         LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, accs[L], ""), v), accs[L]);
         for (int d = k->rank - 1; d >= r1; d--)
             close_loop(c, d);
+        c->chunk = 0;
         LLVMValueRef a = LLVMBuildLoad2(c->b, at, accs[L], "");
         if (at != reg_type(m, red->dtype))
             a = convert(c, a, RLX_F64, red->dtype);
@@ -959,6 +1051,7 @@ static void emit_phased(kctx *c)
     }
 out:
     c->fdslot = NULL;
+    c->chunk = 0;
     ir_free(fdslot);
     ir_free(level);
     ir_free(mark);
