@@ -20,9 +20,9 @@
  * f32 math computes in f32, which for + - * / sqrt and the roundings is the
  * reference's double result rounded once; integers wrap; integer division
  * by 0 gives 0; float -> int casts truncate, saturate, NaN -> 0.
- * f32 division by a value fixed along the vectorized loop stays bit for bit
- * IEEE division (a multiply by an f64 reciprocal; fast_div in a row
- * kernel's store pass).
+ * f32 division by a value fixed along the vectorized loop is IEEE division
+ * bit for bit in a row kernel's store pass (fast_div) and elsewhere for
+ * normal quotients (a multiply by an f64 reciprocal; see emit_instr).
  * Reductions: SUM and PROD of f32 accumulate in f64; the accumulate is the
  * only instruction with a fast-math flag (reassoc), so the vectorizer may
  * keep several partial sums. Order is fixed by the code, so the result is
@@ -439,8 +439,10 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
          * norm): multiply in f64 by its f64 reciprocal, which LICM hoists.
          * A vector division costs several times the widen-multiply-narrow,
          * and the f64 product of two roundings (2^-52 relative) gives the
-         * quotient's f32 rounding: a quotient of two 24-bit significands
-         * is never within 2^-50 of an f32 midpoint (inf, NaN, 0 as division). */
+         * quotient's f32 rounding when it is normal: a quotient of two
+         * 24-bit significands is never within 2^-50 of an f32 midpoint
+         * (inf, NaN, 0 as division). A subnormal quotient can round twice
+         * (about 1 in 1e9 random pairs: 0x1.710786p-83 / 0x1.a4cp+54). */
         LLVMValueRef rb = LLVMBuildFDiv(c->b, cf(m->f64, 1), LLVMBuildFPExt(c->b, c->vals[in->src[1]], m->f64, ""), "");
         return LLVMBuildFPTrunc(c->b, LLVMBuildFMul(c->b, LLVMBuildFPExt(c->b, a, m->f64, ""), rb, ""), m->f32, "");
     }
