@@ -563,6 +563,101 @@ TEST(jit_division_by_row_value)
     free(x);
 }
 
+/* In a row kernel's store pass, f32 division by a per-row value runs
+ * without a division (Markstein's correction, guarded per row; a row that
+ * fails the guard is computed again with divisions, cg_kernel.c). Checked
+ * bit for bit against IEEE division on x / max(d) (d's rows constant, so
+ * max(d) is the row's divisor): 3000 divisors (zeros, infinities, NaN,
+ * subnormals, the normal range's ends, all-ones significands, random ones
+ * over every exponent); per row dividends of every exponent the guard
+ * accepts with random significands, signs and zeros (the fast path), the
+ * same with one out-of-range value (the whole row again), or random bits;
+ * then softmax rows whose tiny exp values fail the guard, so the values
+ * kept in the output row are recomputed. */
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+TEST(jit_division_in_row_kernel)
+{
+    enum { R = 3000, C = 1024 };
+    float *x = malloc(sizeof(float) * R * C), *d = malloc(sizeof(float) * R * C), *b = malloc(sizeof(float) * R);
+    CHECK(x && d && b);
+    static const uint32_t edge[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x00000001,
+                                    0x807fffff, 0x00800000, 0x80800000, 0x00800001, 0x7e7fffff, 0x7e800000,
+                                    0xfe800001, 0x7f7fffff, 0x3f800000, 0xbf800000, 0x3fffffff, 0x3f7fffff,
+                                    0x3f800001, 0x40400000, 0x3eaaaaab, 0x01000000, 0x0d800000, 0x71800000,
+                                    0x33000000, 0x4c000000, 0xc0f00000, 0x4b7fffff, 0x34ffffff, 0x00ffffff};
+    rng r = {2024};
+    for (int i = 0; i < R; i++) {
+        uint32_t bu;
+        if (i < (int)(sizeof edge / sizeof *edge))
+            bu = edge[i];
+        else if (i % 5 == 0) /* any exponent */
+            bu = (uint32_t)rnext(&r) & 0xff7fffffu;
+        else /* exponents -30..30 */
+            bu = ((uint32_t)rnext(&r) & 0x807fffffu) | (uint32_t)(127 - 30 + rint_(&r, 61)) << 23;
+        b[i] = bits_f32(bu);
+        for (int c = 0; c < C; c++)
+            d[(int64_t)i * C + c] = b[i];
+        /* the exponents the guard accepts for this divisor, to its edges */
+        int eb = b[i] != 0 && isfinite(b[i]) ? ilogbf(b[i]) : 0;
+        int elo = eb - 123 > -100 ? eb - 123 : -100, ehi = eb + 125 < 127 ? eb + 125 : 127;
+        int kind = i % 4;
+        for (int c = 0; c < C; c++) {
+            uint32_t u = (uint32_t)rnext(&r);
+            if (kind == 3)
+                ; /* any bits */
+            else if (rint_(&r, 32) == 0)
+                u &= 0x80000000u; /* signed zero */
+            else
+                u = (u & 0x807fffffu) | (uint32_t)(elo + 127 + rint_(&r, ehi - elo + 1)) << 23;
+            x[(int64_t)i * C + c] = bits_f32(u);
+        }
+        if (kind == 2) { /* one value out of the guard's range */
+            static const uint32_t out[] = {0x00000001, 0x007fffff, 0x0b000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f7fffff};
+            x[(int64_t)i * C + rint_(&r, C)] = bits_f32(out[rint_(&r, 7)] | ((uint32_t)rnext(&r) & 0x80000000u));
+        }
+    }
+    use_jit(true);
+    rlx_tensor *tx = rlx_from_data(RLX_F32, 2, (int64_t[]){R, C}, x);
+    rlx_tensor *td = rlx_from_data(RLX_F32, 2, (int64_t[]){R, C}, d);
+    rlx_tensor *q = rlx_div(tx, rlx_max(td, (int[]){1}, 1, true));
+    rlx_stats_reset();
+    CHECK_EQ_INT(rlx_realize(q), RLX_OK);
+    CHECK_EQ_INT(stats_now().kernels_run, 1);
+    const float *got = rlx_data(q);
+    long bad = 0;
+    for (int64_t i = 0; i < (int64_t)R * C; i++) {
+        float want = x[i] / b[i / C], g = got[i];
+        if (!(memcmp(&want, &g, 4) == 0 || (isnan(want) && isnan(g))) && bad++ < 3)
+            printf("  row %lld: x %a / d %a: got %a, want %a\n", (long long)(i / C), x[i], b[i / C], g, want);
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* softmax rows spanning 90: exp values below the guard's 2^-100 */
+    enum { SR = 16, SC = 999 };
+    rlx_tensor *out[2];
+    for (int k = 0; k < 2; k++) {
+        rng sr = {77};
+        for (int i = 0; i < SR * SC; i++)
+            x[i] = (float)runi(&sr, -90, 0) * (i % SC % 7 == 0 ? 0.01f : 1);
+        out[k] = rlx_softmax(rlx_from_data(RLX_F32, 2, (int64_t[]){SR, SC}, x), -1);
+        use_jit(k == 1);
+        rlx_stats_reset();
+        CHECK_EQ_INT(rlx_realize(out[k]), RLX_OK);
+        if (k == 1)
+            CHECK_EQ_INT(stats_now().kernels_run, 1);
+    }
+    compare(out[1], out[0], 2e-5, 1e-37, "softmax rows failing the guard", 0);
+    use_jit(false);
+    free(x);
+    free(d);
+    free(b);
+}
+
 TEST(jit_kernel_counts)
 {
     check_kernels(b_w2, 10001, 1, 2e-6, "W2 10-op chain");
@@ -1295,8 +1390,8 @@ TEST(jit_ulp_f64)
  * depend on the thread count (outer dims are never reduced). */
 TEST(jit_threads_deterministic)
 {
-    int64_t sh[2] = {300, 1001};
-    rlx_tensor *out[3][4];
+    int64_t sh[2] = {300, 1001}, big[2] = {1024, 1024};
+    rlx_tensor *out[3][6];
     for (int k = 0; k < 3; k++) {
         rng r = {77};
         rlx_tensor *x = rinput(&r, RLX_F32, 2, sh);
@@ -1304,14 +1399,27 @@ TEST(jit_threads_deterministic)
         out[k][1] = rlx_sum(rlx_exp(x), (int[]){1}, 1, false);
         out[k][2] = rlx_sum(rlx_mul(x, x), (int[]){0}, 1, false);
         out[k][3] = rlx_softmax(x, -1); /* a phased row kernel */
+        /* 4 MiB: the exp pass runs in chunks prefetching the next row */
+        rlx_tensor *xb = rlx_mul_s(rinput(&r, RLX_F32, 2, big), 20);
+        out[k][4] = rlx_softmax(xb, -1);
+        out[k][5] = rlx_log_softmax(xb, -1);
         rlx_set_num_threads(k == 0 ? 1 : k == 1 ? 2 : 3);
         use_jit(true);
-        CHECK_EQ_INT(rlx_realize_many(out[k], 4), RLX_OK);
+        CHECK_EQ_INT(rlx_realize_many(out[k], 6), RLX_OK);
         use_jit(false);
     }
     rlx_set_num_threads(0);
+    {
+        rng r = {77};
+        rinput(&r, RLX_F32, 2, sh);
+        rlx_tensor *xb = rlx_mul_s(rinput(&r, RLX_F32, 2, big), 20);
+        rlx_tensor *want[2] = {rlx_softmax(xb, -1), rlx_log_softmax(xb, -1)};
+        CHECK_EQ_INT(rlx_realize_many(want, 2), RLX_OK);
+        compare(out[0][4], want[0], 2e-5, 1e-30, "softmax, 4 MiB", 0);
+        compare(out[0][5], want[1], 2e-5, 2e-6, "log_softmax, 4 MiB", 0);
+    }
     for (int k = 1; k < 3; k++)
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             size_t bytes = (size_t)rlx_numel(out[0][i]) * sizeof(float);
             CHECK(memcmp(rlx_data(out[0][i]), rlx_data(out[k][i]), bytes) == 0);
         }
@@ -1338,7 +1446,7 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_row_fusion), T(jit_softmax_tails), T(jit_cache_hit),
-          T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds), T(jit_buffer_pool), T(jit_threads_deterministic),
-          T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
+          T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
+          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

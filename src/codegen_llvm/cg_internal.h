@@ -10,6 +10,7 @@
 #define RLX_CG_INTERNAL_H
 
 #include <llvm-c/Core.h>
+#include <stdbool.h>
 
 #include "codegen_llvm/cg.h"
 #include "passes/passes.h"
@@ -21,6 +22,7 @@ typedef struct {
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
     LLVMValueRef math[IR_OP_COUNT][2]; /* [op][is f64]: emitted math functions */
     LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
+    bool fma;                          /* the host (the JIT's target) has fused multiply-add */
 } cg_mod;
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod);
