@@ -290,8 +290,9 @@ RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
  * prod of bool/integers give i64 (NumPy and PyTorch); max/min keep the
  * dtype; mean, var, std, norm of bool/integers give f32. Over an empty axis:
  * sum 0, prod 1, mean/var/std NaN, norm 0, max -inf (the dtype's lowest value for integers,
- * false for bool), min +inf (highest, true). NaN propagates through max/min.
- * var is the population variance; norm is the 2-norm sqrt(sum(x^2)). */
+ * false for bool), min +inf (highest, true). NaN propagates through max/min;
+ * a float max/min over +0 and -0 may return either zero (the JIT does not
+ * order them, as NumPy's vector loops do not). var is the population variance; norm is the 2-norm sqrt(sum(x^2)). */
 
 RLX_API rlx_tensor *rlx_sum(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
 RLX_API rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
