@@ -4,6 +4,8 @@
  * bound values gives on the reference backend; shapes that do not fit are
  * errors, never crashes.
  */
+#include <pthread.h>
+
 #include "harness.h"
 
 /* An expression over x and fixed parameters; built once over an rlx_input
@@ -307,6 +309,57 @@ TEST(dynamic_ops_never_wrong)
     rlx_clear_error();
 }
 
+/* Threads running one dynamic program at once, each at its own batch
+ * sizes, so they add specializations concurrently and run them while
+ * others are added: every result must be right. */
+typedef struct {
+    rlx_program *p;
+    int id;
+    int bad;
+} runner;
+
+static void *run_sizes(void *arg)
+{
+    runner *r = arg;
+    rlx_scope_begin();
+    for (int k = 0; k < 24; k++) {
+        int64_t n = 1 + (r->id * 5 + k) % 12; /* 12 shapes: past the kept 8 */
+        double xd[12 * 2];
+        for (int i = 0; i < 2 * n; i++)
+            xd[i] = r->id + 0.25 * i;
+        rlx_tensor *xv = rlx_from_data(RLX_F64, 2, (int64_t[]){n, 2}, xd), *got = NULL;
+        double v[12 * 2];
+        if (!xv || rlx_program_run(r->p, &(rlx_binding){"x", xv}, 1, &got) != RLX_OK ||
+            rlx_read_f64(got, v, (size_t)(2 * n)) != RLX_OK) {
+            r->bad++;
+            continue;
+        }
+        for (int i = 0; i < 2 * n; i++) /* x - mean over the batch, + 1 */
+            r->bad += fabs(v[i] - (xd[i] - (xd[i % 2] + 0.25 * (n - 1)) + 1)) > 1e-12;
+    }
+    rlx_scope_end();
+    return NULL;
+}
+
+TEST(dynamic_program_shared_by_threads)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, 2});
+    rlx_tensor *y = rlx_add_s(rlx_sub(x, rlx_mean(x, ax0, 1, true)), 1);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    pthread_t th[4];
+    runner r[4];
+    for (int t = 0; t < 4; t++) {
+        r[t] = (runner){p, t, 0};
+        CHECK_EQ_INT(pthread_create(&th[t], NULL, run_sizes, &r[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_EQ_INT(r[t].bad, 0);
+    }
+    rlx_program_free(p);
+}
+
 /* Allocation failures while compiling and specializing: NOMEM, no leak. */
 static int dynamic_workload(void)
 {
@@ -332,4 +385,4 @@ static int dynamic_workload(void)
 TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
-          T(dynamic_allocation_failures))
+          T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures))
