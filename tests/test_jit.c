@@ -545,6 +545,9 @@ TEST(jit_division_by_row_value)
         d[r] = (float)((double)(st >> 11) / 9007199254740992.0 * 8 - 4);
     }
     d[0] = 0.0f, d[1] = -0.0f, d[2] = INFINITY, d[3] = NAN, d[4] = 1e-40f, d[5] = -3e-45f, d[6] = 3e38f;
+    /* a subnormal quotient that a multiply by the f64 reciprocal rounds
+     * twice (0x1.c12p-138; IEEE gives 0x1.c1p-138) */
+    d[7] = 0x1.a4cp+54f, x[7 * C] = 0x1.710786p-83f;
     use_jit(true);
     rlx_tensor *tx = rlx_from_data(RLX_F32, 2, (int64_t[]){R, C}, x);
     rlx_tensor *td = rlx_from_data(RLX_F32, 2, (int64_t[]){R, 1}, d);
