@@ -253,10 +253,9 @@ static ir_node *remake(const char *fn, const ir_node *nd, int nsrc, ir_node *con
     char err[200] = "";
     ir_node *r = ir_make(nd->op, nsrc, src, a, nd->dtype, nd->rank, nd->shape, err, sizeof err);
     if (!r) {
-        char sh[IR_MAX_RANK * 21 + 3];
         ts_error(strstr(err, "out of memory") ? RLX_E_NOMEM : RLX_E_SHAPE, fn,
                  "the bound inputs do not fit '%s' (traced as %s): %s", ir_ops[nd->op].name,
-                 ir_shape_str(sh, sizeof sh, nd->rank, nd->shape), err);
+                 ts_dims_str(nd->rank, nd->shape), err);
     }
     return r;
 }
@@ -295,9 +294,8 @@ static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir
                 a->shape.dims[i] = n / known;
         return true;
     }
-    char sh[IR_MAX_RANK * 21 + 3];
     ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
-             ir_shape_str(sh, sizeof sh, a->shape.rank, a->shape.dims), ts_shape_str(x));
+             ts_dims_str(a->shape.rank, a->shape.dims), ts_shape_str(x));
     return false;
 }
 
@@ -417,9 +415,8 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
          * tracing used a dim the bindings changed */
         for (int d = 0; d < nd->rank && !loose[i]; d++) {
             if (nd->shape[d] >= 0 && (made[i]->rank != nd->rank || made[i]->shape[d] != nd->shape[d])) {
-                char sh[IR_MAX_RANK * 21 + 3];
                 ts_error(RLX_E_SHAPE, fn, "'%s' was traced as %s and the bound inputs make it %s", ir_ops[nd->op].name,
-                         ir_shape_str(sh, sizeof sh, nd->rank, nd->shape), ts_shape_str(made[i]));
+                         ts_dims_str(nd->rank, nd->shape), ts_shape_str(made[i]));
                 goto out;
             }
         }
@@ -537,9 +534,8 @@ static rlx_status check_binding(const char *fn, const char *name, const ir_node 
     for (int d = 0; d < in->rank && fits; d++)
         fits = in->shape[d] < 0 || in->shape[d] == v->shape[d];
     if (!fits) {
-        char sh[IR_MAX_RANK * 21 + 3];
         ts_error(RLX_E_SHAPE, fn, "input '%s' is %s (-1: any size), bound to %s", name,
-                 ir_shape_str(sh, sizeof sh, in->rank, in->shape), ts_shape_str(v));
+                 ts_dims_str(in->rank, in->shape), ts_shape_str(v));
         return RLX_E_SHAPE;
     }
     return RLX_OK;
