@@ -25,7 +25,7 @@
 #include "codegen_llvm/cg.h"
 #include "codegen_llvm/cg_disk.h"
 #include "passes/passes.h"
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 
 static char base[64]; /* this run's scratch directory */
 

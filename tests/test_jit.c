@@ -15,7 +15,7 @@
 #include "tensor/ts.h"
 
 void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
-/* internal: runtime/jit_exec.h */
+/* internal: runtime/exec/jit_exec.h */
 typedef struct {
     uint64_t mapped, mapped_bytes, reused, unmapped, live_bytes, cached_bytes;
 } rt_bufpool_counts;
@@ -913,7 +913,7 @@ TEST(jit_const_args)
     }
 }
 
-/* internal: runtime/jit_exec.h, ir/ir.h */
+/* internal: runtime/exec/jit_exec.h, ir/ir.h */
 typedef struct {
     uint64_t hits, misses, built, evicted;
     long entries, nodes;
@@ -964,7 +964,7 @@ static rlx_tensor *plan_graph(int kind, int r, double v)
 }
 
 /* A realization repeated with the same structure runs its cached plan
- * (runtime/plan_cache.c) with new payloads and new scalar constants: the
+ * (runtime/exec/plan_cache.c) with new payloads and new scalar constants: the
  * values are the reference's, the plan is built the second time a
  * structure is seen and hit after, and graphs of another structure
  * (interleaved, one leaf read twice or two leaves, another shape, another

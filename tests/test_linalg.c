@@ -543,7 +543,7 @@ TEST(linear_and_activations)
 /* ---------------------------------------------------- GEMM epilogues */
 
 /* Elementwise consumers of a matmul run as the GEMM's epilogue on the JIT
- * (runtime/jit_exec.c), block by block with gemm_block; each case is
+ * (runtime/exec/jit_exec.c), block by block with gemm_block; each case is
  * checked against the reference backend at several block sizes (1 and 3
  * rows split batch items and the loop's dim 0 mid-way) and thread counts,
  * with the kernel count where the fusion must happen. */

@@ -3,7 +3,7 @@
  * rlx_scaled_matmul, codebook weight synthesis and the spline activation,
  * each against loops written here, plus every documented error.
  *
- * The quantizer reference below is independent of src/runtime/ref_quant.c:
+ * The quantizer reference below is independent of src/runtime/kernels/quant.c:
  * it enumerates each format's grid from its bit layout and picks the
  * nearest point, ties to the even code.
  */

@@ -31,7 +31,7 @@
 #include "codegen_llvm/cg.h"
 
 long ir_live_nodes(void);
-void rt_plan_cache_clear(void); /* internal: runtime/jit_exec.h */
+void rt_plan_cache_clear(void); /* internal: runtime/exec/jit_exec.h */
 
 enum { NT = 4, ITER = 8, NOUT = 1024, NX = 32, NI = 24, NO = 16, NB = 8 };
 

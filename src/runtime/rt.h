@@ -35,7 +35,7 @@ typedef struct {
     uint64_t live_bytes, peak_bytes;
 } rt_ctx;
 
-/* ref_eval.c: realizes every root (nodes already realized are skipped). */
+/* oracle/ref_eval.c: realizes every root (nodes already realized are skipped). */
 rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx);
 /* Records an error in ctx (first one wins); returns the status. */
 rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)
@@ -140,7 +140,7 @@ rlx_status rt_eval_gather(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 rlx_status rt_eval_cumsum(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
-/* blas.c: rows [row_begin, row_end) of the flattened batch*m rows of the
+/* kernels/blas.c: rows [row_begin, row_end) of the flattened batch*m rows of the
  * float MATMUL n into out, an already allocated contiguous view of n's
  * shape (other rows untouched): lets a caller run an epilogue over a block
  * of rows while it is in cache. Uses the OpenBLAS thread count as it is
@@ -149,6 +149,11 @@ rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_vi
  * packed per call. */
 rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out, int64_t row_begin,
                           int64_t row_end);
+/* c[m,n] = alpha a[m,k] b[k,n] (b^T when trans_b) + beta c, row-major f32
+ * or f64 (dt) with leading dimensions: the gemm of the other library
+ * kernels (attention, conv2d), so that blas.c stays the one cblas user. */
+void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
+             int ldb, double beta, void *c, int ldc);
 /* Sets OpenBLAS's thread count to n (n < 1: unchanged); returns the
  * previous count. Callers running BLAS inside their own parallel region
  * set 1 and restore after, so the two never oversubscribe the cores. */
@@ -173,7 +178,7 @@ rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_vi
 double rt_rand_uniform(uint64_t seed, uint64_t i, rlx_dtype dt);
 double rt_rand_normal(uint64_t seed, uint64_t i);
 
-/* Minifloat rounding (ref_quant.c): nearest-even, saturating. */
+/* Minifloat rounding (kernels/quant.c): nearest-even, saturating. */
 double rt_minifloat_round(double v, int fmt);
 int rt_minifloat_emax(int fmt);
 

@@ -4,7 +4,7 @@
  *
  * rlx_scaled_matmul is the one user of the MXQUANT primitive, which
  * quantizes along the last axis and holds the dequantized values as f32
- * (see src/runtime/ref_quant.c); the product is then an ordinary f32
+ * (see src/runtime/kernels/quant.c); the product is then an ordinary f32
  * matmul. The other ops are composites of public calls.
  */
 #include <math.h>

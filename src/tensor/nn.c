@@ -3,7 +3,7 @@
  * the cross entropies, attention (positional and key masks), rotary
  * embeddings, conv2d and the 2-D pools.
  *
- * Everything but attention (a fused primitive, src/runtime/ref_attention.c),
+ * Everything but attention (a fused primitive, src/runtime/kernels/attention.c),
  * conv2d and the pools is a composite of public calls, built inside
  * ts_open/ts_close so that intermediates are released and errors name the
  * function the user called. Arguments are checked first, with user-facing

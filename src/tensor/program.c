@@ -4,7 +4,7 @@
  *
  * With the JIT backend (at compile time) the graph is instantiated over
  * placeholder leaves, one per input, and prepared as a JIT plan
- * (runtime/jit_exec.c): schedule, memory plan and compiled kernels. A run
+ * (runtime/exec/jit_exec.c): schedule, memory plan and compiled kernels. A run
  * checks the bindings, points the placeholders at the bound payloads, runs
  * the kernels and wraps the results as fresh tensors: no retracing, no
  * rescheduling. With the reference backend a run re-instantiates the graph
@@ -21,7 +21,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"

@@ -1,5 +1,5 @@
 /*
- * rt_par.h — parallel loops of the library evaluators (fft, conv2d, pools)
+ * par.h — parallel loops of the library evaluators (fft, conv2d, pools)
  * over the thread pool (pool.c), each chunk with a private scratch slot.
  *
  * The pool runs at most nthreads chunks at once (its workers plus the
@@ -15,7 +15,7 @@
 
 #include <stdatomic.h>
 
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 
 enum { RT_PAR_MAX = 65 }; /* pool.c's 64 workers and the caller */
 

@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 
 enum { POOL_MAX = 64 };
 

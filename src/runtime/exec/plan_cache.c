@@ -1,6 +1,6 @@
 /*
  * plan_cache.c — rt_jit_realize, with a cache of prepared plans (schedule,
- * memory plan and compiled kernels, runtime/jit_exec.c) keyed by the
+ * memory plan and compiled kernels, runtime/exec/jit_exec.c) keyed by the
  * structure of the graph: a realization repeated on new data (a training
  * step, a small op in a loop) skips scheduling, memory planning and the
  * kernel lookups, which cost far more than running a small graph.
@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/knobs.h"
 
 enum { MAX_ENTRIES = 64, MAX_NODES = 1 << 16, MAX_GRAPH = 4096, SEEN = 64, SMALL = 32 };

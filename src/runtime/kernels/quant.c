@@ -1,5 +1,5 @@
 /*
- * ref_quant.c — minifloat rounding and the MXQUANT primitive of the
+ * quant.c — minifloat rounding and the MXQUANT primitive of the
  * reference evaluator.
  *
  * MXQUANT quantizes along the last axis in blocks of attr.quant.block

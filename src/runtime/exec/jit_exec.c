@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/knobs.h"
 
 /* Loop iterations per chunk: large enough that a chunk costs far more than

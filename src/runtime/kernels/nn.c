@@ -1,5 +1,5 @@
 /*
- * ref_nn.c — CONV2D and POOL2D over strided views.
+ * nn.c — CONV2D and POOL2D over strided views.
  *
  * Convolution is im2col + GEMM in the operand precision (like NumPy and
  * PyTorch; the tests' tolerances allow f32 accumulation): for each batch
@@ -28,10 +28,9 @@
 #include <math.h>
 #include <string.h>
 
-#include <cblas.h>
 
 #include "runtime/rt.h"
-#include "runtime/rt_par.h"
+#include "runtime/kernels/par.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -218,13 +217,8 @@ static void conv_run(const void *task, int64_t begin, int64_t end, void *scratch
             continue;
         }
 #endif
-        if (c->dt == RLX_F32)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c->og, (int)np, (int)c->k, 1.0f,
-                        (const float *)am, (int)c->wld, (const float *)bm, (int)ldb, 0.0f, (float *)cm, (int)c->pix);
-        else
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c->og, (int)np, (int)c->k, 1.0,
-                        (const double *)am, (int)c->wld, (const double *)bm, (int)ldb, 0.0, (double *)cm,
-                        (int)c->pix);
+        rt_gemm(c->dt, false, (int)c->og, (int)np, (int)c->k, 1.0, am, (int)c->wld, bm, (int)ldb, 0.0, cm,
+                (int)c->pix);
     }
 }
 

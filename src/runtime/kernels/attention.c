@@ -1,5 +1,5 @@
 /*
- * ref_attention.c — the ATTENTION primitive: per head, softmax of the
+ * attention.c — the ATTENTION primitive: per head, softmax of the
  * masked scores scale * q k^T, times v; fused so that no head's score
  * matrix is ever whole in memory (a flash-attention loop).
  *
@@ -23,9 +23,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include <cblas.h>
 
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/rt.h"
 
 enum {
@@ -281,11 +280,7 @@ static double exp_row_f64(double *s, int64_t n, double m)
 static void gemm(const attn_job *j, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda,
                  const void *b, int ldb, double beta, void *c, int ldc)
 {
-    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-    if (j->dt == RLX_F32)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    rt_gemm(j->dt, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* Folds the scores s[0..n) of one row into its running max *mx, sum *l

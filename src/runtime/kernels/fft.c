@@ -1,5 +1,5 @@
 /*
- * ref_fft.c — the FFT primitive.
+ * fft.c — the FFT primitive.
  *
  * A line along attr.fft.axis of length 2N holds N real parts, then N
  * imaginary parts; both directions are unnormalized. Everything computes
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
-#include "runtime/rt_par.h"
+#include "runtime/kernels/par.h"
 
 #define TWO_PI 6.283185307179586476925286766559
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/rt.h"
 
 rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)

@@ -32,7 +32,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 
-#include "runtime/jit_exec.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/knobs.h"
 #include "runtime/rt.h"
 
@@ -51,6 +51,18 @@ static int budget(void)
 {
     int t = rlx_get_num_threads();
     return t < 1 ? 1 : t;
+}
+
+/* ---------------------------------------------------------- plain gemm */
+
+void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
+             int ldb, double beta, void *c, int ldc)
+{
+    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    if (dt == RLX_F32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ------------------------------------------------------------- matmul */
