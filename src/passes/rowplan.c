@@ -275,7 +275,7 @@ static void make_passes(planner *b, int pf_pass)
 
 static rlx_status check_kernel(const sched_kernel *k, char *err, size_t errcap)
 {
-    if (k->kind != SCHED_LOOP || k->red_op != IR_OP_COUNT || k->ninstr < 1 || !k->instr) {
+    if (k->kind != SCHED_LOOP || k->red_op != IR_OP_COUNT || k->ninstr < 1 || !k->instr || !k->node) {
         snprintf(err, errcap, "row plan: kernel is not a phased LOOP kernel");
         return RLX_E_INTERNAL;
     }
