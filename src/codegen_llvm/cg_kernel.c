@@ -14,7 +14,9 @@
  * counters and accumulators in allocas, one load/compute/store per element)
  * and left to LLVM's O3 pipeline: mem2reg, LICM hoists what the inner
  * loop does not change, and the loop vectorizer widens the inner loop (the
- * buffers are noalias arguments of an internal body function).
+ * buffers are noalias arguments of an internal body function). A row
+ * kernel's passes, stashes, guarded divisions and prefetching are decided
+ * by its plan (passes/rowplan.c); emit_phased only follows it.
  *
  * Semantics follow the reference evaluator (runtime/ref_elementwise.c):
  * f32 math computes in f32, which for + - * / sqrt and the roundings is the
