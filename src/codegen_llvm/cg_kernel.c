@@ -14,7 +14,9 @@
  * counters and accumulators in allocas, one load/compute/store per element)
  * and left to LLVM's O3 pipeline: mem2reg, LICM hoists what the inner
  * loop does not change, and the loop vectorizer widens the inner loop (the
- * buffers are noalias arguments of an internal body function).
+ * buffers are noalias arguments of an internal body function). A row
+ * kernel's passes, stashes, guarded divisions and prefetching are decided
+ * by its plan (passes/rowplan.c); emit_phased only follows it.
  *
  * Semantics follow the reference evaluator (runtime/ref_elementwise.c):
  * f32 math computes in f32, which for + - * / sqrt and the roundings is the
@@ -77,7 +79,7 @@ LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTy
 
 /* ------------------------------------------------------------ the state */
 
-enum { FD_SLOTS = 4, PF_LOADS = 4 };
+enum { FD_SLOTS = SCHED_ROW_FD_SLOTS, PF_LOADS = SCHED_ROW_PF_LOADS };
 enum { DIV_PLAIN, DIV_FAST };
 
 typedef struct {
@@ -693,42 +695,11 @@ static void emit_elementwise(kctx *c)
  * default, and the unroll knob (tuning file, rlx-bench --tune) buys the
  * throughput back where compiles are amortized. */
 enum { MATH_INTERLEAVE = 4 };
-static bool is_math(ir_op op) { return ir_ops[op].emit == IR_EMIT_MATH; }
+static bool is_math(ir_op op) { return sched_op_is_math(op); }
 
 /* ------------------------------------------------------- phased kernels */
 
-/* Element values needed by several passes over a row are kept in a row
- * buffer on the stack (at most STASH_BYTES in all, so a caller's small
- * thread stack suffices) when they cost a math function to recompute. */
-enum { STASH_BYTES = 128 * 1024 };
-
-static int nsrc_of(const sched_instr *in)
-{
-    if (in->kind == SCHED_I_REDUCE)
-        return 1;
-    if (in->kind != SCHED_I_OP)
-        return 0;
-    switch (ir_ops[in->op].cls) {
-    case IR_CLS_TERNARY: return 3;
-    case IR_CLS_BINARY: return 2;
-    default: return 1;
-    }
-}
-
-/* Marks what loop `root` needs of the element-level instructions: mark[i]
- * set for each (a stashed value already filled is a leaf). */
-static void mark_closure(const sched_kernel *k, const unsigned char *level, const unsigned char *filled, int root,
-                         unsigned char *mark)
-{
-    memset(mark, 0, (size_t)k->ninstr);
-    mark[root] = 1;
-    for (int i = root; i >= 0; i--) {
-        if (!mark[i] || !level[i] || (filled && filled[i]))
-            continue;
-        for (int s = 0; s < nsrc_of(&k->instr[i]); s++)
-            mark[k->instr[i].src[s]] = 1;
-    }
-}
+static int nsrc_of(const sched_instr *in) { return sched_instr_nsrc(in); }
 
 static bool has_phase(const sched_kernel *k)
 {
@@ -768,301 +739,224 @@ uint64_t cg_kernel_knob_word(const sched_kernel *k)
     return (uint64_t)(uint32_t)w << 32 | (uint32_t)u;
 }
 
-/* What the passes of a row kernel share. */
+/* A phased (row) kernel follows its plan (passes/rowplan.c): the plan
+ * says what each pass over the row evaluates, stashes and loads; this
+ * code only emits it. What the passes share: */
 typedef struct {
-    const unsigned char *level, *stash; /* per instruction */
-    unsigned char *mark;                /* scratch */
-    LLVMValueRef *slot;                 /* stash row buffers */
-    const int64_t *rstride;
-    int r1, ostash;
-} row_plan;
+    const sched_rowplan *p;
+    LLVMValueRef *slot; /* per instruction: its stash row buffer (alloca) */
+} row_emit;
 
-/* Inside a pass's loops: the element values that `root` needs, stashed
- * ones loaded where `filled` (and marked filled), the others computed
- * (and stashed where they are). */
-static void emit_row_values(kctx *c, const row_plan *rp, unsigned char *filled, int root)
+/* Entry-block allocas: stash row buffers, one accumulator per phase, the
+ * guarded divisions' bounds, the chunk counter. */
+static void emit_row_allocas(kctx *c, const row_emit *re, LLVMValueRef *accs)
 {
+    const sched_rowplan *p = re->p;
     const sched_kernel *k = c->k;
     cg_mod *m = c->m;
-    if (!rp->level[root])
+    for (int i = 0; i < k->ninstr; i++) {
+        if (p->stash[i] != SCHED_STASH_ROW)
+            continue;
+        LLVMTypeRef at = LLVMArrayType2(reg_type(m, k->instr[i].dtype), (uint64_t)p->rowlen);
+        re->slot[i] = LLVMBuildAlloca(c->b, at, "stash");
+        LLVMSetAlignment(re->slot[i], 64);
+    }
+    for (int L = 0; L < p->nphases; L++)
+        accs[L] = LLVMBuildAlloca(c->b, reg_type(m, p->pass[L].acc_dtype), "acc");
+    for (int s = 0; s < p->nfd; s++) {
+        c->fdlo[s] = LLVMBuildAlloca(c->b, m->i32, "fdlo");
+        c->fdhi[s] = LLVMBuildAlloca(c->b, m->i32, "fdhi");
+    }
+    c->fdslot = p->fdslot;
+    c->npf = p->npf;
+    memcpy(c->pf, p->pf, sizeof c->pf);
+    if (p->npf)
+        c->chslot = LLVMBuildAlloca(c->b, m->i64, "chunk");
+}
+
+/* Before a pass's loop: the per-row values it is the first to have. */
+static void emit_per_row(kctx *c, const sched_rowpass *ps)
+{
+    for (int i = 0; i < c->k->ninstr && !c->failed; i++)
+        if (ps->act[i] == SCHED_ROW_PER_ROW)
+            c->vals[i] = emit_instr(c, &c->k->instr[i]);
+}
+
+/* Inside a pass's loops: each element value the pass evaluates, computed,
+ * computed and stashed, or loaded from its stash. */
+static void emit_row_values(kctx *c, const row_emit *re, const sched_rowpass *ps)
+{
+    const sched_kernel *k = c->k;
+    const sched_rowplan *p = re->p;
+    cg_mod *m = c->m;
+    if (!p->per_elem[ps->root])
         return;
     LLVMValueRef idx = ci(c, m->i64, 0);
-    for (int d = rp->r1; d < k->rank; d++)
-        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, rp->rstride[d]), ""), "");
-    mark_closure(k, rp->level, filled, root, rp->mark);
-    for (int i = 0; i <= root && !c->failed; i++) {
-        if (!rp->mark[i] || !rp->level[i])
+    for (int d = p->r1; d < k->rank; d++)
+        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, p->rstride[d]), ""), "");
+    for (int i = 0; i <= ps->root && !c->failed; i++) {
+        int act = ps->act[i];
+        if (act != SCHED_ROW_EVAL && act != SCHED_ROW_EVAL_STASH && act != SCHED_ROW_LOAD)
             continue;
         rlx_dtype dt = k->instr[i].dtype;
         LLVMTypeRef t = reg_type(m, dt);
-        LLVMValueRef p = !rp->stash[i]      ? NULL
-                         : i == rp->ostash ? elem_ptr(c, 0, dt, affine(c, &k->out))
-                                           : LLVMBuildInBoundsGEP2(c->b, t, rp->slot[i], &idx, 1, "");
-        if (rp->stash[i] && filled[i]) {
-            c->vals[i] = LLVMBuildLoad2(c->b, t, p, "");
+        LLVMValueRef ptr = act == SCHED_ROW_EVAL           ? NULL
+                           : p->stash[i] == SCHED_STASH_OUT ? elem_ptr(c, 0, dt, affine(c, &k->out))
+                                                            : LLVMBuildInBoundsGEP2(c->b, t, re->slot[i], &idx, 1, "");
+        if (act == SCHED_ROW_LOAD) {
+            c->vals[i] = LLVMBuildLoad2(c->b, t, ptr, "");
             continue;
         }
         c->vals[i] = emit_instr(c, &k->instr[i]);
-        if (rp->stash[i])
-            LLVMBuildStore(c->b, c->vals[i], p);
+        if (act == SCHED_ROW_EVAL_STASH)
+            LLVMBuildStore(c->b, c->vals[i], ptr);
     }
-    for (int i = 0; i <= root; i++)
-        if (rp->mark[i] && rp->stash[i])
-            filled[i] = 1;
 }
 
-/* The last pass: the row's loops computing and storing the output. */
-static void emit_store_pass(kctx *c, const row_plan *rp, unsigned char *filled, int root)
+/* A chunked pass prefetches the next row (the last row: itself again). */
+static void begin_chunks(kctx *c, const sched_rowpass *ps)
+{
+    if (ps->chunk <= 0)
+        return;
+    LLVMValueRef i1 = LLVMBuildNSWAdd(c->b, c->iv[0], ci(c, c->m->i64, 1), "");
+    c->pfrow = LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, i1, c->end), i1, c->iv[0], "");
+    c->chunk = ps->chunk;
+}
+
+/* A phase: its accumulator over the row, then its per-row value. */
+static void emit_reduce_pass(kctx *c, const row_emit *re, const sched_rowpass *ps, LLVMValueRef acc)
 {
     const sched_kernel *k = c->k;
-    for (int d = rp->r1; d < k->rank; d++)
+    const sched_instr *red = &k->instr[ps->red];
+    LLVMTypeRef at = reg_type(c->m, ps->acc_dtype);
+    LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), acc);
+    begin_chunks(c, ps);
+    for (int d = re->p->r1; d < k->rank; d++)
         open_loop(c, d);
-    emit_row_values(c, rp, filled, root);
+    emit_row_values(c, re, ps);
+    if (c->failed)
+        return;
+    LLVMValueRef v = c->vals[ps->root];
+    if (LLVMTypeOf(v) != at)
+        v = convert(c, v, k->instr[ps->root].dtype, ps->acc_dtype);
+    LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
+    for (int d = k->rank - 1; d >= re->p->r1; d--)
+        close_loop(c, d);
+    c->chunk = 0;
+    LLVMValueRef a = LLVMBuildLoad2(c->b, at, acc, "");
+    if (ps->acc_dtype != red->dtype)
+        a = convert(c, a, ps->acc_dtype, red->dtype);
+    c->vals[ps->red] = a;
+}
+
+/* The row's loops computing and storing the output. */
+static void emit_store_loop(kctx *c, const row_emit *re, const sched_rowpass *ps)
+{
+    const sched_kernel *k = c->k;
+    for (int d = re->p->r1; d < k->rank; d++)
+        open_loop(c, d);
+    emit_row_values(c, re, ps);
     if (c->failed)
         return;
     store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[k->ninstr - 1]);
-    for (int d = k->rank - 1; d >= rp->r1; d--)
+    for (int d = k->rank - 1; d >= re->p->r1; d--)
         close_loop(c, d);
 }
 
-/* A row kernel: loop dims [0, r1) are the rows, [r1, rank) the row. Per
- * row: the per-row values that need no phase, then per SCHED_I_REDUCE a
- * pass over the row accumulating its source followed by the per-row
- * values it enables, then the store (a pass over the row when the stored
- * value depends on it, else one store). */
+static bool guards_emitted(const kctx *c)
+{
+    bool any = false;
+    for (int s = 0; s < FD_SLOTS; s++)
+        any |= c->fdb[s] != NULL;
+    return any;
+}
+
+/* The store pass, its guarded divisions fast (fast_div). */
+static void emit_store_pass(kctx *c, const row_emit *re, const sched_rowpass *ps)
+{
+    cg_mod *m = c->m;
+    begin_chunks(c, ps);
+    c->divmode = ps->fast_div ? DIV_FAST : DIV_PLAIN;
+    for (int s = 0; s < re->p->nfd; s++) {
+        LLVMBuildStore(c->b, ci(c, m->i32, -1), c->fdlo[s]);
+        LLVMBuildStore(c->b, ci(c, m->i32, 0), c->fdhi[s]);
+    }
+    emit_store_loop(c, re, ps);
+    c->divmode = DIV_PLAIN;
+    c->chunk = 0;
+}
+
+/* A row whose guard failed is stored again with divisions, recomputing
+ * the value stashed in the output row (overwritten by then). */
+static void emit_retry_pass(kctx *c, const row_emit *re, const sched_rowpass *ps)
+{
+    cg_mod *m = c->m;
+    LLVMBasicBlockRef redo = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "redo");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "done");
+    LLVMBuildCondBr(c->b, fast_div_ok(c), done, redo);
+    LLVMPositionBuilderAtEnd(c->b, redo);
+    emit_store_loop(c, re, ps);
+    if (c->failed)
+        return;
+    LLVMBuildBr(c->b, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+/* Emits pass P of the plan (inside the rows' loops). */
+static void emit_row_pass(kctx *c, const row_emit *re, int P, LLVMValueRef *accs)
+{
+    const sched_rowplan *p = re->p;
+    const sched_rowpass *ps = &p->pass[P];
+    emit_per_row(c, ps);
+    if (c->failed)
+        return;
+    switch (ps->kind) {
+    case SCHED_ROW_REDUCE: emit_reduce_pass(c, re, ps, accs[P]); return; /* the phases are passes 0..nphases-1 */
+    case SCHED_ROW_STORE_ONE: store(c, 0, c->k->node->dtype, affine(c, &c->k->out), c->vals[c->k->ninstr - 1]); return;
+    case SCHED_ROW_RETRY: emit_retry_pass(c, re, ps); return;
+    case SCHED_ROW_STORE:
+        emit_store_pass(c, re, ps);
+        /* the plan foresaw a retry exactly when the pass emitted a guard */
+        if (!c->failed && guards_emitted(c) != (P + 1 < p->npass && p->pass[P + 1].kind == SCHED_ROW_RETRY)) {
+            snprintf(c->msg, c->cap, "code generator: row plan and store pass disagree on guarded divisions");
+            c->failed = true;
+        }
+        return;
+    }
+    snprintf(c->msg, c->cap, "code generator: row pass of kind %d", (int)ps->kind);
+    c->failed = true;
+}
+
+/* A row kernel: loop dims [0, r1) are the rows; per row, the plan's
+ * passes in order. */
 static void emit_phased(kctx *c)
 {
     const sched_kernel *k = c->k;
-    cg_mod *m = c->m;
-    int n = k->ninstr, r1 = k->rank;
-    for (int d = 0; d < k->rank; d++)
-        if (k->red_mask >> d & 1 && r1 == k->rank)
-            r1 = d;
-    int64_t rowlen = 1, rstride[SCHED_MAX_LOOP];
-    for (int d = k->rank - 1; d >= r1; d--) {
-        rstride[d] = rowlen;
-        rowlen *= k->shape[d];
+    sched_rowplan p;
+    rlx_status st = sched_rowplan_build(k, c->m->fma, &p, c->msg, c->cap);
+    if (st != RLX_OK) {
+        c->failed = true;
+        c->oom = st == RLX_E_NOMEM;
+        return;
     }
-    unsigned char *level = ir_calloc((size_t)n, 1), *mark = ir_calloc((size_t)n, 1);
-    unsigned char *stash = ir_calloc((size_t)n, 1), *filled = ir_calloc((size_t)n, 1), *uses = ir_calloc((size_t)n, 1);
-    int *stage = ir_calloc((size_t)n, sizeof *stage), *phases = ir_calloc((size_t)n + 1, sizeof *phases);
-    LLVMValueRef *slot = ir_calloc((size_t)n, sizeof *slot);
-    signed char *fdslot = NULL;
-    if (!level || !mark || !stash || !filled || !uses || !stage || !phases || !slot) {
+    LLVMValueRef accs[SCHED_MAX_PHASES]; /* the plan has at most that many */
+    row_emit re = {&p, ir_calloc((size_t)k->ninstr, sizeof(LLVMValueRef))};
+    if (!re.slot) {
         snprintf(c->msg, c->cap, "out of memory generating a kernel");
         c->failed = c->oom = true;
-        goto out;
-    }
-    /* levels (1: depends on the row dims) and stages (the phases a per-row
-     * value waits for) */
-    int np = 0;
-    for (int i = 0; i < n; i++) {
-        const sched_instr *in = &k->instr[i];
-        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
-            for (int d = r1; d < k->rank; d++)
-                level[i] |= in->idx.stride[d] != 0;
-        } else if (in->kind == SCHED_I_REDUCE) {
-            stage[i] = np + 1;
-            phases[np++] = i;
-        } else {
-            for (int s = 0; s < nsrc_of(in); s++) {
-                level[i] |= level[in->src[s]];
-                if (stage[in->src[s]] > stage[i])
-                    stage[i] = stage[in->src[s]];
-            }
-        }
-    }
-    /* the store runs over the row when its value or its place depends on it */
-    int last = n - 1;
-    bool row_store = level[last];
-    for (int d = r1; d < k->rank; d++)
-        row_store |= k->out.stride[d] != 0;
-    int nloops = np + (row_store ? 1 : 0);
-    phases[np] = last;
-    /* stash: a math result that more than one pass needs */
-    for (int L = 0; L < nloops; L++) {
-        int root = L < np ? k->instr[phases[L]].src[0] : last;
-        mark_closure(k, level, NULL, root, mark);
-        for (int i = 0; i < n; i++)
-            if (mark[i] && level[i] && uses[i] < 2)
-                uses[i]++;
-    }
-    /* One stashed value that the stored value is computed from may live in
-     * the output row itself when that row is contiguous and of its dtype:
-     * the final pass reads each element there just before overwriting it
-     * (softmax: exp(x - m) is stored by the pass summing it, then scaled in
-     * place), which keeps one row fewer in the cache. A row kernel never
-     * writes over its inputs (memplan.c), so no load reads the output. */
-    int ostash = -1;
-    bool out_row = row_store && k->red_mask != 0;
-    for (int d = r1; d < k->rank; d++)
-        out_row &= k->out.stride[d] == rstride[d];
-    if (out_row)
-        mark_closure(k, level, NULL, last, mark);
-    int64_t budget = STASH_BYTES;
-    for (int i = 0; i < n; i++) {
-        const sched_instr *in = &k->instr[i];
-        int64_t bytes = rowlen * (int64_t)ir_dtype_size(in->dtype);
-        if (uses[i] < 2 || in->kind != SCHED_I_OP || !is_math(in->op))
-            continue;
-        if (out_row && ostash < 0 && mark[i] && in->dtype == k->node->dtype) {
-            stash[i] = 1;
-            ostash = i;
-        } else if (bytes <= budget) {
-            stash[i] = 1;
-            budget -= bytes;
-            LLVMTypeRef at = LLVMArrayType2(reg_type(m, in->dtype), (uint64_t)rowlen);
-            slot[i] = LLVMBuildAlloca(c->b, at, "stash");
-            LLVMSetAlignment(slot[i], 64);
-        }
-    }
-    /* one accumulator per phase (allocas in the entry block) */
-    LLVMValueRef accs[64];
-    for (int L = 0; L < np; L++) {
-        const sched_instr *in = &k->instr[phases[L]];
-        accs[L] = LLVMBuildAlloca(c->b, acc_type(c, in->op, in->dtype), "acc");
-    }
-    /* guarded divisions (fast_div) in the store pass: f32 by a per-row value */
-    int nfd = 0;
-    fdslot = ir_alloc((size_t)n);
-    if (!fdslot) {
-        snprintf(c->msg, c->cap, "out of memory generating a kernel");
-        c->failed = c->oom = true;
-        goto out;
-    }
-    memset(fdslot, -1, (size_t)n);
-    if (row_store && m->fma) {
-        mark_closure(k, level, NULL, last, mark);
-        for (int i = 0; i < n && nfd < FD_SLOTS; i++) {
-            const sched_instr *in = &k->instr[i];
-            if (mark[i] && level[i] && in->kind == SCHED_I_OP && in->op == IR_OP_DIV &&
-                k->instr[in->src[0]].dtype == RLX_F32 && !level[in->src[1]]) {
-                c->fdlo[nfd] = LLVMBuildAlloca(c->b, m->i32, "fdlo");
-                c->fdhi[nfd] = LLVMBuildAlloca(c->b, m->i32, "fdhi");
-                fdslot[i] = (signed char)nfd++;
-            }
-        }
-    }
-    c->fdslot = fdslot;
-    /* Rows of a matrix too big for the caches, read pass by pass: when the
-     * pass after the first computes a math function (softmax: exp and
-     * sum), it prefetches the next row's input lines chunk by chunk, so
-     * that row's first pass (the max) finds them in cache instead of
-     * waiting on memory while little else runs: softmax [4096, 4096] at 1
-     * thread, median 13.0 -> 12.2 ms (min 12.2 -> 10.7); chunks of 256
-     * beat 128 and 1024 (each chunk ends its partial sums, so the row's
-     * sums group per chunk, the same for every row and thread split). */
-    enum { PF_CHUNK = 256, PF_MIN_BYTES = 4 << 20 };
-    int pf_pass = -1;
-    bool pf_math = false;
-    if (np >= 1 && (np >= 2 || row_store)) {
-        int host = np >= 2 ? k->instr[phases[1]].src[0] : last;
-        mark_closure(k, level, NULL, host, mark);
-        for (int i = 0; i < n; i++)
-            pf_math |= mark[i] && level[i] && k->instr[i].kind == SCHED_I_OP && is_math(k->instr[i].op);
-    }
-    if (pf_math && r1 == 1 && k->rank == 2 && k->shape[1] % PF_CHUNK == 0 && k->shape[1] >= 4 * PF_CHUNK &&
-        k->shape[0] * k->shape[1] * (int64_t)ir_dtype_size(k->node->dtype) >= PF_MIN_BYTES) {
-        c->npf = 0;
-        for (int i = 0; i < n && c->npf < PF_LOADS; i++) {
-            const sched_instr *in = &k->instr[i];
-            bool seen = false;
-            for (int p = 0; p < c->npf; p++)
-                seen |= k->instr[c->pf[p]].arg == in->arg;
-            if (in->kind == SCHED_I_LOAD && level[i] && in->idx.stride[0] != 0 && in->idx.stride[1] == 1 && !seen)
-                c->pf[c->npf++] = i;
-        }
-        if (c->npf) {
-            pf_pass = 1;
-            c->chslot = LLVMBuildAlloca(c->b, m->i64, "chunk");
-        }
-    }
-    row_plan rp = {level, stash, mark, slot, rstride, r1, ostash};
-    for (int d = 0; d < r1; d++)
-        open_loop(c, d);
-    /* passes 0..np-1 accumulate a phase; pass np (when row_store) stores */
-    for (int L = 0; L <= np && !c->failed; L++) {
-        /* the per-row values of this stage */
-        for (int i = 0; i < n && !c->failed; i++)
-            if (!level[i] && stage[i] == L && k->instr[i].kind != SCHED_I_REDUCE)
-                c->vals[i] = emit_instr(c, &k->instr[i]);
-        if (c->failed || (L == np && !row_store))
-            break;
-        const sched_instr *red = L < np ? &k->instr[phases[L]] : NULL;
-        LLVMTypeRef at = red ? acc_type(c, red->op, red->dtype) : NULL;
-        if (red)
-            LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), accs[L]);
-        int root = red ? red->src[0] : last;
-        if (L == pf_pass) {
-            LLVMValueRef i1 = LLVMBuildNSWAdd(c->b, c->iv[0], ci(c, m->i64, 1), "");
-            c->pfrow = LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, i1, c->end), i1, c->iv[0], "");
-            c->chunk = PF_CHUNK;
-        }
-        if (!red) {
-            /* the store pass; with guarded divisions a row whose check
-             * fails runs it again with divisions, recomputing the value
-             * stashed in the output row (overwritten by then) */
-            memcpy(uses, filled, (size_t)n);
-            if (ostash >= 0)
-                uses[ostash] = 0;
-            c->divmode = DIV_FAST;
-            for (int s = 0; s < nfd; s++) {
-                LLVMBuildStore(c->b, ci(c, m->i32, -1), c->fdlo[s]);
-                LLVMBuildStore(c->b, ci(c, m->i32, 0), c->fdhi[s]);
-            }
-            emit_store_pass(c, &rp, filled, root);
-            c->divmode = DIV_PLAIN;
-            c->chunk = 0;
-            bool guarded = false;
-            for (int s = 0; s < nfd; s++)
-                guarded |= c->fdb[s] != NULL;
-            if (c->failed || !guarded)
-                break;
-            LLVMBasicBlockRef redo = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "redo");
-            LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "done");
-            LLVMBuildCondBr(c->b, fast_div_ok(c), done, redo);
-            LLVMPositionBuilderAtEnd(c->b, redo);
-            emit_store_pass(c, &rp, uses, root); /* divmode is DIV_PLAIN again */
-            LLVMBuildBr(c->b, done);
-            LLVMPositionBuilderAtEnd(c->b, done);
-            break;
-        }
-        for (int d = r1; d < k->rank; d++)
+    } else {
+        emit_row_allocas(c, &re, accs);
+        for (int d = 0; d < p.r1; d++)
             open_loop(c, d);
-        emit_row_values(c, &rp, filled, root);
-        if (c->failed)
-            break;
-        LLVMValueRef v = c->vals[root];
-        rlx_dtype sdt = k->instr[root].dtype;
-        if (LLVMTypeOf(v) != at)
-            v = convert(c, v, sdt, at == m->f64 ? RLX_F64 : red->dtype);
-        LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, accs[L], ""), v), accs[L]);
-        for (int d = k->rank - 1; d >= r1; d--)
-            close_loop(c, d);
-        c->chunk = 0;
-        LLVMValueRef a = LLVMBuildLoad2(c->b, at, accs[L], "");
-        if (at != reg_type(m, red->dtype))
-            a = convert(c, a, RLX_F64, red->dtype);
-        c->vals[phases[L]] = a;
-    }
-    if (!c->failed) {
-        if (!row_store)
-            store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[last]);
-        for (int d = r1 - 1; d >= 0; d--)
+        for (int P = 0; P < p.npass && !c->failed; P++)
+            emit_row_pass(c, &re, P, accs);
+        for (int d = p.r1 - 1; d >= 0 && !c->failed; d--)
             close_loop(c, d);
     }
-out:
     c->fdslot = NULL;
     c->chunk = 0;
-    ir_free(fdslot);
-    ir_free(level);
-    ir_free(mark);
-    ir_free(stash);
-    ir_free(filled);
-    ir_free(uses);
-    ir_free(stage);
-    ir_free(phases);
-    ir_free(slot);
+    ir_free(re.slot);
+    sched_rowplan_free(&p);
 }
 
 /* ---------------------------------------------------------------- entry */

@@ -148,4 +148,90 @@ long simp_count(ir_node *const *roots, int nroots);
 /* src/tensor/realize.c: the fold over the reference evaluator. */
 bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_node *const *src, double *value);
 
+/* rowplan.c — the code decisions of a phased (row) kernel (schedule.c's
+ * third LOOP form), made from the kernel alone: the code generator walks
+ * the plan's passes and emits what each says, deciding nothing itself.
+ *
+ * Loop dims [0, r1) are the rows, [r1, rank) one row. An instruction is
+ * per element when it depends on the row dims (computed inside a pass over
+ * the row), else per row (computed once per row, at the start of the first
+ * pass after the phases it waits for). Passes, in order:
+ *  - one ROW_REDUCE per SCHED_I_REDUCE (a phase): accumulates its source
+ *    over the row, in an accumulator of acc_dtype (f64 for f32 SUM, PROD);
+ *  - then either ROW_STORE, a pass storing each element (the stored value
+ *    or its place depends on the row), or ROW_STORE_ONE, one store per row;
+ *  - ROW_RETRY after a ROW_STORE with guarded f32 divisions (Markstein,
+ *    see cg_kernel.c fast_div): the row is stored again with divisions
+ *    when its guard fails.
+ * A math result that several passes need is stashed: kept in the output
+ * row itself (one value the stored value is computed from, when that row
+ * is contiguous and of its dtype: softmax's exp(x - m)), else in a row
+ * buffer on the stack (SCHED_ROW_STASH_BYTES in all); later passes load
+ * it. The pass after the first may run its row loop in chunks, each
+ * prefetching the same chunk of the next row (large matrices whose rows
+ * are re-read pass by pass). */
+enum {
+    SCHED_MAX_PHASES = 8,                  /* reductions absorbed into one kernel (schedule.c) */
+    SCHED_ROW_PASSES = SCHED_MAX_PHASES + 2, /* the phases, the store, its retry */
+    SCHED_ROW_FD_SLOTS = 4,                /* guarded divisions in a store pass */
+    SCHED_ROW_PF_LOADS = 4,                /* loads prefetched by the chunked pass */
+    SCHED_ROW_STASH_BYTES = 128 * 1024,    /* row buffers in all: a small thread stack suffices */
+    SCHED_ROW_PF_CHUNK = 256,              /* beat 128 and 1024 on softmax [4096, 4096] */
+    SCHED_ROW_PF_MIN_BYTES = 4 << 20       /* the kernel's elements: beyond the caches */
+};
+
+typedef enum { SCHED_ROW_REDUCE = 0, SCHED_ROW_STORE = 1, SCHED_ROW_STORE_ONE = 2, SCHED_ROW_RETRY = 3 } sched_rowpass_kind;
+
+/* What a pass does with instruction i: act[i]. */
+typedef enum {
+    SCHED_ROW_SKIP = 0,       /* nothing */
+    SCHED_ROW_PER_ROW = 1,    /* a per-row value, computed before the pass's loop */
+    SCHED_ROW_EVAL = 2,       /* a per-element value, computed in the loop */
+    SCHED_ROW_EVAL_STASH = 3, /* computed in the loop and stored to its stash */
+    SCHED_ROW_LOAD = 4        /* loaded from its stash, filled by an earlier pass */
+} sched_rowact;
+
+typedef enum { SCHED_STASH_NONE = 0, SCHED_STASH_ROW = 1, SCHED_STASH_OUT = 2 } sched_stash;
+
+typedef struct {
+    sched_rowpass_kind kind;
+    int red;             /* ROW_REDUCE: its SCHED_I_REDUCE; else -1 */
+    int root;            /* the value the loop ends with: red's source, or the stored value */
+    rlx_dtype acc_dtype; /* ROW_REDUCE: the accumulator's */
+    bool fast_div;       /* ROW_STORE: divisions with an fdslot are guarded ones */
+    int64_t chunk;       /* > 0: the row loop runs in chunks of that many, prefetching the next row */
+    unsigned char *act;  /* per instruction: sched_rowact; borrows the plan's memory */
+} sched_rowpass;
+
+typedef struct {
+    int ninstr;
+    int r1;                          /* the first row dim (rank when none) */
+    int64_t rowlen;                  /* elements of one row */
+    int64_t rstride[SCHED_MAX_LOOP]; /* index in a row buffer: sum rstride[d] * i_d over the row dims */
+    int nphases;
+    int phase[SCHED_MAX_PHASES];     /* the SCHED_I_REDUCE of each phase, in order */
+    int npass;
+    sched_rowpass pass[SCHED_ROW_PASSES];
+    /* per instruction (borrowing the plan's memory) */
+    unsigned char *per_elem;         /* depends on the row dims */
+    int *stage;                      /* per row: the pass it is computed before (REDUCE: its pass + 1) */
+    unsigned char *stash;            /* sched_stash */
+    signed char *fdslot;             /* guarded division's slot in [0, nfd), or -1 */
+    int nstash_row, ostash;          /* row buffers; the value kept in the output row, or -1 */
+    int nfd;
+    int npf, pf[SCHED_ROW_PF_LOADS]; /* loads whose next row the chunked pass prefetches */
+    void *mem;                       /* owns the per-instruction arrays */
+} sched_rowplan;
+
+/* The plan of phased kernel k; fma: the target has fused multiply-add
+ * (guarded divisions need it). RLX_E_NOMEM, or RLX_E_INTERNAL for a kernel
+ * that is not a phased one or has more than SCHED_MAX_PHASES phases, with
+ * a message in err and nothing to free. */
+rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, sched_rowplan *p, char *err, size_t errcap);
+void sched_rowplan_free(sched_rowplan *p);
+/* The number of sources (src[0..n)) instruction in reads. */
+int sched_instr_nsrc(const sched_instr *in);
+/* True for the ops that cost a math function call (exp, log, tanh...). */
+bool sched_op_is_math(ir_op op);
+
 #endif

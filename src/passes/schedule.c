@@ -36,7 +36,7 @@
 
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
-enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192, MAX_PHASES = 8, FIND_MAX = 256 };
+enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192, FIND_MAX = 256 };
 
 /* ------------------------------------------------------------ op classes */
 
@@ -541,7 +541,7 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     }
     ir_node *x = n->src[0];
     uint32_t mask = n->attr.red.mask;
-    bool ok = x->rank == c->lrank && c->nred < MAX_PHASES && (!c->mask_set || c->red_mask == mask);
+    bool ok = x->rank == c->lrank && c->nred < SCHED_MAX_PHASES && (!c->mask_set || c->red_mask == mask);
     lmap s;
     memset(&s, 0, sizeof s);
     for (int d = 0; ok && d < x->rank; d++) {
