@@ -347,10 +347,10 @@ static void debug_kernel(const sched_kernel *k, const char *name, bool loaded, d
                               (k->red_mask >> d & 1) ? "r" : "");
     if (loaded)
         fprintf(stderr, "rlx: loaded %s for %s [%s] (%s, %d args, %d instrs) from the disk cache in %.2f ms\n", name,
-                ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms);
+                ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms);
     else
         fprintf(stderr, "rlx: compiled %s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
-                name, ir_ops[k->node->op].name, shape, rlx_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms,
+                name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms,
                 cg_ms);
 }
 

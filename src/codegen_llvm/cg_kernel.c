@@ -214,24 +214,22 @@ static LLVMValueRef intr2(kctx *c, const char *name, LLVMValueRef a, LLVMValueRe
     return cg_intrinsic(c->m, c->b, name, LLVMTypeOf(a), args, 2);
 }
 
+/* A call of op's cg_math.c function (ops.def's MATH rows), or NULL when
+ * there is none for t. */
+static LLVMValueRef math_call(kctx *c, ir_op op, LLVMTypeRef t, LLVMValueRef *args, unsigned nargs)
+{
+    LLVMValueRef fn = cg_math_fn(c->m, op, t);
+    return fn ? LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, nargs, "") : NULL;
+}
+
+/* The element functions below return NULL for an op they have no rule
+ * for; emit_instr reports it. */
 static LLVMValueRef unary_float(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt, rlx_dtype out)
 {
     LLVMTypeRef t = reg_type(c->m, dt);
-    LLVMValueRef fn;
+    if (ir_ops[op].emit == IR_EMIT_MATH)
+        return math_call(c, op, t, &x, 1);
     switch (op) {
-    case IR_OP_EXP:
-    case IR_OP_LOG:
-    case IR_OP_SIN:
-    case IR_OP_COS:
-    case IR_OP_TANH:
-    case IR_OP_ERF:
-    case IR_OP_SIGMOID:
-    case IR_OP_TAN:
-    case IR_OP_ATAN:
-    case IR_OP_EXPM1:
-    case IR_OP_LOG1P:
-        fn = cg_math_fn(c->m, op, t);
-        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
     case IR_OP_SQRT: return intr1(c, "llvm.sqrt", x);
     case IR_OP_RSQRT: return LLVMBuildFDiv(c->b, cf(t, 1), intr1(c, "llvm.sqrt", x), "");
     case IR_OP_RECIP: return LLVMBuildFDiv(c->b, cf(t, 1), x, "");
@@ -245,7 +243,9 @@ static LLVMValueRef unary_float(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt,
     case IR_OP_CEIL: return intr1(c, "llvm.ceil", x);
     case IR_OP_NOT: return fcmp(c, LLVMRealOEQ, x, cf(t, 0));
     case IR_OP_CAST: return convert(c, x, dt, out);
-    default: return x; /* CONTIGUOUS, STOP_GRAD */
+    case IR_OP_CONTIGUOUS:
+    case IR_OP_STOP_GRAD: return x;
+    default: return NULL;
     }
 }
 
@@ -263,23 +263,27 @@ static LLVMValueRef unary_int(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt, r
                                    LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), ci(c, t, -1), ci(c, t, 0), ""), "");
     case IR_OP_NOT: return icmp(c, LLVMIntEQ, x, ci(c, t, 0));
     case IR_OP_CAST: return convert(c, x, dt, out);
-    default: return x; /* ROUND/FLOOR/CEIL of integers, CONTIGUOUS, STOP_GRAD */
+    case IR_OP_ROUND: /* integers are whole already */
+    case IR_OP_FLOOR:
+    case IR_OP_CEIL:
+    case IR_OP_CONTIGUOUS:
+    case IR_OP_STOP_GRAD: return x;
+    default: return NULL;
     }
 }
 
 static LLVMValueRef binary_float(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b, rlx_dtype dt)
 {
     LLVMTypeRef t = reg_type(c->m, dt);
+    if (ir_ops[op].emit == IR_EMIT_MATH) {
+        LLVMValueRef args[2] = {a, b};
+        return math_call(c, op, t, args, 2);
+    }
     switch (op) {
     case IR_OP_ADD: return LLVMBuildFAdd(c->b, a, b, "");
     case IR_OP_SUB: return LLVMBuildFSub(c->b, a, b, "");
     case IR_OP_MUL: return LLVMBuildFMul(c->b, a, b, "");
     case IR_OP_DIV: return LLVMBuildFDiv(c->b, a, b, "");
-    case IR_OP_POW:
-    case IR_OP_ATAN2: {
-        LLVMValueRef fn = cg_math_fn(c->m, op, t), args[2] = {a, b};
-        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
-    }
     case IR_OP_MAX:
     case IR_OP_MIN: { /* NaN if either is; otherwise a > b ? a : b exactly as the reference (signed zeros) */
         LLVMValueRef pick = fcmp(c, op == IR_OP_MAX ? LLVMRealOGT : LLVMRealOLT, a, b);
@@ -405,6 +409,16 @@ static LLVMValueRef fast_div_ok(kctx *c)
     return ok;
 }
 
+/* Records that the code generator has no rule for op on dt (the kernel
+ * then fails with RLX_E_INTERNAL) and returns a placeholder of type t. */
+static LLVMValueRef no_rule(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
+{
+    if (!c->failed)
+        snprintf(c->msg, c->cap, "code generator: no rule for %s on %s", ir_ops[op].name, ir_dtype_name(dt));
+    c->failed = true;
+    return LLVMGetUndef(t);
+}
+
 static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 {
     cg_mod *m = c->m;
@@ -447,12 +461,7 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     else
         r = fdom ? binary_float(c, in->op, a, c->vals[in->src[1]], sdt)
                  : binary_int(c, in->op, a, c->vals[in->src[1]], sdt);
-    if (!r) {
-        snprintf(c->msg, c->cap, "code generator: no rule for %s on %s", info->name, rlx_dtype_name(sdt));
-        c->failed = true;
-        r = LLVMGetUndef(t);
-    }
-    return r;
+    return r ? r : no_rule(c, in->op, sdt, t);
 }
 
 /* --------------------------------------------------------------- loops */
@@ -566,15 +575,16 @@ static LLVMValueRef value_out(kctx *c) { return c->vals[c->k->ninstr - 1]; }
 
 static LLVMValueRef red_identity(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
 {
-    if (ir_dtype_is_float(dt)) {
-        double v = op == IR_OP_SUM ? 0 : op == IR_OP_PROD ? 1 : op == IR_OP_RMAX ? -INFINITY : INFINITY;
-        return cf(t, v);
-    }
+    bool f = ir_dtype_is_float(dt);
     switch (op) {
-    case IR_OP_SUM: return ci(c, t, 0);
-    case IR_OP_PROD: return ci(c, t, 1);
-    case IR_OP_RMAX: return dt == RLX_BOOL ? ci(c, t, 0) : dt == RLX_I32 ? ci(c, t, INT32_MIN) : ci(c, t, INT64_MIN);
-    default: return dt == RLX_BOOL ? LLVMConstInt(t, 1, 0) : dt == RLX_I32 ? ci(c, t, INT32_MAX) : ci(c, t, INT64_MAX);
+    case IR_OP_SUM: return f ? cf(t, 0) : ci(c, t, 0);
+    case IR_OP_PROD: return f ? cf(t, 1) : ci(c, t, 1);
+    case IR_OP_RMAX:
+        return f ? cf(t, -INFINITY) : dt == RLX_BOOL ? ci(c, t, 0) : dt == RLX_I32 ? ci(c, t, INT32_MIN) : ci(c, t, INT64_MIN);
+    case IR_OP_RMIN:
+        return f ? cf(t, INFINITY)
+                 : dt == RLX_BOOL ? LLVMConstInt(t, 1, 0) : dt == RLX_I32 ? ci(c, t, INT32_MAX) : ci(c, t, INT64_MAX);
+    default: return no_rule(c, op, dt, t);
     }
 }
 
@@ -590,22 +600,24 @@ static LLVMValueRef red_combine(kctx *c, ir_op op, rlx_dtype dt, LLVMValueRef a,
          * call is nsz: x86 then needs no sign-of-zero fix-up (3 vector
          * ops a step, not 6), and with the element first its NaN test
          * stays off the accumulator's dependency chain */
-        default: /* RMAX, RMIN */
+        case IR_OP_RMAX:
+        case IR_OP_RMIN:
             r = intr2(c, op == IR_OP_RMAX ? "llvm.maximum" : "llvm.minimum", v, a);
             LLVMSetFastMathFlags(r, LLVMFastMathNoSignedZeros);
             return r;
+        default: return no_rule(c, op, dt, LLVMTypeOf(a));
         }
         /* the one place reassociation is allowed: several partial sums */
         LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
         return r;
     }
-    if (dt == RLX_BOOL)
-        return op == IR_OP_RMAX ? LLVMBuildOr(c->b, a, v, "") : LLVMBuildAnd(c->b, a, v, "");
+    bool b = dt == RLX_BOOL;
     switch (op) {
-    case IR_OP_SUM: return LLVMBuildAdd(c->b, a, v, "");
-    case IR_OP_PROD: return LLVMBuildMul(c->b, a, v, "");
-    case IR_OP_RMAX: return intr2(c, "llvm.smax", a, v);
-    default: return intr2(c, "llvm.smin", a, v);
+    case IR_OP_SUM: return b ? LLVMBuildOr(c->b, a, v, "") : LLVMBuildAdd(c->b, a, v, ""); /* as binary_int */
+    case IR_OP_PROD: return b ? LLVMBuildAnd(c->b, a, v, "") : LLVMBuildMul(c->b, a, v, "");
+    case IR_OP_RMAX: return b ? LLVMBuildOr(c->b, a, v, "") : intr2(c, "llvm.smax", a, v);
+    case IR_OP_RMIN: return b ? LLVMBuildAnd(c->b, a, v, "") : intr2(c, "llvm.smin", a, v);
+    default: return no_rule(c, op, dt, LLVMTypeOf(a));
     }
 }
 

@@ -27,6 +27,7 @@ typedef struct {
     LLVMTypeRef t;  /* float or double */
     LLVMTypeRef it; /* the integer of the same width */
     bool f64;
+    bool failed; /* a function called has no kernel (call1) */
 } mb;
 
 static LLVMValueRef K(mb *c, double v) { return LLVMConstReal(c->t, v); }
@@ -88,6 +89,10 @@ static void pow2_pair(mb *c, LLVMValueRef n, LLVMValueRef *s1, LLVMValueRef *s2)
 
 static LLVMValueRef call1(mb *c, LLVMValueRef fn, LLVMValueRef x)
 {
+    if (!fn) { /* cg_math_fn has none: the caller's function fails too */
+        c->failed = true;
+        return LLVMGetUndef(c->t);
+    }
     return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
 }
 
@@ -360,7 +365,7 @@ enum { TRIG_SIN, TRIG_COS, TRIG_TAN };
 static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, int fn)
 {
     cg_mod *m = c32->m;
-    mb cc = {m, c32->b, m->f64, m->i64, true}, *c = &cc;
+    mb cc = {m, c32->b, m->f64, m->i64, true, false}, *c = &cc;
     LLVMBuilderRef b = c->b;
     LLVMValueRef bits = LLVMBuildBitCast(b, x, m->i32, "");
     LLVMValueRef eb = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, LLVMConstInt(m->i32, 23, 0), ""),
@@ -444,7 +449,7 @@ static LLVMValueRef emit_erf32(mb *c, LLVMValueRef x)
  * far below half an f32 ulp, so the result is the correctly rounded f32
  * except within that distance of a rounding midpoint (tests/test_jit.c
  * checks them in ulps against libm). The f64 versions of these ops are
- * left to the reference evaluator (schedule.c: sched_fusable). */
+ * left to the reference evaluator (their jit column in ops.def is f32). */
 
 static LLVMValueRef f64_call(mb *c, ir_op op, LLVMValueRef x)
 {
@@ -533,27 +538,56 @@ static LLVMValueRef pow_64(mb *c, LLVMValueRef x, LLVMValueRef y)
     return sel(c, LLVMBuildOr(c->b, one, m1inf, ""), K(c, 1), r);
 }
 
-/* op of f32 arguments through the f64 function above, rounded once. */
+/* op of f32 arguments through the f64 function above, rounded once; NULL
+ * for an op without one. */
 static LLVMValueRef via_f64(mb *c32, ir_op op, LLVMValueRef a, LLVMValueRef b)
 {
     cg_mod *m = c32->m;
-    mb cc = {m, c32->b, m->f64, m->i64, true}, *c = &cc;
+    mb cc = {m, c32->b, m->f64, m->i64, true, false}, *c = &cc;
     LLVMValueRef x = LLVMBuildFPExt(c->b, a, m->f64, ""), y = b ? LLVMBuildFPExt(c->b, b, m->f64, "") : NULL, r;
     switch (op) {
     case IR_OP_EXPM1: r = expm1_64(c, x); break;
     case IR_OP_LOG1P: r = log1p_64(c, x); break;
     case IR_OP_ATAN: r = atan2_64(c, x, K(c, 1)); break;
     case IR_OP_ATAN2: r = atan2_64(c, x, y); break;
-    default: r = pow_64(c, x, y); break;
+    case IR_OP_POW: r = pow_64(c, x, y); break;
+    default: return NULL;
     }
+    c32->failed |= cc.failed;
     return LLVMBuildFPTrunc(c->b, r, m->f32, "");
 }
 
 /* --------------------------------------------------------------- driver */
 
+/* The body of op's function of type c->t at x (y: the second argument of
+ * a binary op), or NULL when there is none for that type. */
+static LLVMValueRef math_body(mb *c, ir_op op, LLVMValueRef x, LLVMValueRef y)
+{
+    bool f64 = c->f64;
+    switch (op) {
+    case IR_OP_EXP: return emit_exp(c, x);
+    case IR_OP_LOG: return emit_log(c, x);
+    case IR_OP_TANH: return emit_tanh(c, x);
+    case IR_OP_SIGMOID: return emit_sigmoid(c, x);
+    case IR_OP_SIN:
+    case IR_OP_COS: return f64 ? emit_trig64(c, x, op == IR_OP_COS) : emit_trig32(c, x, op == IR_OP_COS ? TRIG_COS : TRIG_SIN);
+    case IR_OP_TAN: return f64 ? NULL : emit_trig32(c, x, TRIG_TAN);
+    case IR_OP_EXPM1:
+    case IR_OP_LOG1P:
+    case IR_OP_ATAN:
+    case IR_OP_ATAN2:
+    case IR_OP_POW: return f64 ? NULL : via_f64(c, op, x, y);
+    case IR_OP_ERF: return f64 ? emit_erf64(c, x) : emit_erf32(c, x);
+    default: return NULL;
+    }
+}
+
+/* NULL unless ops.def marks op MATH on this type and a body exists. */
 LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
 {
     bool f64 = ty == m->f64;
+    if (ir_ops[op].emit != IR_EMIT_MATH || !ir_op_jits(op, f64 ? RLX_F64 : RLX_F32))
+        return NULL;
     if (m->math[op][f64])
         return m->math[op][f64];
     char name[64];
@@ -568,32 +602,17 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
     }
     m->math[op][f64] = fn; /* before the body: tanh calls exp */
-    mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64};
+    mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64, false};
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
-    LLVMValueRef x = LLVMGetParam(fn, 0), r;
-    switch (op) {
-    case IR_OP_EXP: r = emit_exp(&c, x); break;
-    case IR_OP_LOG: r = emit_log(&c, x); break;
-    case IR_OP_TANH: r = emit_tanh(&c, x); break;
-    case IR_OP_SIGMOID: r = emit_sigmoid(&c, x); break;
-    case IR_OP_SIN:
-    case IR_OP_COS:
-        r = f64 ? emit_trig64(&c, x, op == IR_OP_COS) : emit_trig32(&c, x, op == IR_OP_COS ? TRIG_COS : TRIG_SIN);
-        break;
-    case IR_OP_TAN: r = f64 ? LLVMGetUndef(ty) : emit_trig32(&c, x, TRIG_TAN); break;
-    case IR_OP_EXPM1:
-    case IR_OP_LOG1P:
-    case IR_OP_ATAN:
-    case IR_OP_ATAN2:
-    case IR_OP_POW: /* f32 only (sched_fusable) */
-        r = f64 ? LLVMGetUndef(ty) : via_f64(&c, op, x, binary ? LLVMGetParam(fn, 1) : NULL);
-        break;
-    case IR_OP_ERF:
-        r = f64 ? emit_erf64(&c, x) : emit_erf32(&c, x);
-        break;
-    default: r = LLVMGetUndef(ty); break; /* the scheduler never sends other ops */
+    LLVMValueRef r = math_body(&c, op, LLVMGetParam(fn, 0), binary ? LLVMGetParam(fn, 1) : NULL);
+    if (!r || c.failed) {
+        LLVMDisposeBuilder(c.b);
+        LLVMDeleteFunction(fn);
+        m->math[op][f64] = NULL;
+        return NULL;
     }
     LLVMBuildRet(c.b, r);
     LLVMDisposeBuilder(c.b);
     return fn;
 }
+

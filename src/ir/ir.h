@@ -28,7 +28,7 @@
 #define IR_MAX_BYTES ((int64_t)1 << 47) /* beyond any address space here */
 
 typedef enum {
-#define IR_OP(e, name, arity, cls, flags) e,
+#define IR_OP(e, name, arity, cls, emit, jit, flags) e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -47,10 +47,27 @@ enum {
     IR_F_NO_BOOL = 1 << 4     /* a unary op undefined on bool */
 };
 
+/* How the JIT computes a primitive: ops.def's emit column (described there). */
+typedef enum {
+    IR_EMIT_LOAD, IR_EMIT_INSTR, IR_EMIT_INTRIN, IR_EMIT_MATH, IR_EMIT_VIEW, IR_EMIT_REF, IR_EMIT_LIB
+} ir_emit;
+
+/* ops.def's jit column: a set of dtypes, bit 1 << dtype. */
+#define IR_JIT_DT(dt) (1u << (dt))
+enum {
+    IR_JIT_NONE = 0,
+    IR_JIT_F32 = IR_JIT_DT(RLX_F32),
+    IR_JIT_FLOAT = IR_JIT_DT(RLX_F32) | IR_JIT_DT(RLX_F64),
+    IR_JIT_INT = IR_JIT_DT(RLX_BOOL) | IR_JIT_DT(RLX_I32) | IR_JIT_DT(RLX_I64),
+    IR_JIT_ALL = IR_JIT_INT | IR_JIT_FLOAT
+};
+
 typedef struct {
     const char *name;
     int arity; /* -1: variadic */
     ir_class cls;
+    ir_emit emit;
+    unsigned jit; /* IR_JIT_* */
     unsigned flags;
 } ir_op_info;
 
@@ -118,6 +135,10 @@ bool ir_dtype_valid(int dt);
 bool ir_dtype_is_float(rlx_dtype dt);
 bool ir_dtype_is_int(rlx_dtype dt); /* i32 or i64 (not bool) */
 rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
+/* "f32", ...; "?" for a value that is not a dtype (records no error). */
+const char *ir_dtype_name(rlx_dtype dt);
+/* True when ops.def says the JIT computes op on dt in a LOOP kernel. */
+bool ir_op_jits(ir_op op, rlx_dtype dt);
 
 /* shape.c: helpers shared by the tensor layer and the passes. */
 int64_t ir_numel(int rank, const int64_t *shape); /* -1 if a dim is dynamic */

@@ -242,7 +242,7 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
     if (!ir_shape_bytes_ok(dt, rank, shp)) {
         if (errcap) {
             char b[160];
-            snprintf(err, errcap, "result %s of %s overflows the addressable size", ir_shape_str(b, sizeof b, rank, shp), rlx_dtype_name(dt));
+            snprintf(err, errcap, "result %s of %s overflows the addressable size", ir_shape_str(b, sizeof b, rank, shp), ir_dtype_name(dt));
         }
         return NULL;
     }

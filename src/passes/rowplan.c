@@ -45,15 +45,7 @@ int sched_instr_nsrc(const sched_instr *in)
     }
 }
 
-bool sched_op_is_math(ir_op op)
-{
-    switch (op) {
-    case IR_OP_EXP: case IR_OP_LOG: case IR_OP_TANH: case IR_OP_SIGMOID: case IR_OP_ERF: case IR_OP_SIN:
-    case IR_OP_COS: case IR_OP_TAN: case IR_OP_ATAN: case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_POW:
-    case IR_OP_ATAN2: return true;
-    default: return false;
-    }
-}
+bool sched_op_is_math(ir_op op) { return ir_ops[op].emit == IR_EMIT_MATH; } /* ops.def's emit column */
 
 static bool is_math_instr(const sched_instr *in) { return in->kind == SCHED_I_OP && sched_op_is_math(in->op); }
 

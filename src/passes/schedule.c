@@ -19,8 +19,9 @@
  *  - a node needed by several kernels is materialized once, unless it is
  *    cheap (a view or a leaf), which each kernel recomputes;
  *  - everything else (pad, cat, gather, cumsum, arg reductions, rand,
- *    library calls, the float math the code generator lacks) is a REF
- *    kernel: one node through the reference evaluator.
+ *    library calls, the float math the code generator lacks: ops.def's
+ *    emit and jit columns) is a REF kernel: one node through the
+ *    reference evaluator.
  * Roots are always materialized; a root that is only a view of a
  * materialized value, or only reshapes of a computed one, is published as
  * a view (VIEW kernel), as the reference evaluator does.
@@ -39,29 +40,18 @@ enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192, FIND_MAX = 256 };
 
 /* ------------------------------------------------------------ op classes */
 
+/* Whether n fuses into a LOOP kernel: ops.def's emit and jit columns, for
+ * the node's dtype and its sources'. */
 bool sched_fusable(const ir_node *n)
 {
     if (ir_node_numel(n) < 0)
         return false; /* dynamic dims: only below inputs, which the reference reports */
-    switch (ir_ops[n->op].cls) {
-    case IR_CLS_LEAF: return n->op == IR_OP_CONST || n->op == IR_OP_IOTA;
-    case IR_CLS_UNARY:
-        /* f32 only (cg_math.c computes them through f64 kernels); the f64
-         * ones go through the reference. */
-        if (n->op == IR_OP_EXPM1 || n->op == IR_OP_LOG1P || n->op == IR_OP_TAN || n->op == IR_OP_ATAN)
-            return n->dtype == RLX_F32 && n->src[0]->dtype == RLX_F32;
-        return true;
-    case IR_CLS_BINARY:
-        if (n->op == IR_OP_POW || n->op == IR_OP_ATAN2)
-            return n->dtype == RLX_F32 && n->src[0]->dtype == RLX_F32 && n->src[1]->dtype == RLX_F32;
-        return n->op != IR_OP_REM || !ir_dtype_is_float(n->dtype);
-    case IR_CLS_TERNARY: return true;
-    case IR_CLS_REDUCE:
-        return (n->op == IR_OP_SUM || n->op == IR_OP_PROD || n->op == IR_OP_RMAX || n->op == IR_OP_RMIN) &&
-               ir_node_numel(n->src[0]) >= 0;
-    case IR_CLS_MOVEMENT: return n->op != IR_OP_PAD;
-    default: return false;
-    }
+    if (!ir_op_jits(n->op, n->dtype))
+        return false;
+    for (int s = 0; s < n->nsrc; s++)
+        if (!ir_op_jits(n->op, n->src[s]->dtype) || ir_node_numel(n->src[s]) < 0)
+            return false;
+    return true;
 }
 
 static int node_class(const ir_node *n)

@@ -108,10 +108,7 @@ const char *rlx_version(void) { return RLX_VERSION_STRING; }
 
 const char *rlx_dtype_name(rlx_dtype dt)
 {
-    static const char *names[] = {"bool", "i32", "i64", "f32", "f64"};
-    if (!ir_dtype_valid((int)dt)) {
+    if (!ir_dtype_valid((int)dt))
         ts_error(RLX_E_ARG, "rlx_dtype_name", "unknown dtype %d", (int)dt);
-        return "?";
-    }
-    return names[dt];
+    return ir_dtype_name(dt);
 }

@@ -400,7 +400,7 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     int64_t m = n->src[0]->shape[r - 2], total = ir_numel(r - 2, n->shape) * m;
     if (!ir_dtype_is_float(n->dtype) || row_begin < 0 || row_end > total || row_begin > row_end)
         return rt_fail(ctx, RLX_E_INTERNAL, "rt_matmul_rows: rows [%lld, %lld) of %lld %s rows", (long long)row_begin,
-                       (long long)row_end, (long long)total, rlx_dtype_name(n->dtype));
+                       (long long)row_end, (long long)total, ir_dtype_name(n->dtype));
     if (row_begin == row_end || n->shape[r - 1] == 0)
         return RLX_OK;
     mm_plan pl;

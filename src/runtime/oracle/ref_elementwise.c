@@ -14,7 +14,9 @@
 static double f_sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 static double f_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; /* keeps NaN and signed zero */ }
 
-static double unary_f(ir_op op, double x)
+/* The scalar functions set *bad for an op they have no rule for (none of
+ * ops.def's rows: rt_eval_elementwise then fails with RLX_E_INTERNAL). */
+static double unary_f(ir_op op, double x, bool *bad)
 {
     switch (op) {
     case IR_OP_EXP: return exp(x);
@@ -38,22 +40,31 @@ static double unary_f(ir_op op, double x)
     case IR_OP_FLOOR: return floor(x);
     case IR_OP_CEIL: return ceil(x);
     case IR_OP_NOT: return x == 0;
-    default: return x; /* CAST, CONTIGUOUS, STOP_GRAD */
+    case IR_OP_CAST: /* the store converts */
+    case IR_OP_CONTIGUOUS:
+    case IR_OP_STOP_GRAD: return x;
+    default: *bad = true; return NAN;
     }
 }
 
-static int64_t unary_i(ir_op op, int64_t x)
+static int64_t unary_i(ir_op op, int64_t x, bool *bad)
 {
     switch (op) {
     case IR_OP_NEG: return (int64_t)(0 - (uint64_t)x);
     case IR_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     case IR_OP_SIGN: return (x > 0) - (x < 0);
     case IR_OP_NOT: return x == 0;
-    default: return x; /* ROUND/FLOOR/CEIL of integers, CAST, CONTIGUOUS, STOP_GRAD */
+    case IR_OP_ROUND: /* integers are whole already */
+    case IR_OP_FLOOR:
+    case IR_OP_CEIL:
+    case IR_OP_CAST: /* the store converts */
+    case IR_OP_CONTIGUOUS:
+    case IR_OP_STOP_GRAD: return x;
+    default: *bad = true; return 0; /* float math: the tensor layer gives it floats */
     }
 }
 
-static double binary_f(ir_op op, double a, double b)
+static double binary_f(ir_op op, double a, double b, bool *bad)
 {
     switch (op) {
     case IR_OP_ADD: return a + b;
@@ -73,7 +84,7 @@ static double binary_f(ir_op op, double a, double b)
     case IR_OP_GE: return a >= b;
     case IR_OP_AND: return a != 0 && b != 0;
     case IR_OP_OR: return a != 0 || b != 0;
-    default: return NAN;
+    default: *bad = true; return NAN;
     }
 }
 
@@ -88,7 +99,7 @@ static int64_t ipow(int64_t a, int64_t b)
     return (int64_t)r;
 }
 
-static int64_t binary_i(ir_op op, int64_t a, int64_t b)
+static int64_t binary_i(ir_op op, int64_t a, int64_t b, bool *bad)
 {
     switch (op) {
     case IR_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -108,7 +119,7 @@ static int64_t binary_i(ir_op op, int64_t a, int64_t b)
     case IR_OP_GE: return a >= b;
     case IR_OP_AND: return a && b;
     case IR_OP_OR: return a || b;
-    default: return 0;
+    default: *bad = true; return 0; /* atan2: the tensor layer gives it floats */
     }
 }
 
@@ -193,20 +204,24 @@ rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in,
     rlx_dtype sdt = n->src[k - 1]->dtype, odt = n->dtype;
     bool fdom = ir_dtype_is_float(sdt);
     size_t es = ir_dtype_size(odt);
-    for (int64_t i = 0; i < numel; i++, rt_iter_next(&it)) {
+    bool bad = false;
+    for (int64_t i = 0; i < numel && !bad; i++, rt_iter_next(&it)) {
         if (op == IR_OP_WHERE) {
             int64_t c = rt_ld_i(base[0], RLX_BOOL, it.off[0]);
             int pick = c ? 1 : 2;
             memcpy((char *)dst + i * (int64_t)es, base[pick] + it.off[pick] * (int64_t)es, es);
         } else if (fdom) {
             double a = rt_ld_f(base[0], sdt, it.off[0]);
-            double r = k == 1 ? unary_f(op, a) : binary_f(op, a, rt_ld_f(base[1], sdt, it.off[1]));
+            double r = k == 1 ? unary_f(op, a, &bad) : binary_f(op, a, rt_ld_f(base[1], sdt, it.off[1]), &bad);
             rt_st_f(dst, odt, i, r);
         } else {
             int64_t a = rt_ld_i(base[0], sdt, it.off[0]);
-            int64_t r = k == 1 ? unary_i(op, a) : binary_i(op, a, rt_ld_i(base[1], sdt, it.off[1]));
+            int64_t r = k == 1 ? unary_i(op, a, &bad) : binary_i(op, a, rt_ld_i(base[1], sdt, it.off[1]), &bad);
             rt_st_i(dst, odt, i, r);
         }
     }
+    if (bad)
+        return rt_fail(ctx, RLX_E_INTERNAL, "reference evaluator: no rule for %s on %s", ir_ops[op].name,
+                       ir_dtype_name(sdt));
     return RLX_OK;
 }

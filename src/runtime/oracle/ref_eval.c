@@ -93,30 +93,36 @@ rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_vi
     return RLX_OK;
 }
 
-rt_eval_fn rt_ref_eval_fn(ir_op op)
-{
-    switch (ir_ops[op].cls) {
-    case IR_CLS_LEAF: return rt_eval_leaf;
-    case IR_CLS_UNARY:
-    case IR_CLS_BINARY:
-    case IR_CLS_TERNARY: return rt_eval_elementwise;
-    case IR_CLS_REDUCE: return rt_eval_reduce;
-    case IR_CLS_MOVEMENT: return rt_eval_movement;
-    case IR_CLS_SCAN: return rt_eval_cumsum;
-    case IR_CLS_INDEX: return op == IR_OP_CAT ? rt_eval_cat : rt_eval_gather;
-    case IR_CLS_LIBRARY: break;
-    }
-    switch (op) {
-    case IR_OP_MATMUL: return rt_eval_matmul;
-    case IR_OP_SOLVE: return rt_eval_solve;
-    case IR_OP_FFT: return rt_eval_fft;
-    case IR_OP_CONV2D: return rt_eval_conv2d;
-    case IR_OP_POOL2D: return rt_eval_pool2d;
-    case IR_OP_MXQUANT: return rt_eval_mxquant;
-    case IR_OP_ATTENTION: return rt_eval_attention;
-    default: return NULL;
-    }
-}
+/* The evaluator of each primitive; BUFFER has none (it is always realized). */
+static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
+    [IR_OP_CONST] = rt_eval_leaf, [IR_OP_IOTA] = rt_eval_leaf, [IR_OP_RAND] = rt_eval_leaf,
+    [IR_OP_INPUT] = rt_eval_leaf, /* reports the unbound input */
+    [IR_OP_EXP] = rt_eval_elementwise, [IR_OP_EXPM1] = rt_eval_elementwise, [IR_OP_LOG] = rt_eval_elementwise,
+    [IR_OP_LOG1P] = rt_eval_elementwise, [IR_OP_SIN] = rt_eval_elementwise, [IR_OP_COS] = rt_eval_elementwise,
+    [IR_OP_TAN] = rt_eval_elementwise, [IR_OP_ATAN] = rt_eval_elementwise, [IR_OP_SQRT] = rt_eval_elementwise,
+    [IR_OP_RSQRT] = rt_eval_elementwise, [IR_OP_RECIP] = rt_eval_elementwise, [IR_OP_TANH] = rt_eval_elementwise,
+    [IR_OP_ERF] = rt_eval_elementwise, [IR_OP_SIGMOID] = rt_eval_elementwise, [IR_OP_NEG] = rt_eval_elementwise,
+    [IR_OP_ABS] = rt_eval_elementwise, [IR_OP_SIGN] = rt_eval_elementwise, [IR_OP_ROUND] = rt_eval_elementwise,
+    [IR_OP_FLOOR] = rt_eval_elementwise, [IR_OP_CEIL] = rt_eval_elementwise, [IR_OP_NOT] = rt_eval_elementwise,
+    [IR_OP_CAST] = rt_eval_elementwise, [IR_OP_CONTIGUOUS] = rt_eval_elementwise,
+    [IR_OP_STOP_GRAD] = rt_eval_elementwise,
+    [IR_OP_ADD] = rt_eval_elementwise, [IR_OP_SUB] = rt_eval_elementwise, [IR_OP_MUL] = rt_eval_elementwise,
+    [IR_OP_DIV] = rt_eval_elementwise, [IR_OP_POW] = rt_eval_elementwise, [IR_OP_MAX] = rt_eval_elementwise,
+    [IR_OP_MIN] = rt_eval_elementwise, [IR_OP_ATAN2] = rt_eval_elementwise, [IR_OP_REM] = rt_eval_elementwise,
+    [IR_OP_EQ] = rt_eval_elementwise, [IR_OP_NE] = rt_eval_elementwise, [IR_OP_LT] = rt_eval_elementwise,
+    [IR_OP_LE] = rt_eval_elementwise, [IR_OP_GT] = rt_eval_elementwise, [IR_OP_GE] = rt_eval_elementwise,
+    [IR_OP_AND] = rt_eval_elementwise, [IR_OP_OR] = rt_eval_elementwise, [IR_OP_WHERE] = rt_eval_elementwise,
+    [IR_OP_SUM] = rt_eval_reduce, [IR_OP_PROD] = rt_eval_reduce, [IR_OP_RMAX] = rt_eval_reduce,
+    [IR_OP_RMIN] = rt_eval_reduce, [IR_OP_ARGMAX] = rt_eval_reduce, [IR_OP_ARGMIN] = rt_eval_reduce,
+    [IR_OP_RESHAPE] = rt_eval_movement, [IR_OP_PERMUTE] = rt_eval_movement, [IR_OP_EXPAND] = rt_eval_movement,
+    [IR_OP_PAD] = rt_eval_movement, [IR_OP_SLICE] = rt_eval_movement,
+    [IR_OP_CAT] = rt_eval_cat, [IR_OP_GATHER] = rt_eval_gather, [IR_OP_CUMSUM] = rt_eval_cumsum,
+    [IR_OP_MATMUL] = rt_eval_matmul, [IR_OP_SOLVE] = rt_eval_solve, [IR_OP_FFT] = rt_eval_fft,
+    [IR_OP_CONV2D] = rt_eval_conv2d, [IR_OP_POOL2D] = rt_eval_pool2d, [IR_OP_MXQUANT] = rt_eval_mxquant,
+    [IR_OP_ATTENTION] = rt_eval_attention,
+};
+
+rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }
 
 static void view_release(rt_ctx *ctx, const ir_node *n, rt_view *v, bool owned_payload)
 {

@@ -26,15 +26,20 @@ typedef struct {
     bool seen;
 } acc;
 
-static void acc_init(acc *a, ir_op op, rlx_dtype dt)
+/* False for an op that is not a reduction (rt_eval_reduce then fails), so
+ * acc_add_f and acc_add_i see only the ops listed here. */
+static bool acc_init(acc *a, ir_op op, rlx_dtype dt)
 {
     a->arg = 0;
     a->seen = false;
     switch (op) {
-    case IR_OP_SUM: a->f = 0; a->i = 0; break;
-    case IR_OP_PROD: a->f = 1; a->i = 1; break;
-    case IR_OP_RMAX: a->f = lowest_f(dt); a->i = lowest_i(dt); break;
-    default: a->f = highest_f(dt); a->i = highest_i(dt); break; /* RMIN; arg ops use seen */
+    case IR_OP_SUM: a->f = 0; a->i = 0; return true;
+    case IR_OP_PROD: a->f = 1; a->i = 1; return true;
+    case IR_OP_RMAX: a->f = lowest_f(dt); a->i = lowest_i(dt); return true;
+    case IR_OP_RMIN: a->f = highest_f(dt); a->i = highest_i(dt); return true;
+    case IR_OP_ARGMAX: /* they use seen */
+    case IR_OP_ARGMIN: a->f = 0; a->i = 0; return true;
+    default: return false;
     }
 }
 
@@ -54,7 +59,7 @@ static void acc_add_f(acc *a, ir_op op, double v, int64_t pos)
             a->seen = true;
         }
         break;
-    default: break;
+    default: break; /* not a reduction: acc_init refused it */
     }
 }
 
@@ -73,7 +78,7 @@ static void acc_add_i(acc *a, ir_op op, int64_t v, int64_t pos)
             a->seen = true;
         }
         break;
-    default: break;
+    default: break; /* not a reduction: acc_init refused it */
     }
 }
 
@@ -81,6 +86,9 @@ rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 {
     const ir_node *x = n->src[0];
     int64_t on = ir_node_numel(n), xn = ir_node_numel(x);
+    acc probe;
+    if (!acc_init(&probe, n->op, x->dtype))
+        return rt_fail(ctx, RLX_E_INTERNAL, "reference evaluator: %s is not a reduction", ir_ops[n->op].name);
     acc *accs = ir_alloc((size_t)(on ? on : 1) * sizeof *accs);
     if (!accs)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for %s accumulators", ir_ops[n->op].name);
