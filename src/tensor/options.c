@@ -241,7 +241,7 @@ static const opt_row options[] = {
      "each row of knob_table (passes/knobs.c): codegen, runtime and fusion knobs"},
     {NULL, "RLX_DEBUG", "integer", NULL, NULL,
      "1: one line per kernel compiled or loaded and librlx's notices; 2: its LLVM IR, the JIT's start, "
-     "LLVM's remarks and a dump after each pass; 3: its assembly"},
+     "LLVM's remarks; 3: its assembly; 4: the graph after simplify and the schedule (include/rlx.h)"},
     {NULL, "RLX_VERIFY", "0 | 1", NULL, NULL,
      "1: the graph and schedule verifiers run after the passes (always in debug builds)"},
     {NULL, "RLX_LLVM_ARGS", "LLVM options, space separated", NULL, NULL, "passed to LLVM once (debugging)"},
