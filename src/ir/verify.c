@@ -28,20 +28,22 @@ static bool check_node(const ir_node *n, char *err, size_t errcap)
     return true;
 }
 
-bool ir_verify(ir_node *root, char *err, size_t errcap)
+rlx_status ir_verify_roots(ir_node *const *roots, int nroots, char *err, size_t errcap)
 {
     ir_node **order;
-    long n = ir_postorder(&root, 1, NULL, NULL, &order);
+    long n = ir_postorder(roots, nroots, NULL, NULL, &order);
     if (n < 0) {
         snprintf(err, errcap, "out of memory");
-        return false;
+        return RLX_E_NOMEM;
     }
     bool ok = true;
     for (long i = 0; i < n && ok; i++)
         ok = check_node(order[i], err, errcap);
     ir_free(order);
-    return ok;
+    return ok ? RLX_OK : RLX_E_INTERNAL;
 }
+
+bool ir_verify(ir_node *root, char *err, size_t errcap) { return ir_verify_roots(&root, 1, err, errcap) == RLX_OK; }
 
 /* A CAT's length along its axis overflows int64 (ir_infer refuses it). */
 static bool cat_overflows(int nsrc, ir_node *const *src, const ir_attrs *a)

@@ -29,10 +29,8 @@ rlx_status sched_fail(sched_ctx *c, rlx_status st, const char *fmt, ...)
 rlx_status sched_verify_graph(sched_ctx *c, const char *pass, ir_node *const *roots, int nroots)
 {
     char err[300];
-    for (int r = 0; r < nroots; r++)
-        if (!ir_verify(roots[r], err, sizeof err))
-            return sched_fail(c, RLX_E_INTERNAL, "verify after %s: root %d: %s", pass, r, err);
-    return RLX_OK;
+    rlx_status st = ir_verify_roots(roots, nroots, err, sizeof err);
+    return st == RLX_OK ? RLX_OK : sched_fail(c, st, "verify after %s: %s", pass, err);
 }
 
 static int instr_nsrc(const sched_instr *in)
