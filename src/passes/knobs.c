@@ -1,6 +1,9 @@
 /*
  * knobs.c — the knob table, explicit settings and the tuning file (see
- * knobs.h for the precedence and the file format).
+ * knobs.h for the precedence and the file format). Every change makes a
+ * new immutable state (knob_state) that later snapshots share; a state is
+ * freed when its last snapshot is released. The environment is read by
+ * the option table (src/tensor/options.c), never here.
  */
 #include <errno.h>
 #include <limits.h>

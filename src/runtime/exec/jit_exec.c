@@ -10,10 +10,13 @@
  * the recycling buffer pool when large, so a repeated run maps nothing);
  * roots and REF outputs get storage of their own (outputs of at least
  * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
- * released after their last reader. A realization (plan_cache.c) runs a
- * plan cached for its graph's structure, or builds one, and publishes the
- * roots exactly as rt_ref_realize publishes them; compiled programs
- * (tensor/program.c) keep their plan and run it again.
+ * released after their last reader. The pipeline (pipeline.c) sequences
+ * a plan's stages (rt_jit_plan_new: schedule; _layout: memory plan and
+ * tables; _compile; _run), runs a plan cached for the graph's structure
+ * (plan_cache.c) or builds one, and publishes the roots exactly as
+ * rt_ref_realize publishes them; compiled programs (tensor/program.c)
+ * keep their plan and run it again. Threads and knobs come from the
+ * context's options, never from a global setting.
  *
  * A kernel with enough work splits its loop dim 0 over the thread pool
  * (pool.c) in chunks of about CHUNK_WORK loop iterations.
