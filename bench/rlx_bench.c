@@ -44,7 +44,7 @@
  * of rlx_set_option). --tune: coordinate descent per kernel class and
  * size bucket over the codegen knobs, within --budget seconds (default
  * 120), winners written to the tuning file (default: RLX_TUNING_FILE, else
- * the cache dir's tuning.txt; see src/runtime/knobs.h).
+ * the cache dir's tuning.txt; see src/passes/knobs.h).
  * Exit status: 0, 1 on a failed or mismatching workload, 2 on bad usage.
  */
 #define _GNU_SOURCE /* clock_gettime, cblas.h's cpu_set_t */
@@ -62,7 +62,7 @@
 #include <time.h>
 
 #include "rlx.h"
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 void traffic_w1(const float *restrict x, const float *restrict a, const float *restrict b, float *restrict out,
                 size_t n);
@@ -1000,7 +1000,9 @@ static int tune(void)
         snprintf(path, sizeof path, "%s", opt.tuning_file);
     else if (env && *env)
         snprintf(path, sizeof path, "%s", env);
-    else if (!knobs_default_path(path, sizeof path)) {
+    else if (rlx_get_option("cache_dir", path, sizeof path - 16) == RLX_OK && path[0])
+        strcat(path, "/tuning.txt"); /* the default: the cache directory's */
+    else {
         fprintf(stderr, "rlx-bench: no tuning file path (RLX_CACHE_DIR is empty and no --tuning-file)\n");
         return 2;
     }

@@ -576,7 +576,22 @@ RLX_API int rlx_get_num_threads(void);
  * set knobs per kernel class and size. A malformed file is ignored (why:
  * rlx_get_option "tuning_status"; printed under RLX_DEBUG only).
  * An unknown key or a malformed value is RLX_E_ARG; an unreadable tuning
- * file RLX_E_IO. */
+ * file RLX_E_IO.
+ * Environment only (read once, at the first call that needs a setting):
+ *   RLX_DEBUG      diagnostics on stderr: 1 one line per kernel compiled or
+ *                  loaded and librlx's own notices (an ignored knob value or
+ *                  tuning file, a disk cache turned off); 2 adds each
+ *                  kernel's optimized LLVM IR, the JIT's start-up time and
+ *                  LLVM's own remarks ("rlx: llvm: ..."); 3 adds the
+ *                  assembly; 4 adds the graph after simplification and the
+ *                  schedule of every realization
+ *   RLX_VERIFY     1: after simplification every node is re-checked
+ *                  against its shape rule and after scheduling every kernel
+ *                  against the schedule's invariants; a failure is
+ *                  RLX_E_INTERNAL naming the pass (always on in builds
+ *                  without NDEBUG)
+ *   RLX_LLVM_ARGS  LLVM command-line options, space separated (debugging)
+ *   RLX_JIT_PASSES an LLVM pass pipeline replacing the kernels' own */
 RLX_API rlx_status rlx_set_option(const char *key, const char *value);
 /* Writes the current value of "backend", "num_threads", "cache_dir" (the
  * directory configured, "" when off) or a knob (the value used outside any

@@ -430,8 +430,8 @@ static void prepare_round(int nthreads, bool from_disk)
     for (int i = 0; i < nr; i++)
         roots[i] = (ir_node *)r[i];
     sched_schedule s;
-    char err[256];
-    CHECK(sched_build(roots, nr, &s, err, sizeof err));
+    sched_ctx sc = {0};
+    CHECK(sched_build(&sc, roots, nr, &s) == RLX_OK);
     cg_kernel_fn fns[64] = {0};
     CHECK(s.count <= 64);
     int loops = 0;
@@ -441,7 +441,7 @@ static void prepare_round(int nthreads, bool from_disk)
     cg_stats st = {0};
     char msg[256];
     cg_disk_counts c0 = counts();
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, fns, &st, msg, sizeof msg), RLX_OK);
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st, msg, sizeof msg), RLX_OK);
     /* one lookup per LOOP kernel; the repeated one is a hit */
     CHECK_EQ_INT((int)(st.hits + st.misses), loops);
     CHECK_EQ_INT((int)st.hits, from_disk ? loops : 1);
@@ -455,12 +455,12 @@ static void prepare_round(int nthreads, bool from_disk)
         /* the same functions as one lookup at a time, now from memory */
         cg_kernel_fn one = NULL;
         cg_stats s1 = {0};
-        CHECK_EQ_INT(cg_kernel_get(&s.k[i], &one, &s1, msg, sizeof msg), RLX_OK);
+        CHECK_EQ_INT(cg_kernel_get(&s.k[i], NULL, &one, &s1, msg, sizeof msg), RLX_OK);
         CHECK(one == fns[i] && s1.hits == 1 && s1.misses == 0);
     }
     /* a second prepare finds everything in memory */
     cg_stats st2 = {0};
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, fns, &st2, msg, sizeof msg), RLX_OK);
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st2, msg, sizeof msg), RLX_OK);
     CHECK_EQ_INT((int)st2.hits, loops);
     CHECK_EQ_INT((int)(st2.misses + st2.compiled + st2.loaded), 0);
     sched_free(&s);
@@ -516,7 +516,7 @@ TEST(cache_parallel_prepare)
     /* nothing to do, and nonsense counts */
     cg_stats st = {0};
     char msg[64];
-    CHECK_EQ_INT(cg_kernels_prepare(NULL, 0, 4, NULL, &st, msg, sizeof msg), RLX_OK);
+    CHECK_EQ_INT(cg_kernels_prepare(NULL, 0, 4, NULL, NULL, &st, msg, sizeof msg), RLX_OK);
     CHECK_EQ_INT((int)(st.hits + st.misses), 0);
 }
 

@@ -13,10 +13,10 @@
 static const sched_kernel *phased_of(rlx_tensor *root, sched_schedule *s)
 {
     ir_node *r = (ir_node *)root;
-    char err[256];
-    if (!sched_build(&r, 1, s, err, sizeof err)) {
+    sched_ctx c = {0};
+    if (sched_build(&c, &r, 1, s) != RLX_OK) {
         memset(s, 0, sizeof *s);
-        test_fail(__FILE__, __LINE__, "sched_build: %s", err);
+        test_fail(__FILE__, __LINE__, "sched_build: %s", c.msg);
         return NULL;
     }
     const sched_kernel *found = NULL;
@@ -336,8 +336,8 @@ TEST(plain_reduction_has_no_plan)
     rlx_tensor *r = rlx_sum(rlx_exp(x), (int[]){1}, 1, false);
     ir_node *root = (ir_node *)r;
     sched_schedule s;
-    char err[256];
-    CHECK(sched_build(&root, 1, &s, err, sizeof err));
+    sched_ctx c = {0};
+    CHECK_EQ_INT(sched_build(&c, &root, 1, &s), RLX_OK);
     const sched_kernel *k = NULL;
     for (long j = 0; j < s.count; j++)
         if (s.k[j].kind == SCHED_LOOP)
@@ -345,6 +345,7 @@ TEST(plain_reduction_has_no_plan)
     CHECK(k && k->red_op == IR_OP_SUM);
     if (k) {
         sched_rowplan p;
+        char err[256];
         CHECK_EQ_INT(sched_rowplan_build(k, true, &p, err, sizeof err), RLX_E_INTERNAL);
         CHECK(strstr(err, "not a phased") != NULL);
     }

@@ -18,6 +18,15 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 
+/* simp_run with the pass's message copied to err. */
+static rlx_status simp_into(ir_node *const *roots, int n, ir_node **out, char *err, size_t cap)
+{
+    sched_ctx c = {0};
+    rlx_status st = simp_run(&c, roots, n, ts_simp_fold, out);
+    snprintf(err, cap, "%.190s", c.msg);
+    return st;
+}
+
 static void backend(const char *b)
 {
     if (rlx_set_option("backend", b) != RLX_OK)
@@ -219,7 +228,7 @@ static void check_tol(const char *what, build_fn b, rlx_dtype dt, long want, dou
     long before = simp_count(&r, 1);
     ir_node *s = NULL;
     char err[300];
-    if (simp_run(&r, 1, ts_simp_fold, &s, err, sizeof err) != RLX_OK) {
+    if (simp_into(&r, 1, &s, err, sizeof err) != RLX_OK) {
         test_fail(__FILE__, __LINE__, "%s/%s: simp_run: %s", what, rlx_dtype_name(dt), err);
     } else {
         long after = simp_count(&s, 1);
@@ -644,7 +653,7 @@ TEST(empty_max_not_folded)
     static const int64_t s[2] = {0, 4};
     ir_node *r = red(IR_OP_RMAX, buf(RLX_F32, 2, s), 1), *out = NULL;
     char err[200];
-    CHECK(simp_run(&r, 1, ts_simp_fold, &out, err, sizeof err) == RLX_OK);
+    CHECK(simp_into(&r, 1, &out, err, sizeof err) == RLX_OK);
     CHECK(out == r);
     ir_release(out);
     ir_release(r);
@@ -710,7 +719,7 @@ TEST(deep_chains)
     ir_node *root = (ir_node *)x, *out = NULL;
     char err[200];
     CHECK(simp_count(&root, 1) == CHAIN + 1); /* the adds and one constant 1 */
-    CHECK(simp_run(&root, 1, ts_simp_fold, &out, err, sizeof err) == RLX_OK);
+    CHECK(simp_into(&root, 1, &out, err, sizeof err) == RLX_OK);
     CHECK(out && out->op == IR_OP_CONST && simp_count(&out, 1) == 1);
     ir_release(out);
     double v[4] = {0};
@@ -722,7 +731,7 @@ TEST(deep_chains)
     for (int i = 0; i < CHAIN && y; i++)
         y = op2(IR_OP_ADD, y, ir_retain(c));
     ir_release(c);
-    CHECK(simp_run(&y, 1, ts_simp_fold, &out, err, sizeof err) == RLX_OK);
+    CHECK(simp_into(&y, 1, &out, err, sizeof err) == RLX_OK);
     CHECK(out == y && simp_count(&out, 1) == CHAIN + 1);
     ir_release(out);
     ir_release(y);
@@ -840,7 +849,7 @@ TEST(training_step_shrinks)
     }
     char err[200];
     long before = simp_count(nodes, NR), after = -1;
-    if (simp_run(nodes, NR, ts_simp_fold, out, err, sizeof err) == RLX_OK) {
+    if (simp_into(nodes, NR, out, err, sizeof err) == RLX_OK) {
         after = simp_count(out, NR);
         for (int i = 0; i < NR; i++)
             ir_release(out[i]);

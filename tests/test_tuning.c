@@ -1,6 +1,6 @@
 /*
  * test_tuning.c — the tuning knobs (rlx_set_option / rlx_get_option, env
- * RLX_<KNOB>) and the tuning file (runtime/knobs.c): option round trips and
+ * RLX_<KNOB>) and the tuning file (passes/knobs.c): option round trips and
  * errors, the file's round trip and precedence, malformed files (rejected
  * with a line number, never loaded, never printed unless RLX_DEBUG), a
  * changed knob compiling a new kernel with the same values, the fusion
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 static char tmpdir[64];
 

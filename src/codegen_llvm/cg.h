@@ -8,6 +8,18 @@
 
 #include "passes/passes.h"
 
+/* The code generator's start-up settings, handed down once by the option
+ * table (src/tensor/options.c) before the first compile; strings are
+ * copied. The code generator reads no environment variable. */
+typedef struct {
+    int debug;             /* RLX_DEBUG level: 1 a line per kernel, 2 its IR and LLVM's remarks, 3 its assembly */
+    const char *llvm_args; /* RLX_LLVM_ARGS: LLVM command-line options, space separated ("" none) */
+    const char *passes;    /* RLX_JIT_PASSES: the optimizer pipeline ("" the built-in one) */
+    /* the disk cache's directory when no option sets one ("" off) */
+    void (*default_dir)(char *out, size_t cap);
+} cg_config;
+void cg_configure(const cg_config *c);
+
 /* Writes "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f" to buf. */
 int cg_host_describe(char *buf, size_t cap);
 
@@ -28,21 +40,23 @@ typedef struct {
 /* The compiled function of k, from the in-memory cache (keyed by the
  * kernel's structure, never its payloads) or compiled now. Thread-safe.
  * Failures: RLX_E_JIT with LLVM's message in msg, RLX_E_NOMEM. Compiled
- * code lives until the process ends. */
-rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *st, char *msg, size_t cap);
+ * code lives until the process ends. knobs: the snapshot the kernel's
+ * width and interleave come from (NULL: the defaults). */
+rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel_fn *fn, cg_stats *st, char *msg,
+                         size_t cap);
 
 /* Compiles (or loads from the disk cache) every LOOP kernel of ks[0..n)
  * that is not in the in-memory cache, on up to nthreads threads, and sets
  * fns[i] to the function of each LOOP kernel (NULL for the others), as n
  * calls of cg_kernel_get would. On error the first failure's message. */
-rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_kernel_fn *fns, cg_stats *st,
-                              char *msg, size_t cap);
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel_fn *fns,
+                              cg_stats *st, char *msg, size_t cap);
 
-/* The disk cache's directory (cg_disk.c): NULL returns to the environment
- * (RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else ~/.cache/rlx), "" turns
- * it off. RLX_E_ARG when the path is too long. */
+/* The disk cache's directory (cg_disk.c): NULL returns to the default
+ * (cg_config.default_dir: RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else
+ * ~/.cache/rlx), "" turns it off. RLX_E_ARG when the path is too long. */
 rlx_status cg_disk_set_dir(const char *path);
-/* The directory configured (set, or from the environment; "" when off),
+/* The directory configured (set, or the default; "" when off),
  * whether or not it turned out usable. */
 void cg_disk_get_dir(char *out, size_t cap);
 

@@ -35,11 +35,18 @@ static struct {
     atomic_ulong tmp_seq;
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static int debug_level(void)
+static struct {
+    atomic_int debug;
+    void (*_Atomic default_dir)(char *out, size_t cap);
+} Cfg; /* handed down by cg_configure */
+
+void cg_disk_configure(int debug, void (*default_dir)(char *out, size_t cap))
 {
-    const char *d = getenv("RLX_DEBUG");
-    return d ? atoi(d) : 0;
+    atomic_store(&Cfg.debug, debug);
+    atomic_store(&Cfg.default_dir, default_dir);
 }
+
+static int debug_level(void) { return atomic_load(&Cfg.debug); }
 
 /* ----------------------------------------------------------- hashing */
 
@@ -167,17 +174,13 @@ static bool make_dirs(char *p)
 /* The configured directory, or "" when the cache is off. Under D.lock. */
 static void wanted_dir(char *out, size_t cap)
 {
-    const char *env, *home;
+    void (*dflt)(char *, size_t) = atomic_load(&Cfg.default_dir);
     if (D.explicit_dir)
         snprintf(out, cap, "%s", D.want);
-    else if ((env = getenv("RLX_CACHE_DIR")))
-        snprintf(out, cap, "%s", env);
-    else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/')
-        snprintf(out, cap, "%s/rlx", env);
-    else if ((home = getenv("HOME")) && home[0])
-        snprintf(out, cap, "%s/.cache/rlx", home);
+    else if (dflt)
+        dflt(out, cap);
     else
-        out[0] = 0;
+        out[0] = 0; /* not configured: off */
 }
 
 void cg_disk_get_dir(char *out, size_t cap)

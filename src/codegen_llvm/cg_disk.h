@@ -51,5 +51,7 @@ void cg_disk_store(cg_hash128 h, const void *key, size_t nkey, const void *obj, 
 /* Whether a cache directory is configured and usable (resolves it, and
  * creates it 0700, on the first call after a change). */
 bool cg_disk_enabled(void);
+/* The debug level and the default directory's resolver (cg_configure). */
+void cg_disk_configure(int debug, void (*default_dir)(char *out, size_t cap));
 
 #endif

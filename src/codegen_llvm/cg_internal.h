@@ -23,6 +23,7 @@ typedef struct {
     LLVMValueRef math[IR_OP_COUNT][2]; /* [op][is f64]: emitted math functions */
     LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
+    int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
 } cg_mod;
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod);
@@ -46,7 +47,7 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
 /* The innermost loop's vector width and interleave for k (knobs or the
  * built-in rules; 0 = the vectorizer's choice), and both packed in one
  * word for the kernel cache key. */
-void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave);
-uint64_t cg_kernel_knob_word(const sched_kernel *k);
+void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, int *interleave);
+uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k);
 
 #endif

@@ -62,7 +62,8 @@ static struct {
     LLVMTargetRef target;
     char *triple, *cpu, *features; /* own (LLVM messages) */
     char *layout;                  /* owns */
-    char passes[512];                       /* the pipeline, KERNEL_PASSES unless RLX_JIT_PASSES */
+    char passes[1024];                      /* the pipeline, KERNEL_PASSES unless RLX_JIT_PASSES */
+    char llvm_args[512];                    /* RLX_LLVM_ARGS (cg_configure) */
     LLVMTargetMachineRef *tms;              /* idle target machines, for compiles */
     size_t ntms, captms;
     int debug;
@@ -189,15 +190,23 @@ static cg_hash128 hash128(const void *p, size_t n, cg_hash128 seed)
     "always-inline,function(sroa,early-cse<memssa>," IC ",simplifycfg,loop-mssa(licm,loop-rotate,licm),"          \
     "loop(loop-idiom,indvars,loop-deletion),loop-vectorize," IC ",simplifycfg)"
 
+void cg_configure(const cg_config *c)
+{
+    J.debug = c->debug;
+    snprintf(J.llvm_args, sizeof J.llvm_args, "%s", c->llvm_args ? c->llvm_args : "");
+    snprintf(J.passes, sizeof J.passes, "%s", c->passes && *c->passes ? c->passes : KERNEL_PASSES);
+    cg_disk_configure(c->debug, c->default_dir);
+}
+
 static void jit_init(void)
 {
-    const char *d = getenv("RLX_DEBUG");
-    J.debug = d ? atoi(d) : 0;
     J.init_status = RLX_E_JIT;
-    /* RLX_LLVM_ARGS: LLVM command-line options, space separated (a debugging
-     * knob, like RLX_JIT_PASSES: e.g. "-force-vector-interleave=2") */
-    const char *la = getenv("RLX_LLVM_ARGS");
-    if (la && *la) {
+    /* the LLVM command-line options (RLX_LLVM_ARGS, a debugging knob like
+     * RLX_JIT_PASSES: e.g. "-force-vector-interleave=2") */
+    const char *la = J.llvm_args;
+    if (!J.passes[0]) /* not configured (a test calling the code generator first) */
+        snprintf(J.passes, sizeof J.passes, "%s", KERNEL_PASSES);
+    if (*la) {
         static char buf[512];
         static const char *argv[16];
         int argc = 0;
@@ -208,8 +217,6 @@ static void jit_init(void)
         LLVMParseCommandLineOptions(argc, argv, NULL);
     }
     double t0 = now();
-    const char *pipe = getenv("RLX_JIT_PASSES");
-    snprintf(J.passes, sizeof J.passes, "%s", pipe && *pipe ? pipe : KERNEL_PASSES);
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
         snprintf(J.init_msg, sizeof J.init_msg, "LLVM has no native target in this build");
         return;
@@ -228,14 +235,13 @@ static void jit_init(void)
     unsigned major, minor, patch;
     LLVMGetVersion(&major, &minor, &patch);
 #define ENV_FMT "rlx kernel object\ncodegen %s\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
-    int n = snprintf(NULL, 0, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu, J.features, J.passes,
-                     la ? la : "");
+    int n = snprintf(NULL, 0, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
     if (n < 0 || !(J.env = malloc((size_t)n + 1))) {
         snprintf(J.init_msg, sizeof J.init_msg, "out of memory starting the JIT");
         return;
     }
     snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu,
-             J.features, J.passes, la ? la : "");
+             J.features, J.passes, la);
     J.nenv = (size_t)n;
     J.env_h = hash128(J.env, J.nenv, (cg_hash128){0x726c786b65726e31ull, 0x6469736b63616368ull});
     double t1 = now();
@@ -356,11 +362,12 @@ static void debug_kernel(const sched_kernel *k, const char *name, bool loaded, d
 
 /* LLVM's default diagnostic handler prints remarks and warnings (e.g. "loop
  * not vectorized") to stderr; a library must not print: they go to stderr
- * only under RLX_DEBUG. Errors still come back through the calls' results. */
+ * only from RLX_DEBUG=2 on (level 1 is librlx's own lines). Errors still
+ * come back through the calls' results. */
 static void diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
 {
     (void)ctx;
-    if (!J.debug)
+    if (J.debug < 2)
         return;
     char *text = LLVMGetDiagInfoDescription(info);
     fprintf(stderr, "rlx: llvm: %s\n", text);
@@ -387,8 +394,8 @@ static void debug_asm(LLVMTargetMachineRef tm, LLVMModuleRef mod)
 
 /* The object file of kernel k, its function named name. Runs outside the
  * cache lock: the context and the target machine are this call's own. */
-static rlx_status build_object(const sched_kernel *k, const char *name, int inj, LLVMMemoryBufferRef *obj,
-                               double *t_opt, double *t_cg, char *msg, size_t cap)
+static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, const char *name, int inj,
+                               LLVMMemoryBufferRef *obj, double *t_opt, double *t_cg, char *msg, size_t cap)
 {
     LLVMTargetMachineRef tm = tm_take();
     if (!tm) {
@@ -402,6 +409,8 @@ static rlx_status build_object(const sched_kernel *k, const char *name, int inj,
     LLVMSetDataLayout(mod, J.layout);
     cg_mod m;
     cg_mod_init(&m, ctx, mod);
+    m.width = (int)(knob_word >> 32);
+    m.interleave = (int)(uint32_t)knob_word;
     rlx_status st = cg_emit_kernel(&m, k, name, msg, cap);
     if (st == RLX_OK && inj == 1) /* a block without terminator: must not pass the verifier */
         LLVMAppendBasicBlockInContext(ctx, LLVMGetNamedFunction(mod, name), "broken");
@@ -554,7 +563,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
         }
     }
     LLVMMemoryBufferRef obj = NULL;
-    rlx_status st = build_object(k, name, inj, &obj, &t_opt, &t_cg, msg, cap);
+    rlx_status st = build_object(k, key[n - 1], name, inj, &obj, &t_opt, &t_cg, msg, cap);
     if (st == RLX_OK) {
         /* the JIT takes a copy; the file is written only once it linked */
         LLVMMemoryBufferRef mine = dkey ? obj : NULL;
@@ -582,14 +591,14 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
 }
 
 /* The key words of k (malloc'd) and their hash; NULL when out of memory. */
-static uint64_t *kernel_key(const sched_kernel *k, size_t *n, cg_hash128 *h)
+static uint64_t *kernel_key(const sched_kernel *k, const knob_state *knobs, size_t *n, cg_hash128 *h)
 {
     size_t ns = sched_kernel_key(k, NULL, 0);
     *n = ns + 1;
     uint64_t *key = malloc(*n * sizeof *key);
     if (key) {
         sched_kernel_key(k, key, ns);
-        key[ns] = cg_kernel_knob_word(k); /* the vector width and interleave it is compiled with */
+        key[ns] = cg_kernel_knob_word(knobs, k); /* the vector width and interleave it is compiled with: last */
         *h = hash128(key, *n * sizeof *key, J.env_h);
     }
     return key;
@@ -607,7 +616,8 @@ static void add_result(cg_stats *st, const obtain_result *r, rlx_status s)
     }
 }
 
-rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *stats, char *msg, size_t cap)
+rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel_fn *fn, cg_stats *stats, char *msg,
+                         size_t cap)
 {
     pthread_once(&J.once, jit_init);
     if (J.init_status != RLX_OK) {
@@ -616,7 +626,7 @@ rlx_status cg_kernel_get(const sched_kernel *k, cg_kernel_fn *fn, cg_stats *stat
     }
     size_t n;
     cg_hash128 h;
-    uint64_t *key = kernel_key(k, &n, &h);
+    uint64_t *key = kernel_key(k, knobs, &n, &h);
     if (!key) {
         snprintf(msg, cap, "out of memory keying a kernel");
         return RLX_E_NOMEM;
@@ -676,8 +686,8 @@ static void *prep_worker(void *arg)
     return NULL;
 }
 
-rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_kernel_fn *fns, cg_stats *stats,
-                              char *msg, size_t cap)
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel_fn *fns,
+                              cg_stats *stats, char *msg, size_t cap)
 {
     pthread_once(&J.once, jit_init);
     if (J.init_status != RLX_OK) {
@@ -697,7 +707,7 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cg_k
             continue;
         prep_item *it = &items[np];
         *it = (prep_item){.idx = i, .dup_of = -1};
-        if (!(it->key = kernel_key(&ks[i], &it->n, &it->h))) {
+        if (!(it->key = kernel_key(&ks[i], knobs, &it->n, &it->h))) {
             snprintf(msg, cap, "out of memory keying a kernel");
             st = RLX_E_NOMEM;
             break;

@@ -38,7 +38,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "codegen_llvm/cg_internal.h"
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
 {
@@ -709,9 +709,9 @@ static bool has_phase(const sched_kernel *k)
     return false;
 }
 
-/* Width and interleave of the innermost loop: the knobs (runtime/knobs.c,
+/* Width and interleave of the innermost loop: the knobs of ks (passes/knobs.c,
  * per kernel class and size) where set, else the built-in rules. */
-void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave)
+void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, int *interleave)
 {
     int nmath = 0;
     for (int i = 0; i < k->ninstr; i++)
@@ -724,18 +724,18 @@ void cg_kernel_knobs(const sched_kernel *k, int *width, int *interleave)
     *interleave = nmath ? MATH_INTERLEAVE : 0;
     /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
     *width = red && k->node->dtype == RLX_F32 ? 16 : 0;
-    long w = knob_for(KNOB_VECTOR_WIDTH, cls, elems);
-    long u = knob_for(red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
+    long w = knob_value(ks, KNOB_VECTOR_WIDTH, cls, elems);
+    long u = knob_value(ks, red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
     if (w > 0)
         *width = (int)w;
     if (u > 0)
         *interleave = (int)u;
 }
 
-uint64_t cg_kernel_knob_word(const sched_kernel *k)
+uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k)
 {
     int w, u;
-    cg_kernel_knobs(k, &w, &u);
+    cg_kernel_knobs(ks, k, &w, &u);
     return (uint64_t)(uint32_t)w << 32 | (uint32_t)u;
 }
 
@@ -1046,7 +1046,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
             for (int s = 0; s < nsrc_of(in); s++)
                 inner[i] |= inner[in->src[s]];
     }
-    cg_kernel_knobs(k, &c.width, &c.interleave);
+    c.width = m->width; /* the knob word of the kernel's key */
+    c.interleave = m->interleave;
     if (k->red_op != IR_OP_COUNT) {
         c.acc_t = acc_type(&c, k->red_op, k->node->dtype);
         c.r1 = k->rank;

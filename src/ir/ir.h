@@ -196,6 +196,15 @@ long ir_detached_nodes(void); /* live detached nodes (cache tests) */
 
 /* verify.c: checks every invariant of the graph under root. */
 bool ir_verify(ir_node *root, char *err, size_t errcap);
+/* The same over every root: RLX_E_INTERNAL for a broken invariant,
+ * RLX_E_NOMEM when out of memory (message in err). */
+rlx_status ir_verify_roots(ir_node *const *roots, int nroots, char *err, size_t errcap);
+/* Why ir_make with these arguments returned NULL, from the arguments (not
+ * its message): RLX_E_INTERNAL for a bad op, leaf type or broken rule,
+ * RLX_E_SHAPE when the result (or a CAT's length) overflows, RLX_E_NOMEM
+ * otherwise. */
+rlx_status ir_make_failure(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype dt, int rank,
+                           const int64_t *shape);
 
 /* Allocation hook for fault injection: when set, ir_alloc fails (NULL) on
  * the call where the countdown reaches zero. All of librlx allocates here. */

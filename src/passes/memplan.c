@@ -144,7 +144,8 @@ static bool place(slot *sl, long ns, size_t *arena)
     return true;
 }
 
-bool sched_memplan_build(const sched_schedule *s, ir_node *const *roots, int nroots, sched_memplan *out)
+rlx_status sched_memplan_build(sched_ctx *c, const sched_schedule *s, ir_node *const *roots, int nroots,
+                               sched_memplan *out)
 {
     memset(out, 0, sizeof *out);
     long nk = s->count, n1 = nk ? nk : 1;
@@ -233,12 +234,12 @@ bool sched_memplan_build(const sched_schedule *s, ir_node *const *roots, int nro
             out->offset[i] = sl[slot_of[group[i]]].off;
     ir_map_free(&prod);
     ir_free(sl);
-    return true;
+    return RLX_OK;
 oom:
     ir_map_free(&prod);
     ir_free(sl);
     sched_memplan_free(out);
-    return false;
+    return sched_fail(c, RLX_E_NOMEM, "out of memory for the schedule");
 }
 
 void sched_memplan_free(sched_memplan *m)

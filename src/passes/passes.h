@@ -1,11 +1,44 @@
 /*
  * passes.h — analyses and rewrites over the graph, between the tensor layer
  * and the backends. They see nodes only: no LLVM, no executor.
+ *
+ * One contract: every pass takes the realization's context (sched_ctx)
+ * and returns an rlx_status; a failure is recorded once, in the context
+ * (sched_fail: the first one wins), with a message naming the pass. The
+ * pipeline that sequences them is src/runtime/exec/pipeline.c.
  */
 #ifndef RLX_PASSES_H
 #define RLX_PASSES_H
 
+#include <stdio.h>
+
 #include "ir/ir.h"
+#include "passes/knobs.h"
+
+/* The context of one realization, from its first pass to the end of its
+ * run: the options it runs under and its first failure. The runtime calls
+ * it rt_ctx and adds its counters to it. Zero-filled is a valid context
+ * (the defaults: one thread, no verification). */
+typedef struct {
+    rlx_status status;      /* the first failure; RLX_OK while none */
+    char msg[400];          /* its message */
+    const knob_opts *opts;  /* borrows; NULL: the defaults */
+    uint64_t nodes_run;     /* the run's counters (runtime) */
+    uint64_t live_bytes, peak_bytes;
+} sched_ctx;
+
+/* Records a failure in c (the first one wins); returns c's status. */
+rlx_status sched_fail(sched_ctx *c, rlx_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The options' thread count (>= 1) and knob snapshot (NULL: defaults). */
+static inline int sched_threads(const sched_ctx *c)
+{
+    return c && c->opts && c->opts->nthreads > 0 ? c->opts->nthreads : 1;
+}
+static inline const knob_state *sched_knobs(const sched_ctx *c) { return c && c->opts ? c->opts->knobs : NULL; }
 
 /* The evaluation order of a realization and when each value dies.
  * order[i] is computed after all its sources; src_index[src_start[i] + k]
@@ -58,6 +91,7 @@ typedef struct {
     int arg;            /* LOAD: index into the kernel's args; CONST: slot in its constant array */
     double value, step; /* CONST: the value, already converted to dtype (not part of the key); IOTA: start, step */
     sched_affine idx;   /* LOAD: element offset; IOTA: position along the iota axis */
+    const ir_node *cst; /* CONST: the node its value was read from (borrowed; not part of the key) */
 } sched_instr;
 
 typedef enum { SCHED_LOOP = 0, SCHED_REF = 1, SCHED_VIEW = 2 } sched_kind;
@@ -96,15 +130,17 @@ typedef struct {
 
 /* True when the code generator covers n as part of a fused loop. */
 bool sched_fusable(const ir_node *n);
-/* Builds the schedule of roots. False with a message when out of memory. */
-bool sched_build(ir_node *const *roots, int nroots, sched_schedule *out, char *err, size_t errcap);
+/* Builds the schedule of roots under c's fusion knobs. RLX_E_NOMEM (or
+ * RLX_E_INTERNAL) recorded in c, and *out empty, on failure. */
+rlx_status sched_build(sched_ctx *c, ir_node *const *roots, int nroots, sched_schedule *out);
 void sched_free(sched_schedule *s);
 /* The structural key of a LOOP kernel: words written to buf (at most cap);
  * returns the number needed. Equal keys compile to the same code. */
 size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
 /* The run-time constant array of k: consts[slot] of every CONST (at most
- * k->nconsts entries). */
-void sched_kernel_consts(const sched_kernel *k, double *consts);
+ * k->nconsts entries); with from non-NULL, from[slot] is the CONST node
+ * the slot was read from (borrowed, NULL when none). */
+void sched_kernel_consts(const sched_kernel *k, double *consts, const ir_node **from);
 /* The constant-array entry of a CONST of value v and dtype dt (what
  * sched_kernel_consts gives for it): a run may bind new values. */
 double sched_const_value(double v, rlx_dtype dt);
@@ -115,7 +151,7 @@ double sched_const_value(double v, rlx_dtype dt);
  * offset[i]: the byte offset of kernel i's value in the arena (64-byte
  * aligned), -1 when it has storage of its own (roots, REF outputs, empty
  * values). reuses[i]: the kernel whose slot kernel i writes in place, -1
- * when none. False when out of memory. */
+ * when none. RLX_E_NOMEM recorded in c when out of memory. */
 typedef struct {
     long count;
     long *last;
@@ -123,7 +159,8 @@ typedef struct {
     long *reuses;
     size_t arena_bytes;
 } sched_memplan;
-bool sched_memplan_build(const sched_schedule *s, ir_node *const *roots, int nroots, sched_memplan *out);
+rlx_status sched_memplan_build(sched_ctx *c, const sched_schedule *s, ir_node *const *roots, int nroots,
+                               sched_memplan *out);
 void sched_memplan_free(sched_memplan *m);
 
 /* simplify.c — rewrites the unrealized graph of a realization into an
@@ -140,9 +177,9 @@ typedef bool (*simp_fold_fn)(ir_op op, const ir_attrs *attr, rlx_dtype dtype, in
                              double *value);
 /* out[i] (a new reference) computes what roots[i] computes, with its shape
  * and dtype; it may be roots[i] itself or a realized node. RLX_E_NOMEM
- * (or RLX_E_INTERNAL) with a message in err, every out[i] NULL and
- * nothing leaked, on failure. */
-rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold, ir_node **out, char *err, size_t errcap);
+ * (or RLX_E_INTERNAL) recorded in c, every out[i] NULL and nothing
+ * leaked, on failure. */
+rlx_status simp_run(sched_ctx *c, ir_node *const *roots, int nroots, simp_fold_fn fold, ir_node **out);
 /* Unrealized nodes reachable from roots (-1 when out of memory). */
 long simp_count(ir_node *const *roots, int nroots);
 /* src/tensor/realize.c: the fold over the reference evaluator. */
@@ -233,5 +270,17 @@ void sched_rowplan_free(sched_rowplan *p);
 int sched_instr_nsrc(const sched_instr *in);
 /* True for the ops that cost a math function call (exp, log, tanh...). */
 bool sched_op_is_math(ir_op op);
+
+/* verify.c — the checks the pipeline runs after the passes when the
+ * options say verify (RLX_VERIFY=1, debug builds), and the dumps of
+ * RLX_DEBUG >= 4. A failure is RLX_E_INTERNAL naming the pass before.
+ * sched_verify_graph: ir_verify over every root (after pass). sched_verify:
+ * every LOOP kernel's args and instruction indices in range, sources
+ * earlier, CONST slots below nconsts, loads of valid args (not the
+ * output), and kernels after the kernels computing their inputs. */
+rlx_status sched_verify_graph(sched_ctx *c, const char *pass, ir_node *const *roots, int nroots);
+rlx_status sched_verify(sched_ctx *c, const sched_schedule *s);
+void sched_dump_graph(FILE *f, const char *pass, ir_node *const *roots, int nroots);
+void sched_dump(FILE *f, const sched_schedule *s);
 
 #endif

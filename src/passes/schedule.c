@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
@@ -80,6 +80,7 @@ typedef struct {
     unsigned char *is_m;     /* materialized by a LOOP or REF kernel */
     unsigned char *view_root;/* a root published as a view of a materialized value */
     long *need;              /* NEED_NONE, NEED_MULTI or the one kernel that reads it */
+    const knob_state *knobs; /* borrows: the fusion knobs */
 } planner;
 
 static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->pos, n); }
@@ -147,9 +148,10 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
             (bc == C_EW && reshape_chain(p, roots[r])))
             p->view_root[i] = 1;
     }
-    /* fusion rules switched off for ablation (runtime/knobs.c "fuse_*") */
-    bool no_ew = !knob_get(KNOB_FUSE_ELEMENTWISE), no_red = !knob_get(KNOB_FUSE_REDUCE),
-         no_phases = !knob_get(KNOB_FUSE_PHASES);
+    /* fusion rules switched off for ablation (passes/knobs.c "fuse_*") */
+    bool no_ew = !knob_value(p->knobs, KNOB_FUSE_ELEMENTWISE, KCLASS_ANY, -1),
+         no_red = !knob_value(p->knobs, KNOB_FUSE_REDUCE, KCLASS_ANY, -1),
+         no_phases = !knob_value(p->knobs, KNOB_FUSE_PHASES, KCLASS_ANY, -1);
     long kernels = 0;
     for (long i = n - 1; i >= 0; i--) {
         ir_node *node = p->lv.order[i];
@@ -594,6 +596,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
             /* a slot of the constant array: the value is not compiled in */
             in.kind = SCHED_I_CONST;
             in.value = const_in(n->attr.cst.value, n->dtype);
+            in.cst = n;
             in.arg = c->k->nconsts++;
             return add_instr(c, &in);
         }
@@ -957,8 +960,7 @@ static void planner_free(planner *p)
 }
 
 /* Builds the kernels of one plan; returns 1 done, 0 re-plan, -1 error. */
-static int build_once(planner *p, const ir_node *const *roots, int nroots, sched_schedule *out, char *err,
-                      size_t errcap)
+static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, int nroots, sched_schedule *out)
 {
     long nk = plan(p, roots, nroots);
     out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
@@ -987,7 +989,7 @@ static int build_once(planner *p, const ir_node *const *roots, int nroots, sched
             goto oom;
         long b = c.blame ? pos_of(p, c.blame) : -1;
         if (b < 0 || p->forced[b] || p->is_m[b]) {
-            snprintf(err, errcap, "scheduler: cannot lower the kernel of %s", ir_ops[node->op].name);
+            sched_fail(sc, RLX_E_INTERNAL, "scheduler: cannot lower the kernel of %s", ir_ops[node->op].name);
             sched_free(out);
             return -1;
         }
@@ -997,20 +999,19 @@ static int build_once(planner *p, const ir_node *const *roots, int nroots, sched
     }
     return 1;
 oom:
-    snprintf(err, errcap, "out of memory scheduling the graph");
+    sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
     sched_free(out);
     return -1;
 }
 
-bool sched_build(ir_node *const *roots, int nroots, sched_schedule *out, char *err, size_t errcap)
+rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_schedule *out)
 {
     planner p;
     memset(&p, 0, sizeof p);
     memset(out, 0, sizeof *out);
-    if (!sched_liveness_build(roots, nroots, &p.lv)) {
-        snprintf(err, errcap, "out of memory ordering the graph");
-        return false;
-    }
+    p.knobs = sched_knobs(sc);
+    if (!sched_liveness_build(roots, nroots, &p.lv))
+        return sched_fail(sc, RLX_E_NOMEM, "out of memory ordering the graph");
     long n = p.lv.count;
     size_t nb = (size_t)(n ? n : 1);
     p.cls = ir_alloc(nb);
@@ -1026,15 +1027,14 @@ bool sched_build(ir_node *const *roots, int nroots, sched_schedule *out, char *e
         p.cls[i] = (unsigned char)node_class(p.lv.order[i]);
     }
     if (!ok) {
-        snprintf(err, errcap, "out of memory scheduling the graph");
         planner_free(&p);
-        return false;
+        return sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
     }
     int r;
-    while ((r = build_once(&p, (const ir_node *const *)roots, nroots, out, err, errcap)) == 0)
+    while ((r = build_once(sc, &p, (const ir_node *const *)roots, nroots, out)) == 0)
         ;
     planner_free(&p);
-    return r > 0;
+    return r > 0 ? RLX_OK : sc->status;
 }
 
 /* ----------------------------------------------------------- cache keys */
@@ -1080,11 +1080,15 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
     return n;
 }
 
-void sched_kernel_consts(const sched_kernel *k, double *consts)
+void sched_kernel_consts(const sched_kernel *k, double *consts, const ir_node **from)
 {
-    for (int i = 0; i < k->ninstr; i++)
-        if (k->instr[i].kind == SCHED_I_CONST)
-            consts[k->instr[i].arg] = k->instr[i].value;
+    for (int i = 0; i < k->ninstr; i++) {
+        if (k->instr[i].kind != SCHED_I_CONST)
+            continue;
+        consts[k->instr[i].arg] = k->instr[i].value;
+        if (from)
+            from[k->instr[i].arg] = k->instr[i].cst;
+    }
 }
 
 double sched_const_value(double v, rlx_dtype dt) { return const_in(v, dt); }

@@ -99,8 +99,10 @@ static ir_node *make(simp *s, ir_op op, int nsrc, ir_node *const *src, const ir_
 {
     char err[200] = "";
     ir_node *n = ir_make(op, nsrc, src, a, dt, rank, shape, err, sizeof err);
-    if (!n)
-        return fail(s, strstr(err, "out of memory") ? RLX_E_NOMEM : RLX_E_INTERNAL, err);
+    if (!n) {
+        rlx_status st = ir_make_failure(op, nsrc, src, a, dt, rank, shape);
+        return fail(s, st == RLX_E_NOMEM ? st : RLX_E_INTERNAL, err); /* a rewrite keeps shapes: no user error */
+    }
     return n;
 }
 
@@ -492,12 +494,11 @@ static long position(const ir_map *pos, ir_node *const *order, long count, const
     return -1;
 }
 
-rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_node **out, char *err,
-                    size_t errcap)
+rlx_status simp_run(sched_ctx *c, ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_node **out)
 {
-    simp s = {fold_fn, RLX_OK, err, errcap};
-    if (errcap)
-        err[0] = '\0';
+    char err[sizeof c->msg];
+    simp s = {fold_fn, RLX_OK, err, sizeof err};
+    err[0] = '\0';
     for (int r = 0; r < nroots; r++)
         out[r] = NULL;
     ir_node **order = NULL, **repl = NULL, *small[8], **src = small, *repl_small[SMALL];
@@ -549,7 +550,7 @@ out:
         ir_free(repl);
     ir_free(order);
     ir_map_free(&pos);
-    return s.status;
+    return s.status == RLX_OK ? RLX_OK : sched_fail(c, s.status, "%s", err);
 }
 
 long simp_count(ir_node *const *roots, int nroots)

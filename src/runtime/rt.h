@@ -12,6 +12,7 @@
 #define RLX_RT_H
 
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 /* storage.c */
 /* A new storage of bytes (64-byte aligned, zero-filled when zero is true).
@@ -28,12 +29,10 @@ typedef struct {
     int64_t strides[IR_MAX_RANK];
 } rt_view;
 
-typedef struct {
-    rlx_status status;
-    char msg[400];
-    uint64_t nodes_run;
-    uint64_t live_bytes, peak_bytes;
-} rt_ctx;
+/* One realization's context (passes/passes.h): its options (thread count,
+ * knobs: what the library kernels read), first failure and counters. */
+typedef sched_ctx rt_ctx;
+static inline int rt_threads(const rt_ctx *ctx) { return sched_threads(ctx); }
 
 /* oracle/ref_eval.c: realizes every root (nodes already realized are skipped). */
 rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx);

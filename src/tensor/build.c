@@ -16,7 +16,7 @@ ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const 
     char err[200] = "";
     ir_node *n = ir_make(op, nsrc, src, a, RLX_F32, 0, NULL, err, sizeof err);
     if (!n)
-        ts_error(strstr(err, "out of memory") ? RLX_E_NOMEM : strstr(err, "overflow") ? RLX_E_SHAPE : RLX_E_INTERNAL, fn, "%s", err);
+        ts_error(ir_make_failure(op, nsrc, src, a, RLX_F32, 0, NULL), fn, "%s", err);
     return n;
 }
 

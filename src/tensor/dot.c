@@ -27,8 +27,12 @@ static bool assign_kernels(ir_node **order, long n, const ir_map *ids, long *ker
         return true;
     ir_node *root = order[n - 1];
     sched_schedule s;
-    char err[128];
-    if (!sched_build(&root, 1, &s, err, sizeof err))
+    knob_opts o; /* the fusion knobs a realization would schedule under */
+    ts_options_take(&o);
+    sched_ctx c = {.opts = &o};
+    rlx_status st = sched_build(&c, &root, 1, &s);
+    ts_options_drop(&o);
+    if (st != RLX_OK)
         return false;
     long *stack = ir_alloc((size_t)n * sizeof *stack);
     unsigned char *seen = ir_alloc((size_t)n);

@@ -3,9 +3,10 @@
  * again on new bindings.
  *
  * With the JIT backend (at compile time) the graph is instantiated over
- * placeholder leaves, one per input, and prepared as a JIT plan
- * (runtime/exec/jit_exec.c): schedule, memory plan and compiled kernels. A run
- * checks the bindings, points the placeholders at the bound payloads, runs
+ * placeholder leaves, one per input, and prepared as a JIT plan by the
+ * realize pipeline (runtime/exec/pipeline.c, without simplify and plan
+ * cache): schedule, memory plan and compiled kernels. A run (through the
+ * pipeline too) checks the bindings, points the placeholders at the bound payloads, runs
  * the kernels and wraps the results as fresh tensors: no retracing, no
  * rescheduling. With the reference backend a run re-instantiates the graph
  * over the bound values (hash-consing makes that cheap: it rebuilds node
@@ -21,7 +22,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pipeline.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
@@ -110,14 +111,21 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
         goto out;
     for (int i = 0; i < p->nout; i++)
         s->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
-    rt_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    rt_jit_stats js = {0};
-    rlx_status rs = rt_jit_plan_build(s->roots, p->nout, s->slots, (int)p->ninputs, rlx_get_num_threads(), &ctx, &js,
-                                      &s->plan);
-    ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
+    /* the pipeline builds the plan (no simplify, no plan cache) and hands it back */
+    knob_opts o;
+    ts_options_take(&o);
+    o.simplify = o.plan_cache = false;
+    rt_pipeline c;
+    memset(&c, 0, sizeof c);
+    c.rt.opts = &o;
+    c.keep = &s->plan;
+    c.slots = s->slots;
+    c.nslots = (int)p->ninputs;
+    rlx_status rs = rt_pipeline_realize(&c, s->roots, p->nout);
+    ts_options_drop(&o);
+    ts_stats_add_jit(c.stats.kernels_compiled, c.stats.cache_hits, c.stats.cache_misses, c.stats.compile_seconds);
     if (rs != RLX_OK) {
-        ts_error(rs, fn, "%s", ctx.msg);
+        ts_error(rs, fn, "%s", c.rt.msg);
         goto out;
     }
     ok = true;
@@ -443,17 +451,26 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
     for (long j = 0; j < p->ninputs; j++)
         if (!ir_node_storage(binds[j]) && ts_realize_nodes(fn, &binds[j], 1) != RLX_OK)
             return rlx_last_status();
-    rt_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    rt_jit_stats js = {0};
     rt_view vstack[8], *v = p->nout <= 8 ? vstack : ir_alloc((size_t)p->nout * sizeof *v);
     if (!v) {
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         return RLX_E_NOMEM;
     }
-    rlx_status st = rt_jit_plan_run(s->plan, binds, NULL, rlx_get_num_threads(), &ctx, &js, v);
+    /* the pipeline runs the kept plan and hands the roots' views back */
+    knob_opts o;
+    ts_options_take(&o);
+    o.simplify = o.plan_cache = false;
+    rt_pipeline pl;
+    memset(&pl, 0, sizeof pl);
+    pl.rt.opts = &o;
+    pl.plan = s->plan;
+    pl.binds = binds;
+    pl.views = v;
+    rlx_status st = rt_pipeline_realize(&pl, s->roots, p->nout);
+    ts_options_drop(&o);
+    rt_ctx ctx = pl.rt; /* the materializations below add to its record */
     ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
-    ts_stats_note_arena(js.arena_bytes);
+    ts_stats_note_arena(pl.stats.arena_bytes);
     for (int i = 0; i < p->nout && st == RLX_OK; i++) {
         /* a fresh tensor over the result (a root published as a view is
          * made contiguous, as realization does) */

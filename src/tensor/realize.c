@@ -1,17 +1,18 @@
 /*
- * realize.c — rlx_realize and the readers. Realization hands the nodes to
- * the backend (today the reference evaluator; RLX_BACKEND=ref selects it
- * explicitly) and turns a runtime failure into the caller's error.
+ * realize.c — rlx_realize and the readers. Realization snapshots the
+ * options (tensor/options.c), hands the nodes to the one pipeline
+ * (runtime/exec/pipeline.c) and turns a failure into the caller's error.
  *
  * The JIT realizes a simplified copy of the graph (src/passes/simplify.c)
  * and publishes each simplified root's payload onto the original root,
- * which is what users hold. The reference backend runs the graph as built:
- * it is the oracle the JIT, and so the simplifier, is checked against.
+ * which is what users hold. The reference backend (RLX_BACKEND=ref) runs
+ * the graph as built: it is the oracle the JIT, and so the simplifier, is
+ * checked against.
  */
 #include <string.h>
 
 #include "passes/passes.h"
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pipeline.h"
 #include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
@@ -57,41 +58,6 @@ bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_
     return ok;
 }
 
-/* The JIT path: simplify, realize the simplified roots, publish them onto
- * the originals (same shape and dtype, contiguous payloads). */
-static rlx_status realize_jit(ir_node *const *nodes, int n, rt_ctx *ctx)
-{
-    ir_node *small[16], **simp = n <= 16 ? small : ir_alloc((size_t)n * sizeof *simp);
-    if (!simp)
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-    rlx_status st = simp_run(nodes, n, ts_simp_fold, simp, ctx->msg, sizeof ctx->msg);
-    if (st != RLX_OK) {
-        ctx->status = st;
-    } else {
-        rt_jit_stats js = {0};
-        st = rt_jit_realize(simp, n, rlx_get_num_threads(), ctx, &js);
-        ts_stats_add_jit(js.kernels_compiled, js.cache_hits, js.cache_misses, js.compile_seconds);
-        ts_stats_note_arena(js.arena_bytes);
-        for (int i = 0; i < n && st == RLX_OK; i++) {
-            ir_storage *p = ir_node_storage(simp[i]);
-            if (simp[i] == nodes[i] || ir_node_storage(nodes[i]))
-                continue;
-            if (!p) {
-                st = rt_fail(ctx, RLX_E_INTERNAL, "simplified root %d of %s was not realized", i,
-                             ir_ops[nodes[i]->op].name);
-                break;
-            }
-            ir_storage_retain(p);
-            ir_node_set_storage(nodes[i], p, simp[i]->offset);
-        }
-        for (int i = 0; i < n; i++)
-            ir_release(simp[i]);
-    }
-    if (simp != small)
-        ir_free(simp);
-    return st;
-}
-
 rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
 {
     bool all = true;
@@ -99,17 +65,22 @@ rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n)
         all = ir_node_storage(nodes[i]) != NULL;
     if (all)
         return RLX_OK;
-    rt_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    rlx_status st;
-    if (ts_backend_is_jit()) { /* opt-in until the JIT covers every op */
-        st = realize_jit(nodes, n, &ctx);
-    } else {
-        st = rt_ref_realize(nodes, n, &ctx);
+    knob_opts o;
+    ts_options_take(&o);
+    rt_pipeline c;
+    memset(&c, 0, sizeof c);
+    c.rt.opts = &o;
+    c.ref = !ts_backend_is_jit(); /* RLX_BACKEND=ref: the oracle */
+    c.fold = ts_simp_fold;
+    rlx_status st = rt_pipeline_realize(&c, nodes, n);
+    ts_options_drop(&o);
+    if (!c.ref) {
+        ts_stats_add_jit(c.stats.kernels_compiled, c.stats.cache_hits, c.stats.cache_misses, c.stats.compile_seconds);
+        ts_stats_note_arena(c.stats.arena_bytes);
     }
-    ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);
+    ts_stats_add_run(c.rt.nodes_run, c.rt.peak_bytes);
     if (st != RLX_OK)
-        ts_error(st, fn, "%s", ctx.msg);
+        ts_error(st, fn, "%s", c.rt.msg);
     return st;
 }
 

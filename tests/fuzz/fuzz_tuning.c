@@ -1,5 +1,5 @@
 /*
- * fuzz_tuning.c — the tuning-file parser (src/runtime/knobs.c): any bytes
+ * fuzz_tuning.c — the tuning-file parser (src/passes/knobs.c): any bytes
  * either parse or are refused with a message naming the line, never a
  * crash, leak or read past the input. Parsed entries must be valid (known
  * class, bucket and knob; value in the knob's range) and survive a round
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 #define CHECK(cond)                                                           \
     do {                                                                      \

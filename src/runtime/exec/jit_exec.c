@@ -10,10 +10,13 @@
  * the recycling buffer pool when large, so a repeated run maps nothing);
  * roots and REF outputs get storage of their own (outputs of at least
  * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
- * released after their last reader. A realization (plan_cache.c) runs a
- * plan cached for its graph's structure, or builds one, and publishes the
- * roots exactly as rt_ref_realize publishes them; compiled programs
- * (tensor/program.c) keep their plan and run it again.
+ * released after their last reader. The pipeline (pipeline.c) sequences
+ * a plan's stages (rt_jit_plan_new: schedule; _layout: memory plan and
+ * tables; _compile; _run), runs a plan cached for the graph's structure
+ * (plan_cache.c) or builds one, and publishes the roots exactly as
+ * rt_ref_realize publishes them; compiled programs (tensor/program.c)
+ * keep their plan and run it again. Threads and knobs come from the
+ * context's options, never from a global setting.
  *
  * A kernel with enough work splits its loop dim 0 over the thread pool
  * (pool.c) in chunks of about CHUNK_WORK loop iterations.
@@ -31,7 +34,7 @@
 
 #include "passes/passes.h"
 #include "runtime/exec/jit_exec.h"
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 
 /* Loop iterations per chunk: large enough that a chunk costs far more than
  * taking it, small enough to balance two busy cores. Below two chunks a
@@ -59,6 +62,7 @@ struct rt_jit_plan {
     ir_node **roots;    /* borrows */
     cg_kernel_fn *fn;   /* per kernel (LOOP only) */
     double *consts;     /* every LOOP kernel's constants, from const_at[i] */
+    const ir_node **const_src; /* per constant: the CONST node it was read from (borrowed) */
     long nconsts, nloops;
     long *const_at;
     long *argsrc;       /* per LOOP kernel input (args 1..), from arg_at[i] */
@@ -194,7 +198,7 @@ static rlx_status run_epilogue(exec *e, long mm, long i, void *const *bufs, int6
         r = t;
     }
     int64_t unit = cols / g, per = unit * inner / cols;
-    long want = knob_for(KNOB_GEMM_BLOCK, KCLASS_MATMUL, ir_node_numel(n));
+    long want = knob_value(sched_knobs(ctx), KNOB_GEMM_BLOCK, KCLASS_MATMUL, ir_node_numel(n));
     int64_t step = want == EPI_BLOCK_AUTO || want >= rows ? l0 : (want / per > 0 ? want / per : 1) * unit;
     int prev = step < l0 ? rt_blas_threads(e->nthreads) : 0; /* whole: blas.c picks the threads */
     for (int64_t lo = 0; lo < l0 && ctx->status == RLX_OK; lo += step) {
@@ -271,7 +275,7 @@ static rlx_status run_loop(exec *e, long i, long mm)
         int64_t inner = 1;
         for (int d = 1; d < k->rank; d++)
             inner *= k->shape[d];
-        int64_t work = knob_get(KNOB_GRAIN); /* CHUNK_WORK unless tuned (runtime/knobs.c) */
+        int64_t work = knob_value(sched_knobs(ctx), KNOB_GRAIN, KCLASS_ANY, -1); /* CHUNK_WORK unless tuned */
         int64_t chunk = inner >= work ? 1 : work / (inner ? inner : 1);
         if (mm >= 0)
             run_epilogue(e, mm, i, bufs, chunk);
@@ -396,11 +400,15 @@ static bool epilogue_of(const rt_jit_plan *p, long i)
     return true;
 }
 
-const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n)
+const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n, const ir_node *const **from)
 {
     *n = p->nconsts;
+    if (from)
+        *from = p->const_src;
     return p->consts;
 }
+
+const sched_schedule *rt_jit_plan_schedule(const rt_jit_plan *p) { return &p->s; }
 
 long rt_jit_plan_loops(const rt_jit_plan *p) { return p->nloops; }
 
@@ -416,12 +424,13 @@ static bool plan_tables(rt_jit_plan *p)
         }
     }
     p->nconsts = nconst;
-    /* one block (owned through consts): doubles, then the long tables */
+    /* one block (owned through consts): doubles, CONST nodes, then the long tables */
     size_t nlong = (size_t)(n1 + nargs + n1 + n1 + n1 + 1);
-    p->consts = ir_alloc((size_t)nconst * sizeof(double) + nlong * sizeof(long) + (size_t)n1);
+    p->consts = ir_alloc((size_t)nconst * (sizeof(double) + sizeof(ir_node *)) + nlong * sizeof(long) + (size_t)n1);
     if (!p->consts)
         return false;
-    p->const_at = (long *)(p->consts + nconst);
+    p->const_src = (const ir_node **)(p->consts + nconst);
+    p->const_at = (long *)(p->const_src + nconst);
     p->argsrc = p->const_at + n1;
     p->arg_at = p->argsrc + nargs;
     p->die = p->arg_at + n1;
@@ -435,7 +444,7 @@ static bool plan_tables(rt_jit_plan *p)
         p->arg_at[i] = a;
         if (k->kind != SCHED_LOOP)
             continue;
-        sched_kernel_consts(k, p->consts + c);
+        sched_kernel_consts(k, p->consts + c, p->const_src + c);
         c += k->nconsts;
         for (int j = 1; j < k->nargs; j++) {
             long from = ir_map_get(&p->produced, k->args[j]);
@@ -463,26 +472,36 @@ static bool plan_tables(rt_jit_plan *p)
     return true;
 }
 
-rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *slots, int nslots, int nthreads,
-                             rt_ctx *ctx, rt_jit_stats *stats, rt_jit_plan **out)
+rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, rt_jit_plan **out)
 {
     *out = NULL;
     rt_jit_plan *p = ir_calloc(1, sizeof *p);
     if (!p)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
-    char err[256];
-    if (!sched_build(roots, nroots, &p->s, err, sizeof err)) {
+    if (sched_build(ctx, roots, nroots, &p->s) != RLX_OK) {
         ir_free(p);
-        return rt_fail(ctx, RLX_E_NOMEM, "%s", err);
+        return ctx->status;
     }
-    long nk = p->s.count;
     p->nroots = nroots;
-    p->nslots = nslots;
     p->roots = ir_alloc((size_t)(nroots ? nroots : 1) * sizeof *p->roots);
-    p->fn = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->fn);
-    if (!p->roots || !p->fn || !sched_memplan_build(&p->s, roots, nroots, &p->mp))
-        goto oom;
+    if (!p->roots) {
+        rt_jit_plan_free(p);
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+    }
     memcpy(p->roots, roots, (size_t)nroots * sizeof *roots);
+    *out = p;
+    return RLX_OK;
+}
+
+rlx_status rt_jit_plan_layout(rt_ctx *ctx, rt_jit_plan *p, ir_node *const *slots, int nslots)
+{
+    long nk = p->s.count;
+    p->nslots = nslots;
+    if (sched_memplan_build(ctx, &p->s, p->roots, p->nroots, &p->mp) != RLX_OK)
+        return ctx->status;
+    p->fn = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->fn);
+    if (!p->fn)
+        goto oom;
     for (long i = 0; i < nk; i++)
         if (p->s.k[i].kind != SCHED_VIEW && ir_map_put(&p->produced, p->s.k[i].node, i) < 0)
             goto oom;
@@ -491,24 +510,23 @@ rlx_status rt_jit_plan_build(ir_node *const *roots, int nroots, ir_node *const *
             goto oom;
     if (!plan_tables(p))
         goto oom;
+    return RLX_OK;
+oom:
+    return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+}
+
+rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
+{
     /* every kernel up front: the missing ones compile in parallel */
     cg_stats cs = {0};
     char msg[sizeof ctx->msg];
-    rlx_status st = cg_kernels_prepare(p->s.k, nk, nthreads, p->fn, &cs, msg, sizeof msg);
+    rlx_status st = cg_kernels_prepare(p->s.k, p->s.count, rt_threads(ctx), sched_knobs(ctx), p->fn, &cs, msg,
+                                       sizeof msg);
     stats->kernels_compiled += cs.compiled;
     stats->cache_hits += cs.hits;
     stats->cache_misses += cs.misses;
     stats->compile_seconds += cs.seconds;
-    if (st != RLX_OK) {
-        rt_fail(ctx, st, "%s", msg);
-        rt_jit_plan_free(p);
-        return ctx->status;
-    }
-    *out = p;
-    return RLX_OK;
-oom:
-    rt_jit_plan_free(p);
-    return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
+    return st == RLX_OK ? RLX_OK : rt_fail(ctx, st, "%s", msg);
 }
 
 /* Drops the values that die after kernel i. */
@@ -528,10 +546,10 @@ static void release_dead(exec *e, long i)
     }
 }
 
-rlx_status rt_jit_plan_run(const rt_jit_plan *p, ir_node *const *binds, const double *consts, int nthreads,
-                           rt_ctx *ctx, rt_jit_stats *stats, rt_view *out)
+rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const double *consts,
+                           rt_jit_stats *stats, rt_view *out)
 {
-    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = nthreads, .binds = binds,
+    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = rt_threads(ctx), .binds = binds,
               .consts = consts ? consts : p->consts};
     long nk = p->s.count;
     rt_view vstack[8];

@@ -1,14 +1,15 @@
 /*
- * plan_cache.c — rt_jit_realize, with a cache of prepared plans (schedule,
- * memory plan and compiled kernels, runtime/exec/jit_exec.c) keyed by the
- * structure of the graph: a realization repeated on new data (a training
- * step, a small op in a loop) skips scheduling, memory planning and the
- * kernel lookups, which cost far more than running a small graph.
+ * plan_cache.c — a cache of prepared plans (schedule, memory plan and
+ * compiled kernels, runtime/exec/jit_exec.c) keyed by the structure of the
+ * graph: a realization repeated on new data (a training step, a small op
+ * in a loop) skips scheduling, memory planning and the kernel lookups,
+ * which cost far more than running a small graph. The pipeline
+ * (pipeline.c) looks up, builds and runs entries; this file keeps them.
  *
  * The key (the signature) is the graph below the roots in post-order,
  * down to realized nodes: per node its op, dtype, shape, attributes and
  * the post-order positions of its sources, then the roots' positions and
- * the knob epoch (runtime/knobs.h). Payloads are not in it: a realized node
+ * the knob epoch (passes/knobs.h). Payloads are not in it: a realized node
  * is a leaf known by its dtype and shape, a CONST by its dtype and shape
  * (a bool CONST by its value too), so new data or a new learning rate is
  * a hit. Signatures are compared word for word, never by hash alone.
@@ -16,12 +17,14 @@
  * An entry owns a template: the graph copied as detached nodes (never
  * shared with a user's graph, outside the live count), realized nodes
  * replaced by placeholder buffers (the plan's slots, bound to the current
- * realized nodes at each run) and every CONST but bool ones given a
- * distinct tag value. Each entry of the built plan's constant array that
- * holds a tag is traced back to its CONST, and a run fills it from that
- * CONST's current value. Everything a plan does with a CONST goes through
- * that array (a CONST read by a reference kernel is materialized by a
- * loop kernel; no pass after simplify looks at a value).
+ * realized nodes at each run) and CONSTs copied (detached, so two CONSTs
+ * of one value stay two nodes). The built plan says, for each entry of its
+ * constant array, the CONST node it was read from (rt_jit_plan_consts);
+ * the entry maps that node to its template position, and a run fills the
+ * entry from the CONST at that position of the current graph. Everything a
+ * plan does with a CONST goes through that array (a CONST read by a
+ * reference kernel is materialized by a loop kernel; no pass after
+ * simplify looks at a value).
  *
  * A structure is cached the second time it is seen, so a one-off graph
  * pays no copy. At most MAX_ENTRIES entries and MAX_NODES template nodes
@@ -36,17 +39,16 @@
 
 #include "passes/passes.h"
 #include "runtime/exec/jit_exec.h"
-#include "runtime/knobs.h"
 
 enum { MAX_ENTRIES = 64, MAX_NODES = 1 << 16, MAX_GRAPH = 4096, SEEN = 64, SMALL = 32 };
-/* CONST tags: small integers, exact in every dtype but bool (which keeps
- * its value and is keyed by it: 0 and 1 are no tags) */
-#define TAG_BASE 2.0
-enum { MAX_TAGS = 1 << 22 };
 
-enum { K_OP = 0, K_LEAF = 1, K_TAG = 2, K_CONST = 3 }; /* signature kinds */
+/* signature kinds: an op, a realized leaf, a CONST keyed by dtype and
+ * shape, a bool CONST keyed by its value too */
+enum { K_OP = 0, K_LEAF = 1, K_CONST = 2, K_BOOL = 3 };
 
-typedef struct {
+typedef rt_plan_key sig;
+
+struct rt_plan_entry {
     atomic_long refs;
     uint64_t h, tick;
     uint64_t *sig;
@@ -62,7 +64,8 @@ typedef struct {
     long nconsts;
     long *const_pos;  /* per constant-array entry: its CONST's position, -1 keeps the plan's */
     long nloops;
-} entry;
+};
+typedef rt_plan_entry entry;
 
 static struct {
     pthread_mutex_t lock;
@@ -75,7 +78,7 @@ static struct {
     rt_plan_cache_counts c;
 } C = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void entry_release(entry *e)
+void rt_plan_entry_release(entry *e)
 {
     if (!e || atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1)
         return;
@@ -89,18 +92,7 @@ static void entry_release(entry *e)
 
 /* ------------------------------------------------------------ signature */
 
-typedef struct {
-    ir_node **order;
-    long count;
-    ir_map pos;       /* only above SMALL nodes */
-    unsigned char *kind;
-    uint64_t *w;
-    size_t n, cap;
-    long ntags;
-    uint64_t h;
-    unsigned char kind_small[SMALL];
-    uint64_t w_small[256];
-} sig;
+_Static_assert(sizeof ((sig *)0)->kind_small == SMALL, "rt_plan_key.kind_small holds SMALL kinds");
 
 static bool stop_realized(const ir_node *n, void *ctx)
 {
@@ -135,7 +127,7 @@ static bool put(sig *s, uint64_t v)
     return true;
 }
 
-static void sig_free(sig *s)
+void rt_plan_key_free(sig *s)
 {
     ir_free(s->order);
     ir_map_free(&s->pos);
@@ -145,9 +137,7 @@ static void sig_free(sig *s)
         ir_free(s->w);
 }
 
-/* The signature of roots; false when the graph is not cached (too large,
- * an unbound input, out of memory). */
-static bool sig_build(sig *s, ir_node *const *roots, int nroots)
+bool rt_plan_key_build(sig *s, ir_node *const *roots, int nroots, unsigned long epoch)
 {
     memset(s, 0, offsetof(sig, kind_small));
     s->w = s->w_small;
@@ -162,27 +152,27 @@ static bool sig_build(sig *s, ir_node *const *roots, int nroots)
         for (long i = 0; i < s->count; i++)
             if (ir_map_put(&s->pos, s->order[i], i) < 0)
                 return false;
-    bool ok = put(s, knob_epoch()) && put(s, (uint64_t)s->count);
+    bool ok = put(s, epoch) && put(s, (uint64_t)s->count);
     for (long i = 0; i < s->count && ok; i++) {
         const ir_node *n = s->order[i];
         int k = K_OP;
         if (ir_node_storage(n))
             k = K_LEAF; /* whatever computed it: the scheduler sees a realized value */
         else if (n->op == IR_OP_CONST)
-            k = n->dtype == RLX_BOOL ? K_CONST : K_TAG;
+            k = n->dtype == RLX_BOOL ? K_BOOL : K_CONST;
         else if (n->op == IR_OP_INPUT)
             return false; /* unbound: the realization reports it */
         s->kind[i] = (unsigned char)k;
-        s->ntags += k == K_TAG;
+        s->nconst += k == K_CONST || k == K_BOOL;
         /* attribute words up to the last nonzero one (attrs are zero-filled) */
         uint64_t aw[sizeof(ir_attrs) / 8];
         int na = 0;
-        if (k == K_OP || k == K_CONST) {
+        if (k == K_OP || k == K_BOOL) {
             memcpy(aw, &n->attr, sizeof aw);
             for (na = (int)(sizeof aw / 8); na > 0 && !aw[na - 1]; na--)
                 ;
         }
-        ok = put(s, (uint64_t)(k == K_OP || k == K_CONST ? n->op : 0) | (uint64_t)n->dtype << 8 |
+        ok = put(s, (uint64_t)(k == K_OP || k == K_BOOL ? n->op : 0) | (uint64_t)n->dtype << 8 |
                         (uint64_t)n->rank << 16 | (uint64_t)k << 24 | (uint64_t)na << 32) &&
              put(s, k == K_OP ? (uint64_t)n->nsrc : 0);
         for (int d = 0; d < n->rank && ok; d++)
@@ -194,7 +184,7 @@ static bool sig_build(sig *s, ir_node *const *roots, int nroots)
             ok = p >= 0 && put(s, (uint64_t)p);
         }
     }
-    ok = ok && s->ntags < MAX_TAGS && put(s, (uint64_t)nroots);
+    ok = ok && put(s, (uint64_t)nroots);
     for (int r = 0; r < nroots && ok; r++)
         ok = put(s, (uint64_t)pos_of(s, roots[r], s->count));
     if (!ok)
@@ -210,8 +200,7 @@ static bool sig_build(sig *s, ir_node *const *roots, int nroots)
 
 /* ---------------------------------------------------------------- table */
 
-/* The entry of s (retained), or NULL; a miss seen before sets *build. */
-static entry *lookup(const sig *s, bool *build)
+entry *rt_plan_cache_find(const sig *s, bool *build)
 {
     entry *e = NULL;
     *build = false;
@@ -275,7 +264,7 @@ static void insert(entry *e)
     }
     pthread_mutex_unlock(&C.lock);
     for (int i = 0; i < ngone; i++)
-        entry_release(gone[i]); /* outside the lock: frees a plan */
+        rt_plan_entry_release(gone[i]); /* outside the lock: frees a plan */
 }
 
 void rt_plan_cache_clear(void)
@@ -290,7 +279,7 @@ void rt_plan_cache_clear(void)
     memset(C.seen, 0, sizeof C.seen);
     pthread_mutex_unlock(&C.lock);
     for (int i = 0; i < n; i++)
-        entry_release(gone[i]);
+        rt_plan_entry_release(gone[i]);
 }
 
 void rt_plan_cache_counts_get(rt_plan_cache_counts *out)
@@ -304,12 +293,8 @@ void rt_plan_cache_counts_get(rt_plan_cache_counts *out)
 
 /* ------------------------------------------------------------- template */
 
-/* The entry of s: its template, slots and plan (built and compiled now,
- * stats counted). NULL with ctx's status set when the plan fails, NULL
- * with RLX_OK when out of memory for the entry itself (then the caller
- * realizes without it). */
-static entry *entry_build(const sig *s, ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx,
-                          rt_jit_stats *stats)
+entry *rt_plan_entry_new(const sig *s, ir_node *const *roots, int nroots, ir_node *const **troots,
+                         ir_node *const **slots, int *nslots_out)
 {
     static char nothing[64]; /* the placeholders' payload: never read */
     long nslots = 0;
@@ -317,7 +302,7 @@ static entry *entry_build(const sig *s, ir_node *const *roots, int nroots, int n
         nslots += s->kind[i] == K_LEAF;
     entry *e = ir_calloc(1, sizeof *e);
     /* one block: the signature, then the tables */
-    size_t words = s->n + (size_t)s->count + (size_t)nslots * 2 + (size_t)nroots + (size_t)s->ntags + 1;
+    size_t words = s->n + (size_t)s->count + (size_t)nslots * 2 + (size_t)nroots + 1;
     uint64_t *blk = e ? ir_alloc(words * sizeof *blk) : NULL;
     ir_storage *none = blk ? ir_storage_new(nothing, 0, NULL, NULL) : NULL;
     if (!none) {
@@ -334,10 +319,8 @@ static entry *entry_build(const sig *s, ir_node *const *roots, int nroots, int n
     e->slot_pos = (long *)(e->tmpl + s->count);
     e->slots = (ir_node **)(e->slot_pos + nslots);
     e->roots = (ir_node **)(e->slots + nslots);
-    long *tag_pos = (long *)(e->roots + nroots);
     e->nroots = nroots;
     ir_node *srcbuf[8], **src = srcbuf;
-    long ntags = 0;
     bool ok = true;
     for (long i = 0; i < s->count && ok; i++) {
         const ir_node *n = s->order[i];
@@ -346,12 +329,6 @@ static entry *entry_build(const sig *s, ir_node *const *roots, int nroots, int n
             m = ir_make_detached(IR_OP_BUFFER, 0, NULL, NULL, n->dtype, n->rank, n->shape, none);
             e->slot_pos[e->nslots] = i;
             e->slots[e->nslots++] = m;
-        } else if (s->kind[i] == K_TAG) {
-            ir_attrs a;
-            memset(&a, 0, sizeof a);
-            a.cst.value = TAG_BASE + (double)ntags;
-            tag_pos[ntags++] = i;
-            m = ir_make_detached(IR_OP_CONST, 0, NULL, &a, n->dtype, n->rank, n->shape, NULL);
         } else {
             if (n->nsrc > 8 && !(src = ir_alloc((size_t)n->nsrc * sizeof *src)))
                 break;
@@ -371,109 +348,51 @@ static entry *entry_build(const sig *s, ir_node *const *roots, int nroots, int n
     for (int r = 0; r < nroots && ok; r++)
         e->roots[r] = e->tmpl[pos_of(s, roots[r], s->count)];
     if (!ok) {
-        entry_release(e);
+        rt_plan_entry_release(e);
         return NULL;
     }
-    if (rt_jit_plan_build(e->roots, nroots, e->slots, e->nslots, nthreads, ctx, stats, &e->plan) != RLX_OK) {
-        entry_release(e);
-        return NULL;
-    }
-    e->nloops = rt_jit_plan_loops(e->plan);
-    const double *pc = rt_jit_plan_consts(e->plan, &e->nconsts);
-    e->const_pos = ir_alloc((size_t)(e->nconsts ? e->nconsts : 1) * sizeof *e->const_pos);
-    if (!e->const_pos) {
-        entry_release(e);
-        return NULL;
-    }
-    for (long c = 0; c < e->nconsts; c++) {
-        double t = pc[c] - TAG_BASE;
-        bool tag = t >= 0 && t < (double)ntags && t == (double)(long)t;
-        e->const_pos[c] = tag ? tag_pos[(long)t] : -1;
-    }
+    *troots = e->roots;
+    *slots = e->slots;
+    *nslots_out = e->nslots;
     return e;
 }
 
-/* ------------------------------------------------------------------ run */
-
-/* Runs e's plan on the realized leaves and constants of s and publishes
- * the roots. */
-static rlx_status entry_run(const entry *e, const sig *s, ir_node *const *roots, int nroots, int nthreads,
-                            rt_ctx *ctx, rt_jit_stats *stats)
+bool rt_plan_entry_adopt(entry *e, rt_jit_plan *p)
 {
-    ir_node *bstack[16], **binds = e->nslots <= 16 ? bstack : ir_alloc((size_t)e->nslots * sizeof *binds);
-    double cstack[16], *consts = e->nconsts <= 16 ? cstack : ir_alloc((size_t)e->nconsts * sizeof *consts);
-    rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
-    if (!binds || !consts || !v) {
-        rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-        goto out;
-    }
+    e->plan = p;
+    e->nloops = rt_jit_plan_loops(p);
+    const ir_node *const *from;
+    rt_jit_plan_consts(p, &e->nconsts, &from);
+    e->const_pos = ir_alloc((size_t)(e->nconsts ? e->nconsts : 1) * sizeof *e->const_pos);
+    ir_map at = {0}; /* template CONST -> its position */
+    bool ok = e->const_pos != NULL;
+    for (long i = 0; ok && e->nconsts && i < e->count; i++)
+        if (e->tmpl[i]->op == IR_OP_CONST)
+            ok = ir_map_put(&at, e->tmpl[i], i) >= 0;
+    for (long c = 0; ok && c < e->nconsts; c++)
+        e->const_pos[c] = from[c] ? ir_map_get(&at, from[c]) : -1;
+    ir_map_free(&at);
+    if (ok)
+        insert(e);
+    return ok;
+}
+
+const rt_jit_plan *rt_plan_entry_plan(const entry *e) { return e->plan; }
+
+void rt_plan_entry_sizes(const entry *e, int *nslots, long *nconsts)
+{
+    *nslots = e->nslots;
+    *nconsts = e->nconsts;
+}
+
+void rt_plan_entry_bind(const entry *e, const sig *s, ir_node **binds, double *consts)
+{
     for (int j = 0; j < e->nslots; j++)
         binds[j] = s->order[e->slot_pos[j]];
     long npc;
-    const double *pc = rt_jit_plan_consts(e->plan, &npc);
+    const double *pc = rt_jit_plan_consts(e->plan, &npc, NULL);
     for (long c = 0; c < e->nconsts; c++) {
         const ir_node *k = e->const_pos[c] >= 0 ? s->order[e->const_pos[c]] : NULL;
         consts[c] = k ? sched_const_value(k->attr.cst.value, k->dtype) : pc[c];
     }
-    if (rt_jit_plan_run(e->plan, binds, consts, nthreads, ctx, stats, v) == RLX_OK)
-        for (int r = 0; r < nroots && ctx->status == RLX_OK; r++)
-            rt_publish(ctx, roots[r], &v[r]);
-    for (int r = 0; r < nroots; r++)
-        ir_storage_release(v[r].st);
-out:
-    if (binds != bstack)
-        ir_free(binds);
-    if (consts != cstack)
-        ir_free(consts);
-    if (v && v != vstack)
-        ir_free(v);
-    return ctx->status;
-}
-
-/* Without the cache: a plan built, run once and freed. */
-static rlx_status realize_once(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
-{
-    rt_jit_plan *p;
-    if (rt_jit_plan_build(roots, nroots, NULL, 0, nthreads, ctx, stats, &p))
-        return ctx->status;
-    rt_view vstack[8], *v = nroots <= 8 ? vstack : ir_calloc((size_t)nroots, sizeof *v);
-    if (!v) {
-        rt_jit_plan_free(p);
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-    }
-    if (rt_jit_plan_run(p, NULL, NULL, nthreads, ctx, stats, v) == RLX_OK)
-        for (int r = 0; r < nroots && ctx->status == RLX_OK; r++)
-            rt_publish(ctx, roots[r], &v[r]);
-    for (int r = 0; r < nroots; r++)
-        ir_storage_release(v[r].st);
-    if (v != vstack)
-        ir_free(v);
-    rt_jit_plan_free(p);
-    return ctx->status;
-}
-
-rlx_status rt_jit_realize(ir_node *const *roots, int nroots, int nthreads, rt_ctx *ctx, rt_jit_stats *stats)
-{
-    sig s;
-    bool build = false;
-    entry *e = NULL;
-    if (sig_build(&s, roots, nroots)) {
-        e = lookup(&s, &build);
-        if (e) {
-            stats->cache_hits += (uint64_t)e->nloops; /* each kernel found, as a plan build would count it */
-        } else if (build) {
-            e = entry_build(&s, roots, nroots, nthreads, ctx, stats);
-            if (!e && ctx->status) {
-                sig_free(&s);
-                return ctx->status;
-            }
-            if (e)
-                insert(e);
-        }
-    }
-    rlx_status st = e ? entry_run(e, &s, roots, nroots, nthreads, ctx, stats)
-                      : realize_once(roots, nroots, nthreads, ctx, stats);
-    entry_release(e);
-    sig_free(&s);
-    return st;
 }

@@ -479,7 +479,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
         goto done;
     j->out = out->st->data;
     int64_t items = q->shape[0] * j->heads * j->nqb;
-    int nt = rlx_get_num_threads();
+    int nt = rt_threads(ctx);
     nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
     j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
     size_t pack = j->dt == RLX_F32 ? (size_t)(j->d * j->bk + j->bk * j->od) : 0; /* K^T, V */

@@ -22,7 +22,7 @@
  * RLX_E_LINALG naming its (first) batch index.
  *
  * Threads: OpenBLAS's count is set before every call region, to our budget
- * (rlx_get_num_threads) for threaded calls and to 1 inside our pool's
+ * (the realization's thread count, rt_threads) for threaded calls and to 1 inside our pool's
  * regions, so its threads and ours never run at the same time.
  */
 #include <limits.h>
@@ -33,7 +33,7 @@
 #include <lapacke.h>
 
 #include "runtime/exec/jit_exec.h"
-#include "runtime/knobs.h"
+#include "passes/knobs.h"
 #include "runtime/rt.h"
 
 /* ------------------------------------------------------------ threads */
@@ -46,12 +46,6 @@ int rt_blas_threads(int n)
     return prev;
 }
 
-/* Our thread budget: the same one the JIT's kernels use. */
-static int budget(void)
-{
-    int t = rlx_get_num_threads();
-    return t < 1 ? 1 : t;
-}
 
 /* ---------------------------------------------------------- plain gemm */
 
@@ -106,6 +100,7 @@ typedef struct {
     int64_t bshape[IR_MAX_RANK];
     int64_t m, k, n;
     int64_t small; /* m*n*k at or below which the plain loop runs */
+    int threads;   /* the realization's thread budget */
     mm_opnd a, b;
     char *c; /* contiguous [batch, m, n] */
 } mm_plan;
@@ -230,7 +225,8 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
     pl->k = n->src[0]->shape[r - 1];
     pl->n = n->shape[r - 1];
     pl->c = c;
-    long kv = knob_get(KNOB_SMALL_MATMUL); /* 0: the measured default */
+    long kv = knob_value(sched_knobs(ctx), KNOB_SMALL_MATMUL, KCLASS_ANY, -1); /* 0: the measured default */
+    pl->threads = rt_threads(ctx); /* our budget: the same one the JIT's kernels use */
     pl->small = kv > 0 ? kv : SMALL_MATMUL_FLOPS;
     if (pl->m > INT_MAX || pl->k > INT_MAX || pl->n > INT_MAX)
         return rt_fail(ctx, RLX_E_UNSUPPORTED, "matmul dims %lld x %lld x %lld exceed the BLAS int range",
@@ -323,7 +319,7 @@ static void mm_pool_items(void *const *bufs, const double *consts, int64_t lo, i
 static void mm_run(mm_plan *pl)
 {
     int64_t batches = ir_numel(pl->nb, pl->bshape);
-    int t = budget();
+    int t = pl->threads;
     if (use_pool(batches, t, (double)pl->m * (double)pl->n * (double)pl->k < MM_POOL_SMALL_ITEM)) {
         /* Our threads over items, one OpenBLAS thread each: never 2 x 2. */
         int prev = rt_blas_threads(1);
@@ -563,7 +559,7 @@ rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_vi
     sv_plan pl = {.dt = n->dtype, .nb = r - 2, .n = nn, .k = k, .in = in, .x = out->st->data, .bad = -1};
     memcpy(pl.bshape, n->shape, (size_t)pl.nb * sizeof *pl.bshape);
     pthread_mutex_init(&pl.lock, NULL);
-    int t = budget();
+    int t = rt_threads(ctx);
     void *bufs[1] = {&pl};
     if (use_pool(batches, t, nn < 128)) {
         int prev = rt_blas_threads(1);

@@ -833,7 +833,7 @@ rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view
     if (!pl->four) {
         int64_t groups = (lines + LANES - 1) / LANES;
         int64_t chunk = 1 + 16384 / (pl->m * LANES); /* a chunk of at least ~16K butterflies */
-        int nslots = rt_par_slots(groups, chunk);
+        int nslots = rt_par_slots(ctx, groups, chunk);
         size_t slot = 4 * (size_t)pl->m * LANES * sizeof(double);
         if (!(scratch = work_get(&sb, slot * (size_t)nslots)))
             goto nomem;
@@ -842,7 +842,7 @@ rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view
         rt_par_run(block_run, &j, groups, chunk, scratch, slot, nslots);
     } else {
         size_t slot = four_slot_bytes(pl);
-        int nslots = rt_par_slots(pl->m1 / (GROUPS * LANES), 1);
+        int nslots = rt_par_slots(ctx, pl->m1 / (GROUPS * LANES), 1);
         if (!(scratch = work_get(&sb, slot * (size_t)nslots)) ||
             !(work = work_get(&wb, (mid_doubles(pl) + (pl->blue ? 2 * (size_t)pl->m : 0)) * sizeof(double))))
             goto nomem;

@@ -300,7 +300,7 @@ rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         c.ap = apack;
     }
     int64_t items = nb * c.groups * c.nblk;
-    int nslots = rt_par_slots(items, 1);
+    int nslots = rt_par_slots(ctx, items, 1);
     size_t slot = c.direct ? 64 : (size_t)(c.k * c.pb * c.es);
     void *scratch = ir_alloc(slot * (size_t)nslots);
     if (!scratch) {
@@ -442,7 +442,7 @@ rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     c.y = out->st->data;
     int64_t per = c.oh * c.ow * c.k[0] * c.k[1];
     int64_t chunk = per >= 16384 ? 1 : 16384 / (per ? per : 1);
-    int nslots = rt_par_slots(planes, chunk);
+    int nslots = rt_par_slots(ctx, planes, chunk);
     size_t slot = (size_t)c.ow * sizeof(double);
     double *scratch = ir_alloc(slot * (size_t)nslots);
     if (!scratch)

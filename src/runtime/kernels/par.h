@@ -51,11 +51,11 @@ typedef struct {
 } rt_par;
 
 /* How many slots (and threads) a loop of nitems items in chunks of chunk
- * should use: the configured thread count, capped by the chunks there are. */
-static inline int rt_par_slots(int64_t nitems, int64_t chunk)
+ * should use: the realization's thread count, capped by the chunks there are. */
+static inline int rt_par_slots(const rt_ctx *ctx, int64_t nitems, int64_t chunk)
 {
     int64_t nchunks = chunk > 0 ? (nitems + chunk - 1) / chunk : 1;
-    int t = rlx_get_num_threads();
+    int t = rt_threads(ctx);
     if (t > RT_PAR_MAX)
         t = RT_PAR_MAX;
     if (nchunks < t)

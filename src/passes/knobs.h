@@ -4,7 +4,8 @@
  * small-matmul threshold, fusion rules) and the tuning file.
  *
  * A knob's value for a kernel is, first found: the value set through
- * rlx_set_option or env RLX_<NAME> (upper-cased); the tuning file's entry
+ * rlx_set_option or env RLX_<NAME> (upper-cased, read by the tensor
+ * layer's option table, src/tensor/options.c); the tuning file's entry
  * for the kernel's class and size bucket; its entry for the class and any
  * size; its entry for any class; the built-in default. 0 means "the
  * built-in rule" for the codegen knobs (auto).
@@ -14,11 +15,16 @@
  *   <class> <bucket> <knob>=<value> [<knob>=<value> ...]
  * class: any ew ew_math reduce rows matmul; bucket: any tiny small medium
  * large (kernel loop elements < 2^12, < 2^16, < 2^22, more). Read once at
- * start-up from RLX_TUNING_FILE, else <cache dir>/tuning.txt (cache dir:
- * RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else ~/.cache/rlx; RLX_CACHE_DIR
- * set empty: no default file). A malformed file is ignored as a whole; why
- * is kept for rlx_get_option("tuning_status") and printed only under
- * RLX_DEBUG.
+ * start-up (knobs_load_startup) from the path the option table resolves
+ * (RLX_TUNING_FILE, else <cache dir>/tuning.txt). A malformed file is
+ * ignored as a whole; why is kept for rlx_get_option("tuning_status") and
+ * printed only at debug level 1 and above.
+ *
+ * Readers below the tensor layer never look at the current settings: a
+ * realization takes a snapshot (knob_snapshot, an immutable refcounted
+ * knob_state, no copy of the tuning table) into its options (knob_opts),
+ * and the passes, code generator and executor read knob_value on it. Nothing
+ * here reads the environment.
  */
 #ifndef RLX_RUNTIME_KNOBS_H
 #define RLX_RUNTIME_KNOBS_H
@@ -63,7 +69,35 @@ typedef struct {
 
 int knob_find(const char *name); /* knob_id or -1 */
 int knob_bucket(int64_t elems);
-/* The effective value with no kernel in view (explicit, tuning any/any, default). */
+
+/* The knob values and tuning entries at one moment: immutable, shared by
+ * every snapshot of that moment. */
+typedef struct knob_state knob_state;
+/* The current state, retained (no allocation: a lock and a count). */
+knob_state *knob_snapshot(void);
+void knob_release(knob_state *ks); /* NULL is a no-op */
+/* A knob's value under ks for a kernel of class cls and elems loop
+ * elements (elems < 0: no kernel in view); ks NULL: the built-in default. */
+long knob_value(const knob_state *ks, knob_id id, knob_class cls, int64_t elems);
+/* The epoch ks was made in (see knob_epoch). */
+unsigned long knob_state_epoch(const knob_state *ks);
+
+/* The options one realization runs under, snapshotted once by the tensor
+ * layer (src/tensor/options.c) and handed to every pass, the code generator,
+ * the executor and the library kernels: nothing below the tensor layer
+ * reads a global setting. */
+typedef struct {
+    int nthreads;             /* >= 1: threads of the pool, BLAS and library kernels */
+    int debug;                /* RLX_DEBUG level (0: quiet) */
+    bool verify;              /* RLX_VERIFY=1 or a debug build: verifiers run after the passes */
+    bool simplify;            /* the simplifier runs first (realizations; not compiled programs) */
+    bool plan_cache;          /* plans are cached by structure (realizations; not compiled programs) */
+    knob_state *knobs;        /* borrows the snapshot (immutable; its owner releases it) */
+} knob_opts;
+
+/* Current-state readers for tests and the bench (the library reads
+ * snapshots): the effective value with no kernel in view (explicit, tuning
+ * any/any, default), and for a kernel class and size. */
 long knob_get(knob_id id);
 long knob_for(knob_id id, knob_class cls, int64_t elems);
 
@@ -81,8 +115,13 @@ rlx_status knobs_parse(const char *text, size_t len, knob_entry **out, int *n, c
  * active entries are unchanged. */
 rlx_status knobs_load(const char *path, char *msg, size_t cap);
 rlx_status knobs_save(const char *path, const knob_entry *e, int n, const char *comment, char *msg, size_t cap);
-/* The default tuning file path; false when there is none. */
-bool knobs_default_path(char *buf, size_t cap);
+/* The start-up load of the tuning file at path (the option table resolves
+ * it; NULL: none): a missing file is no file, a malformed one is ignored
+ * with its reason kept for knobs_status (and printed when debug >= 1). */
+void knobs_load_startup(const char *path, int debug);
+/* Sets knob name from its environment variable env (start-up): an invalid
+ * value is ignored (said on stderr when debug >= 1). */
+void knob_set_from_env(const char *name, const char *env, const char *value, int debug);
 /* "none", "loaded N entries from PATH" or "ignored PATH: why". */
 void knobs_status(char *buf, size_t cap);
 

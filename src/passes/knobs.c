@@ -1,6 +1,9 @@
 /*
  * knobs.c — the knob table, explicit settings and the tuning file (see
- * knobs.h for the precedence and the file format).
+ * knobs.h for the precedence and the file format). Every change makes a
+ * new immutable state (knob_state) that later snapshots share; a state is
+ * freed when its last snapshot is released. The environment is read by
+ * the option table (src/tensor/options.c), never here.
  */
 #include <errno.h>
 #include <limits.h>
@@ -10,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/knobs.h"
+#include "ir/ir.h"
+#include "passes/knobs.h"
 
 const knob_info knob_table[KNOB_COUNT] = {
     [KNOB_VECTOR_WIDTH] = {"vector_width", 0, 0, 64},
@@ -29,13 +33,26 @@ const char *const knob_bucket_names[KBUCKET_COUNT] = {"tiny", "small", "medium",
 enum { MAX_ENTRIES = 4096, MAX_LINE = 1024, MAX_FILE = 1 << 20 };
 #define UNSET LONG_MIN
 
-static atomic_long explicit_val[KNOB_COUNT];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* The tuning entries of one loaded file, shared by the states made while
+ * it is loaded. */
+typedef struct {
+    atomic_long refs;
+    int n;
+    knob_entry *e; /* owns (malloc'd by knobs_parse) */
+} knob_file;
+
+struct knob_state {
+    atomic_long refs;
+    unsigned long epoch;
+    long val[KNOB_COUNT]; /* explicit settings, UNSET when none */
+    knob_file *file;      /* shares; NULL: no entries */
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static knob_entry *entries; /* under lock */
-static int nentries;
-static char status[512] = "none";
-static atomic_ulong epoch; /* bumped by every change of a knob's value */
+static knob_state initial;  /* the first state: never freed */
+static knob_state *cur;     /* under lock: what a snapshot takes */
+static char status[512] = "none"; /* under lock */
+static atomic_ulong epoch;  /* bumped by every change of a knob's value */
 
 unsigned long knob_epoch(void) { return atomic_load(&epoch); }
 
@@ -71,68 +88,84 @@ static bool parse_long(const char *s, long *out)
     return true;
 }
 
-static bool debug_on(void)
+static void file_release(knob_file *f)
 {
-    const char *d = getenv("RLX_DEBUG");
-    return d && *d && strcmp(d, "0") != 0;
+    if (f && atomic_fetch_sub(&f->refs, 1) == 1) {
+        free(f->e);
+        ir_free(f);
+    }
 }
 
-static rlx_status load(const char *path, char *msg, size_t cap);
-
-static void init(void)
+/* The current state; under lock. */
+static knob_state *current(void)
 {
-    for (int i = 0; i < KNOB_COUNT; i++) {
-        atomic_store(&explicit_val[i], UNSET);
-        char env[64] = "RLX_";
-        size_t j = 4;
-        for (const char *p = knob_table[i].name; *p && j + 1 < sizeof env; p++)
-            env[j++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
-        env[j] = 0;
-        const char *s = getenv(env);
-        long v;
-        if (!s || !*s)
-            continue;
-        if (parse_long(s, &v) && valid(i, v))
-            atomic_store(&explicit_val[i], v);
-        else if (debug_on())
-            fprintf(stderr, "rlx: ignoring %s='%s' (want an integer in %ld..%ld)\n", env, s, knob_table[i].lo,
-                    knob_table[i].hi);
+    if (!cur) {
+        atomic_init(&initial.refs, 1); /* the reference cur holds */
+        for (int i = 0; i < KNOB_COUNT; i++)
+            initial.val[i] = UNSET;
+        cur = &initial;
     }
-    char path[4096], msg[400];
-    const char *tf = getenv("RLX_TUNING_FILE");
-    if (tf && *tf)
-        snprintf(path, sizeof path, "%s", tf);
-    else if (!knobs_default_path(path, sizeof path))
+    return cur;
+}
+
+knob_state *knob_snapshot(void)
+{
+    pthread_mutex_lock(&lock);
+    knob_state *ks = current();
+    atomic_fetch_add_explicit(&ks->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+    return ks;
+}
+
+void knob_release(knob_state *ks)
+{
+    if (!ks || atomic_fetch_sub_explicit(&ks->refs, 1, memory_order_acq_rel) != 1 || ks == &initial)
         return;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return; /* no tuning file: the defaults */
-    fclose(f);
-    if (load(path, msg, sizeof msg) != RLX_OK) {
-        pthread_mutex_lock(&lock);
-        snprintf(status, sizeof status, "ignored %s", msg);
-        pthread_mutex_unlock(&lock);
-        if (debug_on())
-            fprintf(stderr, "rlx: tuning file %s\n", status);
-    }
+    file_release(ks->file);
+    ir_free(ks);
 }
 
+unsigned long knob_state_epoch(const knob_state *ks) { return ks ? ks->epoch : 0; }
 
-static void ensure(void) { pthread_once(&once, init); }
+/* Makes a new current state: the old one with val[id] = v (id >= 0) or
+ * with file f (taken; id < 0). False when out of memory (nothing changes). */
+static bool replace(int id, long v, knob_file *f)
+{
+    knob_state *ks = ir_alloc(sizeof *ks);
+    if (!ks)
+        return false;
+    pthread_mutex_lock(&lock);
+    knob_state *old = current();
+    memcpy(ks->val, old->val, sizeof ks->val);
+    ks->file = old->file;
+    if (id >= 0) {
+        ks->val[id] = v;
+        if (ks->file)
+            atomic_fetch_add(&ks->file->refs, 1);
+    } else {
+        ks->file = f;
+    }
+    atomic_init(&ks->refs, 1);
+    ks->epoch = atomic_fetch_add(&epoch, 1) + 1;
+    cur = ks;
+    pthread_mutex_unlock(&lock);
+    knob_release(old); /* the reference cur held */
+    return true;
+}
 
 /* Most specific entry wins: (cls, bucket), (cls, any), (any, any). */
-long knob_for(knob_id id, knob_class cls, int64_t elems)
+long knob_value(const knob_state *ks, knob_id id, knob_class cls, int64_t elems)
 {
-    ensure();
-    long v = atomic_load(&explicit_val[id]);
+    if (!ks)
+        return knob_table[id].def;
+    long v = ks->val[id];
     if (v != UNSET)
         return v;
     int b = elems < 0 ? KBUCKET_ANY : knob_bucket(elems);
     int best = -1;
     v = knob_table[id].def;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < nentries; i++) {
-        const knob_entry *e = &entries[i];
+    for (int i = 0; ks->file && i < ks->file->n; i++) {
+        const knob_entry *e = &ks->file->e[i];
         if (e->id != (int)id)
             continue;
         int score;
@@ -147,7 +180,14 @@ long knob_for(knob_id id, knob_class cls, int64_t elems)
         if (score >= best) /* a later line overrides an earlier one */
             best = score, v = e->value;
     }
-    pthread_mutex_unlock(&lock);
+    return v;
+}
+
+long knob_for(knob_id id, knob_class cls, int64_t elems)
+{
+    knob_state *ks = knob_snapshot();
+    long v = knob_value(ks, id, cls, elems);
+    knob_release(ks);
     return v;
 }
 
@@ -155,26 +195,35 @@ long knob_get(knob_id id) { return knob_for(id, KCLASS_ANY, -1); }
 
 rlx_status knob_set(const char *name, const char *value, char *msg, size_t cap)
 {
-    ensure();
     int id = knob_find(name);
     if (id < 0) {
         snprintf(msg, cap, "unknown knob '%s'", name ? name : "(null)");
         return RLX_E_ARG;
     }
-    if (!value || !*value || strcmp(value, "default") == 0) {
-        atomic_store(&explicit_val[id], UNSET);
-        atomic_fetch_add(&epoch, 1);
-        return RLX_OK;
-    }
-    long v;
-    if (!parse_long(value, &v) || !valid(id, v)) {
+    long v = UNSET;
+    if (value && *value && strcmp(value, "default") != 0 && (!parse_long(value, &v) || !valid(id, v))) {
         snprintf(msg, cap, "%s must be an integer in %ld..%ld%s, got '%s'", name, knob_table[id].lo,
                  knob_table[id].hi, id == KNOB_VECTOR_WIDTH ? " (0 or a power of two)" : "", value);
         return RLX_E_ARG;
     }
-    atomic_store(&explicit_val[id], v);
-    atomic_fetch_add(&epoch, 1);
+    if (!replace(id, v, NULL)) {
+        snprintf(msg, cap, "out of memory");
+        return RLX_E_NOMEM;
+    }
     return RLX_OK;
+}
+
+void knob_set_from_env(const char *name, const char *env, const char *value, int debug)
+{
+    int id = knob_find(name);
+    long v;
+    if (id < 0 || !value || !*value)
+        return;
+    if (parse_long(value, &v) && valid(id, v))
+        replace(id, v, NULL); /* out of memory: the default stays */
+    else if (debug >= 1)
+        fprintf(stderr, "rlx: ignoring %s='%s' (want an integer in %ld..%ld)\n", env, value, knob_table[id].lo,
+                knob_table[id].hi);
 }
 
 bool knob_format(const char *name, char *buf, size_t cap)
@@ -388,11 +437,24 @@ static rlx_status load(const char *path, char *msg, size_t cap)
             return st;
         }
     }
+    knob_file *f = NULL;
+    if (n) {
+        f = ir_alloc(sizeof *f);
+        if (!f) {
+            free(e);
+            snprintf(msg, cap, "out of memory");
+            return RLX_E_NOMEM;
+        }
+        atomic_init(&f->refs, 1);
+        f->n = n;
+        f->e = e;
+    }
+    if (!replace(-1, 0, f)) {
+        file_release(f);
+        snprintf(msg, cap, "out of memory");
+        return RLX_E_NOMEM;
+    }
     pthread_mutex_lock(&lock);
-    free(entries);
-    entries = e;
-    nentries = n;
-    atomic_fetch_add(&epoch, 1);
     if (*path)
         snprintf(status, sizeof status, "loaded %d entries from %.400s", n, path);
     else
@@ -441,33 +503,28 @@ rlx_status knobs_save(const char *path, const knob_entry *e, int n, const char *
     return RLX_OK;
 }
 
-rlx_status knobs_load(const char *path, char *msg, size_t cap)
-{
-    ensure();
-    return load(path, msg, cap);
-}
+rlx_status knobs_load(const char *path, char *msg, size_t cap) { return load(path, msg, cap); }
 
-bool knobs_default_path(char *buf, size_t cap)
+void knobs_load_startup(const char *path, int debug)
 {
-    const char *d = getenv("RLX_CACHE_DIR");
-    int r;
-    if (d) {
-        if (!*d)
-            return false; /* caching off */
-        r = snprintf(buf, cap, "%s/tuning.txt", d);
-    } else if ((d = getenv("XDG_CACHE_HOME")) && d[0] == '/') { /* as the disk cache (cg_disk.c) */
-        r = snprintf(buf, cap, "%s/rlx/tuning.txt", d);
-    } else if ((d = getenv("HOME")) && *d) {
-        r = snprintf(buf, cap, "%s/.cache/rlx/tuning.txt", d);
-    } else {
-        return false;
+    char msg[400];
+    if (!path || !*path)
+        return;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return; /* no tuning file: the defaults */
+    fclose(f);
+    if (load(path, msg, sizeof msg) != RLX_OK) {
+        pthread_mutex_lock(&lock);
+        snprintf(status, sizeof status, "ignored %s", msg);
+        pthread_mutex_unlock(&lock);
+        if (debug >= 1)
+            fprintf(stderr, "rlx: tuning file ignored %s\n", msg);
     }
-    return r > 0 && (size_t)r < cap;
 }
 
 void knobs_status(char *buf, size_t cap)
 {
-    ensure();
     pthread_mutex_lock(&lock);
     snprintf(buf, cap, "%s", status);
     pthread_mutex_unlock(&lock);
