@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/cast.h"
 #include "passes/passes.h"
 #include "runtime/knobs.h"
 
@@ -380,29 +381,6 @@ static int arg_index(lower_ctx *c, ir_node *n)
     return k->nargs++;
 }
 
-/* A constant as the reference stores it in dt (truncation and saturation
- * for integers, NaN to 0, one rounding for f32). */
-static double const_in(double v, rlx_dtype dt)
-{
-    switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32:
-    case RLX_I64: {
-        double lo = dt == RLX_I32 ? -2147483648.0 : -9223372036854775808.0;
-        double hi = dt == RLX_I32 ? 2147483647.0 : 9223372036854775807.0;
-        if (v != v)
-            return 0;
-        if (v <= lo)
-            return lo;
-        if (v >= hi)
-            return hi;
-        return (double)(int64_t)v;
-    }
-    case RLX_F32: return (double)(float)v;
-    default: return v;
-    }
-}
-
 static void affine_add_scaled(sched_affine *dst, const sched_affine *a, int64_t s)
 {
     dst->off += a->off * s;
@@ -603,7 +581,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         if (n->op == IR_OP_CONST) {
             /* a slot of the constant array: the value is not compiled in */
             in.kind = SCHED_I_CONST;
-            in.value = const_in(n->attr.cst.value, n->dtype);
+            in.value = ir_cast_const(n->attr.cst.value, n->dtype); /* as the reference stores it */
             in.arg = c->k->nconsts++;
             return add_instr(c, &in);
         }
@@ -1097,4 +1075,4 @@ void sched_kernel_consts(const sched_kernel *k, double *consts)
             consts[k->instr[i].arg] = k->instr[i].value;
 }
 
-double sched_const_value(double v, rlx_dtype dt) { return const_in(v, dt); }
+double sched_const_value(double v, rlx_dtype dt) { return ir_cast_const(v, dt); }

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/cast.h"
 #include "passes/passes.h"
 
 enum { MAX_DEPTH = 6 };
@@ -246,24 +247,10 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
 {
     switch (dt) {
     case RLX_BOOL: *v = 1; return true; /* a bool sum of n >= 1 copies of b is b */
-    case RLX_I32: *v = (double)(int32_t)(uint32_t)(uint64_t)n; return true; /* products wrap mod 2^32 anyway */
+    case RLX_I32: *v = (double)ir_cast_wrap_i32(n); return true; /* products wrap mod 2^32 anyway */
     case RLX_F32: *v = (double)(float)n; return *v == (double)n;
     default: *v = (double)n; return n <= ((int64_t)1 << 53);
     }
-}
-
-/* The integer an integer CONST of value c holds: the reference stores it
- * as CAST does (truncate, NaN 0, saturate), so c may be out of range. */
-static int64_t const_int(double c, rlx_dtype dt)
-{
-    double lo = dt == RLX_I32 ? -0x1p31 : -0x1p63, hi = dt == RLX_I32 ? 0x1p31 - 1 : 0x1p63;
-    if (c != c)
-        return 0;
-    if (c <= lo)
-        return dt == RLX_I32 ? INT32_MIN : INT64_MIN;
-    if (c >= hi)
-        return dt == RLX_I32 ? INT32_MAX : INT64_MAX;
-    return (int64_t)c;
 }
 
 /* sum of n copies of the CONST value c, as the reference would store it
@@ -283,8 +270,10 @@ static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
         *v = c != 0;
         return true;
     }
-    uint64_t p = (uint64_t)const_int(c, dt) * (uint64_t)n;
-    int64_t r = dt == RLX_I32 ? (int64_t)(int32_t)(uint32_t)p : (int64_t)p;
+    /* the integer c holds: the reference stores a CONST as CAST does, so c
+     * may be out of range */
+    uint64_t p = (uint64_t)ir_cast_f2i(c, dt) * (uint64_t)n;
+    int64_t r = dt == RLX_I32 ? ir_cast_wrap_i32((int64_t)p) : (int64_t)p;
     double d = (double)r;
     if (!(d >= -0x1p63 && d < 0x1p63) || (int64_t)d != r)
         return false; /* an i64 beyond 2^53 that a double does not hold */
