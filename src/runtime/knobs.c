@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "runtime/knobs.h"
 
 const knob_info knob_table[KNOB_COUNT] = {
@@ -255,7 +256,7 @@ static rlx_status parse_line(char *line, int lineno, knob_entry **out, int *n, i
         }
         if (*n == *cap_e) {
             int nc = *cap_e ? 2 * *cap_e : 16;
-            knob_entry *ne = realloc(*out, (size_t)nc * sizeof *ne);
+            knob_entry *ne = ir_realloc(*out, (size_t)nc * sizeof *ne);
             if (!ne) {
                 snprintf(msg, cap, "out of memory");
                 return RLX_E_NOMEM;
@@ -328,7 +329,7 @@ rlx_status knobs_parse(const char *text, size_t len, knob_entry **out, int *n, c
         st = RLX_E_ARG;
     }
     if (st != RLX_OK) {
-        free(*out);
+        ir_free(*out);
         *out = NULL;
         *n = 0;
     }
@@ -343,7 +344,7 @@ static rlx_status read_all(const char *path, char **text, size_t *len, char *msg
         return RLX_E_IO;
     }
     size_t n = 0;
-    char *buf = malloc(MAX_FILE + 1);
+    char *buf = ir_alloc(MAX_FILE + 1);
     rlx_status st = RLX_OK;
     if (!buf) {
         snprintf(msg, cap, "out of memory");
@@ -360,7 +361,7 @@ static rlx_status read_all(const char *path, char **text, size_t *len, char *msg
     }
     fclose(f);
     if (st != RLX_OK) {
-        free(buf);
+        ir_free(buf);
         return st;
     }
     *text = buf;
@@ -382,14 +383,14 @@ static rlx_status load(const char *path, char *msg, size_t cap)
         rlx_status st = read_all(path, &text, &len, inner, sizeof inner);
         if (st == RLX_OK)
             st = knobs_parse(text, len, &e, &n, inner, sizeof inner);
-        free(text);
+        ir_free(text);
         if (st != RLX_OK) {
             snprintf(msg, cap, "%.200s: %s", path, inner);
             return st;
         }
     }
     pthread_mutex_lock(&lock);
-    free(entries);
+    ir_free(entries);
     entries = e;
     nentries = n;
     atomic_fetch_add(&epoch, 1);
