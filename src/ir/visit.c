@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/scratch.h"
 
 /* The node's address is its hash word (never 0); a map entry adds the
  * value. */
@@ -108,6 +109,7 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
     seen.big = false;
     memset(&seen.set, 0, sizeof seen.set);
     frame fstack[32], *stack = fstack;
+    ir_scratch stack_mem = IR_SCRATCH(fstack);
     size_t depth = 0, stack_cap = sizeof fstack / sizeof *fstack, count = 0, out_cap = 0;
     ir_node **order = NULL;
     *out = NULL;
@@ -130,12 +132,9 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
                     goto oom;
                 if (a) {
                     if (depth == stack_cap) {
-                        frame *ns = ir_alloc(stack_cap * 2 * sizeof *stack);
+                        frame *ns = ir_scratch_get(&stack_mem, stack_cap * 2 * sizeof *stack);
                         if (!ns)
                             goto oom;
-                        memcpy(ns, stack, stack_cap * sizeof *stack);
-                        if (stack != fstack)
-                            ir_free(stack);
                         stack = ns;
                         stack_cap *= 2;
                     }
@@ -155,14 +154,12 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
             depth--;
         }
     }
-    if (stack != fstack)
-        ir_free(stack);
+    ir_scratch_free(&stack_mem);
     ir_set_free(&seen.set);
     *out = order;
     return (long)count;
 oom:
-    if (stack != fstack)
-        ir_free(stack);
+    ir_scratch_free(&stack_mem);
     ir_free(order);
     ir_set_free(&seen.set);
     return -1;

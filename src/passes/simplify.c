@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "ir/cast.h"
+#include "ir/scratch.h"
 #include "passes/passes.h"
 
 enum { MAX_DEPTH = 6 };
@@ -489,18 +490,15 @@ rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_
         err[0] = '\0';
     for (int r = 0; r < nroots; r++)
         out[r] = NULL;
-    ir_node **order = NULL, **repl = NULL, *small[8], **src = small, *repl_small[SMALL];
-    size_t src_cap = sizeof small / sizeof *small;
+    ir_node **order = NULL, **repl = NULL, *src_small[8], **src, *repl_small[SMALL];
+    ir_scratch src_mem = IR_SCRATCH(src_small), repl_mem = IR_SCRATCH(repl_small);
     ir_map pos = {0};
     long count = ir_postorder(roots, nroots, stop_at_realized, NULL, &order);
-    if (count >= 0 && count <= SMALL) {
-        repl = repl_small;
-        memset(repl, 0, sizeof repl_small);
-    }
-    if (count < 0 || (!repl && !(repl = ir_calloc((size_t)(count ? count : 1), sizeof *repl)))) {
+    if (count < 0 || !(repl = ir_scratch_get(&repl_mem, (size_t)count * sizeof *repl))) {
         fail(&s, RLX_E_NOMEM, "out of memory");
         goto out;
     }
+    memset(repl, 0, (size_t)count * sizeof *repl);
     for (long i = 0; i < count; i++) {
         ir_node *n = order[i];
         if (count > SMALL && ir_map_put(&pos, n, i) < 0) {
@@ -511,16 +509,9 @@ rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_
             repl[i] = ir_retain(n);
             continue;
         }
-        if ((size_t)n->nsrc > src_cap) { /* a long CAT */
-            ir_node **ns = ir_alloc((size_t)n->nsrc * sizeof *ns);
-            if (!ns) {
-                fail(&s, RLX_E_NOMEM, "out of memory");
-                goto out;
-            }
-            if (src != small)
-                ir_free(src);
-            src = ns;
-            src_cap = (size_t)n->nsrc;
+        if (!(src = ir_scratch_get(&src_mem, (size_t)n->nsrc * sizeof *src))) { /* heap for a long CAT */
+            fail(&s, RLX_E_NOMEM, "out of memory");
+            goto out;
         }
         for (int k = 0; k < n->nsrc; k++)
             src[k] = repl[position(&pos, order, count, n->src[k], i)]; /* sources come first in post-order */
@@ -532,10 +523,8 @@ rlx_status simp_run(ir_node *const *roots, int nroots, simp_fold_fn fold_fn, ir_
 out:
     for (long i = 0; repl && i < count; i++)
         ir_release(repl[i]);
-    if (src != small)
-        ir_free(src);
-    if (repl != repl_small)
-        ir_free(repl);
+    ir_scratch_free(&src_mem);
+    ir_scratch_free(&repl_mem);
     ir_free(order);
     ir_map_free(&pos);
     return s.status;
