@@ -1449,7 +1449,47 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
+/* ------------------------------------------------- allocation failures */
+
+/* A realization that compiles a kernel never seen before: each run has a
+ * new length, so it keys, compiles, links and caches a fresh kernel (the
+ * disk cache is off in tests), and failing its allocations in turn walks
+ * code generation too, not only the graph layers. */
+static int64_t fresh_len = 3001;
+
+static int fresh_kernel_workload(void)
+{
+    int64_t n = fresh_len++;
+    float *v = malloc((size_t)n * sizeof *v);
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = (float)(i % 7) - 3;
+        want += exp(0.5 * v[i]);
+    }
+    rlx_scope_begin();
+    rlx_stats_t s0 = stats_now();
+    int ax0 = 0;
+    rlx_tensor *x = rlx_from_data(RLX_F32, 1, &n, v);
+    rlx_tensor *r = rlx_sum(rlx_exp(rlx_mul_s(x, 0.5)), &ax0, 1, false);
+    double got = 0;
+    int ok = r && rlx_read_f64(r, &got, 1) == RLX_OK;
+    if (ok) {
+        CHECK(test_close(got, want, 1e-5, 1e-5));
+        CHECK(stats_now().kernels_compiled > s0.kernels_compiled); /* it reached code generation */
+    }
+    rlx_scope_end();
+    free(v);
+    return ok;
+}
+
+TEST(jit_allocation_failures)
+{
+    use_jit(true);
+    ALLOC_WALK(fresh_kernel_workload, 10);
+    use_jit(false);
+}
+
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
-          T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
+          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
