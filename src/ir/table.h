@@ -19,6 +19,11 @@
  * slot always left, so every probe ends.
  *
  * No locking: each owner guards its table as it did before.
+ *
+ * Users: the cons table (node.c), ir_set and ir_map (visit.c), the
+ * scheduler's lowering memo, the JIT's kernel cache (cg_jit.c). Bounded
+ * caches evicted in LRU order (the FFT plans, the plan cache) stay small
+ * arrays scanned in place: a few entries and a recency order to keep.
  */
 #ifndef RLX_IR_TABLE_H
 #define RLX_IR_TABLE_H
