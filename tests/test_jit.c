@@ -15,6 +15,7 @@
 #include "tensor/ts.h"
 
 void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
+void cg_cache_reset_for_tests(void);
 /* internal: runtime/exec/jit_exec.h */
 typedef struct {
     uint64_t mapped, mapped_bytes, reused, unmapped, live_bytes, cached_bytes;
@@ -1449,7 +1450,59 @@ TEST(jit_llvm_errors)
     use_jit(false);
 }
 
+/* ------------------------------------------------- allocation failures */
+
+/* exp(x/2) of n values (sum: their sum) realized by the JIT; checks the
+ * values, and that a kernel was compiled when fresh. Nonzero on success. */
+static int exp_half(int64_t n, bool sum, bool fresh)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    double *got = calloc((size_t)n, sizeof *got), total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = (float)(i % 7) - 3;
+        total += exp(0.5 * v[i]);
+    }
+    rlx_scope_begin();
+    rlx_stats_t s0 = stats_now();
+    int ax0 = 0;
+    rlx_tensor *r = rlx_exp(rlx_mul_s(rlx_from_data(RLX_F32, 1, &n, v), 0.5));
+    if (sum)
+        r = rlx_sum(r, &ax0, 1, false);
+    int64_t nr = sum ? 1 : n;
+    int ok = r && rlx_read_f64(r, got, (size_t)nr) == RLX_OK;
+    for (int64_t i = 0; ok && i < nr; i++)
+        CHECK(test_close(got[i], sum ? total : exp(0.5 * v[i]), 1e-5, 1e-5));
+    if (ok && fresh)
+        CHECK(stats_now().kernels_compiled > s0.kernels_compiled); /* it reached code generation */
+    rlx_scope_end();
+    free(v);
+    free(got);
+    return ok;
+}
+
+/* Realizations that compile kernels: each run has a new length, so it
+ * keys, compiles, links and caches a reduction kernel never seen before
+ * (the disk cache is off in tests), and failing its allocations in turn
+ * walks code generation too, not only the graph layers. Each run first
+ * realizes an elementwise kernel of one fixed length, compiled by the
+ * first run that gets that far and a cache hit after. */
+static int64_t fresh_len = 3001;
+
+static int fresh_kernel_workload(void)
+{
+    int64_t n = fresh_len++;
+    return exp_half(2999, false, false) && exp_half(n, true, true);
+}
+
+TEST(jit_allocation_failures)
+{
+    use_jit(true);
+    cg_cache_reset_for_tests(); /* an empty kernel cache, so a run grows it */
+    ALLOC_WALK(fresh_kernel_workload, 10);
+    use_jit(false);
+}
+
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
-          T(jit_reductions), T(jit_llvm_errors), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
+          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "autodiff/ad.h"
+#include "ir/scratch.h"
 
 #define FN "rlx_grad"
 
@@ -117,12 +118,11 @@ static rlx_status backprop_node(sweep *s, long i)
         ts_error(RLX_E_INTERNAL, FN, "no VJP rule for the primitive %s", ir_ops[nd->op].name);
         return RLX_E_INTERNAL;
     }
-    bool need_buf[8], *need = need_buf;
-    rlx_tensor *dx_buf[8], **dx = dx_buf;
-    if (nd->nsrc > 8) {
-        need = ir_alloc((size_t)nd->nsrc * sizeof *need);
-        dx = ir_alloc((size_t)nd->nsrc * sizeof *dx);
-    }
+    bool need_buf[8];
+    rlx_tensor *dx_buf[8];
+    ir_scratch need_mem = IR_SCRATCH(need_buf), dx_mem = IR_SCRATCH(dx_buf);
+    bool *need = ir_scratch_get(&need_mem, (size_t)nd->nsrc * sizeof *need);
+    rlx_tensor **dx = ir_scratch_get(&dx_mem, (size_t)nd->nsrc * sizeof *dx);
     rlx_status st = RLX_OK;
     if (!need || !dx || !ts_open(FN)) {
         if (!need || !dx)
@@ -159,10 +159,8 @@ static rlx_status backprop_node(sweep *s, long i)
     }
     ts_close(NULL);
 out:
-    if (need != need_buf)
-        ir_free(need);
-    if (dx != dx_buf)
-        ir_free(dx);
+    ir_scratch_free(&need_mem);
+    ir_scratch_free(&dx_mem);
     return st;
 }
 

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "autodiff/ad.h"
+#include "ir/scratch.h"
 
 #define FN "rlx_grad"
 
@@ -429,7 +430,9 @@ static rlx_tensor *conv_dw(ir_node *n, rlx_tensor *g)
     int groups = n->attr.conv.groups;
     int64_t cg = w->shape[1], og = w->shape[0] / groups;
     static const int swap01[4] = {1, 0, 2, 3};
-    rlx_tensor *parts[64], **part = groups <= 64 ? parts : ir_alloc((size_t)groups * sizeof *part);
+    rlx_tensor *parts[64];
+    ir_scratch part_mem = IR_SCRATCH(parts);
+    rlx_tensor **part = ir_scratch_get(&part_mem, (size_t)groups * sizeof *part);
     if (!part) {
         ts_error(RLX_E_NOMEM, FN, "out of memory");
         return NULL;
@@ -443,8 +446,7 @@ static rlx_tensor *conv_dw(ir_node *n, rlx_tensor *g)
         part[k] = rlx_transpose(r, 4, swap01);
     }
     rlx_tensor *dw = groups > 1 ? rlx_cat(part, groups, 0) : part[0];
-    if (part != parts)
-        ir_free(part);
+    ir_scratch_free(&part_mem);
     return dw;
 }
 

@@ -254,7 +254,7 @@ bool cg_disk_load(cg_hash128 h, const void *key, size_t nkey, uint8_t **file, co
     struct stat sb;
     bool ok = false;
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= CG_DISK_HEADER &&
-        (uint64_t)sb.st_size <= MAX_FILE && (buf = malloc((size_t)sb.st_size))) {
+        (uint64_t)sb.st_size <= MAX_FILE && (buf = ir_alloc((size_t)sb.st_size))) {
         size_t n = (size_t)sb.st_size, got = 0;
         while (got < n) {
             ssize_t r = read(fd, buf + got, n - got);
@@ -268,7 +268,7 @@ bool cg_disk_load(cg_hash128 h, const void *key, size_t nkey, uint8_t **file, co
     }
     close(fd);
     if (!ok) {
-        free(buf);
+        ir_free(buf);
         atomic_fetch_add(&D.rejects, 1);
         if (debug_level())
             fprintf(stderr, "rlx: disk cache: ignoring invalid %s\n", path);
@@ -308,7 +308,7 @@ void cg_disk_store(cg_hash128 h, const void *key, size_t nkey, const void *obj, 
     if (total > MAX_FILE || nobj == 0 ||
         (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && total > rl.rlim_cur))
         goto done;
-    if (!(img = malloc(total)))
+    if (!(img = ir_alloc(total)))
         goto done;
     cg_disk_format(img, key, nkey, obj, nobj);
     file_path(path, sizeof path, dir, h);
@@ -328,7 +328,7 @@ void cg_disk_store(cg_hash128 h, const void *key, size_t nkey, const void *obj, 
     if (!ok)
         unlink(tmp);
 done:
-    free(img);
+    ir_free(img);
     atomic_fetch_add(ok ? &D.stores : &D.store_failures, 1);
     if (!ok && debug_level())
         fprintf(stderr, "rlx: disk cache: could not store a kernel in %s\n", dir);

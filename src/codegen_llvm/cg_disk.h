@@ -42,7 +42,7 @@ bool cg_disk_parse(const uint8_t *buf, size_t n, const void *key, size_t nkey, c
 void cg_disk_format(uint8_t *out, const void *key, size_t nkey, const void *obj, size_t nobj);
 
 /* Reads the file of hash h and validates it against key: true with a
- * malloc'd image in *file (free it) and the object inside it. */
+ * image in *file (free it with ir_free) and the object inside it. */
 bool cg_disk_load(cg_hash128 h, const void *key, size_t nkey, uint8_t **file, const uint8_t **obj, size_t *nobj);
 
 /* Stores obj under (h, key), replacing any file there; best effort. */

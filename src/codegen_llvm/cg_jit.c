@@ -18,6 +18,10 @@
  *
  * A kernel's symbol is named after the 128-bit hash of its key, so an
  * object from the disk cache links under the name this process expects.
+ *
+ * Memory of librlx's own comes from ir_alloc (the fault-injection hook),
+ * except jit_init's two strings (J.env, J.layout): it runs once per
+ * process, so a failure injected there would turn the JIT off for good.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,6 +50,7 @@
 #endif
 
 typedef struct {
+    uint64_t th;   /* the ir_table hash word, of h.lo */
     cg_hash128 h;
     uint64_t *key; /* owns */
     size_t nkey;
@@ -70,8 +75,7 @@ static struct {
     uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, codegen version) */
     size_t nenv;
     cg_hash128 env_h;
-    cache_ent *tab;
-    size_t cap, count;
+    ir_table tab; /* of cache_ent */
     unsigned long long next_id;
     LLVMOrcLLJITRef *retired; /* JITs replaced by cg_cache_reset_for_tests: their code stays */
     size_t nretired;
@@ -120,7 +124,7 @@ static void tm_give(LLVMTargetMachineRef tm)
     pthread_mutex_lock(&J.tm_lock);
     if (J.ntms == J.captms) {
         size_t cap = J.captms ? 2 * J.captms : 4;
-        LLVMTargetMachineRef *t = realloc(J.tms, cap * sizeof *t);
+        LLVMTargetMachineRef *t = ir_realloc(J.tms, cap * sizeof *t);
         if (t) {
             J.tms = t;
             J.captms = cap;
@@ -263,54 +267,41 @@ static void jit_init(void)
 
 static cache_ent *cache_find(cg_hash128 h, const uint64_t *key, size_t n)
 {
-    if (!J.cap)
+    cache_ent *tab = J.tab.slots;
+    if (!J.tab.cap)
         return NULL;
-    for (size_t i = h.lo & (J.cap - 1);; i = (i + 1) & (J.cap - 1)) {
-        cache_ent *e = &J.tab[i];
-        if (!e->key)
-            return NULL;
+    for (size_t i = ir_table_home(&J.tab, ir_table_hash(h.lo)); tab[i].th; i = ir_table_next(&J.tab, i)) {
+        cache_ent *e = &tab[i];
         if (e->h.lo == h.lo && e->h.hi == h.hi && e->nkey == n && memcmp(e->key, key, n * sizeof *key) == 0)
             return e;
     }
+    return NULL;
 }
 
 /* Whether another key already has hash h (its symbol name is taken). */
 static bool cache_has_hash(cg_hash128 h)
 {
-    if (!J.cap)
+    const cache_ent *tab = J.tab.slots;
+    if (!J.tab.cap)
         return false;
-    for (size_t i = h.lo & (J.cap - 1); J.tab[i].key; i = (i + 1) & (J.cap - 1))
-        if (J.tab[i].h.lo == h.lo && J.tab[i].h.hi == h.hi)
+    for (size_t i = ir_table_home(&J.tab, ir_table_hash(h.lo)); tab[i].th; i = ir_table_next(&J.tab, i))
+        if (tab[i].h.lo == h.lo && tab[i].h.hi == h.hi)
             return true;
     return false;
 }
 
-/* Takes ownership of key on success. */
-static bool cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn fn)
+/* Room for one more function, made before its object is linked: a linked
+ * kernel must be cached, since linking its symbol again would fail. */
+static bool cache_reserve(void) { return ir_table_reserve(&J.tab, sizeof(cache_ent), 256); }
+
+/* Takes ownership of key; only after cache_reserve. */
+static void cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn fn)
 {
-    if ((J.count + 1) * 2 > J.cap) {
-        size_t cap = J.cap ? J.cap * 2 : 256;
-        cache_ent *t = calloc(cap, sizeof *t);
-        if (!t)
-            return false;
-        for (size_t i = 0; i < J.cap; i++) {
-            if (!J.tab[i].key)
-                continue;
-            size_t j = J.tab[i].h.lo & (cap - 1);
-            while (t[j].key)
-                j = (j + 1) & (cap - 1);
-            t[j] = J.tab[i];
-        }
-        free(J.tab);
-        J.tab = t;
-        J.cap = cap;
-    }
-    size_t i = h.lo & (J.cap - 1);
-    while (J.tab[i].key)
-        i = (i + 1) & (J.cap - 1);
-    J.tab[i] = (cache_ent){h, key, n, fn};
-    J.count++;
-    return true;
+    cache_ent *e = ir_table_claim(&J.tab, sizeof *e, ir_table_hash(h.lo));
+    e->h = h;
+    e->key = key;
+    e->nkey = n;
+    e->fn = fn;
 }
 
 void cg_cache_reset_for_tests(void)
@@ -321,18 +312,17 @@ void cg_cache_reset_for_tests(void)
     pthread_mutex_lock(&J.lock);
     char msg[256];
     LLVMOrcLLJITRef jit = make_jit(msg, sizeof msg);
-    LLVMOrcLLJITRef *r = jit ? realloc(J.retired, (J.nretired + 1) * sizeof *r) : NULL;
+    LLVMOrcLLJITRef *r = jit ? ir_realloc(J.retired, (J.nretired + 1) * sizeof *r) : NULL;
     if (r) {
         /* a fresh JIT, so the same symbols can be defined again; the old
          * one keeps the code that functions handed out point into */
         J.retired = r;
         J.retired[J.nretired++] = J.jit;
         J.jit = jit;
-        for (size_t i = 0; i < J.cap; i++)
-            free(J.tab[i].key);
-        free(J.tab);
-        J.tab = NULL;
-        J.cap = J.count = 0;
+        cache_ent *tab = J.tab.slots;
+        for (size_t i = 0; i < J.tab.cap; i++)
+            ir_free(tab[i].key);
+        ir_table_free(&J.tab);
     } else if (jit) {
         LLVMOrcDisposeLLJIT(jit);
     }
@@ -480,9 +470,16 @@ static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *nam
     if (e) {
         *fn = e->fn;
         LLVMDisposeMemoryBuffer(obj);
-        free(key);
+        ir_free(key);
         pthread_mutex_unlock(&J.lock);
         return RLX_OK;
+    }
+    if (!cache_reserve()) {
+        LLVMDisposeMemoryBuffer(obj);
+        ir_free(key);
+        pthread_mutex_unlock(&J.lock);
+        snprintf(msg, cap, "out of memory caching kernel %s", name);
+        return RLX_E_NOMEM;
     }
     /* a tracker per object, so a failed link is removed again and the
      * same symbol can be defined by the next attempt */
@@ -502,10 +499,9 @@ static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *nam
     LLVMOrcReleaseResourceTracker(rt);
     if (st == RLX_OK) {
         *fn = (cg_kernel_fn)(uintptr_t)addr;
-        if (!cache_put(h, key, n, *fn))
-            free(key); /* still usable, just not cached */
+        cache_put(h, key, n, *fn);
     } else {
-        free(key);
+        ir_free(key);
     }
     pthread_mutex_unlock(&J.lock);
     return st;
@@ -532,7 +528,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
     }
     uint8_t *dkey = NULL;
     size_t ndkey = J.nenv + n * sizeof *key;
-    if (!unique && cg_disk_enabled() && (dkey = malloc(ndkey))) {
+    if (!unique && cg_disk_enabled() && (dkey = ir_alloc(ndkey))) {
         memcpy(dkey, J.env, J.nenv);
         memcpy(dkey + J.nenv, key, n * sizeof *key);
         uint8_t *file;
@@ -540,13 +536,13 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
         size_t no;
         if (cg_disk_load(h, dkey, ndkey, &file, &o, &no)) {
             LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)o, no, name);
-            free(file);
-            uint64_t *kcopy = malloc(n * sizeof *key);
+            ir_free(file);
+            uint64_t *kcopy = ir_alloc(n * sizeof *key);
             if (obj && kcopy) {
                 memcpy(kcopy, key, n * sizeof *key);
                 if (publish(h, kcopy, n, name, obj, inj, fn, msg, cap) == RLX_OK) {
-                    free(key);
-                    free(dkey);
+                    ir_free(key);
+                    ir_free(dkey);
                     res->loaded = true;
                     res->seconds += now() - t0;
                     if (J.debug >= 1)
@@ -556,7 +552,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
                 /* an object that passed the checksum but does not link:
                  * compile it again, which also replaces the file */
             } else {
-                free(kcopy);
+                ir_free(kcopy);
                 if (obj)
                     LLVMDisposeMemoryBuffer(obj);
             }
@@ -578,9 +574,9 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
         if (mine)
             LLVMDisposeMemoryBuffer(mine);
     } else {
-        free(key);
+        ir_free(key);
     }
-    free(dkey);
+    ir_free(dkey);
     res->seconds += now() - t0;
     if (st == RLX_OK) {
         res->compiled = true;
@@ -590,12 +586,12 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
     return st;
 }
 
-/* The key words of k (malloc'd) and their hash; NULL when out of memory. */
+/* The key words of k (ir_alloc'ed) and their hash; NULL when out of memory. */
 static uint64_t *kernel_key(const sched_kernel *k, const knob_state *knobs, size_t *n, cg_hash128 *h)
 {
     size_t ns = sched_kernel_key(k, NULL, 0);
     *n = ns + 1;
-    uint64_t *key = malloc(*n * sizeof *key);
+    uint64_t *key = ir_alloc(*n * sizeof *key);
     if (key) {
         sched_kernel_key(k, key, ns);
         key[ns] = cg_kernel_knob_word(knobs, k); /* the vector width and interleave it is compiled with: last */
@@ -639,7 +635,7 @@ rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kern
     pthread_mutex_unlock(&J.lock);
     if (e) {
         stats->hits++;
-        free(key);
+        ir_free(key);
         return RLX_OK;
     }
     int inj = atomic_exchange(&inject, 0);
@@ -694,7 +690,7 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
         snprintf(msg, cap, "%s", J.init_msg);
         return J.init_status;
     }
-    prep_item *items = n > 0 ? calloc((size_t)n, sizeof *items) : NULL;
+    prep_item *items = n > 0 ? ir_calloc((size_t)n, sizeof *items) : NULL;
     if (n > 0 && !items) {
         snprintf(msg, cap, "out of memory preparing kernels");
         return RLX_E_NOMEM;
@@ -720,7 +716,7 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
         pthread_mutex_unlock(&J.lock);
         if (e) {
             stats->hits++;
-            free(it->key);
+            ir_free(it->key);
             continue;
         }
         /* the same kernel twice: compiled once, the second is a hit */
@@ -771,7 +767,7 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
     }
     for (long j = 0; j < np; j++)
         if (items[j].dup_of >= 0 || st != RLX_OK)
-            free(items[j].key); /* obtain took the others' (NULL then) */
-    free(items);
+            ir_free(items[j].key); /* obtain took the others' (NULL then) */
+    ir_free(items);
     return st;
 }

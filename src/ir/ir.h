@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/table.h"
 #include "rlx.h"
 
 #define IR_MAX_RANK RLX_MAX_RANK
@@ -121,7 +122,7 @@ struct ir_node {
     ir_attrs attr;
     uint64_t cons_hash;   /* identity: op, attrs, type and source pointers */
     uint64_t struct_hash; /* structure only, no payload: the compile-cache key */
-    ir_node *cons_next;   /* hash-cons chain, guarded by the table lock */
+    ir_node *dead_next;   /* ir_release's list of nodes to free */
     bool consed;
     bool detached;        /* made by ir_make_detached: outside the live count */
     /* Realization: set once, published with release ordering. */
@@ -217,19 +218,19 @@ void ir_alloc_fail_after(long n); /* -1 disables */
  * memory not taken through ir_alloc (aligned payloads). */
 bool ir_alloc_injected_failure(void);
 
-/* visit.c: a set of node pointers and a post-order walk, without recursion. */
+/* visit.c: a set of node pointers and a post-order walk, without recursion.
+ * Both are ir_tables (table.h) keyed by the node's address; zero-filled
+ * ({0}) is empty. */
 typedef struct {
-    const ir_node **slots;
-    size_t cap, count;
+    ir_table t;
 } ir_set;
 /* Adds n; returns 1 if added, 0 if present, -1 when out of memory. */
 int ir_set_add(ir_set *s, const ir_node *n);
 bool ir_set_has(const ir_set *s, const ir_node *n);
 void ir_set_free(ir_set *s);
-/* A map from nodes to indices (a set with a value per slot). */
+/* A map from nodes to indices. */
 typedef struct {
-    ir_set set;
-    long *values;
+    ir_table t;
 } ir_map;
 int ir_map_put(ir_map *m, const ir_node *n, long value); /* 1 new, 0 updated, -1 out of memory */
 long ir_map_get(const ir_map *m, const ir_node *n);     /* -1 when absent */

@@ -1,8 +1,8 @@
 /*
  * node.c — creation, hash-consing and release of graph nodes and storages.
  *
- * The cons table maps a node's identity (op, attrs, type, source pointers)
- * to the one live node with it. It holds no reference: a node whose count
+ * The cons table (an ir_table) maps a node's identity (op, attrs, type,
+ * source pointers) to the one live node with it. It holds no reference: a node whose count
  * reached zero is skipped by lookups and unlinks itself before it is freed.
  * One mutex guards the table; counts are atomic so handles may be retained
  * and released from any thread.
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/table.h"
 
 /* ------------------------------------------------------------ allocation */
 
@@ -80,9 +81,14 @@ void ir_node_set_storage(ir_node *n, ir_storage *st, size_t offset)
 
 /* ------------------------------------------------------------ cons table */
 
+/* An entry: the node's cons hash (as ir_table_hash keeps it) and the node. */
+typedef struct {
+    uint64_t h;
+    ir_node *n;
+} cons_ent;
+
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static ir_node **table;
-static size_t table_cap, table_count;
+static ir_table table; /* of cons_ent */
 static atomic_long live_nodes, detached_nodes;
 
 long ir_live_nodes(void) { return atomic_load(&live_nodes); }
@@ -137,25 +143,6 @@ static bool same_identity(const ir_node *n, ir_op op, int nsrc, ir_node *const *
            (nsrc == 0 || memcmp(n->src, src, (size_t)nsrc * sizeof *src) == 0) && attrs_eq(op, &n->attr, a);
 }
 
-static bool table_grow(void)
-{
-    size_t cap = table_cap ? table_cap * 2 : 4096;
-    ir_node **t = ir_calloc(cap, sizeof *t);
-    if (!t)
-        return false;
-    for (size_t i = 0; i < table_cap; i++) {
-        for (ir_node *n = table[i], *next; n; n = next) {
-            next = n->cons_next;
-            n->cons_next = t[n->cons_hash & (cap - 1)];
-            t[n->cons_hash & (cap - 1)] = n;
-        }
-    }
-    ir_free(table);
-    table = t;
-    table_cap = cap;
-    return true;
-}
-
 /* Retains n unless its count already reached zero (it is being freed). */
 static bool try_retain(ir_node *n)
 {
@@ -168,12 +155,39 @@ static bool try_retain(ir_node *n)
 
 static void table_unlink(ir_node *n)
 {
-    ir_node **p = &table[n->cons_hash & (table_cap - 1)];
-    while (*p && *p != n)
-        p = &(*p)->cons_next;
-    if (*p)
-        *p = n->cons_next;
-    table_count--;
+    cons_ent *tab = table.slots;
+    for (size_t i = ir_table_home(&table, n->cons_hash); tab[i].h; i = ir_table_next(&table, i)) {
+        if (tab[i].n == n) {
+            ir_table_remove(&table, sizeof *tab, i);
+            return;
+        }
+    }
+}
+
+/* The live node with this identity, retained, or NULL. */
+static ir_node *table_find(uint64_t h, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype dt,
+                           int rank, const int64_t *shape)
+{
+    cons_ent *tab = table.slots;
+    if (!table.cap)
+        return NULL;
+    for (size_t i = ir_table_home(&table, h); tab[i].h; i = ir_table_next(&table, i)) {
+        ir_node *n = tab[i].n;
+        if (tab[i].h == h && same_identity(n, op, nsrc, src, a, dt, rank, shape) && try_retain(n))
+            return n;
+    }
+    return NULL;
+}
+
+/* Enters n; a table that cannot grow takes it while a slot is free, and
+ * past that n is simply not shared (consed stays false). */
+static void table_insert(ir_node *n)
+{
+    if (!ir_table_reserve(&table, sizeof(cons_ent), 4096) && !ir_table_has_room(&table))
+        return;
+    cons_ent *e = ir_table_claim(&table, sizeof *e, n->cons_hash);
+    e->n = n;
+    n->consed = true;
 }
 
 /* ----------------------------------------------------------------- nodes */
@@ -251,28 +265,19 @@ ir_node *ir_make(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, 
     h = hash_attrs(h, op, a);
     for (int i = 0; i < nsrc; i++)
         h = mix(h, (uint64_t)(uintptr_t)src[i]);
+    h = ir_table_hash(h);
 
     pthread_mutex_lock(&table_lock);
-    if (table_cap) {
-        for (ir_node *n = table[h & (table_cap - 1)]; n; n = n->cons_next) {
-            if (n->cons_hash == h && same_identity(n, op, nsrc, src, a, dt, rank, shp) && try_retain(n)) {
-                pthread_mutex_unlock(&table_lock);
-                return n;
-            }
-        }
+    ir_node *n = table_find(h, op, nsrc, src, a, dt, rank, shp);
+    if (n) {
+        pthread_mutex_unlock(&table_lock);
+        return n;
     }
-    ir_node *n = node_new(op, nsrc, src, a, dt, rank, shp);
+    n = node_new(op, nsrc, src, a, dt, rank, shp);
     if (n) {
         atomic_fetch_add(&live_nodes, 1);
         n->cons_hash = h;
-        if (table_count * 2 >= table_cap)
-            table_grow(); /* on failure the chains just get longer */
-        if (table_cap) {
-            n->cons_next = table[h & (table_cap - 1)];
-            table[h & (table_cap - 1)] = n;
-            table_count++;
-            n->consed = true;
-        }
+        table_insert(n);
     } else if (errcap) {
         snprintf(err, errcap, "out of memory");
     }
@@ -332,15 +337,15 @@ void ir_release(ir_node *n)
 {
     if (!n || !drop(n))
         return;
-    /* Dead nodes are chained through cons_next, free now that they are
-     * unlinked, so a long chain is freed in a loop and not by recursion. */
-    n->cons_next = NULL;
+    /* Dead nodes are chained through dead_next, so a long chain is freed
+     * in a loop and not by recursion. */
+    n->dead_next = NULL;
     while (n) {
-        ir_node *next = n->cons_next;
+        ir_node *next = n->dead_next;
         for (int i = 0; i < n->nsrc; i++) {
             ir_node *s = n->src[i];
             if (drop(s)) {
-                s->cons_next = next;
+                s->dead_next = next;
                 next = s;
             }
         }

@@ -1,107 +1,71 @@
-/* visit.c — pointer sets and the iterative post-order walk over a graph. */
+/* visit.c — pointer sets and maps (ir_tables) and the iterative post-order
+ * walk over a graph. */
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/scratch.h"
 
-static size_t slot_of(const ir_node *n, size_t cap)
-{
-    uint64_t h = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (cap - 1);
-}
+/* The node's address is its hash word (never 0); a map entry adds the
+ * value. */
+typedef struct {
+    uint64_t h;
+} set_ent;
+typedef struct {
+    uint64_t h;
+    long value;
+} map_ent;
 
-static bool set_grow(ir_set *s, long **values)
-{
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    const ir_node **slots = ir_calloc(cap, sizeof *slots);
-    long *vals = values ? ir_calloc(cap, sizeof *vals) : NULL;
-    if (!slots || (values && !vals)) {
-        ir_free(slots);
-        ir_free(vals);
-        return false;
-    }
-    for (size_t i = 0; i < s->cap; i++) {
-        if (!s->slots[i])
-            continue;
-        size_t j = slot_of(s->slots[i], cap);
-        while (slots[j])
-            j = (j + 1) & (cap - 1);
-        slots[j] = s->slots[i];
-        if (vals)
-            vals[j] = (*values)[i];
-    }
-    ir_free(s->slots);
-    if (values) {
-        ir_free(*values);
-        *values = vals;
-    }
-    s->slots = slots;
-    s->cap = cap;
-    return true;
-}
+static uint64_t key_of(const ir_node *n) { return (uint64_t)(uintptr_t)n; }
 
-/* Slot of n, or -1 when absent. */
-static long find(const ir_set *s, const ir_node *n)
+/* Slot of key k, or -1 when absent. */
+static long find(const ir_table *t, size_t esize, uint64_t k)
 {
-    if (!s->cap)
+    if (!t->cap)
         return -1;
-    for (size_t j = slot_of(n, s->cap); s->slots[j]; j = (j + 1) & (s->cap - 1))
-        if (s->slots[j] == n)
-            return (long)j;
-    return -1;
+    for (size_t i = ir_table_home(t, k);; i = ir_table_next(t, i)) {
+        uint64_t h = ir_table_hash_at(t, esize, i);
+        if (h == k)
+            return (long)i;
+        if (!h)
+            return -1;
+    }
 }
 
-bool ir_set_has(const ir_set *s, const ir_node *n) { return find(s, n) >= 0; }
-
-/* Inserts n (absent) and returns its slot, or -1 when out of memory. */
-static long insert(ir_set *s, const ir_node *n, long **values)
-{
-    if ((s->count + 1) * 2 > s->cap && !set_grow(s, values))
-        return -1;
-    size_t j = slot_of(n, s->cap);
-    while (s->slots[j])
-        j = (j + 1) & (s->cap - 1);
-    s->slots[j] = n;
-    s->count++;
-    return (long)j;
-}
+bool ir_set_has(const ir_set *s, const ir_node *n) { return find(&s->t, sizeof(set_ent), key_of(n)) >= 0; }
 
 int ir_set_add(ir_set *s, const ir_node *n)
 {
-    if (find(s, n) >= 0)
+    if (find(&s->t, sizeof(set_ent), key_of(n)) >= 0)
         return 0;
-    return insert(s, n, NULL) < 0 ? -1 : 1;
+    if (!ir_table_reserve(&s->t, sizeof(set_ent), 64))
+        return -1;
+    ir_table_claim(&s->t, sizeof(set_ent), key_of(n));
+    return 1;
 }
+
+void ir_set_free(ir_set *s) { ir_table_free(&s->t); }
 
 int ir_map_put(ir_map *m, const ir_node *n, long value)
 {
-    long j = find(&m->set, n);
-    int added = j < 0;
-    if (added && (j = insert(&m->set, n, &m->values)) < 0)
+    long j = find(&m->t, sizeof(map_ent), key_of(n));
+    if (j >= 0) {
+        ((map_ent *)m->t.slots)[j].value = value;
+        return 0;
+    }
+    if (!ir_table_reserve(&m->t, sizeof(map_ent), 64))
         return -1;
-    if (!m->values && !(m->values = ir_calloc(m->set.cap, sizeof *m->values)))
-        return -1;
-    m->values[j] = value;
-    return added;
+    map_ent *e = ir_table_claim(&m->t, sizeof(map_ent), key_of(n));
+    e->value = value;
+    return 1;
 }
 
 long ir_map_get(const ir_map *m, const ir_node *n)
 {
-    long j = find(&m->set, n);
-    return j < 0 ? -1 : m->values[j];
+    long j = find(&m->t, sizeof(map_ent), key_of(n));
+    return j < 0 ? -1 : ((const map_ent *)m->t.slots)[j].value;
 }
 
-void ir_map_free(ir_map *m)
-{
-    ir_set_free(&m->set);
-    ir_free(m->values);
-    m->values = NULL;
-}
-
-void ir_set_free(ir_set *s)
-{
-    ir_free(s->slots);
-    memset(s, 0, sizeof *s);
-}
+void ir_map_free(ir_map *m) { ir_table_free(&m->t); }
 
 typedef struct {
     ir_node *node;
@@ -145,6 +109,7 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
     seen.big = false;
     memset(&seen.set, 0, sizeof seen.set);
     frame fstack[32], *stack = fstack;
+    ir_scratch stack_mem = IR_SCRATCH(fstack);
     size_t depth = 0, stack_cap = sizeof fstack / sizeof *fstack, count = 0, out_cap = 0;
     ir_node **order = NULL;
     *out = NULL;
@@ -167,12 +132,9 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
                     goto oom;
                 if (a) {
                     if (depth == stack_cap) {
-                        frame *ns = ir_alloc(stack_cap * 2 * sizeof *stack);
+                        frame *ns = ir_scratch_get(&stack_mem, stack_cap * 2 * sizeof *stack);
                         if (!ns)
                             goto oom;
-                        memcpy(ns, stack, stack_cap * sizeof *stack);
-                        if (stack != fstack)
-                            ir_free(stack);
                         stack = ns;
                         stack_cap *= 2;
                     }
@@ -192,14 +154,12 @@ long ir_postorder(ir_node *const *roots, int nroots, bool (*stop)(const ir_node 
             depth--;
         }
     }
-    if (stack != fstack)
-        ir_free(stack);
+    ir_scratch_free(&stack_mem);
     ir_set_free(&seen.set);
     *out = order;
     return (long)count;
 oom:
-    if (stack != fstack)
-        ir_free(stack);
+    ir_scratch_free(&stack_mem);
     ir_free(order);
     ir_set_free(&seen.set);
     return -1;

@@ -38,7 +38,7 @@ enum { MAX_ENTRIES = 4096, MAX_LINE = 1024, MAX_FILE = 1 << 20 };
 typedef struct {
     atomic_long refs;
     int n;
-    knob_entry *e; /* owns (malloc'd by knobs_parse) */
+    knob_entry *e; /* owns (ir_alloc'ed by knobs_parse) */
 } knob_file;
 
 struct knob_state {
@@ -91,7 +91,7 @@ static bool parse_long(const char *s, long *out)
 static void file_release(knob_file *f)
 {
     if (f && atomic_fetch_sub(&f->refs, 1) == 1) {
-        free(f->e);
+        ir_free(f->e);
         ir_free(f);
     }
 }
@@ -304,7 +304,7 @@ static rlx_status parse_line(char *line, int lineno, knob_entry **out, int *n, i
         }
         if (*n == *cap_e) {
             int nc = *cap_e ? 2 * *cap_e : 16;
-            knob_entry *ne = realloc(*out, (size_t)nc * sizeof *ne);
+            knob_entry *ne = ir_realloc(*out, (size_t)nc * sizeof *ne);
             if (!ne) {
                 snprintf(msg, cap, "out of memory");
                 return RLX_E_NOMEM;
@@ -377,7 +377,7 @@ rlx_status knobs_parse(const char *text, size_t len, knob_entry **out, int *n, c
         st = RLX_E_ARG;
     }
     if (st != RLX_OK) {
-        free(*out);
+        ir_free(*out);
         *out = NULL;
         *n = 0;
     }
@@ -392,7 +392,7 @@ static rlx_status read_all(const char *path, char **text, size_t *len, char *msg
         return RLX_E_IO;
     }
     size_t n = 0;
-    char *buf = malloc(MAX_FILE + 1);
+    char *buf = ir_alloc(MAX_FILE + 1);
     rlx_status st = RLX_OK;
     if (!buf) {
         snprintf(msg, cap, "out of memory");
@@ -409,7 +409,7 @@ static rlx_status read_all(const char *path, char **text, size_t *len, char *msg
     }
     fclose(f);
     if (st != RLX_OK) {
-        free(buf);
+        ir_free(buf);
         return st;
     }
     *text = buf;
@@ -431,7 +431,7 @@ static rlx_status load(const char *path, char *msg, size_t cap)
         rlx_status st = read_all(path, &text, &len, inner, sizeof inner);
         if (st == RLX_OK)
             st = knobs_parse(text, len, &e, &n, inner, sizeof inner);
-        free(text);
+        ir_free(text);
         if (st != RLX_OK) {
             snprintf(msg, cap, "%.200s: %s", path, inner);
             return st;
@@ -441,7 +441,7 @@ static rlx_status load(const char *path, char *msg, size_t cap)
     if (n) {
         f = ir_alloc(sizeof *f);
         if (!f) {
-            free(e);
+            ir_free(e);
             snprintf(msg, cap, "out of memory");
             return RLX_E_NOMEM;
         }

@@ -109,7 +109,7 @@ unsigned long knob_epoch(void);
 /* Writes the effective value; false if name is no knob. */
 bool knob_format(const char *name, char *buf, size_t cap);
 
-/* Parses a tuning file's text; *out is malloc'd (free it). */
+/* Parses a tuning file's text; *out is ir_alloc'ed (free it with ir_free). */
 rlx_status knobs_parse(const char *text, size_t len, knob_entry **out, int *n, char *msg, size_t cap);
 /* Loads path as the active entries (path "" clears them); on error the
  * active entries are unchanged. */

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/cast.h"
 #include "passes/passes.h"
 #include "passes/knobs.h"
 
@@ -217,8 +218,8 @@ typedef struct {
  * (node->rank dims, or the flat index, over the loop's rank): lowering a
  * small graph must cost little, it runs on every realization. */
 typedef struct {
+    uint64_t h; /* the ir_table hash word */
     const ir_node *n;
-    uint64_t h;
     int instr;
     int map;
 } memo_ent;
@@ -231,8 +232,7 @@ typedef struct {
     int64_t lshape[IR_MAX_RANK];
     bool lempty;
     int cap_instr, cap_args;
-    memo_ent *memo;             /* open addressing over (node, map) */
-    size_t memo_cap, memo_count;
+    ir_table memo;              /* of memo_ent */
     lmap *maps;                 /* the maps of the memo entries */
     size_t maps_cap;
     uint32_t red_mask;          /* the row dims, once a reduction set them */
@@ -269,7 +269,7 @@ static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
         for (int k = 0; k < c->lrank; k++)
             h = mix(h + (uint64_t)a->stride[k]);
     }
-    return h;
+    return ir_table_hash(h);
 }
 
 static bool map_eq(const lower_ctx *c, const ir_node *n, const lmap *a, const lmap *b)
@@ -287,21 +287,19 @@ static bool map_eq(const lower_ctx *c, const ir_node *n, const lmap *a, const lm
 
 static int memo_find(const lower_ctx *c, const ir_node *n, const lmap *m, uint64_t h)
 {
-    if (!c->memo_cap)
+    const memo_ent *tab = c->memo.slots;
+    if (!c->memo.cap)
         return -1;
-    size_t mask = c->memo_cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        const memo_ent *e = &c->memo[i];
-        if (!e->n)
-            return -1;
-        if (e->n == n && e->h == h && map_eq(c, n, &c->maps[e->map], m))
-            return e->instr;
-    }
+    for (size_t i = ir_table_home(&c->memo, h); tab[i].h; i = ir_table_next(&c->memo, i))
+        if (tab[i].n == n && tab[i].h == h && map_eq(c, n, &c->maps[tab[i].map], m))
+            return tab[i].instr;
+    return -1;
 }
 
 static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, uint64_t h, int instr)
 {
-    if (c->memo_count == c->maps_cap) {
+    size_t count = c->memo.count;
+    if (count == c->maps_cap) {
         size_t cap = c->maps_cap ? c->maps_cap * 2 : 16;
         lmap *t = ir_realloc(c->maps, cap * sizeof *t);
         if (!t)
@@ -309,29 +307,13 @@ static bool memo_put(lower_ctx *c, const ir_node *n, const lmap *m, uint64_t h, 
         c->maps = t;
         c->maps_cap = cap;
     }
-    if ((c->memo_count + 1) * 2 > c->memo_cap) {
-        size_t cap = c->memo_cap ? c->memo_cap * 2 : 32;
-        memo_ent *t = ir_calloc(cap, sizeof *t);
-        if (!t)
-            return false;
-        for (size_t i = 0; i < c->memo_cap; i++) {
-            if (!c->memo[i].n)
-                continue;
-            size_t j = c->memo[i].h & (cap - 1);
-            while (t[j].n)
-                j = (j + 1) & (cap - 1);
-            t[j] = c->memo[i];
-        }
-        ir_free(c->memo);
-        c->memo = t;
-        c->memo_cap = cap;
-    }
-    size_t mask = c->memo_cap - 1, i = h & mask;
-    while (c->memo[i].n)
-        i = (i + 1) & mask;
-    c->maps[c->memo_count] = *m;
-    c->memo[i] = (memo_ent){n, h, instr, (int)c->memo_count};
-    c->memo_count++;
+    if (!ir_table_reserve(&c->memo, sizeof(memo_ent), 32))
+        return false;
+    c->maps[count] = *m;
+    memo_ent *e = ir_table_claim(&c->memo, sizeof *e, h);
+    e->n = n;
+    e->instr = instr;
+    e->map = (int)count;
     return true;
 }
 
@@ -370,29 +352,6 @@ static int arg_index(lower_ctx *c, ir_node *n)
     }
     k->args[k->nargs] = n;
     return k->nargs++;
-}
-
-/* A constant as the reference stores it in dt (truncation and saturation
- * for integers, NaN to 0, one rounding for f32). */
-static double const_in(double v, rlx_dtype dt)
-{
-    switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32:
-    case RLX_I64: {
-        double lo = dt == RLX_I32 ? -2147483648.0 : -9223372036854775808.0;
-        double hi = dt == RLX_I32 ? 2147483647.0 : 9223372036854775807.0;
-        if (v != v)
-            return 0;
-        if (v <= lo)
-            return lo;
-        if (v >= hi)
-            return hi;
-        return (double)(int64_t)v;
-    }
-    case RLX_F32: return (double)(float)v;
-    default: return v;
-    }
 }
 
 static void affine_add_scaled(sched_affine *dst, const sched_affine *a, int64_t s)
@@ -595,7 +554,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         if (n->op == IR_OP_CONST) {
             /* a slot of the constant array: the value is not compiled in */
             in.kind = SCHED_I_CONST;
-            in.value = const_in(n->attr.cst.value, n->dtype);
+            in.value = ir_cast_const(n->attr.cst.value, n->dtype); /* as the reference stores it */
             in.cst = n;
             in.arg = c->k->nconsts++;
             return add_instr(c, &in);
@@ -876,9 +835,8 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
         if (to[j] >= 0)
             id.dim[j].stride[to[j]] = 1;
     int v = lower(c, node, &id, 0);
-    ir_free(c->memo);
+    ir_table_free(&c->memo);
     ir_free(c->maps);
-    c->memo = NULL;
     c->maps = NULL;
     if (v < 0)
         return false;
@@ -1091,4 +1049,4 @@ void sched_kernel_consts(const sched_kernel *k, double *consts, const ir_node **
     }
 }
 
-double sched_const_value(double v, rlx_dtype dt) { return const_in(v, dt); }
+double sched_const_value(double v, rlx_dtype dt) { return ir_cast_const(v, dt); }

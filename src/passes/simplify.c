@@ -43,6 +43,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/cast.h"
+#include "ir/scratch.h"
 #include "passes/passes.h"
 
 enum { MAX_DEPTH = 6 };
@@ -248,24 +250,10 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
 {
     switch (dt) {
     case RLX_BOOL: *v = 1; return true; /* a bool sum of n >= 1 copies of b is b */
-    case RLX_I32: *v = (double)(int32_t)(uint32_t)(uint64_t)n; return true; /* products wrap mod 2^32 anyway */
+    case RLX_I32: *v = (double)ir_cast_wrap_i32(n); return true; /* products wrap mod 2^32 anyway */
     case RLX_F32: *v = (double)(float)n; return *v == (double)n;
     default: *v = (double)n; return n <= ((int64_t)1 << 53);
     }
-}
-
-/* The integer an integer CONST of value c holds: the reference stores it
- * as CAST does (truncate, NaN 0, saturate), so c may be out of range. */
-static int64_t const_int(double c, rlx_dtype dt)
-{
-    double lo = dt == RLX_I32 ? -0x1p31 : -0x1p63, hi = dt == RLX_I32 ? 0x1p31 - 1 : 0x1p63;
-    if (c != c)
-        return 0;
-    if (c <= lo)
-        return dt == RLX_I32 ? INT32_MIN : INT64_MIN;
-    if (c >= hi)
-        return dt == RLX_I32 ? INT32_MAX : INT64_MAX;
-    return (int64_t)c;
 }
 
 /* sum of n copies of the CONST value c, as the reference would store it
@@ -285,8 +273,10 @@ static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
         *v = c != 0;
         return true;
     }
-    uint64_t p = (uint64_t)const_int(c, dt) * (uint64_t)n;
-    int64_t r = dt == RLX_I32 ? (int64_t)(int32_t)(uint32_t)p : (int64_t)p;
+    /* the integer c holds: the reference stores a CONST as CAST does, so c
+     * may be out of range */
+    uint64_t p = (uint64_t)ir_cast_f2i(c, dt) * (uint64_t)n;
+    int64_t r = dt == RLX_I32 ? ir_cast_wrap_i32((int64_t)p) : (int64_t)p;
     double d = (double)r;
     if (!(d >= -0x1p63 && d < 0x1p63) || (int64_t)d != r)
         return false; /* an i64 beyond 2^53 that a double does not hold */
@@ -501,18 +491,15 @@ rlx_status simp_run(sched_ctx *c, ir_node *const *roots, int nroots, simp_fold_f
     err[0] = '\0';
     for (int r = 0; r < nroots; r++)
         out[r] = NULL;
-    ir_node **order = NULL, **repl = NULL, *small[8], **src = small, *repl_small[SMALL];
-    size_t src_cap = sizeof small / sizeof *small;
+    ir_node **order = NULL, **repl = NULL, *src_small[8], **src, *repl_small[SMALL];
+    ir_scratch src_mem = IR_SCRATCH(src_small), repl_mem = IR_SCRATCH(repl_small);
     ir_map pos = {0};
     long count = ir_postorder(roots, nroots, stop_at_realized, NULL, &order);
-    if (count >= 0 && count <= SMALL) {
-        repl = repl_small;
-        memset(repl, 0, sizeof repl_small);
-    }
-    if (count < 0 || (!repl && !(repl = ir_calloc((size_t)(count ? count : 1), sizeof *repl)))) {
+    if (count < 0 || !(repl = ir_scratch_get(&repl_mem, (size_t)count * sizeof *repl))) {
         fail(&s, RLX_E_NOMEM, "out of memory");
         goto out;
     }
+    memset(repl, 0, (size_t)count * sizeof *repl);
     for (long i = 0; i < count; i++) {
         ir_node *n = order[i];
         if (count > SMALL && ir_map_put(&pos, n, i) < 0) {
@@ -523,16 +510,9 @@ rlx_status simp_run(sched_ctx *c, ir_node *const *roots, int nroots, simp_fold_f
             repl[i] = ir_retain(n);
             continue;
         }
-        if ((size_t)n->nsrc > src_cap) { /* a long CAT */
-            ir_node **ns = ir_alloc((size_t)n->nsrc * sizeof *ns);
-            if (!ns) {
-                fail(&s, RLX_E_NOMEM, "out of memory");
-                goto out;
-            }
-            if (src != small)
-                ir_free(src);
-            src = ns;
-            src_cap = (size_t)n->nsrc;
+        if (!(src = ir_scratch_get(&src_mem, (size_t)n->nsrc * sizeof *src))) { /* heap for a long CAT */
+            fail(&s, RLX_E_NOMEM, "out of memory");
+            goto out;
         }
         for (int k = 0; k < n->nsrc; k++)
             src[k] = repl[position(&pos, order, count, n->src[k], i)]; /* sources come first in post-order */
@@ -544,10 +524,8 @@ rlx_status simp_run(sched_ctx *c, ir_node *const *roots, int nroots, simp_fold_f
 out:
     for (long i = 0; repl && i < count; i++)
         ir_release(repl[i]);
-    if (src != small)
-        ir_free(src);
-    if (repl != repl_small)
-        ir_free(repl);
+    ir_scratch_free(&src_mem);
+    ir_scratch_free(&repl_mem);
     ir_free(order);
     ir_map_free(&pos);
     return s.status == RLX_OK ? RLX_OK : sched_fail(c, s.status, "%s", err);

@@ -11,6 +11,7 @@
 #ifndef RLX_RT_H
 #define RLX_RT_H
 
+#include "ir/cast.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 
@@ -51,7 +52,8 @@ static inline char *rt_base(const rt_view *v, rlx_dtype dt)
     return (char *)v->st->data + v->off * (int64_t)ir_dtype_size(dt);
 }
 
-/* Element access in the two compute domains. */
+/* Element access in the two compute domains; stores cast as CAST does
+ * (ir/cast.h). */
 static inline double rt_ld_f(const void *p, rlx_dtype dt, int64_t i)
 {
     switch (dt) {
@@ -68,28 +70,15 @@ static inline int64_t rt_ld_i(const void *p, rlx_dtype dt, int64_t i)
     case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
     case RLX_I32: return ((const int32_t *)p)[i];
     case RLX_I64: return ((const int64_t *)p)[i];
-    default: return (int64_t)rt_ld_f(p, dt, i); /* callers convert floats with rt_f2i */
+    default: return (int64_t)rt_ld_f(p, dt, i); /* callers convert floats with ir_cast_f2i */
     }
-}
-/* Float -> integer as CAST defines it: truncate, NaN 0, saturate. */
-static inline int64_t rt_f2i(double v, rlx_dtype dt)
-{
-    double lo = dt == RLX_I32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = dt == RLX_I32 ? 2147483647.0 : 9223372036854775807.0;
-    if (v != v)
-        return 0;
-    if (v <= lo)
-        return dt == RLX_I32 ? INT32_MIN : INT64_MIN;
-    if (v >= hi)
-        return dt == RLX_I32 ? INT32_MAX : INT64_MAX;
-    return (int64_t)v;
 }
 static inline void rt_st_f(void *p, rlx_dtype dt, int64_t i, double v)
 {
     switch (dt) {
-    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
-    case RLX_I32: ((int32_t *)p)[i] = (int32_t)rt_f2i(v, RLX_I32); break;
-    case RLX_I64: ((int64_t *)p)[i] = rt_f2i(v, RLX_I64); break;
+    case RLX_BOOL: ((unsigned char *)p)[i] = (unsigned char)ir_cast_bool(v); break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)ir_cast_f2i(v, RLX_I32); break;
+    case RLX_I64: ((int64_t *)p)[i] = ir_cast_f2i(v, RLX_I64); break;
     case RLX_F32: ((float *)p)[i] = (float)v; break;
     default: ((double *)p)[i] = v; break;
     }
@@ -98,7 +87,7 @@ static inline void rt_st_i(void *p, rlx_dtype dt, int64_t i, int64_t v)
 {
     switch (dt) {
     case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
-    case RLX_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break; /* wraps */
+    case RLX_I32: ((int32_t *)p)[i] = ir_cast_wrap_i32(v); break;
     case RLX_I64: ((int64_t *)p)[i] = v; break;
     case RLX_F32: ((float *)p)[i] = (float)v; break;
     default: ((double *)p)[i] = (double)v; break;

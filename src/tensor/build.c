@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "ir/cast.h"
 #include "tensor/ts.h"
 
 ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a)
@@ -29,19 +29,11 @@ ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int 
     return n;
 }
 
-/* A constant holds exactly what casting the double to dt would give. */
-static double convert_value(double v, rlx_dtype dt)
-{
-    if (ir_dtype_is_float(dt))
-        return dt == RLX_F32 ? (double)(float)v : v;
-    return dt == RLX_BOOL ? v != 0 : (double)rt_f2i(v, dt);
-}
-
 ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double v)
 {
     ir_attrs a;
     memset(&a, 0, sizeof a);
-    a.cst.value = convert_value(v, dt);
+    a.cst.value = ir_cast_const(v, dt); /* exactly what casting v to dt gives */
     return ts_leaf(fn, IR_OP_CONST, &a, dt, rank, shape);
 }
 

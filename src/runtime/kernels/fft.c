@@ -602,7 +602,8 @@ static void plan_bluestein_kernel(fft_plan *p, double *mid, double *u, void *scr
  * skip the twiddles and, for Bluestein, a whole transform of the kernel. A
  * cached plan is read-only and may serve several realizations at once;
  * refs counts them. At most CACHE_PLANS plans of CACHE_BYTES together; the
- * least recently used plan nobody holds makes room. */
+ * least recently used plan nobody holds makes room. Eight slots scanned
+ * in place, not an ir_table: the LRU choice scans them all anyway. */
 enum { CACHE_PLANS = 8 };
 #define CACHE_BYTES ((size_t)96 << 20)
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/scratch.h"
 #include "passes/passes.h"
 #include "runtime/exec/jit_exec.h"
 #include "runtime/rt.h"
@@ -159,6 +160,7 @@ rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
     rt_view *views = ir_calloc((size_t)lv.count, sizeof *views);
     bool *fresh = ir_calloc((size_t)lv.count, sizeof *fresh);
     rt_view in[IR_MAX_RANK + 8];
+    ir_scratch in_mem = IR_SCRATCH(in);
     rt_view *inputs = in;
     if (!views || !fresh) {
         rt_fail(ctx, RLX_E_NOMEM, "out of memory for the evaluation state");
@@ -175,14 +177,10 @@ rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
             continue;
         }
         long ns = lv.src_start[i + 1] - lv.src_start[i];
-        if (ns > (long)(sizeof in / sizeof *in)) {
-            if (inputs != in)
-                ir_free(inputs);
-            if (!(inputs = ir_alloc((size_t)ns * sizeof *inputs))) {
-                inputs = in;
-                rt_fail(ctx, RLX_E_NOMEM, "out of memory");
-                break;
-            }
+        if (!(inputs = ir_scratch_get(&in_mem, (size_t)ns * sizeof *inputs))) {
+            inputs = in;
+            rt_fail(ctx, RLX_E_NOMEM, "out of memory");
+            break;
         }
         for (long k = 0; k < ns; k++)
             inputs[k] = views[lv.src_index[lv.src_start[i] + k]];
@@ -217,8 +215,7 @@ rlx_status rt_ref_realize(ir_node *const *roots, int nroots, rt_ctx *ctx)
                 rt_publish(ctx, root, &views[i]);
     }
 out:
-    if (inputs != in)
-        ir_free(inputs);
+    ir_scratch_free(&in_mem);
     for (long i = 0; views && i < lv.count; i++)
         view_release(ctx, lv.order[i], &views[i], fresh && fresh[i]);
     ir_free(views);
