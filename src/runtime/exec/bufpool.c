@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 
 enum { FREE_MAX = 64 };
 #define HUGE_PAGE ((size_t)2 << 20)

@@ -8,6 +8,7 @@
 #define RLX_JIT_EXEC_H
 
 #include "codegen_llvm/cg.h"
+#include "runtime/exec/pool.h"
 #include "runtime/rt.h"
 
 /* What one realization did, for rlx_stats. */
@@ -99,29 +100,5 @@ typedef struct {
 void rt_plan_cache_counts_get(rt_plan_cache_counts *out);
 /* Drops every entry (a run in progress keeps its own until it ends). */
 void rt_plan_cache_clear(void);
-
-/* pool.c: runs fn(bufs, consts, ...) over [0, n) of loop dim 0 in chunks
- * of chunk rows on up to nthreads threads (the caller included), then
- * returns. */
-void rt_pool_run(cg_kernel_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads);
-
-/* bufpool.c: payload buffers of at least RT_BUFPOOL_MIN bytes for kernel
- * outputs: 2 MiB-aligned, huge-page advised, recycled (not unmapped) when
- * their storage dies. NULL when out of memory. */
-#define RT_BUFPOOL_MIN ((size_t)1 << 20)
-ir_storage *rt_bufpool_storage(size_t bytes);
-
-/* The pool's counters since the process started (tests, debugging). */
-typedef struct {
-    uint64_t mapped, mapped_bytes; /* blocks taken from the OS */
-    uint64_t reused;               /* requests served from the free list */
-    uint64_t unmapped;             /* blocks given back to the OS */
-    uint64_t live_bytes;           /* held by storages now */
-    uint64_t cached_bytes;         /* on the free list now */
-} rt_bufpool_counts;
-void rt_bufpool_counts_get(rt_bufpool_counts *out);
-/* Bytes the pool has asked the OS for since the process started (its
- * mapped_bytes): a repeated realization must not make it grow. */
-uint64_t rt_bufpool_fresh_bytes(void);
 
 #endif

@@ -14,12 +14,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 
 enum { POOL_MAX = 64 };
 
 typedef struct {
-    cg_kernel_fn fn;
+    rt_pool_fn fn;
     void *const *bufs;
     const double *consts;
     int64_t n, chunk;
@@ -93,7 +93,7 @@ static void grow(int want)
     }
 }
 
-void rt_pool_run(cg_kernel_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads)
+void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads)
 {
     long nchunks = chunk > 0 ? (long)((n + chunk - 1) / chunk) : 1;
     if (nthreads <= 1 || nchunks <= 1 || pthread_mutex_trylock(&P.busy) != 0) {

@@ -24,7 +24,7 @@
 #include <string.h>
 
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 #include "runtime/rt.h"
 
 enum {

@@ -32,7 +32,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 #include "passes/knobs.h"
 #include "runtime/rt.h"
 

@@ -15,7 +15,7 @@
 
 #include <stdatomic.h>
 
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 
 enum { RT_PAR_MAX = 65 }; /* pool.c's 64 workers and the caller */
 

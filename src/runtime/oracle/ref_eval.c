@@ -9,7 +9,7 @@
 
 #include "ir/scratch.h"
 #include "passes/passes.h"
-#include "runtime/exec/jit_exec.h"
+#include "runtime/exec/pool.h"
 #include "runtime/rt.h"
 
 rlx_status rt_fail(rt_ctx *ctx, rlx_status st, const char *fmt, ...)
