@@ -20,6 +20,7 @@
 
 #include "codegen_llvm/cg_internal.h"
 #include "codegen_llvm/cg_math_tables.h"
+#include "codegen_llvm/cg_trig64_table.h"
 
 typedef struct {
     cg_mod *m;
@@ -305,13 +306,20 @@ static LLVMValueRef kcos(mb *c, LLVMValueRef r)
     return m_add(c, w, fma3(c, z, rr, m_sub(c, m_sub(c, K(c, 1), w), hz)));
 }
 
-/* sin (is_cos false) or cos of r + q pi/2, q = n mod 4 as a float. */
-static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef n, bool is_cos)
+/* sin (is_cos false) or cos of r + rl + q pi/2, q = n mod 4 as a float;
+ * rl (NULL: none) a tail below half an ulp of r, taken to first order.
+ * rl = -0 leaves the bits of the kernels as they are (s + -0 = s). */
+static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef rl, LLVMValueRef n, bool is_cos)
 {
     LLVMValueRef q = m_sub(c, n, m_mul(c, K(c, 4), un(c, "llvm.floor", m_mul(c, n, K(c, 0.25)))));
     if (is_cos)
         q = m_add(c, q, K(c, 1)); /* cos(x) = sin(x + pi/2) */
     LLVMValueRef s = ksin(c, r), co = kcos(c, r);
+    if (rl) { /* sin(r + rl) = s + rl co, cos(r + rl) = co - rl s */
+        LLVMValueRef s2 = fma3(c, rl, co, s);
+        co = fma3(c, LLVMBuildFNeg(c->b, rl, ""), s, co);
+        s = s2;
+    }
     LLVMValueRef odd = fcmp(c, LLVMRealOEQ, q, K(c, 1));
     odd = LLVMBuildOr(c->b, odd, fcmp(c, LLVMRealOEQ, q, K(c, 3)), "");
     LLVMValueRef neg = fcmp(c, LLVMRealOGE, q, K(c, 2));
@@ -320,16 +328,118 @@ static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef n, bool is_cos)
     return sel(c, neg, LLVMBuildFNeg(c->b, v, ""), v);
 }
 
-/* f64: Cody-Waite with pi/2 in three parts (30 + 30 + 53 bits): exact
- * products for |n| < 2^23, i.e. |x| < 1.3e7; beyond that the error grows
- * with |x| (documented; a table reduction as for f32 is future work). */
+/* Exact a*b = *hi + *lo: the error term needs a true fma (fmuladd may
+ * round the product). */
+static void two_prod(mb *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    *hi = m_mul(c, a, b);
+    LLVMValueRef args[3] = {a, b, LLVMBuildFNeg(c->b, *hi, "")};
+    *lo = cg_intrinsic(c->m, c->b, "llvm.fma", c->t, args, 3);
+}
+
+/* Exact a + b = *s + *e for any magnitudes (Knuth's two-sum). */
+static void two_sum(mb *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *s, LLVMValueRef *e)
+{
+    *s = m_add(c, a, b);
+    LLVMValueRef bb = m_sub(c, *s, a);
+    *e = m_add(c, m_sub(c, a, m_sub(c, *s, bb)), m_sub(c, b, bb));
+}
+
+static LLVMValueRef trig64_table(cg_mod *m)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(m->mod, "rlx_trig_f64");
+    if (g)
+        return g;
+    LLVMTypeRef row = LLVMArrayType2(m->f64, 4), tab = LLVMArrayType2(row, CG_TRIG_F64_ROWS);
+    LLVMValueRef rows[CG_TRIG_F64_ROWS];
+    for (int i = 0; i < CG_TRIG_F64_ROWS; i++) {
+        LLVMValueRef v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = LLVMConstReal(m->f64, CG_TRIG_F64[i][j]);
+        rows[i] = LLVMConstArray2(m->f64, v, 4);
+    }
+    g = LLVMAddGlobal(m->mod, tab, "rlx_trig_f64");
+    LLVMSetInitializer(g, LLVMConstArray2(row, rows, CG_TRIG_F64_ROWS));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return g;
+}
+
+/* Payne-Hanek for |x| >= 32 (finite): |x| = M 2^s with an integer M < 2^53,
+ * and the row of s holds B = 2^s 2/pi mod 4 as F0 + F1 + F2 + F3 at fixed
+ * bit positions (cg_trig64_table.h), so x 2/pi = M B mod 4. M F0 is a
+ * multiple of 2^-50 below 2^55: its high part mod 4 plus its low part is
+ * exact (< 8, 53 bits); M F1 and the error of adding its high part are
+ * multiples of 2^-102 below 2^-49, their sum exact too; two-sums carry the
+ * rest. The fraction f = x 2/pi - n comes out as a double-double good to
+ * about 2^-140 absolute, against |f| >= 2^-62 for every double (the worst
+ * case is near 2^849), and r + r_lo = f pi/2 to about 2^-100 relative.
+ * Gives r, r_lo and n for x itself (a negative x negates all three). */
+static void reduce_huge64(mb *c, LLVMValueRef x, LLVMValueRef *r, LLVMValueRef *r_lo, LLVMValueRef *n)
+{
+    cg_mod *m = c->m;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, m->i64, "");
+    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, KI(c, 52), ""), KI(c, 0x7ff), "");
+    LLVMValueRef row[2] = {LLVMBuildSub(b, e, KI(c, CG_TRIG_F64_E0), ""), KI(c, 0)};
+    row[0] = cg_intrinsic(m, b, "llvm.smax", m->i64, row, 2); /* |x| < 32 and inf/NaN: any row, unused */
+    row[1] = KI(c, CG_TRIG_F64_ROWS - 1);
+    row[0] = cg_intrinsic(m, b, "llvm.smin", m->i64, row, 2);
+    /* M as a double: the mantissa bits under the exponent of 2^52 */
+    LLVMValueRef mb_ = LLVMBuildOr(b, LLVMBuildAnd(b, bits, KI(c, 0x000fffffffffffffll), ""),
+                                   KI(c, 0x4330000000000000ll), "");
+    LLVMValueRef M = LLVMBuildBitCast(b, mb_, m->f64, "");
+    LLVMValueRef tab = trig64_table(m), F[4];
+    LLVMTypeRef tt = LLVMGlobalGetValueType(tab);
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef idx[3] = {LLVMConstInt(m->i64, 0, 0), row[0], LLVMConstInt(m->i32, (unsigned)j, 0)};
+        F[j] = LLVMBuildLoad2(b, m->f64, LLVMBuildInBoundsGEP2(b, tt, tab, idx, 3, ""), "");
+    }
+    LLVMValueRef hi0, lo0, hi1, lo1, hi2, lo2, s, e1, t2, e2, fh, e3;
+    two_prod(c, M, F[0], &hi0, &lo0);
+    LLVMValueRef s0 = m_add(c, fma3(c, K(c, -4), un(c, "llvm.floor", m_mul(c, hi0, K(c, 0.25))), hi0), lo0);
+    two_prod(c, M, F[1], &hi1, &lo1);
+    two_sum(c, s0, hi1, &s, &e1);
+    LLVMValueRef nn = un(c, "llvm.roundeven", s);
+    LLVMValueRef f0 = m_sub(c, s, nn); /* exact, |f0| <= 1/2 */
+    two_prod(c, M, F[2], &hi2, &lo2);
+    two_sum(c, m_add(c, e1, lo1), hi2, &t2, &e2);
+    LLVMValueRef l = m_add(c, m_add(c, e2, lo2), m_mul(c, M, F[3]));
+    two_sum(c, f0, t2, &fh, &e3);
+    LLVMValueRef fl = m_add(c, e3, l);
+    /* (fh + fl) pi/2 with pi/2 = P + p */
+    const double P = 0x1.921fb54442d18p+0, p = 0x1.1a62633145c07p-54;
+    LLVMValueRef rh, rl;
+    two_prod(c, fh, K(c, P), &rh, &rl);
+    LLVMValueRef t = fma3(c, fl, K(c, P), fma3(c, fh, K(c, p), rl));
+    LLVMValueRef res = m_add(c, rh, t);
+    LLVMValueRef tail = m_sub(c, t, m_sub(c, res, rh)); /* |rh| >= |t|: exact */
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, KI(c, 0), "");
+    *r = sel(c, neg, LLVMBuildFNeg(b, res, ""), res);
+    *r_lo = sel(c, neg, LLVMBuildFNeg(b, tail, ""), tail);
+    *n = sel(c, neg, LLVMBuildFNeg(b, nn, ""), nn);
+}
+
+/* f64: Cody-Waite with pi/2 in three parts (30 + 30 + 53 bits) below
+ * |x| = 32, where it is within 1 ulp also at the doubles nearest to
+ * multiples of pi/2 (tests/test_trig.c checks them; at 29 pi/2 = 45.55,
+ * whose distance to a double is 2^-61, the 113 bits of pi/2 give 13 ulp);
+ * Payne-Hanek above. Both run on every lane (the loop stays one
+ * vectorized body), a select picks one. */
 static LLVMValueRef emit_trig64(mb *c, LLVMValueRef x, bool is_cos)
 {
     LLVMValueRef n = un(c, "llvm.roundeven", m_mul(c, x, K(c, 0x1.45f306dc9c883p-1)));
     LLVMValueRef r = fma3(c, n, K(c, -0x1.921fb54000000p+0), x);
     r = fma3(c, n, K(c, -0x1.10b4611800000p-30), r);
     r = fma3(c, n, K(c, -0x1.313198a2e0370p-61), r);
-    return quadrant(c, r, n, is_cos);
+    LLVMValueRef rh, rl, nh, ax = un(c, "llvm.fabs", x);
+    reduce_huge64(c, x, &rh, &rl, &nh);
+    LLVMValueRef small = fcmp(c, LLVMRealOLT, ax, K(c, 32));
+    LLVMValueRef y = quadrant(c, sel(c, small, r, rh), sel(c, small, K(c, -0.0), rl), sel(c, small, n, nh), is_cos);
+    if (!is_cos) /* sin(-0) = -0 */
+        y = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, 0)), x, y);
+    return sel(c, fcmp(c, LLVMRealUEQ, ax, K(c, INFINITY)), K(c, NAN), y); /* inf, NaN: NaN */
 }
 
 static LLVMValueRef trig_table(cg_mod *m)
@@ -388,9 +498,9 @@ static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, int fn)
     LLVMValueRef n = un(c, "llvm.roundeven", s);
     LLVMValueRef f = m_add(c, m_sub(c, s, n), lo);
     LLVMValueRef r = m_mul(c, f, K(c, 0x1.921fb54442d18p+0));
-    LLVMValueRef y = quadrant(c, r, n, fn == TRIG_COS);
+    LLVMValueRef y = quadrant(c, r, NULL, n, fn == TRIG_COS);
     if (fn == TRIG_TAN) /* the f64 quotient errs by a few 1e-16, also near the poles */
-        y = m_div(c, y, quadrant(c, r, n, true));
+        y = m_div(c, y, quadrant(c, r, NULL, n, true));
     if (fn != TRIG_COS) { /* the reduction worked on |x|: odd functions of -x, -0 included */
         LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(m->i32, 0, 0), "");
         y = sel(c, neg, LLVMBuildFNeg(b, y, ""), y);
