@@ -228,8 +228,8 @@ TEST(trig_f32_every_exponent)
 static const double hard64[] = {
     1e18, 1e19, 1e22, 1e50, 1e100, 1e200, 1e300, 1e308, DBL_MAX, 0x1p1023, 0x1.0000000000001p1023,
     0x1.fffffffffffffp1022, 0x1p1000, 0x1p64, 0x1p63, 0x1p60, 0x1p55, 0x1p53, 0x1p52, 0x1p30, 0x1p24, 0x1.8p23,
-    /* the boundary of the fast reduction and around it */
-    0x1p26, 0x1.fffffffffffffp25, 0x1p27, 0x1p28, 0x1p40,
+    /* the boundary of the fast reduction (32) and the old one (2^26) */
+    32.0, 0x1.fffffffffffffp+4, 0x1.0000000000001p+5, 0x1p26, 0x1.fffffffffffffp25, 0x1p27, 0x1p28, 0x1p40,
     6381956970095103.0 * 0x1p797, 5319372648326859.0 * 0x1p-51 * 0x1p70,
     /* numerators of convergents of pi/2: near multiples of pi/2 */
     355.0 / 2 * 2, 103993.0, 104348.0, 208341.0, 312689.0, 833719.0, 1146408.0, 4272943.0, 5419351.0, 80143857.0,

@@ -328,8 +328,7 @@ static LLVMValueRef kcos(mb *c, LLVMValueRef r)
 }
 
 /* sin (is_cos false) or cos of r + rl + q pi/2, q = n mod 4 as a float;
- * rl (NULL: none) a tail below half an ulp of r, taken to first order.
- * rl = -0 leaves the bits of the kernels as they are (s + -0 = s). */
+ * rl (NULL: none) a tail below half an ulp of r, taken to first order. */
 static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef rl, LLVMValueRef n, bool is_cos)
 {
     LLVMValueRef q = m_sub(c, n, m_mul(c, K(c, 4), un(c, "llvm.floor", m_mul(c, n, K(c, 0.25)))));
@@ -394,8 +393,8 @@ static LLVMValueRef trig64_table(cg_mod *m)
  * exact (< 8, 53 bits); M F1 and the error of adding its high part are
  * multiples of 2^-102 below 2^-49, their sum exact too; two-sums carry the
  * rest. The fraction f = x 2/pi - n comes out as a double-double good to
- * about 2^-140 absolute, against |f| >= 2^-62 for every double (the worst
- * case is near 2^849), and r + r_lo = f pi/2 to about 2^-100 relative.
+ * about 2^-140 absolute, against |f| > 2^-62 for every double (the worst
+ * case is 6381956970095103 * 2^797), and r + r_lo = f pi/2 to about 2^-100 relative.
  * Gives r, r_lo and n for x itself (a negative x negates all three). */
 static void reduce_huge64(mb *c, LLVMValueRef x, LLVMValueRef *r, LLVMValueRef *r_lo, LLVMValueRef *n)
 {
@@ -408,9 +407,9 @@ static void reduce_huge64(mb *c, LLVMValueRef x, LLVMValueRef *r, LLVMValueRef *
     row[1] = KI(c, CG_TRIG_F64_ROWS - 1);
     row[0] = cg_intrinsic(m, b, "llvm.smin", m->i64, row, 2);
     /* M as a double: the mantissa bits under the exponent of 2^52 */
-    LLVMValueRef mb_ = LLVMBuildOr(b, LLVMBuildAnd(b, bits, KI(c, 0x000fffffffffffffll), ""),
-                                   KI(c, 0x4330000000000000ll), "");
-    LLVMValueRef M = LLVMBuildBitCast(b, mb_, m->f64, "");
+    LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, KI(c, 0x000fffffffffffffll), ""),
+                                     KI(c, 0x4330000000000000ll), "");
+    LLVMValueRef M = LLVMBuildBitCast(b, mbits, m->f64, "");
     LLVMValueRef tab = trig64_table(m), F[4];
     LLVMTypeRef tt = LLVMGlobalGetValueType(tab);
     for (int j = 0; j < 4; j++) {
