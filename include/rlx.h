@@ -185,7 +185,9 @@ RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const in
  * approximation. softplus = log(1+exp(x)), elu uses alpha 1, mish =
  * x*tanh(softplus(x)), hard_sigmoid = clamp(x/6+1/2, 0, 1) (PyTorch),
  * hard_swish = x*hard_sigmoid(x), log_sigmoid = -softplus(-x), softsign =
- * x/(1+|x|). sign(NaN) is NaN. At +-inf the activations follow their
+ * x/(1+|x|). sign(NaN) is NaN. sin, cos and tan hold for every finite
+ * input, huge ones included (f32 within 1 ulp; f64 sin and cos within 2
+ * ulp on the JIT, libm's elsewhere); of +-inf and NaN they are NaN. At +-inf the activations follow their
  * formulas as PyTorch evaluates them: gelu, silu, mish, hard_swish of -inf
  * and softsign of +-inf are NaN (inf * 0, inf / inf). */
 

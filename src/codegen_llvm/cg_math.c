@@ -11,7 +11,9 @@
  * + 2), erf too (1 - e^(-x^2) h above 1); sin and cos compute in f64 and
  * round once.
  * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
- * against double-precision libm, is checked by tests/test_jit.c.
+ * against double-precision libm, is checked by tests/test_jit.c; sin and
+ * cos (Cody-Waite below |x| = 32, Payne-Hanek above, in a function of
+ * their own with vector twins) for every finite input by tests/test_trig.c.
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 
 #include "codegen_llvm/cg_internal.h"
 #include "codegen_llvm/cg_math_tables.h"
+#include "codegen_llvm/cg_trig64_table.h"
 
 typedef struct {
     cg_mod *m;
@@ -30,8 +33,27 @@ typedef struct {
     bool failed; /* a function called has no kernel (call1) */
 } mb;
 
-static LLVMValueRef K(mb *c, double v) { return LLVMConstReal(c->t, v); }
-static LLVMValueRef KI(mb *c, long long v) { return LLVMConstInt(c->it, (unsigned long long)v, 1); }
+/* e in every lane of t if t is a vector (the f64 sin/cos bodies are also
+ * emitted as vector functions), e itself otherwise */
+static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef e)
+{
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+        return e;
+    LLVMValueRef v[16];
+    unsigned n = LLVMGetVectorSize(t);
+    for (unsigned i = 0; i < n && i < 16; i++)
+        v[i] = e;
+    return LLVMConstVector(v, n);
+}
+static LLVMTypeRef scalar_of(LLVMTypeRef t)
+{
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+static LLVMValueRef K(mb *c, double v) { return splat(c->t, LLVMConstReal(scalar_of(c->t), v)); }
+static LLVMValueRef KI(mb *c, long long v)
+{
+    return splat(c->it, LLVMConstInt(scalar_of(c->it), (unsigned long long)v, 1));
+}
 static LLVMValueRef m_add(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(c->b, a, b, ""); }
 static LLVMValueRef m_sub(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(c->b, a, b, ""); }
 static LLVMValueRef m_mul(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(c->b, a, b, ""); }
@@ -310,13 +332,19 @@ static LLVMValueRef kcos(mb *c, LLVMValueRef r)
     return m_add(c, w, fma3(c, z, rr, m_sub(c, m_sub(c, K(c, 1), w), hz)));
 }
 
-/* sin (is_cos false) or cos of r + q pi/2, q = n mod 4 as a float. */
-static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef n, bool is_cos)
+/* sin (is_cos false) or cos of r + rl + q pi/2, q = n mod 4 as a float;
+ * rl (NULL: none) a tail below half an ulp of r, taken to first order. */
+static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef rl, LLVMValueRef n, bool is_cos)
 {
     LLVMValueRef q = m_sub(c, n, m_mul(c, K(c, 4), un(c, "llvm.floor", m_mul(c, n, K(c, 0.25)))));
     if (is_cos)
         q = m_add(c, q, K(c, 1)); /* cos(x) = sin(x + pi/2) */
     LLVMValueRef s = ksin(c, r), co = kcos(c, r);
+    if (rl) { /* sin(r + rl) = s + rl co, cos(r + rl) = co - rl s */
+        LLVMValueRef s2 = fma3(c, rl, co, s);
+        co = fma3(c, LLVMBuildFNeg(c->b, rl, ""), s, co);
+        s = s2;
+    }
     LLVMValueRef odd = fcmp(c, LLVMRealOEQ, q, K(c, 1));
     odd = LLVMBuildOr(c->b, odd, fcmp(c, LLVMRealOEQ, q, K(c, 3)), "");
     LLVMValueRef neg = fcmp(c, LLVMRealOGE, q, K(c, 2));
@@ -325,17 +353,222 @@ static LLVMValueRef quadrant(mb *c, LLVMValueRef r, LLVMValueRef n, bool is_cos)
     return sel(c, neg, LLVMBuildFNeg(c->b, v, ""), v);
 }
 
-/* f64: Cody-Waite with pi/2 in three parts (30 + 30 + 53 bits): exact
- * products for |n| < 2^23, i.e. |x| < 1.3e7; beyond that the error grows
- * with |x| (documented; a table reduction as for f32 is future work). */
-static LLVMValueRef emit_trig64(mb *c, LLVMValueRef x, bool is_cos)
+/* Exact a*b = *hi + *lo: the error term needs a true fma (fmuladd may
+ * round the product). */
+static void two_prod(mb *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    *hi = m_mul(c, a, b);
+    LLVMValueRef args[3] = {a, b, LLVMBuildFNeg(c->b, *hi, "")};
+    *lo = cg_intrinsic(c->m, c->b, "llvm.fma", c->t, args, 3);
+}
+
+/* Exact a + b = *s + *e for any magnitudes (Knuth's two-sum). */
+static void two_sum(mb *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *s, LLVMValueRef *e)
+{
+    *s = m_add(c, a, b);
+    LLVMValueRef bb = m_sub(c, *s, a);
+    *e = m_add(c, m_sub(c, a, m_sub(c, *s, bb)), m_sub(c, b, bb));
+}
+
+static LLVMValueRef trig64_table(cg_mod *m)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(m->mod, "rlx_trig_f64");
+    if (g)
+        return g;
+    LLVMTypeRef row = LLVMArrayType2(m->f64, 4), tab = LLVMArrayType2(row, CG_TRIG_F64_ROWS);
+    LLVMValueRef rows[CG_TRIG_F64_ROWS];
+    for (int i = 0; i < CG_TRIG_F64_ROWS; i++) {
+        LLVMValueRef v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = LLVMConstReal(m->f64, CG_TRIG_F64[i][j]);
+        rows[i] = LLVMConstArray2(m->f64, v, 4);
+    }
+    g = LLVMAddGlobal(m->mod, tab, "rlx_trig_f64");
+    LLVMSetInitializer(g, LLVMConstArray2(row, rows, CG_TRIG_F64_ROWS));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return g;
+}
+
+/* Payne-Hanek for |x| >= 32 (finite): |x| = M 2^s with an integer M < 2^53,
+ * and the row of s holds B = 2^s 2/pi mod 4 as F0 + F1 + F2 + F3 at fixed
+ * bit positions (cg_trig64_table.h), so x 2/pi = M B mod 4. M F0 is a
+ * multiple of 2^-50 below 2^55: its high part mod 4 plus its low part is
+ * exact (< 8, 53 bits); M F1 and the error of adding its high part are
+ * multiples of 2^-102 below 2^-49, their sum exact too; two-sums carry the
+ * rest. The fraction f = x 2/pi - n comes out as a double-double good to
+ * about 2^-140 absolute, against |f| > 2^-62 for every double (the worst
+ * case is 6381956970095103 * 2^797), and r + r_lo = f pi/2 to about 2^-100 relative.
+ * Gives r, r_lo and n for x itself (a negative x negates all three). */
+static void reduce_huge64(mb *c, LLVMValueRef x, LLVMValueRef *r, LLVMValueRef *r_lo, LLVMValueRef *n)
+{
+    cg_mod *m = c->m;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, m->i64, "");
+    LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, KI(c, 52), ""), KI(c, 0x7ff), "");
+    LLVMValueRef row[2] = {LLVMBuildSub(b, e, KI(c, CG_TRIG_F64_E0), ""), KI(c, 0)};
+    row[0] = cg_intrinsic(m, b, "llvm.smax", m->i64, row, 2); /* |x| < 32 and inf/NaN: any row, unused */
+    row[1] = KI(c, CG_TRIG_F64_ROWS - 1);
+    row[0] = cg_intrinsic(m, b, "llvm.smin", m->i64, row, 2);
+    /* M as a double: the mantissa bits under the exponent of 2^52 */
+    LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, KI(c, 0x000fffffffffffffll), ""),
+                                     KI(c, 0x4330000000000000ll), "");
+    LLVMValueRef M = LLVMBuildBitCast(b, mbits, m->f64, "");
+    LLVMValueRef tab = trig64_table(m), F[4];
+    LLVMTypeRef tt = LLVMGlobalGetValueType(tab);
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef idx[3] = {LLVMConstInt(m->i64, 0, 0), row[0], LLVMConstInt(m->i32, (unsigned)j, 0)};
+        F[j] = LLVMBuildLoad2(b, m->f64, LLVMBuildInBoundsGEP2(b, tt, tab, idx, 3, ""), "");
+    }
+    LLVMValueRef hi0, lo0, hi1, lo1, hi2, lo2, s, e1, t2, e2, fh, e3;
+    two_prod(c, M, F[0], &hi0, &lo0);
+    LLVMValueRef s0 = m_add(c, fma3(c, K(c, -4), un(c, "llvm.floor", m_mul(c, hi0, K(c, 0.25))), hi0), lo0);
+    two_prod(c, M, F[1], &hi1, &lo1);
+    two_sum(c, s0, hi1, &s, &e1);
+    LLVMValueRef nn = un(c, "llvm.roundeven", s);
+    LLVMValueRef f0 = m_sub(c, s, nn); /* exact, |f0| <= 1/2 */
+    two_prod(c, M, F[2], &hi2, &lo2);
+    two_sum(c, m_add(c, e1, lo1), hi2, &t2, &e2);
+    LLVMValueRef l = m_add(c, m_add(c, e2, lo2), m_mul(c, M, F[3]));
+    two_sum(c, f0, t2, &fh, &e3);
+    LLVMValueRef fl = m_add(c, e3, l);
+    /* (fh + fl) pi/2 with pi/2 = P + p */
+    const double P = 0x1.921fb54442d18p+0, p = 0x1.1a62633145c07p-54;
+    LLVMValueRef rh, rl;
+    two_prod(c, fh, K(c, P), &rh, &rl);
+    LLVMValueRef t = fma3(c, fl, K(c, P), fma3(c, fh, K(c, p), rl));
+    LLVMValueRef res = m_add(c, rh, t);
+    LLVMValueRef tail = m_sub(c, t, m_sub(c, res, rh)); /* |rh| >= |t|: exact */
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, KI(c, 0), "");
+    *r = sel(c, neg, LLVMBuildFNeg(b, res, ""), res);
+    *r_lo = sel(c, neg, LLVMBuildFNeg(b, tail, ""), tail);
+    *n = sel(c, neg, LLVMBuildFNeg(b, nn, ""), nn);
+}
+
+/* f64: Cody-Waite with pi/2 in three parts (30 + 30 + 53 bits) for |x| <
+ * 32, where it is within 1 ulp also at the doubles nearest to multiples
+ * of pi/2 (tests/test_trig.c checks them; at 29 pi/2 = 45.55, whose
+ * distance to a double is 2^-61, the 113 bits of pi/2 give 13 ulp). x may
+ * be a vector (c->t). */
+static LLVMValueRef trig64_fast(mb *c, LLVMValueRef x, bool is_cos)
 {
     LLVMValueRef n = un(c, "llvm.roundeven", m_mul(c, x, K(c, 0x1.45f306dc9c883p-1)));
     LLVMValueRef r = fma3(c, n, K(c, -0x1.921fb54000000p+0), x);
     r = fma3(c, n, K(c, -0x1.10b4611800000p-30), r);
     r = fma3(c, n, K(c, -0x1.313198a2e0370p-61), r);
-    return quadrant(c, r, n, is_cos);
+    LLVMValueRef y = quadrant(c, r, NULL, n, is_cos);
+    if (!is_cos) /* sin(-0) = -0 */
+        y = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, 0)), x, y);
+    return y;
 }
+
+static void add_fn_attrs(cg_mod *m, LLVMValueRef fn, bool pure)
+{
+    static const char *const attrs[] = {"noinline", "nounwind", "willreturn", "nosync"};
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
+    }
+    if (pure) { /* memory(none): it reads only the constant table */
+        unsigned kind = LLVMGetEnumAttributeKindForName("memory", 6);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
+    }
+}
+
+/* A private function (cg_jit.c makes internal ones always-inline) of type
+ * t -> t with blocks entry, big and done, the builder at entry. */
+static LLVMValueRef trig64_shell(cg_mod *m, const char *name, LLVMTypeRef t, LLVMBuilderRef b, LLVMBasicBlockRef bb[3])
+{
+    LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(t, &t, 1, 0));
+    LLVMSetLinkage(fn, LLVMPrivateLinkage);
+    add_fn_attrs(m, fn, true);
+    const char *names[3] = {"entry", "big", "done"};
+    for (int i = 0; i < 3; i++)
+        bb[i] = LLVMAppendBasicBlockInContext(m->ctx, fn, names[i]);
+    LLVMPositionBuilderAtEnd(b, bb[0]);
+    return fn;
+}
+
+/* The vector twin of the scalar f64 sin/cos fn over lanes: the fast path
+ * on all lanes; if some lane has |x| >= 32 (or inf/NaN, rare), fn on each
+ * lane. The common case costs a compare and a branch per vector. */
+static void trig64_variant(cg_mod *m, LLVMValueRef fn, const char *name, unsigned lanes, bool is_cos)
+{
+    LLVMTypeRef vt = LLVMVectorType(m->f64, lanes), bt = LLVMVectorType(LLVMInt1TypeInContext(m->ctx), lanes);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
+    LLVMBasicBlockRef bb[3];
+    LLVMValueRef v = trig64_shell(m, name, vt, b, bb);
+    mb c = {m, b, vt, LLVMVectorType(m->i64, lanes), true, false};
+    LLVMValueRef x = LLVMGetParam(v, 0);
+    LLVMValueRef y = trig64_fast(&c, x, is_cos);
+    LLVMValueRef big = fcmp(&c, LLVMRealUGE, un(&c, "llvm.fabs", x), K(&c, 32));
+    LLVMBuildCondBr(b, cg_intrinsic(m, b, "llvm.vector.reduce.or", bt, &big, 1), bb[1], bb[2]);
+    LLVMPositionBuilderAtEnd(b, bb[1]);
+    LLVMValueRef acc = LLVMGetUndef(vt);
+    for (unsigned i = 0; i < lanes; i++) {
+        LLVMValueRef li = LLVMConstInt(m->i32, i, 0);
+        LLVMValueRef xi = LLVMBuildExtractElement(b, x, li, "");
+        acc = LLVMBuildInsertElement(b, acc, LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, &xi, 1, ""), li, "");
+    }
+    LLVMBuildBr(b, bb[2]);
+    LLVMPositionBuilderAtEnd(b, bb[2]);
+    LLVMValueRef phi = LLVMBuildPhi(b, vt, ""), vals[2] = {y, acc};
+    LLVMBasicBlockRef from[2] = {bb[0], bb[1]};
+    LLVMAddIncoming(phi, vals, from, 2);
+    LLVMBuildRet(b, phi);
+    LLVMDisposeBuilder(b);
+}
+
+/* f64 sin or cos as a function of its own: the fast path, and a branch to
+ * Payne-Hanek (reduce_huge64) for |x| >= 32, with vector twins of 2, 4
+ * and 8 lanes named in its vector-function-abi-variant attribute: the loop
+ * vectorizer calls a twin per vector. In [-10, 10] this costs ~13% over
+ * the inline fast path alone; the reduction inline and branch-free on
+ * every lane cost 2.4x, the fast path inline plus a twin for the huge
+ * lanes only ~30% (the call spills the hoisted constants). 16 lanes get
+ * no twin (compile time): such a loop calls the scalar function per lane. */
+static LLVMValueRef trig64_fn(cg_mod *m, bool is_cos)
+{
+    const char *name = is_cos ? "rlx_cos_impl_f64" : "rlx_sin_impl_f64";
+    LLVMValueRef fn = LLVMGetNamedFunction(m->mod, name);
+    if (fn)
+        return fn;
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
+    LLVMBasicBlockRef bb[3];
+    fn = trig64_shell(m, name, m->f64, b, bb);
+    mb c = {m, b, m->f64, m->i64, true, false};
+    LLVMValueRef x = LLVMGetParam(fn, 0), ax = un(&c, "llvm.fabs", x);
+    LLVMValueRef y = trig64_fast(&c, x, is_cos);
+    LLVMBuildCondBr(b, fcmp(&c, LLVMRealUGE, ax, K(&c, 32)), bb[1], bb[2]);
+    LLVMPositionBuilderAtEnd(b, bb[1]);
+    LLVMValueRef r, rl, n;
+    reduce_huge64(&c, x, &r, &rl, &n);
+    LLVMValueRef yh = quadrant(&c, r, rl, n, is_cos);
+    yh = sel(&c, fcmp(&c, LLVMRealUEQ, ax, K(&c, INFINITY)), K(&c, NAN), yh); /* inf, NaN: NaN */
+    LLVMBuildBr(b, bb[2]);
+    LLVMPositionBuilderAtEnd(b, bb[2]);
+    LLVMValueRef phi = LLVMBuildPhi(b, m->f64, ""), vals[2] = {y, yh};
+    LLVMBasicBlockRef from[2] = {bb[0], bb[1]};
+    LLVMAddIncoming(phi, vals, from, 2);
+    LLVMBuildRet(b, phi);
+    LLVMDisposeBuilder(b);
+    char list[512];
+    int len = 0;
+    for (unsigned lanes = 2; lanes <= 8; lanes *= 2) {
+        char vname[64];
+        snprintf(vname, sizeof vname, "%s_v%u", name, lanes);
+        trig64_variant(m, fn, vname, lanes, is_cos);
+        len += snprintf(list + len, sizeof list - (size_t)len, "%s_ZGV_LLVM_N%uv_%s(%s)", lanes > 2 ? "," : "",
+                        lanes, name, vname);
+    }
+    static const char key[] = "vector-function-abi-variant";
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(m->ctx, key, sizeof key - 1, list, (unsigned)len));
+    return fn;
+}
+
+static LLVMValueRef emit_trig64(mb *c, LLVMValueRef x, bool is_cos) { return call1(c, trig64_fn(c->m, is_cos), x); }
 
 static LLVMValueRef trig_table(cg_mod *m)
 {
@@ -393,9 +626,9 @@ static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, int fn)
     LLVMValueRef n = un(c, "llvm.roundeven", s);
     LLVMValueRef f = m_add(c, m_sub(c, s, n), lo);
     LLVMValueRef r = m_mul(c, f, K(c, 0x1.921fb54442d18p+0));
-    LLVMValueRef y = quadrant(c, r, n, fn == TRIG_COS);
+    LLVMValueRef y = quadrant(c, r, NULL, n, fn == TRIG_COS);
     if (fn == TRIG_TAN) /* the f64 quotient errs by a few 1e-16, also near the poles */
-        y = m_div(c, y, quadrant(c, r, n, true));
+        y = m_div(c, y, quadrant(c, r, NULL, n, true));
     if (fn != TRIG_COS) { /* the reduction worked on |x|: odd functions of -x, -0 included */
         LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(m->i32, 0, 0), "");
         y = sel(c, neg, LLVMBuildFNeg(b, y, ""), y);
