@@ -150,6 +150,41 @@ static void adam(rlx_tensor *p, rlx_tensor *g, rlx_tensor *m, rlx_tensor *v, rlx
     out[2] = v2;
 }
 
+rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
+                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out)
+{
+    const gpt_config *c = &lay->cfg;
+    const int np = lay->nparam;
+    rlx_tensor *g[GPT_MAX_PARAMS];
+    rlx_scope_begin();
+    rlx_tensor *loss = gpt_loss(lay, tokens, targets, p);
+    rlx_status rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    if (rc == RLX_OK) {
+        rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
+        rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);
+        rlx_tensor *step_size = rlx_rdiv_s(bc1, ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
+        out[0] = loss;
+        for (int i = 0; i < np; i++) {
+            rlx_tensor *upd[3];
+            adam(p[i], g[i], m[i], v[i], step_size, bc2_sqrt, upd);
+            out[1 + i] = upd[0];
+            out[1 + np + i] = upd[1];
+            out[1 + 2 * np + i] = upd[2];
+        }
+        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
+            if (!out[i])
+                rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
+        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
+            if (!rlx_escape(out[i]))
+                rc = RLX_E_NOMEM; /* (the ones escaped before leak: out of memory only) */
+    }
+    if (rc != RLX_OK)
+        for (int i = 0; i < 1 + 3 * np; i++)
+            out[i] = NULL;
+    rlx_scope_end();
+    return rc;
+}
+
 rlx_program *gpt_compile_step(const gpt_layout *lay)
 {
     const gpt_config *c = &lay->cfg;
@@ -158,26 +193,15 @@ rlx_program *gpt_compile_step(const gpt_layout *lay)
     rlx_scope_begin();
     rlx_tensor *tokens = rlx_input("tokens", RLX_I32, 1, nsh), *targets = rlx_input("targets", RLX_I32, 1, nsh);
     rlx_tensor *t = rlx_input("step", c->dtype, 0, NULL);
-    rlx_tensor *p[GPT_MAX_PARAMS], *g[GPT_MAX_PARAMS], *out[1 + 3 * GPT_MAX_PARAMS];
-    for (int i = 0; i < np; i++)
+    rlx_tensor *p[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS], *out[1 + 3 * GPT_MAX_PARAMS];
+    for (int i = 0; i < np; i++) {
         p[i] = rlx_input(lay->name[i], c->dtype, lay->rank[i], lay->shape[i]);
-    out[0] = gpt_loss(lay, tokens, targets, p);
-    rlx_program *prog = NULL;
-    if (out[0] && rlx_grad(out[0], p, np, g) == RLX_OK) {
-        rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), t), 1);
-        rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), t), 1);
-        rlx_tensor *step_size = rlx_rdiv_s(bc1, ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
-        for (int i = 0; i < np; i++) {
-            rlx_tensor *mi = rlx_input(lay->m_name[i], c->dtype, lay->rank[i], lay->shape[i]);
-            rlx_tensor *vi = rlx_input(lay->v_name[i], c->dtype, lay->rank[i], lay->shape[i]);
-            rlx_tensor *upd[3];
-            adam(p[i], g[i], mi, vi, step_size, bc2_sqrt, upd);
-            out[1 + i] = upd[0];
-            out[1 + np + i] = upd[1];
-            out[1 + 2 * np + i] = upd[2];
-        }
-        prog = rlx_compile(out, 1 + 3 * np);
+        m[i] = rlx_input(lay->m_name[i], c->dtype, lay->rank[i], lay->shape[i]);
+        v[i] = rlx_input(lay->v_name[i], c->dtype, lay->rank[i], lay->shape[i]);
     }
+    rlx_program *prog = NULL;
+    if (gpt_step_graph(lay, tokens, targets, t, p, m, v, out) == RLX_OK) /* outputs land in this scope */
+        prog = rlx_compile(out, 1 + 3 * np);
     rlx_scope_end();
     return prog;
 }

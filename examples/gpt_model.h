@@ -67,6 +67,12 @@ rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay);
 void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst);
 /* The mean loss over rlx_input placeholders named as above. */
 rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params);
+/* The training step's outputs (loss, then new parameters, m, v in layout
+ * order: 1 + 3 * nparam new references, moved out of the caller's scope
+ * level like any op result) over any tensors of the layout's shapes:
+ * placeholders, or realized values for a one-off realization. */
+rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
+                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out);
 /* Traces the whole training step and compiles it (under the backend
  * selected now). NULL with the library's error on failure. */
 rlx_program *gpt_compile_step(const gpt_layout *lay);
