@@ -22,7 +22,7 @@
  * --steps each; the figure of each is the best (lowest) round median.
  *
  * Also per configuration: minor page faults per step (getrusage ru_minflt
- * over the timed librlx steps), peak RSS (ru_maxrss after the warm-up
+ * over the timed librlx steps), peak RSS (VmHWM after the warm-up
  * steps, before the GEMM-only buffers exist; and at the end), and the first
  * step (trace + rlx_compile, then the first run) with a cold disk cache
  * (RLX_CACHE_DIR a fresh temporary directory) and a warm one (a second
@@ -111,6 +111,21 @@ static void loadavg(char *buf, size_t cap)
         fclose(f);
     }
     buf[strcspn(buf, "\n")] = 0;
+}
+
+/* Peak resident memory of this process in KiB: VmHWM of /proc/self/status
+ * (ru_maxrss would carry the RSS of a parent that forked and exec'd us). */
+static long peak_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
 }
 
 static struct rusage usage(void)
@@ -363,7 +378,7 @@ static int run_workload(const workload *wl, const options *o)
     char load0[128], load1[128];
     loadavg(load0, sizeof load0);
     const char *cache = getenv("RLX_CACHE_DIR");
-    long rss_base = usage().ru_maxrss;
+    long rss_base = peak_rss_kib();
     batches bt;
     make_batches(&wl->cfg, &bt);
 
@@ -403,7 +418,7 @@ static int run_workload(const workload *wl, const options *o)
     for (int s = 0; s < o->warmup; s++)
         if (gpt_step(prog, &st, bt.tok[s % NBATCH], bt.tgt[s % NBATCH], &l) != RLX_OK)
             return 1;
-    long rss_steady = usage().ru_maxrss;
+    long rss_steady = peak_rss_kib();
 
     gemm_bufs gb = gemm_alloc(&wl->cfg);
     double gflop = gemm_step(&gb) * 1e-9; /* also the GEMM warm-up */
@@ -453,7 +468,7 @@ static int run_workload(const workload *wl, const options *o)
            1e3 * gbest, 1e3 * median(tg, total), 1e3 * minimum(tg, total), gflop, gflop / gbest);
     printf("   librlx / GEMM-only %.2f; minor faults/step %.1f; peak RSS %.1f MiB after warm-up (%.1f before the "
            "model), %.1f at end; arena %.1f MiB, peak %.1f MiB (rlx_stats); kernels run/step %.0f\n",
-           rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, usage().ru_maxrss / 1024.0,
+           rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, peak_rss_kib() / 1024.0,
            sx.arena_bytes / 1048576.0, sx.peak_bytes / 1048576.0, (double)sx.kernels_run / total);
     printf("W10-RESULT workload=%s threads=%d rlx_ms=%.3f rlx_median_ms=%.3f rlx_min_ms=%.3f gemm_ms=%.3f "
            "ratio_gemm=%.3f minflt_per_step=%.1f rss_mib=%.1f rss_base_mib=%.1f compile_ms=%.1f first_run_ms=%.1f "
