@@ -35,6 +35,7 @@
  *                                    re-execs itself when OPENBLAS_NUM_THREADS
  *                                    is not N: OpenBLAS reads it at load)
  *   --config a|b|all (all), --steps S (10), --rounds R (5), --warmup W (3)
+ *   --no-gemm                        leave the GEMM-only reference out
  *   --first-step                     only trace + compile + one step (the
  *                                    driver's warm-cache child)
  *   --export DIR                     (with --threads) also write the initial
@@ -43,6 +44,13 @@
  *                                    DIR/params.f32 (layout order, raw f32),
  *                                    DIR/batches.i32 (per batch tokens then
  *                                    targets, raw i32), DIR/meta.txt
+ *
+ * Profiling the timed steps only: with env W10_PERF_CTL naming perf's
+ * control fifo, "enable" is written to it before the timed steps and
+ * "disable" after them, so
+ *   mkfifo /tmp/ctl; W10_PERF_CTL=/tmp/ctl perf record -D -1 \
+ *     --control fifo:/tmp/ctl -g rlx-bench-w10 --threads 1 --config b --no-gemm
+ * records nothing of tracing, compilation or the warm-up.
  */
 #define _GNU_SOURCE /* cblas.h's cpu_set_t, mkdtemp */
 #include <cblas.h>
@@ -281,6 +289,17 @@ static double gemm_step(gemm_bufs *g)
     return fl;
 }
 
+/* perf's control fifo (env W10_PERF_CTL): "enable" / "disable". */
+static void perf_ctl(const char *cmd)
+{
+    const char *path = getenv("W10_PERF_CTL");
+    FILE *f = path && *path ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "%s\n", cmd);
+        fclose(f);
+    }
+}
+
 /* ------------------------------------------------------- the program */
 
 typedef struct {
@@ -366,7 +385,7 @@ static int export_run(const char *dir, const gpt_layout *lay, const batches *bt,
 }
 
 typedef struct {
-    int threads, steps, rounds, warmup, first_only;
+    int threads, steps, rounds, warmup, first_only, no_gemm;
     const char *export_dir;
 } options;
 
@@ -421,12 +440,15 @@ static int run_workload(const workload *wl, const options *o)
     long rss_steady = peak_rss_kib();
 
     gemm_bufs gb = gemm_alloc(&wl->cfg);
-    double gflop = gemm_step(&gb) * 1e-9; /* also the GEMM warm-up */
+    double gflop = o->no_gemm ? NAN : gemm_step(&gb) * 1e-9; /* also the GEMM warm-up */
     const int total = o->rounds * o->steps;
     double *tr = malloc((size_t)total * sizeof *tr), *tg = malloc((size_t)total * sizeof *tg);
     double *rmed = malloc((size_t)o->rounds * sizeof *rmed), *gmed = malloc((size_t)o->rounds * sizeof *gmed);
+    for (int k = 0; k < total; k++)
+        tg[k] = NAN;
     long faults = 0;
     rlx_stats_reset();
+    perf_ctl("enable");
     for (int r = 0; r < o->rounds; r++) {
         long f0 = usage().ru_minflt;
         for (int s = 0; s < o->steps; s++) {
@@ -439,14 +461,15 @@ static int run_workload(const workload *wl, const options *o)
             tr[k] = now() - a;
         }
         faults += usage().ru_minflt - f0;
-        for (int s = 0; s < o->steps; s++) {
+        for (int s = 0; s < o->steps && !o->no_gemm; s++) {
             double a = now();
             gemm_step(&gb);
             tg[r * o->steps + s] = now() - a;
         }
         rmed[r] = median(tr + r * o->steps, o->steps);
-        gmed[r] = median(tg + r * o->steps, o->steps);
+        gmed[r] = o->no_gemm ? NAN : median(tg + r * o->steps, o->steps);
     }
+    perf_ctl("disable");
     rlx_stats_t sx;
     rlx_stats(&sx);
     loadavg(load1, sizeof load1);
@@ -562,10 +585,12 @@ int main(int argc, char **argv)
             o.export_dir = argv[++i];
         else if (strcmp(argv[i], "--first-step") == 0)
             o.first_only = 1;
+        else if (strcmp(argv[i], "--no-gemm") == 0)
+            o.no_gemm = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--config a|b|all] [--steps S] [--rounds R] [--warmup W] "
-                    "[--first-step] [--export DIR]\n",
+                    "[--first-step] [--no-gemm] [--export DIR]\n",
                     argv[0]);
             return 64;
         }
