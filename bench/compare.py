@@ -13,6 +13,15 @@ roofline time max(bytes/stream, flops/fma) over its median time).
     bench/compare.py --plot bench/roofline.png   # also draws the chart
     bench/compare.py --quick                  # tiny shapes (a smoke test)
     bench/compare.py --json > run.jsonl; bench/compare.py --replay run.jsonl --plot x.png
+    bench/compare.py --w10 a,b                # W10 vs PyTorch eager + Adam, 1 and 2 threads
+
+W10 (--w10) is the GPT training step of examples/gpt_model.c: rlx-bench-w10
+--export writes its initial parameters and batches, the script builds the
+same model in PyTorch eager (autograd, torch.optim.Adam), checks that its
+first-step loss agrees with librlx's (relative 1e-4), then alternates
+rounds of rlx-bench-w10 (a child process) and of PyTorch steps, and
+reports the best round medians. Without --threads it runs itself at 1
+and at 2 threads.
 
 Ratio = peer median time / librlx median time: above 1, librlx is faster.
 Peers run the same shapes and dtype (f32; NumPy's FFT computes in
@@ -38,7 +47,10 @@ def parse_args():
     p.add_argument("--rlx", help="path of rlx-bench (default: build/bench/rlx-bench)")
     p.add_argument("--rlx-json", help="read librlx's results from this rlx-bench --json output instead")
     p.add_argument("--filter", help="comma list of workloads (rlx-bench --list)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None, help="1 (W10 without it: 1 and 2)")
+    p.add_argument("--w10", metavar="CONFIGS", help="W10 against PyTorch: a, b or a,b (needs PyTorch)")
+    p.add_argument("--rounds", type=int, default=3, help="W10: rounds of each side (best round median)")
+    p.add_argument("--steps", type=int, default=10, help="W10: timed steps per round")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--quick", action="store_true", help="tiny shapes")
     p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when installed")
@@ -47,12 +59,21 @@ def parse_args():
     p.add_argument("--replay", metavar="JSONL", help="table/plot from an earlier compare.py --json output, "
                    "measuring nothing")
     a = p.parse_args()
+    if a.w10 and a.threads is None:
+        return a  # the driver re-runs this script per thread count
+    a.threads = 1 if a.threads is None else a.threads
     if a.threads < 1 or a.repeat < 1:
         p.error("--threads and --repeat must be at least 1")
     return a
 
 
 ARGS = parse_args()
+if ARGS.w10 and ARGS.threads is None:
+    for n in (1, 2):
+        rc = subprocess.run([sys.executable] + sys.argv + ["--threads", str(n)]).returncode
+        if rc:
+            sys.exit(rc)
+    sys.exit(0)
 # BLAS threads are fixed when NumPy/PyTorch load their BLAS: set them first.
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
@@ -346,7 +367,161 @@ def replay():
         plot(machine, rows_out, peers)
 
 
+# ---------------------------------------------------------------- W10
+
+def find_exe(name):
+    for cand in ("build/bench/" + name, "build-lead/bench/" + name):
+        path = os.path.join(HERE, "..", cand)
+        if os.path.exists(path):
+            return path
+    sys.exit("compare.py: %s not found (build it first)" % name)
+
+
+def w10_rlx(exe, cfg, export_dir=None):
+    """one rlx-bench-w10 run (2 interleaved rounds); its W10-RESULT fields"""
+    cmd = [exe, "--threads", str(ARGS.threads), "--config", cfg, "--steps", str(ARGS.steps), "--rounds", "2"]
+    if export_dir:
+        cmd += ["--export", export_dir]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit("compare.py: %s exited %d" % (" ".join(cmd), r.returncode))
+    for line in r.stdout.splitlines():
+        if line.startswith("W10-RESULT"):
+            return dict(kv.split("=", 1) for kv in line.split()[1:]), r.stdout
+    sys.exit("compare.py: no W10-RESULT line from " + " ".join(cmd))
+
+
+def w10_load(d):
+    meta = {"params": []}
+    with open(os.path.join(d, "meta.txt")) as f:
+        for line in f:
+            w = line.split()
+            if w[0] == "param":
+                meta["params"].append((w[1], int(w[2]), int(w[3])))
+            elif w[0] == "losses":
+                meta["losses"] = [float(x) for x in w[1:]]
+            else:
+                meta[w[0]] = int(w[1])
+    flat = np.fromfile(os.path.join(d, "params.f32"), dtype=np.float32)
+    params, off = {}, 0
+    for name, d0, d1 in meta["params"]:
+        shape = (d0, d1) if d1 else (d0,)
+        n = d0 * (d1 or 1)
+        params[name] = flat[off:off + n].reshape(shape).copy()
+        off += n
+    assert off == flat.size, "params.f32 does not match meta.txt"
+    n = meta["batch"] * meta["seq"]
+    raw = np.fromfile(os.path.join(d, "batches.i32"), dtype=np.int32).reshape(meta["nbatch"], 2, n)
+    return meta, params, raw
+
+
+def w10_torch_model(meta, params):
+    F = torch.nn.functional
+    B, S, W, H, L = meta["batch"], meta["seq"], meta["width"], meta["heads"], meta["layers"]
+    D = W // H
+    P = {k: torch.from_numpy(v).requires_grad_(True) for k, v in params.items()}
+    mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+
+    def loss_fn(tok, tgt):
+        x = P["wte"][tok].view(B, S, W) + P["wpe"]
+        for l in range(L):
+            p = lambda k: P["h%d.%s" % (l, k)]  # noqa: E731
+            a = F.layer_norm(x, (W,), p("ln1_g"), p("ln1_b"), 1e-5)
+            q, k, v = F.linear(a, p("qkv_w"), p("qkv_b")).split(W, dim=-1)
+            q, k, v = (t.view(B, S, H, D).transpose(1, 2) for t in (q, k, v))
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+            att = torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v
+            x = x + F.linear(att.transpose(1, 2).reshape(B, S, W), p("o_w"), p("o_b"))
+            m = F.layer_norm(x, (W,), p("ln2_g"), p("ln2_b"), 1e-5)
+            f = F.gelu(F.linear(m, p("fc_w"), p("fc_b")), approximate="tanh")
+            x = x + F.linear(f, p("proj_w"), p("proj_b"))
+        h = F.layer_norm(x, (W,), P["lnf_g"], P["lnf_b"], 1e-5)
+        return F.cross_entropy(h.reshape(B * S, W) @ P["wte"].t(), tgt)
+
+    opt = torch.optim.Adam(list(P.values()), lr=3e-4, betas=(0.9, 0.999), eps=1e-8)
+
+    def step(tok, tgt):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(tok, tgt)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def w10_main():
+    import resource
+    import tempfile
+    if torch is None:
+        sys.exit("compare.py: --w10 needs PyTorch (apt-get install python3-torch)")
+    exe = find_exe("rlx-bench-w10")
+    names = {"a": "W10a", "b": "W10b"}
+    rows_out = []
+    for cfg in ARGS.w10.split(","):
+        if cfg not in names:
+            sys.exit("compare.py: --w10 takes a, b or a,b")
+        with tempfile.TemporaryDirectory(prefix="rlx-w10-") as d:
+            rlx_runs = [w10_rlx(exe, cfg, d)]
+            meta, params, raw = w10_load(d)
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        step = w10_torch_model(meta, params)
+        batches = [(torch.from_numpy(raw[b, 0].astype(np.int64)), torch.from_numpy(raw[b, 1].astype(np.int64)))
+                   for b in range(meta["nbatch"])]
+        losses = [step(*batches[s % len(batches)]) for s in range(len(meta["losses"]))]
+        rel = abs(losses[0] - meta["losses"][0]) / abs(meta["losses"][0])
+        print("%s: first-step loss PyTorch %.7f, librlx %.7f (rel %.1e); steps 2-3 %s vs %s" % (
+            names[cfg], losses[0], meta["losses"][0], rel, " ".join("%.6f" % x for x in losses[1:]),
+            " ".join("%.6f" % x for x in meta["losses"][1:])))
+        if rel > 1e-4:
+            sys.exit("compare.py: W10 first-step losses differ (rel %.2e > 1e-4)" % rel)
+        for s in range(3):
+            step(*batches[s % len(batches)])
+        t_rounds, faults, nsteps = [], 0, 0
+        for r in range(ARGS.rounds):
+            if r:
+                rlx_runs.append(w10_rlx(exe, cfg))
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            ts = []
+            for s in range(ARGS.steps):
+                t0 = time.perf_counter()
+                step(*batches[s % len(batches)])
+                ts.append(time.perf_counter() - t0)
+            faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+            nsteps += len(ts)
+            t_rounds.append(sorted(ts)[len(ts) // 2])
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        rlx_ms = min(float(x[0]["rlx_ms"]) for x in rlx_runs)
+        gemm_ms = min(float(x[0]["gemm_ms"]) for x in rlx_runs)
+        best = rlx_runs[[float(x[0]["rlx_ms"]) for x in rlx_runs].index(rlx_ms)][0]
+        row = {"workload": names[cfg], "threads": ARGS.threads, "rlx_ms": rlx_ms, "torch_ms": 1e3 * min(t_rounds),
+               "gemm_ms": gemm_ms, "torch_ratio": 1e3 * min(t_rounds) / rlx_ms, "rlx_gemm_ratio": rlx_ms / gemm_ms,
+               "torch_gemm_ratio": 1e3 * min(t_rounds) / gemm_ms,
+               "rlx_minflt": float(best["minflt_per_step"]), "torch_minflt": faults / nsteps,
+               "rlx_rss_mib": float(best["rss_mib"]), "rlx_rss_base_mib": float(best["rss_base_mib"]),
+               "torch_rss_mib": ru1.ru_maxrss / 1024.0, "torch_rss_base_mib": ru0.ru_maxrss / 1024.0,
+               "rlx_first_step_ms": float(rlx_runs[0][0]["first_step_ms"]), "load": os.getloadavg()[0]}
+        rows_out.append(row)
+    if ARGS.json:
+        for row in rows_out:
+            print(json.dumps(dict(row, type="w10")))
+        return
+    print("W10 at %d thread(s), PyTorch %s; ratio = PyTorch ms / librlx ms (above 1: librlx faster); "
+          "best round medians of %d rounds x %d steps" % (ARGS.threads, torch.__version__, ARGS.rounds, ARGS.steps))
+    print("%-6s %9s %9s %6s %9s %7s %7s %10s %10s %13s %13s" % (
+        "", "librlx ms", "torch ms", "ratio", "GEMM ms", "rlx/G", "pt/G", "rlx flt/st", "pt flt/st",
+        "rlx RSS MiB", "pt RSS MiB"))
+    for r in rows_out:
+        print("%-6s %9.2f %9.2f %6.2f %9.2f %7.2f %7.2f %10.1f %10.1f %6.0f (+%4.0f) %6.0f (+%4.0f)   load %.1f" % (
+            r["workload"], r["rlx_ms"], r["torch_ms"], r["torch_ratio"], r["gemm_ms"], r["rlx_gemm_ratio"],
+            r["torch_gemm_ratio"], r["rlx_minflt"], r["torch_minflt"], r["rlx_rss_mib"],
+            r["rlx_rss_mib"] - r["rlx_rss_base_mib"], r["torch_rss_mib"], r["torch_rss_mib"] - r["torch_rss_base_mib"],
+            r["load"]))
+
+
 def main():
+    if ARGS.w10:
+        return w10_main()
     if ARGS.replay:
         return replay()
     machine, rlx = rlx_results()

@@ -1,0 +1,293 @@
+/*
+ * gpt_model.c — the GPT of gpt_model.h, built from public rlx ops.
+ */
+#include "gpt_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double ADAM_LR = 3e-4, ADAM_B1 = 0.9, ADAM_B2 = 0.999, ADAM_EPS = 1e-8, LN_EPS = 1e-5;
+static const double INIT_STD = 0.02;
+
+enum { P_LN1_G, P_LN1_B, P_QKV_W, P_QKV_B, P_O_W, P_O_B, P_LN2_G, P_LN2_B, P_FC_W, P_FC_B, P_PROJ_W, P_PROJ_B,
+       P_PER_LAYER };
+static const char *const layer_param[P_PER_LAYER] = {"ln1_g", "ln1_b", "qkv_w", "qkv_b", "o_w",    "o_b",
+                                                     "ln2_g", "ln2_b", "fc_w",  "fc_b",  "proj_w", "proj_b"};
+/* Index of the first parameter of layer l (wte, wpe come first). */
+static int layer_base(int l) { return 2 + P_PER_LAYER * l; }
+
+static void add_param(gpt_layout *lay, const char *name, int64_t d0, int64_t d1)
+{
+    int i = lay->nparam++;
+    snprintf(lay->name[i], sizeof lay->name[i], "%s", name);
+    snprintf(lay->m_name[i], sizeof lay->m_name[i], "m.%s", name);
+    snprintf(lay->v_name[i], sizeof lay->v_name[i], "v.%s", name);
+    lay->rank[i] = d1 ? 2 : 1;
+    lay->shape[i][0] = d0;
+    lay->shape[i][1] = d1;
+    lay->numel[i] = d0 * (d1 ? d1 : 1);
+}
+
+rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay)
+{
+    memset(lay, 0, sizeof *lay);
+    if (cfg->vocab < 1 || cfg->width < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->seq < 1 || cfg->batch < 1 ||
+        cfg->width % cfg->heads != 0 || cfg->layers > GPT_MAX_LAYERS ||
+        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64)) {
+        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d)\n",
+                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch);
+        return RLX_E_ARG;
+    }
+    lay->cfg = *cfg;
+    const int64_t w = cfg->width;
+    add_param(lay, "wte", cfg->vocab, w);
+    add_param(lay, "wpe", cfg->seq, w);
+    for (int l = 0; l < cfg->layers; l++) {
+        const int64_t shapes[P_PER_LAYER][2] = {{w, 0}, {w, 0}, {3 * w, w}, {3 * w, 0}, {w, w},     {w, 0},
+                                                {w, 0}, {w, 0}, {4 * w, w}, {4 * w, 0}, {w, 4 * w}, {w, 0}};
+        for (int k = 0; k < P_PER_LAYER; k++) {
+            char name[GPT_NAME_CAP];
+            snprintf(name, sizeof name, "h%d.%s", l, layer_param[k]);
+            add_param(lay, name, shapes[k][0], shapes[k][1]);
+        }
+    }
+    add_param(lay, "lnf_g", w, 0);
+    add_param(lay, "lnf_b", w, 0);
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ init */
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double uniform01(uint64_t *s) { return (double)(xorshift(s) >> 11) * 0x1p-53; }
+
+void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst)
+{
+    const char *name = lay->name[i];
+    const char *tail = strrchr(name, '.');
+    tail = tail ? tail + 1 : name;
+    size_t len = strlen(tail);
+    bool gamma = len >= 2 && strcmp(tail + len - 2, "_g") == 0;
+    if (lay->rank[i] == 1) { /* biases and betas 0, gammas 1 */
+        for (int64_t k = 0; k < lay->numel[i]; k++)
+            dst[k] = gamma ? 1.0 : 0.0;
+        return;
+    }
+    /* One stream per parameter: seed and index mixed, never zero. */
+    uint64_t s = (seed + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i + 1) * 0xbf58476d1ce4e5b9ull;
+    if (!s)
+        s = 1;
+    for (int k = 0; k < 4; k++)
+        xorshift(&s);
+    for (int64_t k = 0; k < lay->numel[i]; k++) {
+        double u = uniform01(&s), v = uniform01(&s);
+        dst[k] = INIT_STD * sqrt(-2 * log(1 - u)) * cos(6.283185307179586 * v);
+    }
+}
+
+void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32_t *targets)
+{
+    uint64_t s = (seed + 7) * 0x94d049bb133111ebull;
+    if (!s)
+        s = 1;
+    int n = cfg->batch * cfg->seq;
+    for (int k = 0; k < n; k++)
+        tokens[k] = (int32_t)(xorshift(&s) % (uint64_t)cfg->vocab);
+    for (int k = 0; k < n; k++) { /* the next token of a fixed map of the token and its position */
+        int pos = k % cfg->seq;
+        targets[k] = (int32_t)(((int64_t)tokens[k] * 5 + pos + 1) % cfg->vocab);
+    }
+}
+
+/* ----------------------------------------------------------- model */
+
+static rlx_tensor *block(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p)
+{
+    const int64_t w = c->width;
+    rlx_tensor *a = rlx_layer_norm(h, p[P_LN1_G], p[P_LN1_B], LN_EPS);
+    rlx_tensor *qkv = rlx_linear(a, p[P_QKV_W], p[P_QKV_B]);
+    rlx_tensor *q = rlx_narrow(qkv, 2, 0, w), *k = rlx_narrow(qkv, 2, w, w), *v = rlx_narrow(qkv, 2, 2 * w, w);
+    rlx_tensor *att = rlx_attention(q, k, v, c->heads, (int)(w / c->heads), RLX_MASK_CAUSAL, 0);
+    h = rlx_add(h, rlx_linear(att, p[P_O_W], p[P_O_B]));
+    rlx_tensor *m = rlx_layer_norm(h, p[P_LN2_G], p[P_LN2_B], LN_EPS);
+    rlx_tensor *f = rlx_linear_act(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
+    return rlx_add(h, rlx_linear(f, p[P_PROJ_W], p[P_PROJ_B]));
+}
+
+rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params)
+{
+    const gpt_config *c = &lay->cfg;
+    const int64_t n = (int64_t)c->batch * c->seq;
+    rlx_tensor *wte = params[0], *wpe = params[1];
+    rlx_tensor *emb = rlx_index_select(wte, 0, tokens);
+    rlx_tensor *h = rlx_add(rlx_reshape(emb, 3, (int64_t[]){c->batch, c->seq, c->width}), wpe);
+    for (int l = 0; l < c->layers; l++)
+        h = block(c, h, params + layer_base(l));
+    int f = layer_base(c->layers);
+    h = rlx_layer_norm(h, params[f], params[f + 1], LN_EPS);
+    rlx_tensor *logits = rlx_matmul_t(rlx_reshape(h, 2, (int64_t[]){n, c->width}), wte);
+    return rlx_mean_all(rlx_softmax_cross_entropy_with_logits(logits, targets));
+}
+
+/* PyTorch's Adam: m, v moving averages; p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps). */
+static void adam(rlx_tensor *p, rlx_tensor *g, rlx_tensor *m, rlx_tensor *v, rlx_tensor *step_size,
+                 rlx_tensor *bc2_sqrt, rlx_tensor **out)
+{
+    rlx_tensor *m2 = rlx_add(rlx_mul_s(m, ADAM_B1), rlx_mul_s(g, 1 - ADAM_B1));
+    rlx_tensor *v2 = rlx_add(rlx_mul_s(v, ADAM_B2), rlx_mul_s(rlx_mul(g, g), 1 - ADAM_B2));
+    rlx_tensor *denom = rlx_add_s(rlx_div(rlx_sqrt(v2), bc2_sqrt), ADAM_EPS);
+    out[0] = rlx_sub(p, rlx_mul(step_size, rlx_div(m2, denom)));
+    out[1] = m2;
+    out[2] = v2;
+}
+
+rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
+                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out)
+{
+    const gpt_config *c = &lay->cfg;
+    const int np = lay->nparam;
+    rlx_tensor *g[GPT_MAX_PARAMS];
+    rlx_scope_begin();
+    rlx_tensor *loss = gpt_loss(lay, tokens, targets, p);
+    rlx_status rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    if (rc == RLX_OK) {
+        rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
+        rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);
+        rlx_tensor *step_size = rlx_rdiv_s(bc1, ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
+        out[0] = loss;
+        for (int i = 0; i < np; i++) {
+            rlx_tensor *upd[3];
+            adam(p[i], g[i], m[i], v[i], step_size, bc2_sqrt, upd);
+            out[1 + i] = upd[0];
+            out[1 + np + i] = upd[1];
+            out[1 + 2 * np + i] = upd[2];
+        }
+        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
+            if (!out[i])
+                rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
+        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
+            if (!rlx_escape(out[i]))
+                rc = RLX_E_NOMEM; /* (the ones escaped before leak: out of memory only) */
+    }
+    if (rc != RLX_OK)
+        for (int i = 0; i < 1 + 3 * np; i++)
+            out[i] = NULL;
+    rlx_scope_end();
+    return rc;
+}
+
+rlx_program *gpt_compile_step(const gpt_layout *lay)
+{
+    const gpt_config *c = &lay->cfg;
+    const int np = lay->nparam;
+    const int64_t nsh[1] = {(int64_t)c->batch * c->seq};
+    rlx_scope_begin();
+    rlx_tensor *tokens = rlx_input("tokens", RLX_I32, 1, nsh), *targets = rlx_input("targets", RLX_I32, 1, nsh);
+    rlx_tensor *t = rlx_input("step", c->dtype, 0, NULL);
+    rlx_tensor *p[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS], *out[1 + 3 * GPT_MAX_PARAMS];
+    for (int i = 0; i < np; i++) {
+        p[i] = rlx_input(lay->name[i], c->dtype, lay->rank[i], lay->shape[i]);
+        m[i] = rlx_input(lay->m_name[i], c->dtype, lay->rank[i], lay->shape[i]);
+        v[i] = rlx_input(lay->v_name[i], c->dtype, lay->rank[i], lay->shape[i]);
+    }
+    rlx_program *prog = NULL;
+    if (gpt_step_graph(lay, tokens, targets, t, p, m, v, out) == RLX_OK) /* outputs land in this scope */
+        prog = rlx_compile(out, 1 + 3 * np);
+    rlx_scope_end();
+    return prog;
+}
+
+/* ----------------------------------------------------------- state */
+
+/* The state owns its handles: taken out of any open scope (the caller's
+ * scope would release them a second time). */
+static rlx_tensor *own(rlx_tensor *t) { return t ? rlx_escape(t) : NULL; }
+
+rlx_status gpt_state_init(gpt_state *st, const gpt_layout *lay, uint64_t seed)
+{
+    memset(st, 0, sizeof *st);
+    st->lay = lay;
+    st->step = 1;
+    const rlx_dtype dt = lay->cfg.dtype;
+    int64_t most = 0;
+    for (int i = 0; i < lay->nparam; i++)
+        most = lay->numel[i] > most ? lay->numel[i] : most;
+    double *vals = malloc((size_t)most * sizeof *vals);
+    float *f32 = malloc((size_t)most * sizeof *f32);
+    if (!vals || !f32) {
+        free(vals);
+        free(f32);
+        return RLX_E_NOMEM;
+    }
+    rlx_status rc = RLX_OK;
+    for (int i = 0; i < lay->nparam && rc == RLX_OK; i++) {
+        gpt_init_values(lay, i, seed, vals);
+        for (int64_t k = 0; k < lay->numel[i]; k++)
+            f32[k] = (float)vals[k];
+        st->p[i] = own(rlx_from_data(dt, lay->rank[i], lay->shape[i], dt == RLX_F32 ? (void *)f32 : (void *)vals));
+        st->m[i] = own(rlx_zeros(dt, lay->rank[i], lay->shape[i]));
+        st->v[i] = own(rlx_zeros(dt, lay->rank[i], lay->shape[i]));
+        if (!st->p[i] || !st->m[i] || !st->v[i])
+            rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_NOMEM;
+    }
+    free(vals);
+    free(f32);
+    if (rc != RLX_OK)
+        gpt_state_free(st);
+    return rc;
+}
+
+void gpt_state_free(gpt_state *st)
+{
+    for (int i = 0; i < GPT_MAX_PARAMS; i++) {
+        rlx_release(st->p[i]);
+        rlx_release(st->m[i]);
+        rlx_release(st->v[i]);
+        st->p[i] = st->m[i] = st->v[i] = NULL;
+    }
+}
+
+rlx_status gpt_step(rlx_program *prog, gpt_state *st, rlx_tensor *tokens, rlx_tensor *targets, double *loss)
+{
+    const gpt_layout *lay = st->lay;
+    const int np = lay->nparam;
+    rlx_binding bind[3 + 3 * GPT_MAX_PARAMS];
+    rlx_tensor *out[1 + 3 * GPT_MAX_PARAMS];
+    rlx_tensor *t = own(rlx_scalar(lay->cfg.dtype, (double)st->step));
+    bind[0] = (rlx_binding){"tokens", tokens};
+    bind[1] = (rlx_binding){"targets", targets};
+    bind[2] = (rlx_binding){"step", t};
+    for (int i = 0; i < np; i++) {
+        bind[3 + i] = (rlx_binding){lay->name[i], st->p[i]};
+        bind[3 + np + i] = (rlx_binding){lay->m_name[i], st->m[i]};
+        bind[3 + 2 * np + i] = (rlx_binding){lay->v_name[i], st->v[i]};
+    }
+    rlx_status rc = rlx_program_run(prog, bind, 3 + 3 * np, out);
+    rlx_release(t);
+    if (rc != RLX_OK)
+        return rc;
+    for (int i = 0; i < 1 + 3 * np; i++)
+        own(out[i]);
+    for (int i = 0; i < np; i++) {
+        rlx_release(st->p[i]);
+        rlx_release(st->m[i]);
+        rlx_release(st->v[i]);
+        st->p[i] = out[1 + i];
+        st->m[i] = out[1 + np + i];
+        st->v[i] = out[1 + 2 * np + i];
+    }
+    st->step++;
+    if (loss && (rc = rlx_item(out[0], loss)) != RLX_OK)
+        *loss = NAN;
+    rlx_release(out[0]);
+    return rc;
+}

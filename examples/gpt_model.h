@@ -1,0 +1,89 @@
+/*
+ * gpt_model.h — a small GPT and its whole training step, in the public C
+ * API only, shared by bench/bench_w10.c, tests/test_gpt_step.c and
+ * examples.
+ *
+ * The model: token + position embeddings (index_select of wte, wpe), pre-
+ * LayerNorm blocks (one fused q/k/v linear split with narrow, causal
+ * multi-head rlx_attention, output linear, residual; a tanh-GELU MLP of 4x
+ * width, residual), a final layer_norm and the tied LM head
+ * (logits = h @ wte^T), softmax cross-entropy with integer targets, mean
+ * over the batch*seq tokens. Adam (beta1 0.9, beta2 0.999, eps 1e-8, lr
+ * 3e-4, PyTorch's bias correction) is written with ops, so the forward,
+ * rlx_grad backward and update are one program, compiled once.
+ *
+ * Program inputs: "tokens", "targets" (i32 [batch*seq]), "step" (rank 0,
+ * the model's dtype: the Adam step number t >= 1), and per parameter P its
+ * value "P", Adam moments "m.P" and "v.P". Outputs: the mean loss, then
+ * the updated parameters, m and v in layout order; gpt_step binds them as
+ * the next run's inputs, so the state never leaves the library.
+ *
+ * Parameters (layout order): wte [V,W], wpe [S,W], then per layer l
+ * "h<l>.ln1_g", ".ln1_b" [W], ".qkv_w" [3W,W], ".qkv_b" [3W], ".o_w" [W,W],
+ * ".o_b" [W], ".ln2_g", ".ln2_b" [W], ".fc_w" [4W,W], ".fc_b" [4W],
+ * ".proj_w" [W,4W], ".proj_b" [W]; then "lnf_g", "lnf_b" [W].
+ * Initial values (gpt_init_values): weights N(0, 0.02^2) from a seeded
+ * xorshift64 + Box-Muller stream, biases and betas 0, gammas 1.
+ */
+#ifndef GPT_MODEL_H
+#define GPT_MODEL_H
+
+#include <stdint.h>
+
+#include "rlx.h"
+
+enum { GPT_MAX_LAYERS = 16, GPT_MAX_PARAMS = 4 + 12 * GPT_MAX_LAYERS, GPT_NAME_CAP = 24 };
+
+typedef struct {
+    int vocab, width, layers, heads, seq, batch;
+    rlx_dtype dtype; /* RLX_F32 or RLX_F64 */
+} gpt_config;
+
+typedef struct {
+    gpt_config cfg;
+    int nparam;
+    char name[GPT_MAX_PARAMS][GPT_NAME_CAP];
+    char m_name[GPT_MAX_PARAMS][GPT_NAME_CAP + 2];
+    char v_name[GPT_MAX_PARAMS][GPT_NAME_CAP + 2];
+    int rank[GPT_MAX_PARAMS];
+    int64_t shape[GPT_MAX_PARAMS][2];
+    int64_t numel[GPT_MAX_PARAMS];
+} gpt_layout;
+
+/* The Adam state of a run: parameters, moments, the next step number. It
+ * owns its handles (taken out of any open rlx scope); gpt_state_free
+ * releases them. */
+typedef struct {
+    const gpt_layout *lay;
+    rlx_tensor *p[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS];
+    int64_t step;
+} gpt_state;
+
+/* Fills lay from cfg; RLX_E_ARG (with a message) for a config it cannot
+ * build: non-positive sizes, width not a multiple of heads, too many
+ * layers, a dtype other than f32/f64. */
+rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay);
+/* The initial values of parameter i, as doubles, numel[i] of them. */
+void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst);
+/* The mean loss over rlx_input placeholders named as above. */
+rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params);
+/* The training step's outputs (loss, then new parameters, m, v in layout
+ * order: 1 + 3 * nparam new references, moved out of the caller's scope
+ * level like any op result) over any tensors of the layout's shapes:
+ * placeholders, or realized values for a one-off realization. */
+rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
+                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out);
+/* Traces the whole training step and compiles it (under the backend
+ * selected now). NULL with the library's error on failure. */
+rlx_program *gpt_compile_step(const gpt_layout *lay);
+/* Parameters from seed, zero moments, step 1. */
+rlx_status gpt_state_init(gpt_state *st, const gpt_layout *lay, uint64_t seed);
+void gpt_state_free(gpt_state *st);
+/* One training step: runs prog on (tokens, targets) and the state, which it
+ * replaces by the outputs; *loss (may be NULL) gets the step's loss. */
+rlx_status gpt_step(rlx_program *prog, gpt_state *st, rlx_tensor *tokens, rlx_tensor *targets, double *loss);
+/* A batch: tokens uniform in [0, vocab) from seed, targets a fixed
+ * function of the token and its position (learnable). */
+void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32_t *targets);
+
+#endif /* GPT_MODEL_H */
