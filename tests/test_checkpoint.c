@@ -495,6 +495,8 @@ TEST(hostile_npy)
     CHECK_NULL_ERR(rlx_load_npy(path), RLX_E_IO, "rlx_load_npy");
     put_file(path, "\x93NUMPY\x01\x00\xff\xff{}", 12);
     expect_npy_error(path, RLX_E_IO, "header length past the end");
+    put_file(path, "\x93NUMPY\x02\x00\xff\xff\xff", 11); /* found by fuzz_checkpoint: shorter than a 2.0 header */
+    expect_npy_error(path, RLX_E_IO, "short 2.0 header");
     put_file(path, "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14);
     CHECK_NULL_ERR(rlx_load_npy(path), RLX_E_IO, "rlx_load_npy");
     rlx_tensor *t = trand(RLX_F64, 2, (int64_t[]){2, 3}, 0, 1);

@@ -188,8 +188,12 @@ bool ck_npy_parse(const char *fn, const char *path, const char *what, const unsi
         return false;
     }
     size_t at = major == 1 ? 10 : 12;
-    uint64_t hl = major == 1 ? (uint64_t)(p[8] | p[9] << 8) : n < 12 ? UINT64_MAX
-                                     : (uint64_t)p[8] | (uint64_t)p[9] << 8 | (uint64_t)p[10] << 16 | (uint64_t)p[11] << 24;
+    if (n < at) {
+        ck_io(fn, path, "%s: too short for a .npy %d.0 header", what, major);
+        return false;
+    }
+    uint64_t hl = major == 1 ? (uint64_t)(p[8] | p[9] << 8)
+                             : (uint64_t)p[8] | (uint64_t)p[9] << 8 | (uint64_t)p[10] << 16 | (uint64_t)p[11] << 24;
     if (hl > n - at) {
         ck_io(fn, path, "%s: .npy header length runs past the end (%zu bytes)", what, n);
         return false;
