@@ -529,6 +529,59 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * grads[i] is NULL. */
 RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
 
+/* ------------------------------------------------------------ checkpoints */
+/* Tensors to and from files: safetensors, NumPy .npy and .npz. Every dtype
+ * of rlx_dtype is read and written: safetensors BOOL I32 I64 F32 F64, NumPy
+ * '|b1' '<i4' '<i8' '<f4' '<f8'. Files are written atomically (a temporary
+ * file beside path, renamed over it), little-endian, row-major; unrealized
+ * tensors are realized, views written contiguous. Loading maps the file
+ * read-only: a tensor whose bytes are aligned for its dtype and in native
+ * byte order reads the mapping in place (zero-copy) and keeps it mapped
+ * while any tensor references it, after rlx_checkpoint_free too; other
+ * tensors (misaligned, big-endian, compressed, bool bytes other than 0/1)
+ * are copied. A loaded tensor is realized, except Fortran-order .npy data,
+ * which is a transposed view. Don't modify a file while tensors map it.
+ * A corrupt, truncated or hostile file is RLX_E_IO with a message naming
+ * the path and the problem; a type librlx lacks (F16, '<u2', ...) is
+ * RLX_E_UNSUPPORTED; nothing outside the file is ever read. Saving: n < 0,
+ * NULL, empty or repeated names, or a NULL tensor are RLX_E_ARG; a failing
+ * write RLX_E_IO with the system's reason (the old file stays as it was). */
+
+typedef struct rlx_checkpoint rlx_checkpoint; /* the tensors of one loaded file */
+
+/* Writes names[i] -> tensors[i], i < n, as safetensors (no __metadata__;
+ * data ordered 8-, 4-, then 1-byte types so each is aligned). Names must be
+ * UTF-8 and not "__metadata__" (RLX_E_ARG). */
+RLX_API rlx_status rlx_save_safetensors(const char *path, int n, const char *const *names,
+                                        rlx_tensor *const *tensors);
+/* Loads a safetensors file; "__metadata__" (a map of strings) is accepted
+ * and ignored. The tensors must tile the data region exactly (no gap, no
+ * overlap); a header above 100 MB or nested deeper than 8 is RLX_E_IO.
+ * NULL on error. Free it with rlx_checkpoint_free. */
+RLX_API rlx_checkpoint *rlx_load_safetensors(const char *path);
+/* Writes t as a .npy (version 1.0, C order). */
+RLX_API rlx_status rlx_save_npy(const char *path, rlx_tensor *t);
+/* Reads a .npy of version 1.0, 2.0 or 3.0: little- or big-endian, C or
+ * Fortran order. */
+RLX_API rlx_tensor *rlx_load_npy(const char *path);
+/* Writes an .npz (np.load reads it) holding NAME.npy members, uncompressed;
+ * zip64 where sizes need it. Names must be UTF-8 (RLX_E_ARG). */
+RLX_API rlx_status rlx_save_npz(const char *path, int n, const char *const *names,
+                                rlx_tensor *const *tensors);
+/* Reads an .npz of np.savez (stored: zero-copy when aligned) or
+ * np.savez_compressed (DEFLATE, through zlib: copied); CRC-32 checked. A
+ * member that is not NAME.npy is RLX_E_IO. NULL on error. */
+RLX_API rlx_checkpoint *rlx_load_npz(const char *path);
+/* Number of tensors; -1 (RLX_E_ARG) for NULL. */
+RLX_API int rlx_checkpoint_count(const rlx_checkpoint *c);
+/* Name of tensor i in file order, owned by c (valid until it is freed);
+ * NULL (RLX_E_ARG) when i is outside 0..count-1 or c is NULL. */
+RLX_API const char *rlx_checkpoint_name(const rlx_checkpoint *c, int i);
+/* The tensor named name (a new reference, valid after c is freed); NULL
+ * and RLX_E_ARG when there is none. */
+RLX_API rlx_tensor *rlx_checkpoint_get(const rlx_checkpoint *c, const char *name);
+RLX_API void rlx_checkpoint_free(rlx_checkpoint *c); /* NULL is a no-op */
+
 /* ---------------------------------------------------------- runtime control */
 
 typedef struct {

@@ -15,6 +15,7 @@ Tensor method, and the NumPy ufuncs that stay lazy on Tensors.
   _signal      FFTs
   _program     realize(), compiled programs, grad
   _control     threads, options, statistics, version
+  _checkpoint  safetensors, .npy and .npz files
 """
 
 import numpy as np
@@ -36,6 +37,7 @@ from ._nn import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403
 from ._program import *  # noqa: F401,F403
 from ._control import *  # noqa: F401,F403
+from ._checkpoint import *  # noqa: F401,F403
 
 
 # ----------------------------------------------------------- Tensor methods

@@ -255,6 +255,8 @@ def _build_ctype_map(enums, structs):
         "int32_t": _S.c_int32,
         # opaque handles stay plain integers (None for NULL)
         "rlx_tensor*": _S.c_void_p, "rlx_program*": _S.c_void_p,
+        "rlx_checkpoint*": _S.c_void_p, "const rlx_checkpoint*": _S.c_void_p,
+        "const char*const*": _S.POINTER(_S.c_char_p),
         "rlx_tensor**": _S.POINTER(_S.c_void_p), "rlx_tensor*const*": _S.POINTER(_S.c_void_p),
         "const int64_t*": _S.POINTER(_S.c_int64), "int64_t*": _S.POINTER(_S.c_int64),
         "const int*": _S.POINTER(_S.c_int), "int*": _S.POINTER(_S.c_int),

@@ -60,6 +60,10 @@ COVERAGE = {
     "rlx_set_option": "set_option", "rlx_get_option": "get_option", "rlx_stats": "stats",
     "rlx_stats_reset": "stats_reset",
     "rlx_dump_dot": "dump_dot",
+    "rlx_save_safetensors": "save_safetensors", "rlx_load_safetensors": "load_safetensors",
+    "rlx_save_npy": "save_npy", "rlx_load_npy": "load_npy", "rlx_save_npz": "save_npz", "rlx_load_npz": "load_npz",
+    "rlx_checkpoint_count": "load_npz", "rlx_checkpoint_name": "load_npz", "rlx_checkpoint_get": "load_npz",
+    "rlx_checkpoint_free": "load_npz",
 }
 for _u in ("neg relu gelu gelu_tanh silu tanh exp log sqrt rsqrt sigmoid abs sin cos tan atan round recip "
            "floor ceil sign softplus elu erf hard_swish hard_sigmoid mish softsign log_sigmoid "
@@ -119,6 +123,8 @@ EXPECTED_CTYPES = {
     "const int *": P(ctypes.c_int), "int64_t *": P(ctypes.c_int64), "int *": P(ctypes.c_int), "const int [2]": P(ctypes.c_int), "float *": P(ctypes.c_float),
     "double *": P(ctypes.c_double), "void *": ctypes.c_void_p, "const void *": ctypes.c_void_p,
     "const char *": ctypes.c_char_p, "char *": ctypes.c_void_p,
+    "rlx_checkpoint *": ctypes.c_void_p, "const rlx_checkpoint *": ctypes.c_void_p,
+    "const char *const *": P(ctypes.c_char_p),
     "rlx_dtype": ctypes.c_int, "rlx_status": ctypes.c_int, "rlx_act": ctypes.c_int,
     "rlx_mask": ctypes.c_int, "rlx_minifloat": ctypes.c_int,
 }
