@@ -370,6 +370,26 @@ RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t aft
 RLX_API rlx_tensor *rlx_gather(rlx_tensor *x, rlx_tensor *indices, int axis);
 /* PyTorch index_select: indices must be 1-D; otherwise as rlx_gather. */
 RLX_API rlx_tensor *rlx_index_select(rlx_tensor *x, int axis, rlx_tensor *indices);
+/* PyTorch scatter_add: base with src[p] added at base[p with axis
+ * coordinate index[p]] for every position p of index. index (i32/i64),
+ * src and base have one rank; index no longer than src in any dim nor than
+ * base off the axis (src's elements outside index's shape are unused).
+ * The result has base's shape and the promoted dtype of base and src.
+ * Duplicate targets add up in index order, so the bits do not depend on
+ * the thread count (floats add in double and round once per element).
+ * Negative indices count from the end; out of range makes rlx_realize
+ * return RLX_E_ARG, writing nothing. Wrong ranks or shapes RLX_E_SHAPE,
+ * a non-integer index RLX_E_DTYPE, a bad axis RLX_E_ARG. */
+RLX_API rlx_tensor *rlx_scatter_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
+/* PyTorch scatter (overwrite), argument rules as rlx_scatter_add: where
+ * several positions of index name one target, the last in index order
+ * wins (PyTorch leaves it undefined). */
+RLX_API rlx_tensor *rlx_scatter(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
+/* PyTorch index_add: index 1-D [n], src base's shape with axis of length
+ * n; slice src[..., j, ...] is added to base[..., index[j], ...], as
+ * np.add.at. Dtypes, duplicates, negative and out-of-range indices as
+ * rlx_scatter_add. */
+RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
 /* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
  * saturate; -> bool is x != 0 (NaN is true). */
 RLX_API rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt);
