@@ -294,7 +294,9 @@ RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
  * sum 0, prod 1, mean/var/std NaN, norm 0, max -inf (the dtype's lowest value for integers,
  * false for bool), min +inf (highest, true). NaN propagates through max/min;
  * a float max/min over +0 and -0 may return either zero (the JIT does not
- * order them, as NumPy's vector loops do not). var is the population variance; norm is the 2-norm sqrt(sum(x^2)). */
+ * order them, as NumPy's vector loops do not). var is the population variance; norm is the 2-norm sqrt(sum(x^2)).
+ * The gradients of norm and std are 0 where the value is 0 (PyTorch's
+ * subgradient), not NaN. */
 
 RLX_API rlx_tensor *rlx_sum(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
 RLX_API rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
@@ -370,6 +372,26 @@ RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t aft
 RLX_API rlx_tensor *rlx_gather(rlx_tensor *x, rlx_tensor *indices, int axis);
 /* PyTorch index_select: indices must be 1-D; otherwise as rlx_gather. */
 RLX_API rlx_tensor *rlx_index_select(rlx_tensor *x, int axis, rlx_tensor *indices);
+/* PyTorch scatter_add: base with src[p] added at base[p with axis
+ * coordinate index[p]] for every position p of index. index (i32/i64),
+ * src and base have one rank; index no longer than src in any dim nor than
+ * base off the axis (src's elements outside index's shape are unused).
+ * The result has base's shape and the promoted dtype of base and src.
+ * Duplicate targets add up in index order, so the bits do not depend on
+ * the thread count (floats add in double and round once per element).
+ * Negative indices count from the end; out of range makes rlx_realize
+ * return RLX_E_ARG, writing nothing. Wrong ranks or shapes RLX_E_SHAPE,
+ * a non-integer index RLX_E_DTYPE, a bad axis RLX_E_ARG. */
+RLX_API rlx_tensor *rlx_scatter_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
+/* PyTorch scatter (overwrite), argument rules as rlx_scatter_add: where
+ * several positions of index name one target, the last in index order
+ * wins (PyTorch leaves it undefined). */
+RLX_API rlx_tensor *rlx_scatter(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
+/* PyTorch index_add: index 1-D [n], src base's shape with axis of length
+ * n; slice src[..., j, ...] is added to base[..., index[j], ...], as
+ * np.add.at. Dtypes, duplicates, negative and out-of-range indices as
+ * rlx_scatter_add. */
+RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
 /* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
  * saturate; -> bool is x != 0 (NaN is true). */
 RLX_API rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt);
@@ -404,16 +426,21 @@ RLX_API rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis);
 RLX_API rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps);
 /* x / sqrt(mean(x^2, last axis) + eps) * gamma; gamma [D] may be NULL. */
 RLX_API rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps);
-/* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...]. */
+/* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...].
+ * A zero probability against a -inf logit contributes 0 (not NaN). The
+ * gradient with respect to probs is -log_softmax(logits), zeros included. */
 RLX_API rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs);
 /* -log_softmax(logits)[i, labels[i]] per row: logits [N, C], labels [N] of
  * an integer dtype or float-coded (truncated) -> [N]. A label outside
  * [0, C) makes rlx_realize return RLX_E_ARG. */
 RLX_API rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor *labels);
 /* q [B, Sq, H*D], k and v [B, Sk, H*D] -> [B, Sq, H*D]; scores scaled by
- * 1/sqrt(D). CAUSAL: query i sits at position Sk-Sq+i and sees keys <= it.
- * SLIDING: it sees the `window` keys up to and including its position
- * (window >= 1). A row with every key masked yields zeros. */
+ * 1/sqrt(D). CAUSAL: query i sits at position p = Sk-Sq+i and sees keys
+ * j <= p. SLIDING: it sees keys p - window < j <= p, exactly `window` keys
+ * counting itself (window >= 1; 1 sees only itself). Conventions that
+ * count the keys before the query (flash-attn window_size (w, 0), a
+ * FlexAttention mask p - j <= w) see w + 1 keys: pass window = w + 1 for
+ * them. A row with every key masked yields zeros. */
 RLX_API rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads,
                                   int head_dim, rlx_mask mask, int window);
 /* As rlx_attention without a positional mask; mask [B, Sk]: nonzero keeps
@@ -520,7 +547,9 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * reachable from loss gets zeros. stop_gradient blocks. round and the
  * scaled_matmul quantization are straight-through. floor, ceil, sign,
  * comparisons, logical ops, argmax/argmin and casts to integers give zero.
- * abs and relu at 0 give 0. maximum/minimum ties (so clamp at a bound) give
+ * abs and relu at 0 give 0; so do norm and std where they are 0. Of
+ * several src elements rlx_scatter sends to one place, the winner gets the
+ * gradient. maximum/minimum ties (so clamp at a bound) give
  * half to each operand; max/min reductions and max_pool2d split the
  * gradient evenly over tied extremes (PyTorch's rule). prod is exact with
  * zeros. pow: d/da = 0 where b == 0, d/db = 0 where a == 0 and b >= 0.

@@ -1,6 +1,6 @@
 /*
  * test_datamove.c — cat, stack, tile, flip, roll, pad, gather, index_select,
- * cast, contiguous, stop_gradient.
+ * scatter, scatter_add, index_add, cast, contiguous, stop_gradient.
  *
  * Expected values are computed here with loops over multi-indices. Inputs
  * are random (the harness's fixed seed) and often non-contiguous: stored
@@ -581,6 +581,209 @@ TEST(gather_errors)
     CHECK_NULL_ERR(rlx_index_select(x, 0, tf32(1, SH(1), (float[]){0})), RLX_E_DTYPE, "rlx_index_select");
 }
 
+/* ------------------------------------------------------------- scatter */
+
+static void backend(const char *b) { setenv("RLX_BACKEND", b, 1); }
+
+/* np.add.at (add) or a plain assignment loop (last wins) in double over
+ * index's positions p: out[p, axis = index[p]] (+)= src[p]; then each value
+ * converted to dt. src has sshape, only index's part of it is read. */
+static double *ref_scatter(const double *base, int rank, const int64_t *shape, int ax, const double *ind,
+                           const int64_t *ishape, const double *src, const int64_t *sshape, bool add, rlx_dtype dt)
+{
+    int64_t n = numel_of(rank, shape), ni = numel_of(rank, ishape), p[MAXR];
+    double *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    memcpy(w, base, (size_t)n * sizeof *w);
+    for (int64_t k = 0; k < ni; k++) {
+        unravel(k, rank, ishape, p);
+        double e = src[ravel(p, rank, sshape)];
+        int64_t i = (int64_t)ind[k];
+        p[ax] = i < 0 ? i + shape[ax] : i;
+        int64_t t = ravel(p, rank, shape);
+        w[t] = add ? w[t] + e : e;
+    }
+    for (int64_t k = 0; k < n; k++)
+        w[k] = dt == RLX_BOOL ? w[k] != 0 : conv(w[k], RLX_F64, dt);
+    return w;
+}
+
+TEST(scatter_fixed)
+{
+    for (int b = 0; b < 2; b++) {
+        backend(b ? "ref" : "jit");
+        rlx_tensor *x = tf32(2, SH(2, 3), (float[]){0, 1, 2, 3, 4, 5});
+        rlx_tensor *idx = ti64(2, SH(2, 2), (int64_t[]){2, 0, 1, 1}), *src = tf32(2, SH(2, 2), (float[]){10, 20, 30, 40});
+        /* torch.scatter_add(x, 1, idx, src): row 1 gets 30 + 40 at column 1 */
+        EXPECT(rlx_scatter_add(x, 1, idx, src), RLX_F32, 2, SH(2, 3), ((double[]){20, 1, 12, 3, 74, 5}), 0);
+        /* overwrite: the last in index order wins */
+        EXPECT(rlx_scatter(x, -1, idx, src), RLX_F32, 2, SH(2, 3), ((double[]){20, 1, 10, 3, 40, 5}), 0);
+        /* along axis 0, negative indices, an index smaller than src */
+        rlx_tensor *i0 = ti32(2, SH(1, 2), (int32_t[]){-1, 0}), *s3 = tf32(2, SH(2, 3), (float[]){7, 8, 9, 1, 1, 1});
+        EXPECT(rlx_scatter_add(x, 0, i0, s3), RLX_F32, 2, SH(2, 3), ((double[]){0, 9, 2, 10, 4, 5}), 0);
+        /* index_add as np.add.at(x, (slice(None), [2, 0, 2]), src) */
+        rlx_tensor *ia = rlx_index_add(x, 1, ti64(1, SH(3), (int64_t[]){2, 0, 2}),
+                                       tf32(2, SH(2, 3), (float[]){1, 2, 3, 4, 5, 6}));
+        EXPECT(ia, RLX_F32, 2, SH(2, 3), ((double[]){2, 1, 6, 8, 4, 15}), 0);
+        EXPECT(rlx_index_add(x, 0, ti32(1, SH(3), (int32_t[]){1, 1, -2}), tf32(2, SH(3, 3), (float[]){1, 1, 1, 2, 2, 2, 4, 4, 4})),
+               RLX_F32, 2, SH(2, 3), ((double[]){4, 5, 6, 6, 7, 8}), 0);
+        /* dtypes promote: i32 base, f64 src */
+        rlx_tensor *xi = ti32(1, SH(3), (int32_t[]){1, 2, 3});
+        EXPECT(rlx_scatter_add(xi, 0, ti64(1, SH(2), (int64_t[]){0, 0}), tf64(1, SH(2), (double[]){0.5, 0.25})),
+               RLX_F64, 1, SH(3), ((double[]){1.75, 2, 3}), 0);
+        /* integers wrap in 64 bits and are stored as i32 wrap */
+        EXPECT(rlx_scatter_add(xi, 0, ti64(1, SH(2), (int64_t[]){2, 2}), ti32(1, SH(2), (int32_t[]){INT32_MAX, 1})),
+               RLX_I32, 1, SH(3), ((double[]){1, 2, (double)(int32_t)((uint32_t)INT32_MAX + 4u)}), 0);
+        /* bool add is or */
+        rlx_tensor *bb = tbool(1, SH(3), (unsigned char[]){0, 1, 0});
+        EXPECT(rlx_scatter_add(bb, 0, ti64(1, SH(3), (int64_t[]){0, 1, 1}), tbool(1, SH(3), (unsigned char[]){1, 1, 0})),
+               RLX_BOOL, 1, SH(3), ((double[]){1, 1, 0}), 0);
+        /* empty index: base unchanged; empty base along another axis */
+        EXPECT(rlx_scatter_add(x, 1, rlx_zeros(RLX_I64, 2, SH(2, 0)), rlx_zeros(RLX_F32, 2, SH(2, 0))), RLX_F32, 2,
+               SH(2, 3), ((double[]){0, 1, 2, 3, 4, 5}), 0);
+        EXPECT(rlx_scatter(rlx_zeros(RLX_F64, 2, SH(0, 3)), 1, rlx_zeros(RLX_I32, 2, SH(0, 3)),
+                           rlx_zeros(RLX_F64, 2, SH(0, 3))),
+               RLX_F64, 2, SH(0, 3), NULL, 0);
+        EXPECT(rlx_index_add(x, 0, rlx_zeros(RLX_I64, 1, SH(0)), rlx_zeros(RLX_F32, 2, SH(0, 3))), RLX_F32, 2, SH(2, 3),
+               ((double[]){0, 1, 2, 3, 4, 5}), 0);
+    }
+    backend("jit");
+}
+
+TEST(scatter_random)
+{
+    for (int it = 0; it < 120; it++) {
+        rlx_scope_begin();
+        int rank = rand_int(1, 4), ax = rand_int(0, rank - 1), mode = it % 3; /* 0 add, 1 set, 2 index_add */
+        int64_t shape[MAXR], ishape[MAXR], sshape[MAXR];
+        for (int d = 0; d < rank; d++) {
+            shape[d] = rand_int(1, 4);
+            ishape[d] = d == ax ? rand_int(0, 6) : rand_int(0, (int)shape[d]); /* duplicates when longer */
+            sshape[d] = ishape[d] + (mode == 2 ? 0 : rand_int(0, 1));
+        }
+        if (mode == 2)
+            for (int d = 0; d < rank; d++)
+                ishape[d] = sshape[d] = d == ax ? ishape[d] : shape[d];
+        rlx_dtype dt = (rlx_dtype)rand_int(0, 4), it_dt = it % 2 ? RLX_I64 : RLX_I32;
+        int64_t ni = numel_of(rank, ishape);
+        double *v = rvals(dt, numel_of(rank, shape)), *sv = rvals(dt, numel_of(rank, sshape));
+        double *ind = malloc((size_t)(ni ? ni : 1) * sizeof *ind), *ind1 = malloc((size_t)(ishape[ax] + 1) * sizeof *ind1);
+        for (int64_t j = 0; j < ishape[ax]; j++)
+            ind1[j] = (double)rand_int((int)-shape[ax], (int)shape[ax] - 1);
+        for (int64_t k = 0; k < ni; k++) {
+            int64_t p[MAXR];
+            unravel(k, rank, ishape, p);
+            ind[k] = mode == 2 ? ind1[p[ax]] : (double)rand_int((int)-shape[ax], (int)shape[ax] - 1);
+        }
+        rlx_tensor *x = make_t(dt, rank, shape, v, rand_int(0, 2)), *src = make_t(dt, rank, sshape, sv, rand_int(0, 2));
+        rlx_tensor *idx = mode == 2 ? make_t(it_dt, 1, ishape + ax, ind1, rand_int(0, 1))
+                                    : make_t(it_dt, rank, ishape, ind, rand_int(0, 2));
+        double *w = ref_scatter(v, rank, shape, ax, ind, ishape, sv, sshape, mode != 1, dt);
+        int axis = it % 4 ? ax : ax - rank, before = test_failures;
+        for (int b = 0; b < 2; b++) {
+            backend(b ? "ref" : "jit");
+            rlx_tensor *r = mode == 0 ? rlx_scatter_add(x, axis, idx, src)
+                            : mode == 1 ? rlx_scatter(x, axis, idx, src) : rlx_index_add(x, axis, idx, src);
+            EXPECT(r, dt, rank, shape, w, 0);
+        }
+        backend("jit");
+        if (test_failures != before)
+            fprintf(stderr, "  (iteration %d: mode %d rank %d axis %d dtype %s)\n", it, mode, rank, axis, rlx_dtype_name(dt));
+        free(v), free(sv), free(ind), free(ind1), free(w);
+        rlx_scope_end();
+    }
+}
+
+/* Many duplicates: the same bits at every thread count (index order). */
+TEST(scatter_add_bits_do_not_depend_on_threads)
+{
+    enum { N = 4096, L = 7, D = 33 };
+    int64_t *ind = malloc(N * sizeof *ind);
+    float *src = malloc((size_t)N * D * sizeof *src);
+    for (int i = 0; i < N; i++)
+        ind[i] = rand_int(0, L - 1);
+    for (int i = 0; i < N * D; i++)
+        src[i] = (float)test_uniform(-1, 1);
+    rlx_tensor *idx = ti64(1, SH(N), ind), *s = tf32(2, SH(N, D), src);
+    float first[L * D], again[L * D];
+    int saved = rlx_get_num_threads();
+    for (int t = 1; t <= 3; t++) {
+        rlx_set_num_threads(t);
+        rlx_tensor *r = rlx_index_add(rlx_zeros(RLX_F32, 2, SH(L, D)), 0, idx, s);
+        CHECK_EQ_INT(rlx_read(r, t == 1 ? first : again, sizeof first), RLX_OK);
+        if (t > 1)
+            CHECK(memcmp(first, again, sizeof first) == 0);
+    }
+    rlx_set_num_threads(saved);
+    free(ind), free(src);
+}
+
+TEST(scatter_out_of_range)
+{
+    rlx_tensor *x = tf64(2, SH(2, 4), (double[]){0, 1, 2, 3, 4, 5, 6, 7}), *s = rlx_ones(RLX_F64, 2, SH(2, 4));
+    for (int b = 0; b < 2; b++) {
+        backend(b ? "ref" : "jit");
+        rlx_tensor *bad[] = {
+            rlx_scatter_add(x, 1, ti32(2, SH(1, 2), (int32_t[]){1, 4}), s),
+            rlx_scatter(x, 1, ti64(2, SH(1, 1), (int64_t[]){-5}), s),
+            rlx_scatter_add(x, 0, ti64(2, SH(1, 1), (int64_t[]){INT64_MIN}), s),
+            rlx_index_add(x, 0, ti64(1, SH(2), (int64_t[]){0, 2}), s),
+            rlx_exp(rlx_index_add(x, 1, ti32(1, SH(1), (int32_t[]){INT32_MAX}), rlx_ones(RLX_F64, 2, SH(2, 1)))),
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            if (!bad[i]) {
+                test_fail(__FILE__, __LINE__, "case %zu did not build: %s", i, rlx_last_error());
+                continue;
+            }
+            rlx_clear_error();
+            CHECK_EQ_INT(rlx_realize(bad[i]), RLX_E_ARG);
+            CHECK(strncmp(rlx_last_error(), "rlx_realize", 11) == 0 && strstr(rlx_last_error(), "scatter: index"));
+            CHECK(!rlx_is_realized(bad[i]));
+        }
+        rlx_realize(bad[0]);
+        CHECK(strstr(rlx_last_error(), "index 4 out of range for axis 1 of size 4") != NULL);
+        rlx_clear_error();
+    }
+    backend("jit");
+}
+
+TEST(scatter_errors)
+{
+    rlx_tensor *x = rlx_zeros(RLX_F32, 2, SH(3, 4)), *i22 = ti64(2, SH(2, 2), (int64_t[]){0, 1, 2, 0});
+    rlx_tensor *s22 = rlx_ones(RLX_F32, 2, SH(2, 2)), *i1 = ti32(1, SH(2), (int32_t[]){0, 1});
+    const char *fns[2] = {"rlx_scatter_add", "rlx_scatter"};
+    for (int k = 0; k < 2; k++) {
+        rlx_tensor *(*f)(rlx_tensor *, int, rlx_tensor *, rlx_tensor *) = k ? rlx_scatter : rlx_scatter_add;
+        CHECK_NULL_ERR(f(NULL, 0, i22, s22), RLX_E_ARG, fns[k]);
+        CHECK_NULL_ERR(f(x, 0, NULL, s22), RLX_E_ARG, fns[k]);
+        CHECK_NULL_ERR(f(x, 0, i22, NULL), RLX_E_ARG, fns[k]);
+        CHECK_NULL_ERR(f(x, 2, i22, s22), RLX_E_ARG, fns[k]);
+        CHECK_NULL_ERR(f(x, -3, i22, s22), RLX_E_ARG, fns[k]);
+        CHECK_NULL_ERR(f(rlx_scalar(RLX_F32, 0), 0, ti64(0, NULL, (int64_t[]){0}), rlx_scalar(RLX_F32, 1)), RLX_E_ARG,
+                       fns[k]);
+        CHECK_NULL_ERR(f(x, 0, tf32(2, SH(2, 2), (float[]){0, 0, 0, 0}), s22), RLX_E_DTYPE, fns[k]);
+        CHECK_NULL_ERR(f(x, 0, tbool(2, SH(1, 1), (unsigned char[]){0}), s22), RLX_E_DTYPE, fns[k]);
+        CHECK_NULL_ERR(f(x, 0, i1, s22), RLX_E_SHAPE, fns[k]);                          /* rank */
+        CHECK_NULL_ERR(f(x, 0, i22, rlx_ones(RLX_F32, 1, SH(4))), RLX_E_SHAPE, fns[k]); /* src rank */
+        CHECK_NULL_ERR(f(x, 0, i22, rlx_ones(RLX_F32, 2, SH(2, 1))), RLX_E_SHAPE, fns[k]); /* index > src */
+        CHECK_NULL_ERR(f(x, 1, rlx_zeros(RLX_I64, 2, SH(4, 1)), rlx_ones(RLX_F32, 2, SH(4, 1))), RLX_E_SHAPE,
+                       fns[k]); /* index > base off the axis */
+    }
+    rlx_clear_error();
+    CHECK(!rlx_scatter_add(x, 1, rlx_zeros(RLX_I64, 2, SH(4, 1)), rlx_ones(RLX_F32, 2, SH(4, 1))));
+    CHECK(strstr(rlx_last_error(), "[4,1]") && strstr(rlx_last_error(), "[3,4]")); /* the message shows the shapes */
+    rlx_clear_error();
+    CHECK_NULL_ERR(rlx_index_add(NULL, 0, i1, s22), RLX_E_ARG, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, NULL, s22), RLX_E_ARG, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, i1, NULL), RLX_E_ARG, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 5, i1, s22), RLX_E_ARG, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, tf64(1, SH(2), (double[]){0, 1}), rlx_ones(RLX_F32, 2, SH(2, 4))), RLX_E_DTYPE,
+                   "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, i22, rlx_ones(RLX_F32, 2, SH(2, 4))), RLX_E_SHAPE, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, i1, rlx_ones(RLX_F32, 2, SH(3, 4))), RLX_E_SHAPE, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, i1, rlx_ones(RLX_F32, 2, SH(2, 3))), RLX_E_SHAPE, "rlx_index_add");
+    CHECK_NULL_ERR(rlx_index_add(x, 0, i1, rlx_ones(RLX_F32, 1, SH(2))), RLX_E_SHAPE, "rlx_index_add");
+}
+
 /* ---------------------------------------------------------------- cast */
 
 TEST(cast_float_to_int_and_bool)
@@ -731,6 +934,7 @@ TEST(null_propagation_keeps_first_error)
 
 TEST_MAIN(T(cat_fixed), T(cat_random), T(stack_every_axis), T(cat_stack_errors), T(tile_random), T(flip_random),
           T(roll_random), T(tile_flip_roll_fixed), T(tile_rank8), T(pad), T(gather_fixed), T(gather_random),
-          T(gather_out_of_range), T(gather_errors), T(cast_float_to_int_and_bool), T(cast_int_sources),
+          T(gather_out_of_range), T(gather_errors), T(scatter_fixed), T(scatter_random),
+          T(scatter_add_bits_do_not_depend_on_threads), T(scatter_out_of_range), T(scatter_errors), T(cast_float_to_int_and_bool), T(cast_int_sources),
           T(cast_of_constants), T(cast_errors), T(contiguous_and_stop_gradient),
           T(null_propagation_keeps_first_error))

@@ -237,6 +237,20 @@ B(gather_2d_idx, rlx_gather(a, idx23(), 0))
 B(gather_mid, rlx_gather(a, idx23(), 1))
 B(gather_long, rlx_mul(rlx_gather(a, idx_long(), 0), rlx_gather(a, idx_long(), 0)))
 B(index_select, rlx_index_select(a, 1, idx5()))
+static rlx_tensor *idx_sc(void) /* [2,3] along axis 0 of a [3,4] base, duplicates */
+{
+    static const int64_t s[2] = {2, 3}, v[6] = {0, 2, 0, 0, 1, -1};
+    return c_i64(2, s, v);
+}
+B(scatter_add, rlx_mul(rlx_scatter_add(a, 0, idx_sc(), b), a))
+B(scatter_set, rlx_mul(rlx_scatter(a, 0, idx_sc(), b), a))
+static rlx_tensor *idx25(void)
+{
+    static const int64_t s[2] = {2, 5}, v[10] = {2, 0, -1, 2, 2, 1, 1, 1, 0, -3};
+    return c_i64(2, s, v);
+}
+B(scatter_add_view, rlx_exp(rlx_scatter_add(rlx_t(a), 1, idx25(), rlx_t(b))))
+B(index_add, rlx_exp(rlx_index_add(a, 1, idx5(), b)))
 B(cast_f32, rlx_cast(rlx_mul(rlx_cast(a, RLX_F32), rlx_cast(b, RLX_F32)), RLX_F64))
 B(contiguous, rlx_exp(rlx_contiguous(rlx_t(a))))
 
@@ -395,6 +409,10 @@ static const gcase cases[] = {
     {"gather_mid", b_gather_mid, RR(2, 3, 2), -2, 2, 0, 0},
     {"gather_long", b_gather_long, R1(40), -2, 2, 0, 0},
     {"index_select", b_index_select, R2(2, 3), -2, 2, 0, 0},
+    {"scatter_add", b_scatter_add, 2, {2, 2}, {{3, 4}, {2, 4}}, -2, 2, 0, 0},
+    {"scatter_set", b_scatter_set, 2, {2, 2}, {{3, 4}, {2, 4}}, -2, 2, 0, 0},
+    {"scatter_add_view", b_scatter_add_view, 2, {2, 2}, {{3, 2}, {5, 2}}, -1, 1, 0, 0},
+    {"index_add", b_index_add, 2, {2, 2}, {{2, 3}, {2, 5}}, -1, 1, 0, 0},
     {"cast_f32", b_cast_f32, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2, 1e-2, 1e-4},
     {"contiguous", b_contiguous, R2(3, 2), -1, 1, 0, 0},
 
@@ -912,6 +930,64 @@ TEST(kinks_pow_at_zero)
     EXPECT(g[1], RLX_F64, 1, s4, gb, 1e-15);
 }
 
+TEST(kinks_scatter_overwrite)
+{
+    /* the last in index order wins: its src gets g, the overwritten base 0 */
+    rlx_tensor *x = tf64(1, s4, (const double[]){1, 2, 3, 4}), *v = tf64(1, s3, (const double[]){5, 6, 7});
+    rlx_tensor *idx = ti64(1, s3, (const int64_t[]){1, -3, 3}), *wrt[2] = {x, v}, *g[2];
+    rlx_tensor *w = tf64(1, s4, (const double[]){10, 20, 30, 40});
+    CHECK(rlx_grad(rlx_sum_all(rlx_mul(rlx_scatter(x, 0, idx, v), w)), wrt, 2, g) == RLX_OK);
+    EXPECT(g[0], RLX_F64, 1, s4, ((const double[]){10, 0, 30, 0}), 0);
+    EXPECT(g[1], RLX_F64, 1, s3, ((const double[]){0, 20, 40}), 0);
+    CHECK(rlx_grad(rlx_sum_all(rlx_mul(rlx_scatter_add(x, 0, idx, v), w)), wrt, 2, g) == RLX_OK);
+    EXPECT(g[0], RLX_F64, 1, s4, ((const double[]){10, 20, 30, 40}), 0);
+    EXPECT(g[1], RLX_F64, 1, s3, ((const double[]){20, 20, 40}), 0);
+}
+
+/* Regression (issue 17): the gradient with respect to a zero target is
+ * -log_softmax(logits) there too, as PyTorch's, not 0. */
+TEST(cross_entropy_gradient_at_zero_targets)
+{
+    const int64_t s13[2] = {1, 3};
+    rlx_tensor *z = tf64(2, s13, (const double[]){0.5, -1, 2}), *p = tf64(2, s13, (const double[]){0.25, 0.75, 0});
+    rlx_tensor *wrt[2] = {z, p}, *g[2];
+    CHECK(rlx_grad(rlx_sum_all(rlx_cross_entropy(z, p)), wrt, 2, g) == RLX_OK);
+    double lse = log(exp(0.5) + exp(-1.0) + exp(2.0));
+    const double gp[3] = {lse - 0.5, lse + 1, lse - 2};
+    EXPECT(g[1], RLX_F64, 2, s13, gp, 1e-14);
+    /* the logits' gradient is softmax - p, and a -inf logit with a zero target stays finite */
+    const double gz[3] = {exp(0.5 - lse) - 0.25, exp(-1 - lse) - 0.75, exp(2 - lse)};
+    EXPECT(g[0], RLX_F64, 2, s13, gz, 1e-14);
+    rlx_tensor *zi = tf64(2, s13, (const double[]){0.5, -INFINITY, 2}), *pi = tf64(2, s13, (const double[]){0.5, 0, 0.5});
+    EXPECT(rlx_cross_entropy(zi, pi), RLX_F64, 1, s13, ((const double[]){0.5 * (log(exp(0.5) + exp(2.0)) - 0.5) +
+                                                                         0.5 * (log(exp(0.5) + exp(2.0)) - 2)}),
+           1e-14);
+    CHECK(rlx_grad(rlx_sum_all(rlx_cross_entropy(zi, pi)), (rlx_tensor *[]){zi}, 1, g) == RLX_OK);
+    double gzi[3];
+    CHECK_EQ_INT(rlx_read_f64(g[0], gzi, 3), RLX_OK);
+    CHECK(isfinite(gzi[0]) && gzi[1] == 0 && isfinite(gzi[2]));
+}
+
+/* Regression (issue 17): norm and std at 0 have gradient 0 (PyTorch's
+ * subgradient), not NaN. */
+TEST(kinks_norm_std_at_zero)
+{
+    const int64_t s23[2] = {2, 3};
+    rlx_tensor *x = tf64(2, s23, (const double[]){0, 0, 0, 3, 0, 4});
+    const int ax[1] = {1};
+    EXPECT(grad1(rlx_sum_all(rlx_norm(x, ax, 1, false)), x), RLX_F64, 2, s23,
+           ((const double[]){0, 0, 0, 0.6, 0, 0.8}), 1e-15);
+    EXPECT(grad1(rlx_sum_all(rlx_norm(x, NULL, 0, false)), x), RLX_F64, 2, s23,
+           ((const double[]){0, 0, 0, 0.6, 0, 0.8}), 1e-15);
+    rlx_tensor *z = rlx_zeros(RLX_F64, 2, s23);
+    EXPECT(grad1(rlx_sum_all(rlx_norm(z, NULL, 0, false)), z), RLX_F64, 2, s23, ((const double[6]){0}), 0);
+    rlx_tensor *c = tf64(2, s23, (const double[]){2, 2, 2, 1, 2, 3});
+    double sd = sqrt(2.0 / 3.0);
+    EXPECT(grad1(rlx_sum_all(rlx_std(c, ax, 1, true)), c), RLX_F64, 2, s23,
+           ((const double[]){0, 0, 0, -1 / (3 * sd), 0, 1 / (3 * sd)}), 1e-15);
+    EXPECT(rlx_std(c, ax, 1, false), RLX_F64, 1, (const int64_t[]){2}, ((const double[]){0, sd}), 1e-15);
+}
+
 TEST(scaled_matmul_straight_through)
 {
     const int64_t sx[2] = {2, 4}, sw[2] = {3, 4}, so[2] = {2, 3};
@@ -1112,7 +1188,8 @@ TEST(vjp_table_covers_every_primitive)
                NCASES);
 }
 
-TEST_MAIN(T(known_dot_and_square), T(known_relu), T(known_solve), T(known_hessian_vector_product),
+TEST_MAIN(T(kinks_scatter_overwrite), T(cross_entropy_gradient_at_zero_targets), T(kinks_norm_std_at_zero),
+          T(known_dot_and_square), T(known_relu), T(known_solve), T(known_hessian_vector_product),
           T(known_linear_regression_sgd), T(kinks_relu_abs_at_zero), T(kinks_maximum_minimum_ties_split),
           T(kinks_max_reduction_ties_split_evenly), T(kinks_max_pool_ties), T(kinks_prod_with_zeros),
           T(kinks_round_floor_ceil_sign_compare_stop), T(kinks_pow_at_zero), T(scaled_matmul_straight_through),

@@ -269,6 +269,20 @@ TEST(attention_every_mask)
     check_attention(1, 1, 1, 1, 1, RLX_MASK_NONE, 0, RLX_F64);
 }
 
+/* The window convention of rlx.h, by hand: with q = 0 every visible key
+ * weighs the same, so each output is the mean of the visible keys' v
+ * (v_j = 10^j). window 2 sees the query's own key and the one before. */
+TEST(attention_sliding_window_sees_window_keys)
+{
+    const int64_t s[3] = {1, 4, 1};
+    const double vv[4] = {1, 10, 100, 1000};
+    rlx_tensor *q = rlx_zeros(RLX_F64, 3, s), *v = mk(RLX_F64, 3, s, vv);
+    const double w1[4] = {1, 10, 100, 1000}, w2[4] = {1, 5.5, 55, 550}, w3[4] = {1, 5.5, 37, 370};
+    EXPECT(rlx_attention(q, q, v, 1, 1, RLX_MASK_SLIDING, 1), RLX_F64, 3, s, w1, 1e-15);
+    EXPECT(rlx_attention(q, q, v, 1, 1, RLX_MASK_SLIDING, 2), RLX_F64, 3, s, w2, 1e-15);
+    EXPECT(rlx_attention(q, q, v, 1, 1, RLX_MASK_SLIDING, 3), RLX_F64, 3, s, w3, 1e-15);
+}
+
 TEST(attention_fully_masked_rows_are_zero)
 {
     /* Sq > Sk: the first Sq - Sk queries sit before every key. */
@@ -1030,7 +1044,8 @@ TEST(nn_bad_arguments)
 }
 
 TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_norm), T(cross_entropies),
-          T(attention_every_mask), T(attention_fully_masked_rows_are_zero), T(attention_masked_values),
+          T(attention_every_mask), T(attention_sliding_window_sees_window_keys),
+          T(attention_fully_masked_rows_are_zero), T(attention_masked_values),
           T(attention_fused_matches_composite), T(attention_fused_key_masks_match_composite),
           T(attention_fused_same_bits_any_threads_and_backend), T(attention_fused_allocation_failures),
           T(rope_values), T(conv2d_values), T(pool_values), T(conv2d_random_shapes), T(pool_random_shapes),

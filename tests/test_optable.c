@@ -250,6 +250,19 @@ static rlx_tensor *b_index(ir_op op, rlx_dtype dt, double *want, int *n)
             memcpy(want, w, sizeof w);
         return make(op, 2, (ir_node *[]){x, input_shape(RLX_I64, 1, (const int64_t[]){2}, (const double[]){2, 0})}, &at);
     }
+    if (op == IR_OP_SCATTER) { /* add mode, axis 1, with a duplicate in row 1 */
+        static const double w[] = {0.5, -0.5, 0.75, 1, 1, 2.5};
+        const int64_t s22[2] = {2, 2};
+        at.scatter.axis = 1;
+        at.scatter.mode = IR_SCATTER_ADD;
+        *n = 6;
+        if (want)
+            memcpy(want, w, sizeof w);
+        return make(op, 3,
+                    (ir_node *[]){x, input_shape(RLX_I64, 2, s22, (const double[]){2, 0, 0, 0}),
+                                  input_shape(dt, 2, s22, BV)},
+                    &at);
+    }
     static const double w[] = {-1.5, -2, -1.75, 0.5, 1.5, 4}; /* cumsum */
     *n = 6;
     if (want)
@@ -362,6 +375,7 @@ static const opcase CASES[] = {
     {IR_OP_EXPAND, NULL, b_movement, ALL, 0}, {IR_OP_PAD, NULL, b_movement, ALL, 0},
     {IR_OP_SLICE, NULL, b_movement, ALL, 0},
     {IR_OP_CAT, NULL, b_index, ALL, 0}, {IR_OP_GATHER, NULL, b_index, ALL, 0},
+    {IR_OP_SCATTER, NULL, b_index, ALL, 0},
     {IR_OP_CUMSUM, NULL, b_index, ALL, 0},
     {IR_OP_MATMUL, NULL, b_library, NUM, 0}, {IR_OP_SOLVE, NULL, b_library, FLT, 0},
     {IR_OP_FFT, NULL, b_library, FLT, 0}, {IR_OP_CONV2D, NULL, b_library, FLT, 0},

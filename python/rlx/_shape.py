@@ -345,6 +345,42 @@ def index_select(x, axis=None, index=None, *, dim=None):
     return _wrap(_lib.rlx_index_select(x._h, operator.index(ax), idx._h))
 
 
+def _scatter_args(x, axis, dim, index, src):
+    x = _tt(x)
+    ax = operator.index(_axis_arg(axis, dim))
+    idx = _index_tensor(index)
+    src = src if isinstance(src, Tensor) else tensor(np.asarray(src), dtype=x.dtype)
+    return x, ax, idx, src
+
+
+def scatter_add(x, axis=None, index=None, src=None, *, dim=None):
+    """PyTorch scatter_add(x, dim, index, src): x with src[p] added at x[p with
+    axis coordinate index[p]] for every position p of index (np.add.at
+    semantics: duplicates add up, in index order). index, src and x share one
+    rank; index fits in src, and in x off the axis; negative indices count
+    from the end; out of range raises at realization."""
+    x, ax, idx, src = _scatter_args(x, axis, dim, index, src)
+    _clear()
+    return _wrap(_lib.rlx_scatter_add(x._h, ax, idx._h, src._h))
+
+
+def scatter(x, axis=None, index=None, src=None, *, dim=None):
+    """PyTorch scatter(x, dim, index, src) (overwrite), arguments as
+    scatter_add; of duplicate targets the last in index order wins."""
+    x, ax, idx, src = _scatter_args(x, axis, dim, index, src)
+    _clear()
+    return _wrap(_lib.rlx_scatter(x._h, ax, idx._h, src._h))
+
+
+def index_add(x, axis=None, index=None, src=None, *, dim=None):
+    """PyTorch index_add(x, dim, index, src): 1-D index [n], src x's shape with
+    axis of length n; slice j of src is added at x's slice index[j], as
+    np.add.at(x, (slice(None),) * axis + (index,), src)."""
+    x, ax, idx, src = _scatter_args(x, axis, dim, index, src)
+    _clear()
+    return _wrap(_lib.rlx_index_add(x._h, ax, idx._h, src._h))
+
+
 def contiguous(x):
     """Same values; realized into its own contiguous buffer."""
     return _apply(_lib.rlx_contiguous, x)

@@ -25,6 +25,9 @@
  *   mxquant: straight-through.
  *   attention: the masked softmax's own rule (a row with no visible key
  *   passes no gradient).
+ *   scatter (overwrite): an overwritten base element gets 0; of several
+ *   src elements sent to one place, the one that won (the last in index
+ *   order) gets the gradient, the others 0.
  */
 #include <math.h>
 #include <string.h>
@@ -317,44 +320,84 @@ static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
     }
 }
 
-/* gather: the cotangent of x is a scatter-add of g (repeated indices add
- * up), written as a product with a one-hot matrix. Indices are normalized
- * (and range-checked, as the forward gather does) by gathering from
- * arange(L). With g as G [ni, M] (M = outer * inner), dx = onehot [L, ni]
- * @ G. When M is small against L, the one-hot factors into two smaller
- * ones over idx = q*R + r, so that memory grows like sqrt(L) * ni. */
+/* gather: the cotangent of x is a scatter-add of g, one SCATTER node over
+ * x as [outer, L, inner] with the indices repeated along outer and inner
+ * (repeated indices add up in index order; negative ones count from the
+ * end as in the forward gather). */
 static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
     ir_node *x = n->src[0], *idx = n->src[1];
     int ax = n->attr.ax.axis;
     int64_t outer = ir_numel(ax, x->shape), len = x->shape[ax];
-    int64_t inner = ir_numel(x->rank - ax - 1, x->shape + ax + 1), ni = ir_node_numel(idx), m = outer * inner;
-    if (ni == 0 || m == 0) {
+    int64_t inner = ir_numel(x->rank - ax - 1, x->shape + ax + 1), ni = ir_node_numel(idx);
+    if (ni == 0 || outer * inner == 0) {
         dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
         return;
     }
-    rlx_tensor *pos = rlx_gather(rlx_arange(RLX_I64, 0, (double)len, 1), rlx_flatten(T(idx)), 0); /* [ni] */
-    int64_t s3[3] = {outer, ni, inner}, s2[2] = {ni, m};
-    static const int swap01[3] = {1, 0, 2};
-    rlx_tensor *g3 = rlx_reshape(g, 3, s3);
-    rlx_tensor *gm = rlx_reshape(outer == 1 ? g3 : rlx_transpose(g3, 3, swap01), 2, s2); /* [ni, M] */
-    int64_t r = (int64_t)ceil(sqrt((double)len)), q = (len + r - 1) / r;
-    rlx_tensor *d; /* [L, M] */
-    if (m * r < len) {
-        rlx_tensor *qa = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)q, 1), 1); /* [Q, 1] */
-        rlx_tensor *ra = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)r, 1), 1); /* [R, 1] */
-        rlx_tensor *a = rlx_cast(rlx_eq(qa, rlx_div_s(pos, (double)r)), x->dtype);  /* [Q, ni] */
-        rlx_tensor *b = rlx_cast(rlx_eq(ra, rlx_rem_s(pos, (double)r)), x->dtype);  /* [R, ni] */
-        int64_t bs[3] = {ni, r, 1}, gs[3] = {ni, 1, m}, cs[2] = {ni, r * m}, qs[2] = {q * r, m};
-        rlx_tensor *c = rlx_mul(rlx_reshape(rlx_t(b), 3, bs), rlx_reshape(gm, 3, gs)); /* [ni, R, M] */
-        d = rlx_narrow(rlx_reshape(rlx_matmul(a, rlx_reshape(c, 2, cs)), 2, qs), 0, 0, len);
-    } else {
-        rlx_tensor *la = rlx_unsqueeze(rlx_arange(RLX_I64, 0, (double)len, 1), 1); /* [L, 1] */
-        d = rlx_matmul(rlx_cast(rlx_eq(la, pos), x->dtype), gm);
+    int64_t gs[3] = {outer, ni, inner}, xs[3] = {outer, len, inner}, is[3] = {1, ni, 1};
+    rlx_tensor *at = rlx_broadcast_to(rlx_reshape(T(idx), 3, is), 3, gs);
+    rlx_tensor *d = rlx_scatter_add(rlx_zeros(x->dtype, 3, xs), 1, at, rlx_reshape(g, 3, gs));
+    dx[0] = rlx_reshape(d, x->rank, x->shape);
+}
+
+/* The inverse of a scatter's placement: out[p] = t[p with axis coordinate
+ * idx[p]], for t of the scatter's shape and p over idx's shape (a gather
+ * of t's flattened elements). An index out of range stays out of range. */
+static rlx_tensor *take_along(rlx_tensor *t, int ax, ir_node *idx)
+{
+    if (!t)
+        return NULL;
+    ir_node *tn = ts_node(t);
+    int64_t st[IR_MAX_RANK], len = tn->shape[ax], numel = ir_node_numel(tn);
+    int64_t acc = 1;
+    for (int d = tn->rank - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= tn->shape[d];
     }
-    int64_t ls[3] = {len, outer, inner};
-    dx[0] = rlx_reshape(outer == 1 ? d : rlx_transpose(rlx_reshape(d, 3, ls), 3, swap01), x->rank, x->shape);
+    rlx_tensor *k = rlx_cast(T(idx), RLX_I64);
+    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(k, (double)-len), rlx_lt_s(k, (double)len));
+    rlx_tensor *lin = rlx_mul_s(rlx_where(rlx_lt_s(k, 0), rlx_add_s(k, (double)len), k), (double)st[ax]);
+    for (int d = 0; d < idx->rank; d++) {
+        if (d == ax || idx->shape[d] == 1)
+            continue;
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.iota.step = (double)st[d];
+        a.iota.axis = d;
+        lin = rlx_add(lin, ts_wrap(ts_leaf(FN, IR_OP_IOTA, &a, RLX_I64, idx->rank, idx->shape)));
+    }
+    lin = rlx_where(ok, lin, rlx_full_like(lin, (double)numel));
+    return rlx_gather(rlx_flatten(t), lin, 0);
+}
+
+/* scatter: add mode passes g to base and gathers it back for src. Set
+ * mode passes g where nothing was written and gives it to the src
+ * element that won (the last in index order); the others get 0. */
+static void vjp_scatter(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    ir_node *base = n->src[0], *idx = n->src[1];
+    int ax = n->attr.scatter.axis;
+    if (n->attr.scatter.mode == IR_SCATTER_ADD) {
+        dx[0] = need[0] ? g : NULL;
+        dx[2] = need[2] ? take_along(g, ax, idx) : NULL;
+        return;
+    }
+    if (need[0]) {
+        rlx_tensor *hit = rlx_scatter(rlx_zeros(RLX_BOOL, base->rank, base->shape), ax, T(idx),
+                                      rlx_ones(RLX_BOOL, idx->rank, idx->shape));
+        dx[0] = rlx_where(hit, rlx_zeros_like(g), g);
+    }
+    if (need[2]) {
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.iota.step = 1;
+        a.iota.axis = ax;
+        rlx_tensor *pos = ts_wrap(ts_leaf(FN, IR_OP_IOTA, &a, RLX_I64, idx->rank, idx->shape));
+        rlx_tensor *last = rlx_scatter(rlx_full(RLX_I64, base->rank, base->shape, -1), ax, T(idx), pos);
+        rlx_tensor *won = rlx_eq(take_along(last, ax, idx), pos);
+        dx[2] = rlx_where(won, take_along(g, ax, idx), dt_const(n, 0));
+    }
 }
 
 /* cumsum: the adjoint of a running sum is a running sum from the end
@@ -644,6 +687,7 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
 
     RULE(IR_OP_CAT, vjp_cat),
     RULE(IR_OP_GATHER, vjp_gather),
+    RULE(IR_OP_SCATTER, vjp_scatter),
     RULE(IR_OP_CUMSUM, vjp_cumsum),
 
     RULE(IR_OP_MATMUL, vjp_matmul),

@@ -75,6 +75,8 @@ typedef struct {
 extern const ir_op_info ir_ops[IR_OP_COUNT];
 
 enum { IR_POOL_MAX = 0, IR_POOL_AVG = 1 };
+/* SCATTER's mode: duplicates add up, or the last one in index order wins. */
+enum { IR_SCATTER_ADD = 0, IR_SCATTER_SET = 1 };
 
 /* Attributes, one typed struct per op family. Zero-filled before use so
  * that they hash and compare as bytes (the input name is compared apart). */
@@ -87,6 +89,7 @@ typedef struct {
         struct { uint32_t mask; } red;                           /* SUM..ARGMIN: reduced axes */
         struct { int axis; } ax;                                 /* CAT, GATHER */
         struct { int axis; int exclusive; } scan;                /* CUMSUM */
+        struct { int axis; int mode; } scatter;                  /* SCATTER: mode IR_SCATTER_* */
         struct { rlx_dtype dtype; } cast;                        /* CAST */
         struct { int rank; int64_t dims[IR_MAX_RANK]; } shape;   /* RESHAPE, EXPAND */
         struct { int perm[IR_MAX_RANK]; } perm;                  /* PERMUTE: out axis i = in axis perm[i] */

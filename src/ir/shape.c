@@ -248,6 +248,24 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
     }
 }
 
+/* SCATTER(base, index, src): the result is base's type; index (integer)
+ * and src (base's dtype) have one shape of base's rank, no longer than base
+ * off the axis (dynamic -1 dims are not compared). */
+static bool infer_scatter(ir_node *const *src, const ir_attrs *a, char *err, size_t errcap)
+{
+    const ir_node *x = src[0], *idx = src[1], *v = src[2];
+    int ax = a->scatter.axis;
+    if (ax < 0 || ax >= x->rank || (a->scatter.mode != IR_SCATTER_ADD && a->scatter.mode != IR_SCATTER_SET))
+        FAIL("scatter axis or mode");
+    if (!ir_dtype_is_int(idx->dtype) || v->dtype != x->dtype || idx->rank != x->rank ||
+        !ir_shape_eq(idx->rank, idx->shape, v->rank, v->shape))
+        FAIL("scatter needs an integer index and a src of one shape, of base's rank and dtype");
+    for (int d = 0; d < x->rank; d++)
+        if (d != ax && idx->shape[d] >= 0 && x->shape[d] >= 0 && idx->shape[d] > x->shape[d])
+            FAIL("scatter index longer than base off the axis");
+    return true;
+}
+
 bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx_dtype *dt,
               int *rank, int64_t *shape, char *err, size_t errcap)
 {
@@ -297,6 +315,8 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
             FAIL("cumsum axis");
         return true;
     case IR_CLS_INDEX:
+        if (op == IR_OP_SCATTER)
+            return infer_scatter(src, attr, err, errcap);
         if (op == IR_OP_GATHER) {
             ir_node *idx = src[1];
             int ax = attr->ax.axis;

@@ -1,6 +1,7 @@
 /*
  * datamove.c — ops that rearrange data: cat, stack, tile, flip, roll, pad,
- * gather, index_select, cast, and the two identities the passes must see
+ * gather, index_select, scatter, scatter_add, index_add, cast, and the two
+ * identities the passes must see
  * (contiguous, stop_gradient).
  */
 #include <string.h>
@@ -229,6 +230,111 @@ rlx_tensor *rlx_index_select(rlx_tensor *x, int axis, rlx_tensor *indices)
         return NULL;
     }
     return gather("rlx_index_select", x, indices, axis);
+}
+
+/* --------------------------------------------------------------- scatter */
+
+/* The SCATTER node of base, index and src, src already of index's shape;
+ * base and src promote to one dtype. */
+static rlx_tensor *scatter_node(const char *fn, ir_node *base, int ax, ir_node *idx, ir_node *src, int mode)
+{
+    rlx_dtype dt = ir_promote(base->dtype, src->dtype);
+    ir_node *b = ts_cast_node(fn, base, dt), *v = b ? ts_cast_node(fn, src, dt) : NULL, *out = NULL;
+    if (v) {
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.scatter.axis = ax;
+        a.scatter.mode = mode;
+        out = ts_make(fn, IR_OP_SCATTER, 3, (ir_node *[]){b, idx, v}, &a);
+    }
+    ir_release(b);
+    ir_release(v);
+    return ts_wrap(out);
+}
+
+/* Checks the three arguments and normalizes the axis (-1 on error). */
+static int scatter_check(const char *fn, rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src)
+{
+    if (ts_null(fn, "base", base) || ts_null(fn, "index", index) || ts_null(fn, "src", src))
+        return -1;
+    ir_node *idx = ts_node(index);
+    int ax = ts_axis(fn, axis, ts_node(base)->rank);
+    if (ax >= 0 && !ir_dtype_is_int(idx->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "index must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
+        return -1;
+    }
+    return ax;
+}
+
+/* PyTorch scatter/scatter_add: index, src and base of one rank, index no
+ * longer than src anywhere nor than base off the axis; src's part outside
+ * index's shape is not used. */
+static rlx_tensor *scatter(const char *fn, rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src, int mode)
+{
+    int ax = scatter_check(fn, base, axis, index, src);
+    if (ax < 0)
+        return NULL;
+    ir_node *b = ts_node(base), *idx = ts_node(index), *v = ts_node(src);
+    bool fits = idx->rank == b->rank && v->rank == b->rank, same = fits;
+    for (int d = 0; fits && d < b->rank; d++) {
+        fits = idx->shape[d] <= v->shape[d] && (d == ax || idx->shape[d] <= b->shape[d]);
+        same = same && idx->shape[d] == v->shape[d];
+    }
+    if (!fits || (!same && (ir_node_numel(idx) < 0 || ir_node_numel(v) < 0))) {
+        ts_error(RLX_E_SHAPE, fn, "index %s must have the rank of base %s and src %s, and fit in src (and in base off axis %d)",
+                 ts_dims_str(idx->rank, idx->shape), ts_dims_str(b->rank, b->shape), ts_shape_str(v), ax);
+        return NULL;
+    }
+    if (same)
+        return scatter_node(fn, b, ax, idx, v, mode);
+    int64_t start[IR_MAX_RANK] = {0}, step[IR_MAX_RANK];
+    for (int d = 0; d < v->rank; d++)
+        step[d] = 1;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.slice.start, start, sizeof start);
+    memcpy(a.slice.step, step, sizeof step);
+    memcpy(a.slice.len, idx->shape, (size_t)idx->rank * sizeof *idx->shape);
+    ir_node *part = ts_make(fn, IR_OP_SLICE, 1, &v, &a);
+    rlx_tensor *r = part ? scatter_node(fn, b, ax, idx, part, mode) : NULL;
+    ir_release(part);
+    return r;
+}
+
+rlx_tensor *rlx_scatter_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src)
+{
+    return scatter("rlx_scatter_add", base, axis, index, src, IR_SCATTER_ADD);
+}
+
+rlx_tensor *rlx_scatter(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src)
+{
+    return scatter("rlx_scatter", base, axis, index, src, IR_SCATTER_SET);
+}
+
+rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src)
+{
+    const char *fn = "rlx_index_add";
+    int ax = scatter_check(fn, base, axis, index, src);
+    if (ax < 0)
+        return NULL;
+    ir_node *b = ts_node(base), *idx = ts_node(index), *v = ts_node(src);
+    bool fits = idx->rank == 1 && v->rank == b->rank && v->shape[ax] == idx->shape[0];
+    for (int d = 0; fits && d < b->rank; d++)
+        fits = d == ax || v->shape[d] == b->shape[d];
+    if (!fits) {
+        ts_error(RLX_E_SHAPE, fn, "index must be 1-D [n] and src base's shape %s with axis %d of length n, got index %s and src %s",
+                 ts_dims_str(b->rank, b->shape), ax, ts_dims_str(idx->rank, idx->shape), ts_shape_str(v));
+        return NULL;
+    }
+    int64_t one[IR_MAX_RANK];
+    for (int d = 0; d < b->rank; d++)
+        one[d] = d == ax ? idx->shape[0] : 1;
+    ir_node *col = ts_reshape_node(fn, idx, b->rank, one);
+    ir_node *full = col ? ts_expand_node(fn, col, v->rank, v->shape) : NULL;
+    rlx_tensor *r = full ? scatter_node(fn, b, ax, full, v, IR_SCATTER_ADD) : NULL;
+    ir_release(col);
+    ir_release(full);
+    return r;
 }
 
 rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt)

@@ -149,9 +149,12 @@ rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs)
         return NULL;
     int ax = -1;
     /* A zero probability contributes 0 even where log_softmax is -inf
-     * (0 log 0 = 0), rather than NaN. */
-    rlx_tensor *t = rlx_mul(probs, rlx_log_softmax(logits, -1));
-    t = rlx_where(rlx_ne_s(probs, 0), t, rlx_zeros_like(t));
+     * (0 log 0 = 0), rather than NaN. Only that pair is masked, inside the
+     * product: the gradient with respect to probs stays -log_softmax at a
+     * zero target too (PyTorch's), where masking the product made it 0. */
+    rlx_tensor *ls = rlx_log_softmax(logits, -1);
+    rlx_tensor *zero_inf = rlx_logical_and(rlx_eq_s(probs, 0), rlx_eq_s(ls, -INFINITY));
+    rlx_tensor *t = rlx_mul(probs, rlx_where(zero_inf, rlx_zeros_like(ls), ls));
     return ts_close(rlx_neg(rlx_sum(t, &ax, 1, false)));
 }
 

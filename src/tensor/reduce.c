@@ -136,6 +136,15 @@ static rlx_tensor *var_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool 
     return mean_mask(fn, rlx_mul(d, d), mask, keepdim);
 }
 
+/* sqrt(s) whose gradient at s == 0 is 0, PyTorch's subgradient of norm
+ * and std there, not inf * 0 = NaN: at 0 the value comes from a branch
+ * that carries no gradient, and the sqrt branch is fed 1. Same values. */
+static rlx_tensor *sqrt_zero_grad(rlx_tensor *s)
+{
+    rlx_tensor *at0 = rlx_eq_s(s, 0);
+    return rlx_where(at0, rlx_zeros_like(s), rlx_sqrt(rlx_where(at0, rlx_ones_like(s), s)));
+}
+
 rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
 {
     uint32_t mask;
@@ -160,7 +169,7 @@ rlx_tensor *rlx_std(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_std", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(rlx_sqrt(var_mask("rlx_std", xf, mask, keepdim)));
+    return ts_close(sqrt_zero_grad(var_mask("rlx_std", xf, mask, keepdim)));
 }
 
 rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
@@ -169,7 +178,7 @@ rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_norm", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(rlx_sqrt(ts_reduce_mask("rlx_norm", IR_OP_SUM, rlx_mul(xf, xf), mask, keepdim)));
+    return ts_close(sqrt_zero_grad(ts_reduce_mask("rlx_norm", IR_OP_SUM, rlx_mul(xf, xf), mask, keepdim)));
 }
 
 rlx_tensor *rlx_sum_all(rlx_tensor *x) { return reduce("rlx_sum_all", IR_OP_SUM, x, NULL, 0, false); }
