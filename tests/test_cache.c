@@ -432,7 +432,7 @@ static void prepare_round(int nthreads, bool from_disk)
     sched_schedule s;
     sched_ctx sc = {0};
     CHECK(sched_build(&sc, roots, nr, &s) == RLX_OK);
-    cg_kernel_fn fns[64] = {0};
+    cg_kernel *refs[64] = {0};
     CHECK(s.count <= 64);
     int loops = 0;
     for (long i = 0; i < s.count; i++)
@@ -441,7 +441,7 @@ static void prepare_round(int nthreads, bool from_disk)
     cg_stats st = {0};
     char msg[256];
     cg_disk_counts c0 = counts();
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st, msg, sizeof msg), RLX_OK);
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, refs, &st, msg, sizeof msg), RLX_OK);
     /* one lookup per LOOP kernel; the repeated one is a hit */
     CHECK_EQ_INT((int)(st.hits + st.misses), loops);
     CHECK_EQ_INT((int)st.hits, from_disk ? loops : 1);
@@ -449,20 +449,25 @@ static void prepare_round(int nthreads, bool from_disk)
     CHECK_EQ_INT((int)st.compiled, from_disk ? 0 : loops - 1);
     CHECK_EQ_INT((int)(counts().loads - c0.loads), from_disk ? loops - 1 : 0);
     for (long i = 0; i < s.count; i++) {
-        CHECK((fns[i] != NULL) == (s.k[i].kind == SCHED_LOOP));
+        CHECK((refs[i] != NULL) == (s.k[i].kind == SCHED_LOOP));
+        CHECK((cg_kernel_func(refs[i]) != NULL) == (s.k[i].kind == SCHED_LOOP));
         if (s.k[i].kind != SCHED_LOOP)
             continue;
         /* the same functions as one lookup at a time, now from memory */
-        cg_kernel_fn one = NULL;
+        cg_kernel *one = NULL;
         cg_stats s1 = {0};
         CHECK_EQ_INT(cg_kernel_get(&s.k[i], NULL, &one, &s1, msg, sizeof msg), RLX_OK);
-        CHECK(one == fns[i] && s1.hits == 1 && s1.misses == 0);
+        CHECK(one == refs[i] && s1.hits == 1 && s1.misses == 0);
+        cg_kernel_release(one);
     }
     /* a second prepare finds everything in memory */
     cg_stats st2 = {0};
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st2, msg, sizeof msg), RLX_OK);
+    cg_kernel *refs2[64] = {0};
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, refs2, &st2, msg, sizeof msg), RLX_OK);
     CHECK_EQ_INT((int)st2.hits, loops);
     CHECK_EQ_INT((int)(st2.misses + st2.compiled + st2.loaded), 0);
+    cg_kernels_release(refs, s.count);
+    cg_kernels_release(refs2, s.count);
     sched_free(&s);
     /* the realization runs those functions: check its values */
     rlx_stats_t a = stats_now();
