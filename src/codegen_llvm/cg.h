@@ -80,12 +80,21 @@ rlx_status cg_disk_set_dir(const char *path);
 /* The directory configured (set, or the default; "" when off),
  * whether or not it turned out usable. */
 void cg_disk_get_dir(char *out, size_t cap);
+/* The size cap of the directory (option cache_max_bytes): past it the
+ * least recently used files are removed. */
+void cg_disk_set_max_bytes(size_t bytes);
+size_t cg_disk_max_bytes(void);
+/* The build identity every stored key starts with (cg_disk.c); a test may
+ * set another (NULL restores the build's) to play a different build. */
+void cg_disk_identity(char *out, size_t cap);
+void cg_disk_set_identity_for_tests(const char *id);
 
 /* Test hooks: the disk cache's counters since the start of the process;
  * dropping the in-memory cache (the next lookups go to disk or compile;
  * kernels still referenced stay valid until released). */
 typedef struct {
     uint64_t loads, rejects, stores, store_failures;
+    uint64_t evictions, scans; /* files removed by the size cap; directory scans */
 } cg_disk_counts;
 void cg_disk_counters(cg_disk_counts *out);
 void cg_cache_reset_for_tests(void);

@@ -42,12 +42,6 @@
 #include "codegen_llvm/cg_disk.h"
 #include "codegen_llvm/cg_internal.h"
 
-/* Part of every disk-cache key: a hash of the code generator's sources
- * (CMakeLists.txt), so files written by a librlx whose generated code
- * differs are misses rather than wrong code. */
-#ifndef RLX_CODEGEN_HASH
-#error "RLX_CODEGEN_HASH is defined by CMakeLists.txt"
-#endif
 
 /* A cached kernel. Entries are their own allocations (the table moves
  * its slots when it grows) so that a reference stays valid. refs counts
@@ -93,7 +87,7 @@ static struct {
     LLVMTargetMachineRef *tms;              /* idle target machines, for compiles */
     size_t ntms, captms;
     int debug;
-    uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, codegen version) */
+    uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, pipeline; cg_disk.c adds the build identity) */
     size_t nenv;
     cg_hash128 env_h;
     ir_table tab; /* of cache_ent */
@@ -265,14 +259,14 @@ static void jit_init(void)
      * the object (knobs included, so a debugging run never pollutes it) */
     unsigned major, minor, patch;
     LLVMGetVersion(&major, &minor, &patch);
-#define ENV_FMT "rlx kernel object\ncodegen %s\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
-    int n = snprintf(NULL, 0, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
+    /* (the build identity of librlx is prefixed by cg_disk.c) */
+#define ENV_FMT "rlx kernel object\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
+    int n = snprintf(NULL, 0, ENV_FMT, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
     if (n < 0 || !(J.env = malloc((size_t)n + 1))) {
         snprintf(J.init_msg, sizeof J.init_msg, "out of memory starting the JIT");
         return;
     }
-    snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu,
-             J.features, J.passes, la);
+    snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
     J.nenv = (size_t)n;
     J.env_h = hash128(J.env, J.nenv, (cg_hash128){0x726c786b65726e31ull, 0x6469736b63616368ull});
     double t1 = now();
