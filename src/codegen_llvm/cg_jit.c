@@ -6,7 +6,11 @@
  * in an in-memory cache keyed by the kernel's structure (sched_kernel_key),
  * so a training loop compiles each kernel once per process, and objects in
  * the disk cache (cg_disk.c), so the next process loads them instead of
- * compiling.
+ * compiling. The in-memory cache is bounded: callers hold a reference on
+ * each kernel they use (a plan holds its kernels' until it is freed), and
+ * kernels no one holds are evicted least recently used first once the
+ * cache passes its byte budget (kernel_cache_bytes), each object's
+ * resource tracker removed so that its JIT memory is returned.
  *
  * Every llvm-c/Orc.h and LLJIT.h call of librlx is in this file: the ORC
  * C API calls itself experimental, so it stays in one place. One LLJIT

@@ -6,7 +6,9 @@
  *
  * A plan (rt_jit_plan) is the schedule, its memory plan (passes/memplan.c)
  * and the compiled function of every LOOP kernel, made once; a run needs
- * only the bound inputs. Intermediates live in one arena per run (from
+ * only the bound inputs. The plan holds a reference on each of its
+ * kernels (cg_kernel), so the kernel cache never evicts code a plan may
+ * run; rt_jit_plan_free releases them. Intermediates live in one arena per run (from
  * the recycling buffer pool when large, so a repeated run maps nothing);
  * roots and REF outputs get storage of their own (outputs of at least
  * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
