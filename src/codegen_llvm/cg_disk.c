@@ -216,7 +216,7 @@ static uint8_t *stored_key(const void *key, size_t nkey, size_t *n)
 {
     pthread_mutex_lock(&D.lock);
     size_t ni = D.nident;
-    uint8_t *k = ir_alloc(ni + nkey);
+    uint8_t *k = ir_alloc(ni + nkey ? ni + nkey : 1);
     if (k) {
         memcpy(k, D.ident, ni);
         memcpy(k + ni, key, nkey);
