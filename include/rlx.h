@@ -617,6 +617,8 @@ typedef struct {
     uint64_t kernels_compiled, cache_hits, cache_misses, kernels_run;
     double compile_seconds;
     uint64_t arena_bytes, peak_bytes;
+    /* the caches (see rlx_stats): bytes held now, evictions since start or reset */
+    uint64_t kernel_cache_bytes, kernel_evictions, plan_cache_bytes, plan_evictions;
 } rlx_stats_t;
 
 /* n <= 0 restores the default: online cores, or env RLX_NUM_THREADS. */
@@ -637,6 +639,19 @@ RLX_API int rlx_get_num_threads(void);
  *                  0700 and used only if it belongs to the user and no one
  *                  else may write to it; a cache that fails (unwritable,
  *                  disk full, a corrupt file) only means compiling again.
+ *                  Files are keyed by the build of librlx too (a hash of all
+ *                  its sources and compile flags): a file written by any
+ *                  other build is never loaded.
+ *   "cache_max_bytes"    size cap of that directory in bytes (env
+ *                  RLX_CACHE_MAX_BYTES; default 256 MiB): past it the files
+ *                  least recently used (oldest mtime, refreshed on load) are
+ *                  removed, checked every few stores; 0 keeps no files
+ *   "kernel_cache_bytes" budget of the in-memory kernel cache in bytes (env
+ *                  RLX_KERNEL_CACHE_BYTES; default 64 MiB): compiled kernels
+ *                  that no cached plan or compiled program holds are evicted,
+ *                  least recently used first, and their JIT memory returned;
+ *                  kernels in use are never evicted (so the bytes held may
+ *                  exceed the budget while they are); 0 keeps none idle
  * Code generation and runtime knobs (integers; "default" restores the
  * built-in choice; 0 = the built-in rule where marked "auto"). A changed
  * codegen knob compiles new kernels (it is part of the kernel cache key):
@@ -693,7 +708,14 @@ RLX_API rlx_status rlx_get_option(const char *key, char *buf, size_t cap);
  * run: the one block holding its intermediates (values that are neither
  * roots nor results of reference kernels), packed by lifetime and reused
  * in place; 0 when a realization is one fused kernel. peak_bytes (JIT) is
- * the largest arena plus the other buffers live at one time. */
+ * the largest arena plus the other buffers live at one time.
+ * kernel_cache_bytes: what the in-memory kernel cache holds now (an
+ * estimate: each kernel's object in pages plus a page and its key), in use
+ * or idle; kernel_evictions: kernels evicted to stay within
+ * kernel_cache_bytes. plan_cache_bytes: what the cache of prepared plans
+ * holds now (estimated from its template nodes, keys and tables; at most
+ * 32 MiB, 64 plans, 65,536 template nodes); plan_evictions: plans it
+ * dropped. The two byte counts are the current state, not reset. */
 RLX_API void rlx_stats(rlx_stats_t *out);
 RLX_API void rlx_stats_reset(void);
 /* Writes the graph of t as Graphviz dot to path (RLX_E_IO when it cannot). */

@@ -15,11 +15,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "codegen_llvm/cg.h"
@@ -432,7 +436,7 @@ static void prepare_round(int nthreads, bool from_disk)
     sched_schedule s;
     sched_ctx sc = {0};
     CHECK(sched_build(&sc, roots, nr, &s) == RLX_OK);
-    cg_kernel_fn fns[64] = {0};
+    cg_kernel *refs[64] = {0};
     CHECK(s.count <= 64);
     int loops = 0;
     for (long i = 0; i < s.count; i++)
@@ -441,7 +445,7 @@ static void prepare_round(int nthreads, bool from_disk)
     cg_stats st = {0};
     char msg[256];
     cg_disk_counts c0 = counts();
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st, msg, sizeof msg), RLX_OK);
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, refs, &st, msg, sizeof msg), RLX_OK);
     /* one lookup per LOOP kernel; the repeated one is a hit */
     CHECK_EQ_INT((int)(st.hits + st.misses), loops);
     CHECK_EQ_INT((int)st.hits, from_disk ? loops : 1);
@@ -449,20 +453,25 @@ static void prepare_round(int nthreads, bool from_disk)
     CHECK_EQ_INT((int)st.compiled, from_disk ? 0 : loops - 1);
     CHECK_EQ_INT((int)(counts().loads - c0.loads), from_disk ? loops - 1 : 0);
     for (long i = 0; i < s.count; i++) {
-        CHECK((fns[i] != NULL) == (s.k[i].kind == SCHED_LOOP));
+        CHECK((refs[i] != NULL) == (s.k[i].kind == SCHED_LOOP));
+        CHECK((cg_kernel_func(refs[i]) != NULL) == (s.k[i].kind == SCHED_LOOP));
         if (s.k[i].kind != SCHED_LOOP)
             continue;
         /* the same functions as one lookup at a time, now from memory */
-        cg_kernel_fn one = NULL;
+        cg_kernel *one = NULL;
         cg_stats s1 = {0};
         CHECK_EQ_INT(cg_kernel_get(&s.k[i], NULL, &one, &s1, msg, sizeof msg), RLX_OK);
-        CHECK(one == fns[i] && s1.hits == 1 && s1.misses == 0);
+        CHECK(one == refs[i] && s1.hits == 1 && s1.misses == 0);
+        cg_kernel_release(one);
     }
     /* a second prepare finds everything in memory */
     cg_stats st2 = {0};
-    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, fns, &st2, msg, sizeof msg), RLX_OK);
+    cg_kernel *refs2[64] = {0};
+    CHECK_EQ_INT(cg_kernels_prepare(s.k, s.count, nthreads, NULL, refs2, &st2, msg, sizeof msg), RLX_OK);
     CHECK_EQ_INT((int)st2.hits, loops);
     CHECK_EQ_INT((int)(st2.misses + st2.compiled + st2.loaded), 0);
+    cg_kernels_release(refs, s.count);
+    cg_kernels_release(refs2, s.count);
     sched_free(&s);
     /* the realization runs those functions: check its values */
     rlx_stats_t a = stats_now();
@@ -544,5 +553,348 @@ TEST(cache_failures_not_stored)
     CHECK_EQ_INT(cache_files(dir, NULL, 0), 1);
 }
 
+/* ------------------------------------------- build identity, size cap */
+
+/* A cache written by another build (another identity) is never loaded:
+ * each file is found by its name, rejected by its key, and replaced. */
+TEST(cache_foreign_build_is_a_miss)
+{
+    jit_on();
+    const char *dir = new_dir("identity");
+    enum { SIZES = 6 };
+    cg_disk_set_identity_for_tests("another build of librlx");
+    fresh_process();
+    for (int i = 0; i < SIZES; i++)
+        run_w2(100 + i, NULL);
+    int files = cache_files(dir, NULL, 0);
+    CHECK(files >= SIZES / 2);
+    cg_disk_set_identity_for_tests(NULL); /* this build again */
+    fresh_process();
+    cg_disk_counts c0 = counts();
+    rlx_stats_t s0 = stats_now();
+    for (int i = 0; i < SIZES; i++)
+        run_w2(100 + i, NULL);
+    cg_disk_counts c1 = counts();
+    rlx_stats_t s1 = stats_now();
+    CHECK_EQ_INT((int)(c1.loads - c0.loads), 0);
+    CHECK_EQ_INT((int)(c1.rejects - c0.rejects), files);
+    CHECK_EQ_INT((int)(s1.kernels_compiled - s0.kernels_compiled), files);
+    CHECK_EQ_INT(cache_files(dir, NULL, 0), files); /* replaced, not added */
+    /* and now this build's files load */
+    fresh_process();
+    for (int i = 0; i < SIZES; i++)
+        run_w2(100 + i, NULL);
+    CHECK_EQ_INT((int)(counts().loads - c1.loads), files);
+    /* a corrupt object (a flipped byte in the code) is a miss too */
+    char path[512];
+    cache_files(dir, path, sizeof path);
+    size_t n;
+    uint8_t *b = read_file(path, &n);
+    CHECK(b && n > 64);
+    if (b && n > 64) {
+        b[n - 7] ^= 0x5a;
+        write_file(path, b, n);
+    }
+    free(b);
+    fresh_process();
+    cg_disk_counts c2 = counts();
+    for (int i = 0; i < SIZES; i++)
+        run_w2(100 + i, NULL);
+    CHECK_EQ_INT((int)(counts().rejects - c2.rejects), 1);
+    CHECK_EQ_INT((int)(counts().loads - c2.loads), files - 1);
+}
+
+typedef struct {
+    char name[256];
+    struct timespec mtime;
+} named_file;
+
+/* Past cache_max_bytes the files least recently used go first. */
+TEST(cache_size_cap_evicts_oldest)
+{
+    jit_on();
+    const char *dir = new_dir("cap");
+    fresh_process();
+    enum { SIZES = 16 };
+    for (int i = 0; i < SIZES; i++)
+        run_w2(200 + i, NULL);
+    /* give the files ages: the i-th found is i hours old */
+    named_file f[64];
+    int nf = 0;
+    long long total = 0;
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    for (struct dirent *e; d && (e = readdir(d)) && nf < 64;) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".rlxk") != 0)
+            continue;
+        snprintf(f[nf].name, sizeof f[nf].name, "%s/%s", dir, e->d_name);
+        struct timespec t[2] = {{.tv_sec = time(NULL) - 3600L * (nf + 1)}, {.tv_sec = time(NULL) - 3600L * (nf + 1)}};
+        CHECK(utimensat(AT_FDCWD, f[nf].name, t, 0) == 0);
+        struct stat sb;
+        CHECK(stat(f[nf].name, &sb) == 0);
+        total += sb.st_size;
+        f[nf++].mtime = t[0];
+    }
+    if (d)
+        closedir(d);
+    CHECK(nf >= SIZES / 2);
+    /* a cap just under the total: the next store scans and evicts to 3/4 */
+    char cap[32];
+    snprintf(cap, sizeof cap, "%lld", total - 1);
+    CHECK_EQ_INT(rlx_set_option("cache_max_bytes", cap), RLX_OK);
+    char got[32];
+    CHECK_EQ_INT(rlx_get_option("cache_max_bytes", got, sizeof got), RLX_OK);
+    CHECK(strcmp(got, cap) == 0);
+    cg_disk_counts c0 = counts();
+    run_w2(300, NULL); /* a new kernel: stored, then the scan */
+    cg_disk_counts c1 = counts();
+    CHECK(c1.evictions > c0.evictions);
+    /* every file left is younger than every file removed; the oldest went */
+    struct timespec oldest_left = {.tv_sec = LLONG_MAX}, youngest_gone = {0};
+    int gone = 0;
+    for (int i = 0; i < nf; i++) {
+        struct stat sb;
+        if (stat(f[i].name, &sb) != 0) {
+            gone++;
+            if (f[i].mtime.tv_sec > youngest_gone.tv_sec)
+                youngest_gone = f[i].mtime;
+        } else if (sb.st_mtim.tv_sec < oldest_left.tv_sec) {
+            oldest_left = sb.st_mtim;
+        }
+    }
+    CHECK_EQ_INT(gone, (int)(c1.evictions - c0.evictions));
+    CHECK(gone >= 1 && youngest_gone.tv_sec < oldest_left.tv_sec);
+    CHECK(stat(f[nf - 1].name, &(struct stat){0}) != 0); /* the oldest */
+    long long left = 0;
+    d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[600];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strstr(e->d_name, ".rlxk") && stat(p, &sb) == 0)
+            left += sb.st_size;
+    }
+    if (d)
+        closedir(d);
+    CHECK(left <= (total - 1) / 4 * 3);
+    /* a cap of 0 keeps nothing after the next store's scan */
+    CHECK_EQ_INT(rlx_set_option("cache_max_bytes", "0"), RLX_OK);
+    run_w2(301, NULL);
+    CHECK_EQ_INT(cache_files(dir, NULL, 0), 0);
+    CHECK_EQ_INT(rlx_set_option("cache_max_bytes", "268435456"), RLX_OK);
+    CHECK_ERR(rlx_set_option("cache_max_bytes", "-1"), RLX_E_ARG, "rlx_set_option");
+    CHECK_ERR(rlx_set_option("kernel_cache_bytes", "lots"), RLX_E_ARG, "rlx_set_option");
+}
+
+/* Two processes realizing the same and different kernels into one cache
+ * directory at once (each process is this test binary, run as a child
+ * by its environment): both correct, every file valid afterwards. */
+static void child_sizes(int which, int64_t *sizes, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < 12; i++)
+        sizes[(*n)++] = 400 + i; /* shared */
+    for (int i = 0; i < 12; i++)
+        sizes[(*n)++] = 500 + 20 * which + i; /* its own */
+}
+
+TEST(cache_child_worker)
+{
+    const char *w = getenv("RLX_TEST_CACHE_CHILD");
+    if (!w)
+        return; /* only in the children of cache_two_processes */
+    jit_on();
+    int64_t sizes[32];
+    int n;
+    child_sizes(atoi(w), sizes, &n);
+    for (int round = 0; round < 3; round++) {
+        fresh_process(); /* so that later rounds read what both wrote */
+        for (int i = 0; i < n; i++)
+            run_w2(sizes[i], NULL);
+    }
+}
+
+TEST(cache_two_processes)
+{
+    jit_on();
+    const char *dir = new_dir("two");
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(len > 0);
+    if (len <= 0)
+        return;
+    self[len] = 0;
+    pid_t pid[2];
+    for (int c = 0; c < 2; c++) {
+        pid[c] = fork();
+        CHECK(pid[c] >= 0);
+        if (pid[c] == 0) {
+            char which[8];
+            snprintf(which, sizeof which, "%d", c);
+            setenv("RLX_TEST_CACHE_CHILD", which, 1);
+            setenv("RLX_CACHE_DIR", dir, 1);
+            execl(self, self, "cache_child_worker", (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        int status = 0;
+        CHECK(waitpid(pid[c], &status, 0) == pid[c]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* consistent: every kernel of both loads here, none rejected, no
+     * temporary file left */
+    int files = cache_files(dir, NULL, 0);
+    CHECK_EQ_INT(dir_entries(dir), files);
+    fresh_process();
+    cg_disk_counts c0 = counts();
+    rlx_stats_t s0 = stats_now();
+    for (int c = 0; c < 2; c++) {
+        int64_t sizes[32];
+        int n;
+        child_sizes(c, sizes, &n);
+        for (int i = 0; i < n; i++)
+            run_w2(sizes[i], NULL);
+    }
+    CHECK_EQ_INT((int)(counts().rejects - c0.rejects), 0);
+    CHECK_EQ_INT((int)(counts().loads - c0.loads), files);
+    CHECK_EQ_INT((int)(stats_now().kernels_compiled - s0.kernels_compiled), 0);
+}
+
+/* ------------------------------------------------- in-memory eviction */
+
+static void set_budget(const char *b) { CHECK_EQ_INT(rlx_set_option("kernel_cache_bytes", b), RLX_OK); }
+
+/* Under a 1-byte budget every kernel nobody holds is evicted as soon as
+ * its plan goes, and values stay right over many distinct kernels. */
+TEST(kernel_cache_tiny_budget)
+{
+    jit_on();
+    CHECK_EQ_INT(rlx_set_option("cache_dir", ""), RLX_OK);
+    fresh_process();
+    char was[32];
+    CHECK_EQ_INT(rlx_get_option("kernel_cache_bytes", was, sizeof was), RLX_OK);
+    CHECK(strcmp(was, "67108864") == 0); /* the default */
+    set_budget("1");
+    rlx_stats_reset();
+    for (int i = 0; i < 80; i++) {
+        run_w2(600 + i % 40, NULL); /* the second 40 recompile: evicted meanwhile */
+        rlx_stats_t s = stats_now();
+        /* at most the kernels the plan cache's plans hold */
+        cg_cache_counts kc;
+        cg_cache_counts_get(&kc);
+        CHECK(s.kernel_cache_bytes == kc.bytes);
+    }
+    rlx_stats_t s = stats_now();
+    CHECK(s.kernel_evictions >= 40);
+    CHECK(s.kernels_compiled >= 60);
+    rt_plan_cache_clear(); /* the last holders */
+    CHECK_EQ_INT((int)stats_now().kernel_cache_bytes, 0);
+    /* a larger budget keeps them */
+    set_budget("67108864");
+    rlx_stats_reset();
+    for (int i = 0; i < 2; i++)
+        run_w2(700, NULL);
+    rt_plan_cache_clear();
+    CHECK(stats_now().kernel_cache_bytes > 0);
+    CHECK_EQ_INT((int)stats_now().kernel_evictions, 0);
+    CHECK_EQ_INT((int)stats_now().kernels_compiled, 1);
+}
+
+/* A kernel in use is never evicted: a program runs (its kernels held by
+ * its plan) while other threads realize new kernels under a 1-byte budget,
+ * evicting everything idle. */
+enum { RACE_N = 777, RACE_RUNS = 40, RACE_NEW = 30 };
+static atomic_int race_bad;
+static float race_x[RACE_N];
+
+static void *race_user(void *arg)
+{
+    rlx_program *p = arg;
+    for (int r = 0; r < RACE_RUNS; r++) {
+        rlx_binding b = {"x", rlx_from_data(RLX_F32, 1, (int64_t[]){RACE_N}, race_x)};
+        rlx_tensor *out = NULL;
+        static _Thread_local float got[RACE_N];
+        if (rlx_program_run(p, &b, 1, &out) != RLX_OK || rlx_read_f32(out, got, RACE_N) != RLX_OK) {
+            atomic_fetch_add(&race_bad, 1);
+        } else {
+            for (int i = 0; i < RACE_N; i++)
+                if (!(fabs(got[i] - w2_ref(race_x[i])) <= 2e-5 + 2e-6 * fabs(w2_ref(race_x[i])))) {
+                    atomic_fetch_add(&race_bad, 1);
+                    break;
+                }
+        }
+        rlx_release(out);
+        rlx_release(b.value);
+    }
+    return NULL; /* (its nodes are the main thread's) */
+}
+
+static void *race_evictor(void *arg)
+{
+    int first = *(const int *)arg;
+    for (int i = 0; i < RACE_NEW; i++) {
+        rlx_scope_begin(); /* this thread's handles */
+        int64_t n = first + i;
+        static _Thread_local float v[1200], got[1200];
+        for (int j = 0; j < n; j++)
+            v[j] = (float)(-2.0 + 4.0 * j / (double)n);
+        rlx_tensor *x = rlx_from_data(RLX_F32, 1, &n, v);
+        rlx_tensor *t = rlx_relu(rlx_add_s(rlx_mul_s(x, 1.5), 0.5));
+        t = rlx_exp(rlx_mul(rlx_sub_s(t, 0.25), x));
+        rlx_tensor *y = rlx_tanh(rlx_sub_s(rlx_add(rlx_mul(t, t), x), 1));
+        if (rlx_read_f32(y, got, (size_t)n) != RLX_OK) {
+            atomic_fetch_add(&race_bad, 1);
+        } else {
+            for (int j = 0; j < n; j++)
+                if (!(fabs(got[j] - w2_ref(v[j])) <= 2e-5 + 2e-6 * fabs(w2_ref(v[j])))) {
+                    atomic_fetch_add(&race_bad, 1);
+                    break;
+                }
+        }
+        rlx_scope_end();
+    }
+    return NULL;
+}
+
+TEST(kernel_in_use_never_evicted)
+{
+    jit_on();
+    CHECK_EQ_INT(rlx_set_option("cache_dir", ""), RLX_OK);
+    fresh_process();
+    set_budget("1");
+    for (int i = 0; i < RACE_N; i++)
+        race_x[i] = (float)(-2.0 + 4.0 * i / RACE_N);
+    rlx_tensor *in = rlx_input("x", RLX_F32, 1, (int64_t[]){RACE_N});
+    rlx_tensor *t = rlx_relu(rlx_add_s(rlx_mul_s(in, 1.5), 0.5));
+    t = rlx_exp(rlx_mul(rlx_sub_s(t, 0.25), in));
+    rlx_tensor *y = rlx_tanh(rlx_sub_s(rlx_add(rlx_mul(t, t), in), 1));
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    rlx_stats_reset();
+    atomic_store(&race_bad, 0);
+    pthread_t user[2], ev[2];
+    int bases[2] = {800, 1000};
+    for (int i = 0; i < 2; i++) {
+        CHECK(pthread_create(&user[i], NULL, race_user, p) == 0);
+        CHECK(pthread_create(&ev[i], NULL, race_evictor, &bases[i]) == 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(user[i], NULL);
+        pthread_join(ev[i], NULL);
+    }
+    CHECK_EQ_INT(atomic_load(&race_bad), 0);
+    CHECK(stats_now().kernel_evictions >= RACE_NEW); /* evictions did race the runs */
+    rlx_program_free(p);
+    rt_plan_cache_clear();
+    CHECK_EQ_INT((int)stats_now().kernel_cache_bytes, 0); /* the program's kernels went with it */
+    set_budget("67108864");
+}
+
 TEST_MAIN(T(cache_cold_then_warm), T(cache_corrupt_files), T(cache_unusable_dirs), T(cache_full_disk),
-          T(cache_parallel_prepare), T(cache_failures_not_stored))
+          T(cache_parallel_prepare), T(cache_failures_not_stored), T(cache_foreign_build_is_a_miss),
+          T(cache_size_cap_evicts_oldest), T(cache_child_worker), T(cache_two_processes), T(kernel_cache_tiny_budget),
+          T(kernel_in_use_never_evicted))

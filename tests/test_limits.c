@@ -10,6 +10,8 @@
  * RLX_TEST_KNOWN_BUGS=1 (some crash the process today). Each says what is
  * wrong; once fixed, move it to the main list (drop the guard). */
 #include <math.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -325,6 +327,58 @@ TEST(peta_tensors_build_lazily_and_fail_to_realize)
     use("ref");
 }
 
+/* Impossible work fails fast on every path: plain realize, a compiled
+ * program, a gradient (each reports out of memory without touching the
+ * 10^15 elements; an alarm turns a hang into a failure). */
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+TEST(peta_work_fails_fast_on_every_path)
+{
+    const int64_t peta[1] = {PETA}, one[1] = {1};
+    for (int b = 0; b < 2; b++) {
+        use(backends[b]);
+        rlx_scope_begin();
+        alarm(120); /* a hang fails the test (the default action ends it) */
+        double t0 = seconds_now();
+        /* plain realize */
+        CHECK_ERR(rlx_realize(rlx_sum_all(rlx_rand(RLX_F32, 1, peta, 3))), RLX_E_NOMEM, "rlx_realize");
+        double t1 = seconds_now();
+        /* a program over rand(10^15): the compile or the run says so */
+        rlx_tensor *x = rlx_input("x", RLX_F32, 1, one);
+        rlx_tensor *out = rlx_add(rlx_sum_all(rlx_rand(RLX_F32, 1, peta, 4)), x);
+        rlx_clear_error();
+        rlx_program *p = rlx_compile(&out, 1);
+        if (!p) {
+            CHECK_EQ_INT(rlx_last_status(), RLX_E_NOMEM);
+        } else {
+            rlx_binding bind = {"x", rlx_ones(RLX_F32, 1, one)};
+            rlx_tensor *res = NULL;
+            CHECK_ERR(rlx_program_run(p, &bind, 1, &res), RLX_E_NOMEM, "rlx_program_run");
+            CHECK(res == NULL);
+            rlx_program_free(p);
+        }
+        double t2 = seconds_now();
+        /* a gradient through a 10^15-element sum: built lazily, realizing it fails */
+        rlx_tensor *w = rlx_scalar(RLX_F32, 2);
+        CHECK_EQ_INT(rlx_realize(w), RLX_OK);
+        rlx_tensor *loss = rlx_sum_all(rlx_mul(rlx_rand(RLX_F32, 1, peta, 5), w)), *g = NULL;
+        CHECK_EQ_INT(rlx_grad(loss, &w, 1, &g), RLX_OK);
+        CHECK_ERR(rlx_realize(g), RLX_E_NOMEM, "rlx_realize");
+        double t3 = seconds_now();
+        alarm(0);
+        printf("    %s: realize %.3f s, program %.3f s, gradient %.3f s\n", backends[b], t1 - t0, t2 - t1, t3 - t2);
+        rlx_clear_error();
+        EXPECT(rlx_sum_all(rlx_ones(RLX_F32, 1, (int64_t[]){5})), RLX_F32, 0, NULL, ((double[]){5}), 0);
+        rlx_scope_end();
+    }
+    use("ref");
+}
+
 /* ------------------------------------------------------------ deep chains */
 
 enum { CHAIN = 100000 };
@@ -617,7 +671,8 @@ TEST(to_string_of_huge_floats)
 }
 
 TEST_MAIN(T(element_count_overflow), T(byte_size_overflow), T(rank_above_8), T(extreme_axes_and_offsets),
-          T(extreme_nn_parameters), T(peta_tensors_build_lazily_and_fail_to_realize), T(chain_of_100000_ops),
+          T(extreme_nn_parameters), T(peta_tensors_build_lazily_and_fail_to_realize),
+          T(peta_work_fails_fast_on_every_path), T(chain_of_100000_ops),
           T(chain_of_100000_in_scopes_and_programs), T(gather_out_of_range), T(results_overflow),
           T(empty_tensors_with_huge_dims), T(view_chain_of_100000_on_the_jit),
           T(allocation_failures), T(to_string_of_huge_floats))

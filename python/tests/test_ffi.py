@@ -197,8 +197,9 @@ def test_structs_match_header():
     assert ctypes.sizeof(b) == 2 * ctypes.sizeof(ctypes.c_void_p)
     s = _ffi.Stats
     assert [f[0] for f in s._fields_] == ["kernels_compiled", "cache_hits", "cache_misses", "kernels_run",
-                                          "compile_seconds", "arena_bytes", "peak_bytes"]
-    assert ctypes.sizeof(s) == 7 * 8
+                                          "compile_seconds", "arena_bytes", "peak_bytes", "kernel_cache_bytes",
+                                          "kernel_evictions", "plan_cache_bytes", "plan_evictions"]
+    assert ctypes.sizeof(s) == 11 * 8
 
 
 def test_enums_match_header():

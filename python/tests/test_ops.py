@@ -633,7 +633,8 @@ def test_runtime_control(tmp_path):
     (rlx.ones(3) + 1).realize()
     s = rlx.stats()
     assert set(s) == {"kernels_compiled", "cache_hits", "cache_misses", "kernels_run", "compile_seconds",
-                      "arena_bytes", "peak_bytes"}
+                      "arena_bytes", "peak_bytes", "kernel_cache_bytes", "kernel_evictions", "plan_cache_bytes",
+                      "plan_evictions"}
     assert s["kernels_run"] >= 1
     p = tmp_path / "g.dot"
     rlx.dump_dot(rlx.ones(3) * 2 + 1, p)

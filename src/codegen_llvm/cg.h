@@ -37,20 +37,41 @@ typedef struct {
     double seconds;
 } cg_stats;
 
-/* The compiled function of k, from the in-memory cache (keyed by the
- * kernel's structure, never its payloads) or compiled now. Thread-safe.
- * Failures: RLX_E_JIT with LLVM's message in msg, RLX_E_NOMEM. Compiled
- * code lives until the process ends. knobs: the snapshot the kernel's
- * width and interleave come from (NULL: the defaults). */
-rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel_fn *fn, cg_stats *st, char *msg,
+/* A kernel of the in-memory cache, held by a reference: its code stays
+ * mapped until the last reference is released. The cache keeps kernels
+ * nobody holds within a byte budget, evicting the least recently used
+ * (their JIT memory is returned); a held kernel is never evicted. */
+typedef struct cg_kernel cg_kernel;
+cg_kernel_fn cg_kernel_func(const cg_kernel *k);
+void cg_kernel_release(cg_kernel *k); /* NULL is a no-op */
+
+/* The kernel of k, from the in-memory cache (keyed by the kernel's
+ * structure, never its payloads) or compiled now, with a reference for
+ * the caller (*out; NULL on failure). Thread-safe. Failures: RLX_E_JIT
+ * with LLVM's message in msg, RLX_E_NOMEM. knobs: the snapshot the
+ * kernel's width and interleave come from (NULL: the defaults). */
+rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel **out, cg_stats *st, char *msg,
                          size_t cap);
 
 /* Compiles (or loads from the disk cache) every LOOP kernel of ks[0..n)
  * that is not in the in-memory cache, on up to nthreads threads, and sets
- * fns[i] to the function of each LOOP kernel (NULL for the others), as n
- * calls of cg_kernel_get would. On error the first failure's message. */
-rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel_fn *fns,
+ * refs[i] to a reference on the kernel of each LOOP kernel (NULL for the
+ * others), as n calls of cg_kernel_get would. On error every refs[i] is
+ * NULL and msg holds the first failure's message. */
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel **refs,
                               cg_stats *st, char *msg, size_t cap);
+/* Releases refs[0..n) (NULLs allowed) and sets them NULL. */
+void cg_kernels_release(cg_kernel **refs, long n);
+
+/* The budget, in bytes, of the kernels the cache holds (option
+ * kernel_cache_bytes); lowering it evicts at once. */
+void cg_cache_set_budget(size_t bytes);
+typedef struct {
+    uint64_t bytes, budget; /* held now, in use or idle (estimated: kernel_bytes in cg_jit.c) */
+    uint64_t entries;
+    uint64_t evictions; /* since the process started */
+} cg_cache_counts;
+void cg_cache_counts_get(cg_cache_counts *out);
 
 /* The disk cache's directory (cg_disk.c): NULL returns to the default
  * (cg_config.default_dir: RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else
@@ -59,12 +80,21 @@ rlx_status cg_disk_set_dir(const char *path);
 /* The directory configured (set, or the default; "" when off),
  * whether or not it turned out usable. */
 void cg_disk_get_dir(char *out, size_t cap);
+/* The size cap of the directory (option cache_max_bytes): past it the
+ * least recently used files are removed. */
+void cg_disk_set_max_bytes(size_t bytes);
+size_t cg_disk_max_bytes(void);
+/* The build identity every stored key starts with (cg_disk.c); a test may
+ * set another (NULL restores the build's) to play a different build. */
+void cg_disk_identity(char *out, size_t cap);
+void cg_disk_set_identity_for_tests(const char *id);
 
 /* Test hooks: the disk cache's counters since the start of the process;
  * dropping the in-memory cache (the next lookups go to disk or compile;
- * code compiled before stays valid). */
+ * kernels still referenced stay valid until released). */
 typedef struct {
     uint64_t loads, rejects, stores, store_failures;
+    uint64_t evictions, scans; /* files removed by the size cap; directory scans */
 } cg_disk_counts;
 void cg_disk_counters(cg_disk_counts *out);
 void cg_cache_reset_for_tests(void);

@@ -7,8 +7,9 @@
  * A file is <32 hex digits of the key's 128-bit hash>.rlxk:
  *   magic "RLXKOBJ1" | u32 format | u32 header size | u64 key length |
  *   u64 object length | u64 checksum of key and object | key | object
- * (integers little-endian). The full key is stored and compared, so a hash
- * collision or a stale file is a miss, as is any file that is truncated,
+ * (integers little-endian). The key stored is the build identity of librlx
+ * (cg_disk.c) followed by the caller's key. The full key is stored and
+ * compared, so a hash collision or a file of another build is a miss, as is any file that is truncated,
  * padded or corrupt. Files are written to a temporary name in the same
  * directory (O_EXCL, mode 0600) and renamed over the old one, so a reader
  * never sees half a file. Every failure (no directory, unwritable, disk
@@ -41,7 +42,8 @@ bool cg_disk_parse(const uint8_t *buf, size_t n, const void *key, size_t nkey, c
  * CG_DISK_HEADER + nkey + nobj bytes. */
 void cg_disk_format(uint8_t *out, const void *key, size_t nkey, const void *obj, size_t nobj);
 
-/* Reads the file of hash h and validates it against key: true with a
+/* Reads the file of hash h and validates it against key (after the
+ * build identity): true with a
  * image in *file (free it with ir_free) and the object inside it. */
 bool cg_disk_load(cg_hash128 h, const void *key, size_t nkey, uint8_t **file, const uint8_t **obj, size_t *nobj);
 

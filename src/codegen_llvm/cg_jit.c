@@ -6,7 +6,11 @@
  * in an in-memory cache keyed by the kernel's structure (sched_kernel_key),
  * so a training loop compiles each kernel once per process, and objects in
  * the disk cache (cg_disk.c), so the next process loads them instead of
- * compiling.
+ * compiling. The in-memory cache is bounded: callers hold a reference on
+ * each kernel they use (a plan holds its kernels' until it is freed), and
+ * kernels no one holds are evicted least recently used first once the
+ * cache passes its byte budget (kernel_cache_bytes), each object's
+ * resource tracker removed so that its JIT memory is returned.
  *
  * Every llvm-c/Orc.h and LLJIT.h call of librlx is in this file: the ORC
  * C API calls itself experimental, so it stays in one place. One LLJIT
@@ -42,20 +46,35 @@
 #include "codegen_llvm/cg_disk.h"
 #include "codegen_llvm/cg_internal.h"
 
-/* Part of every disk-cache key: a hash of the code generator's sources
- * (CMakeLists.txt), so files written by a librlx whose generated code
- * differs are misses rather than wrong code. */
-#ifndef RLX_CODEGEN_HASH
-#error "RLX_CODEGEN_HASH is defined by CMakeLists.txt"
-#endif
 
-typedef struct {
-    uint64_t th;   /* the ir_table hash word, of h.lo */
+/* A cached kernel. Entries are their own allocations (the table moves
+ * its slots when it grows) so that a reference stays valid. refs counts
+ * the references handed out (plans, tests); an entry without any is on
+ * the idle list, most recently used first, and may be evicted: removing
+ * its resource tracker unmaps its code and data. */
+struct cg_kernel {
     cg_hash128 h;
     uint64_t *key; /* owns */
     size_t nkey;
     cg_kernel_fn fn;
+    size_t bytes; /* its share of the budget (kernel_bytes) */
+    long refs;
+    LLVMOrcResourceTrackerRef rt; /* owns: what the JIT holds of its object */
+    cg_kernel *newer, *older;     /* the idle list, while refs == 0 and cached */
+    bool cached;                  /* in J.tab (false once a test reset dropped it) */
+};
+
+typedef struct {
+    uint64_t th; /* the ir_table hash word, of h.lo */
+    cg_kernel *k;
 } cache_ent;
+
+/* The default budget of the kernel cache. A kernel costs 8-16 KiB (its
+ * object's pages plus the key), so 64 MiB keeps 4,000-8,000 kernels idle:
+ * many times what one training step or serving loop uses (the W10 GPT
+ * step runs a few hundred), so a steady loop never recompiles, while a
+ * process that sees endless new shapes stays bounded. */
+#define DEFAULT_BUDGET ((size_t)64 << 20)
 
 static struct {
     pthread_once_t once;
@@ -72,14 +91,20 @@ static struct {
     LLVMTargetMachineRef *tms;              /* idle target machines, for compiles */
     size_t ntms, captms;
     int debug;
-    uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, codegen version) */
+    uint8_t *env; /* owns: the disk-key prefix (LLVM, CPU, features, pipeline; cg_disk.c adds the build identity) */
     size_t nenv;
     cg_hash128 env_h;
     ir_table tab; /* of cache_ent */
+    size_t budget, bytes;  /* of the kernels cached, in use or idle */
+    uint64_t evictions;
+    cg_kernel *idle_new, *idle_old; /* the idle list's two ends */
     unsigned long long next_id;
     LLVMOrcLLJITRef *retired; /* JITs replaced by cg_cache_reset_for_tests: their code stays */
     size_t nretired;
-} J = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER, .tm_lock = PTHREAD_MUTEX_INITIALIZER};
+} J = {.once = PTHREAD_ONCE_INIT,
+       .lock = PTHREAD_MUTEX_INITIALIZER,
+       .tm_lock = PTHREAD_MUTEX_INITIALIZER,
+       .budget = DEFAULT_BUDGET};
 
 static atomic_int inject;
 
@@ -238,14 +263,14 @@ static void jit_init(void)
      * the object (knobs included, so a debugging run never pollutes it) */
     unsigned major, minor, patch;
     LLVMGetVersion(&major, &minor, &patch);
-#define ENV_FMT "rlx kernel object\ncodegen %s\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
-    int n = snprintf(NULL, 0, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
+    /* (the build identity of librlx is prefixed by cg_disk.c) */
+#define ENV_FMT "rlx kernel object\nLLVM %u.%u.%u\n%s\n%s\n%s\n%s\n%s\n"
+    int n = snprintf(NULL, 0, ENV_FMT, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
     if (n < 0 || !(J.env = malloc((size_t)n + 1))) {
         snprintf(J.init_msg, sizeof J.init_msg, "out of memory starting the JIT");
         return;
     }
-    snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, RLX_CODEGEN_HASH, major, minor, patch, J.triple, J.cpu,
-             J.features, J.passes, la);
+    snprintf((char *)J.env, (size_t)n + 1, ENV_FMT, major, minor, patch, J.triple, J.cpu, J.features, J.passes, la);
     J.nenv = (size_t)n;
     J.env_h = hash128(J.env, J.nenv, (cg_hash128){0x726c786b65726e31ull, 0x6469736b63616368ull});
     double t1 = now();
@@ -265,15 +290,17 @@ static void jit_init(void)
 
 /* ------------------------------------------------------------ the cache */
 
+/* Everything below runs under J.lock. */
+
 static cache_ent *cache_find(cg_hash128 h, const uint64_t *key, size_t n)
 {
     cache_ent *tab = J.tab.slots;
     if (!J.tab.cap)
         return NULL;
     for (size_t i = ir_table_home(&J.tab, ir_table_hash(h.lo)); tab[i].th; i = ir_table_next(&J.tab, i)) {
-        cache_ent *e = &tab[i];
-        if (e->h.lo == h.lo && e->h.hi == h.hi && e->nkey == n && memcmp(e->key, key, n * sizeof *key) == 0)
-            return e;
+        cg_kernel *k = tab[i].k;
+        if (k->h.lo == h.lo && k->h.hi == h.hi && k->nkey == n && memcmp(k->key, key, n * sizeof *key) == 0)
+            return &tab[i];
     }
     return NULL;
 }
@@ -285,7 +312,7 @@ static bool cache_has_hash(cg_hash128 h)
     if (!J.tab.cap)
         return false;
     for (size_t i = ir_table_home(&J.tab, ir_table_hash(h.lo)); tab[i].th; i = ir_table_next(&J.tab, i))
-        if (tab[i].h.lo == h.lo && tab[i].h.hi == h.hi)
+        if (tab[i].k->h.lo == h.lo && tab[i].k->h.hi == h.hi)
             return true;
     return false;
 }
@@ -294,14 +321,119 @@ static bool cache_has_hash(cg_hash128 h)
  * kernel must be cached, since linking its symbol again would fail. */
 static bool cache_reserve(void) { return ir_table_reserve(&J.tab, sizeof(cache_ent), 256); }
 
-/* Takes ownership of key; only after cache_reserve. */
-static void cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn fn)
+/* What a kernel costs: the JIT maps its code and its read-only data in
+ * page-aligned segments of their own, so the object's size in pages plus
+ * one page, and the key kept to find it. */
+static size_t kernel_bytes(size_t nobj, size_t nkey)
 {
+    return (nobj + 4095) / 4096 * 4096 + 4096 + nkey * sizeof(uint64_t) + sizeof(cg_kernel);
+}
+
+static void idle_unlink(cg_kernel *k)
+{
+    *(k->newer ? &k->newer->older : &J.idle_new) = k->older;
+    *(k->older ? &k->older->newer : &J.idle_old) = k->newer;
+    k->newer = k->older = NULL;
+}
+
+static void idle_push(cg_kernel *k)
+{
+    k->older = J.idle_new;
+    k->newer = NULL;
+    *(J.idle_new ? &J.idle_new->newer : &J.idle_old) = k;
+    J.idle_new = k;
+}
+
+static void acquire(cg_kernel *k)
+{
+    if (k->refs++ == 0 && k->cached)
+        idle_unlink(k);
+}
+
+/* Unmaps k's code and data and frees it. */
+static void destroy(cg_kernel *k)
+{
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(k->rt);
+    if (err)
+        LLVMConsumeError(err);
+    LLVMOrcReleaseResourceTracker(k->rt);
+    ir_free(k->key);
+    ir_free(k);
+}
+
+/* Takes k out of the table and the budget (it stays allocated). */
+static void uncache(cg_kernel *k)
+{
+    cache_ent *tab = J.tab.slots;
+    for (size_t i = ir_table_home(&J.tab, ir_table_hash(k->h.lo)); tab[i].th; i = ir_table_next(&J.tab, i))
+        if (tab[i].k == k) {
+            ir_table_remove(&J.tab, sizeof *tab, i);
+            break;
+        }
+    if (k->refs == 0)
+        idle_unlink(k);
+    k->cached = false;
+    J.bytes -= k->bytes;
+}
+
+/* Evicts idle kernels, the least recently used first, until the cache is
+ * within its budget (kernels in use stay, whatever they cost). */
+static void trim(void)
+{
+    while (J.bytes > J.budget && J.idle_old) {
+        cg_kernel *k = J.idle_old;
+        uncache(k);
+        J.evictions++;
+        destroy(k);
+    }
+}
+
+/* Caches a new kernel with one reference (the caller's); takes key and
+ * rt; only after cache_reserve. NULL when out of memory (nothing taken). */
+static cg_kernel *cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn fn, LLVMOrcResourceTrackerRef rt,
+                            size_t nobj)
+{
+    cg_kernel *k = ir_calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    *k = (cg_kernel){.h = h, .key = key, .nkey = n, .fn = fn, .bytes = kernel_bytes(nobj, n), .refs = 1, .rt = rt,
+                     .cached = true};
     cache_ent *e = ir_table_claim(&J.tab, sizeof *e, ir_table_hash(h.lo));
-    e->h = h;
-    e->key = key;
-    e->nkey = n;
-    e->fn = fn;
+    e->k = k;
+    J.bytes += k->bytes;
+    trim();
+    return k;
+}
+
+void cg_kernel_release(cg_kernel *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_lock(&J.lock);
+    if (--k->refs == 0) {
+        if (k->cached) {
+            idle_push(k);
+            trim();
+        } else {
+            destroy(k); /* dropped by a test reset while in use */
+        }
+    }
+    pthread_mutex_unlock(&J.lock);
+}
+
+void cg_cache_set_budget(size_t bytes)
+{
+    pthread_mutex_lock(&J.lock);
+    J.budget = bytes;
+    trim();
+    pthread_mutex_unlock(&J.lock);
+}
+
+void cg_cache_counts_get(cg_cache_counts *out)
+{
+    pthread_mutex_lock(&J.lock);
+    *out = (cg_cache_counts){.bytes = J.bytes, .budget = J.budget, .entries = J.tab.count, .evictions = J.evictions};
+    pthread_mutex_unlock(&J.lock);
 }
 
 void cg_cache_reset_for_tests(void)
@@ -315,13 +447,23 @@ void cg_cache_reset_for_tests(void)
     LLVMOrcLLJITRef *r = jit ? ir_realloc(J.retired, (J.nretired + 1) * sizeof *r) : NULL;
     if (r) {
         /* a fresh JIT, so the same symbols can be defined again; the old
-         * one keeps the code that functions handed out point into */
+         * one keeps the code of the kernels still referenced, freed when
+         * their last reference goes */
         J.retired = r;
         J.retired[J.nretired++] = J.jit;
         J.jit = jit;
         cache_ent *tab = J.tab.slots;
-        for (size_t i = 0; i < J.tab.cap; i++)
-            ir_free(tab[i].key);
+        for (size_t i = 0; i < J.tab.cap; i++) {
+            cg_kernel *k = tab[i].th ? tab[i].k : NULL;
+            if (!k)
+                continue;
+            if (k->refs == 0)
+                idle_unlink(k);
+            k->cached = false;
+            J.bytes -= k->bytes;
+            if (k->refs == 0)
+                destroy(k);
+        }
         ir_table_free(&J.tab);
     } else if (jit) {
         LLVMOrcDisposeLLJIT(jit);
@@ -459,16 +601,19 @@ static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, const 
     return st;
 }
 
-/* Links obj (taken) into the JIT and looks name up; a function found in
- * the cache meanwhile (another thread) wins. Takes key: cached or freed. */
+/* Links obj (taken) into the JIT and looks name up; a kernel found in the
+ * cache meanwhile (another thread) wins. Takes key: cached or freed. *out:
+ * the kernel, with a reference for the caller. */
 static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *name, LLVMMemoryBufferRef obj,
-                          int inj, cg_kernel_fn *fn, char *msg, size_t cap)
+                          int inj, cg_kernel **out, char *msg, size_t cap)
 {
     rlx_status st = RLX_OK;
+    size_t nobj = LLVMGetBufferSize(obj);
     pthread_mutex_lock(&J.lock);
     cache_ent *e = cache_find(h, key, n);
     if (e) {
-        *fn = e->fn;
+        acquire(e->k);
+        *out = e->k;
         LLVMDisposeMemoryBuffer(obj);
         ir_free(key);
         pthread_mutex_unlock(&J.lock);
@@ -481,8 +626,9 @@ static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *nam
         snprintf(msg, cap, "out of memory caching kernel %s", name);
         return RLX_E_NOMEM;
     }
-    /* a tracker per object, so a failed link is removed again and the
-     * same symbol can be defined by the next attempt */
+    /* a tracker per object: a failed link is removed again (the same
+     * symbol can be defined by the next attempt), an evicted kernel's
+     * memory is returned */
     LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(J.jit));
     LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, obj); /* takes obj */
     LLVMOrcExecutorAddress addr = 0;
@@ -491,16 +637,15 @@ static rlx_status publish(cg_hash128 h, uint64_t *key, size_t n, const char *nam
     } else if ((err = LLVMOrcLLJITLookup(J.jit, &addr, inj == 2 ? "rlx_no_such_kernel" : name))) { /* links now */
         st = take_error(err, "lookup", msg, cap);
     }
+    if (st == RLX_OK && !(*out = cache_put(h, key, n, (cg_kernel_fn)(uintptr_t)addr, rt, nobj))) {
+        snprintf(msg, cap, "out of memory caching kernel %s", name);
+        st = RLX_E_NOMEM;
+    }
     if (st != RLX_OK) {
         LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(rt);
         if (e2)
             LLVMConsumeError(e2);
-    }
-    LLVMOrcReleaseResourceTracker(rt);
-    if (st == RLX_OK) {
-        *fn = (cg_kernel_fn)(uintptr_t)addr;
-        cache_put(h, key, n, *fn);
-    } else {
+        LLVMOrcReleaseResourceTracker(rt);
         ir_free(key);
     }
     pthread_mutex_unlock(&J.lock);
@@ -516,7 +661,7 @@ typedef struct {
 } obtain_result;
 
 static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash128 h, bool unique, int inj,
-                         cg_kernel_fn *fn, obtain_result *res, char *msg, size_t cap)
+                         cg_kernel **out, obtain_result *res, char *msg, size_t cap)
 {
     double t0 = now(), t_opt = 0, t_cg = 0;
     char name[64];
@@ -540,7 +685,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
             uint64_t *kcopy = ir_alloc(n * sizeof *key);
             if (obj && kcopy) {
                 memcpy(kcopy, key, n * sizeof *key);
-                if (publish(h, kcopy, n, name, obj, inj, fn, msg, cap) == RLX_OK) {
+                if (publish(h, kcopy, n, name, obj, inj, out, msg, cap) == RLX_OK) {
                     ir_free(key);
                     ir_free(dkey);
                     res->loaded = true;
@@ -568,7 +713,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
             obj = mine; /* no copy: link it without storing */
             mine = NULL;
         }
-        st = publish(h, key, n, name, obj, inj, fn, msg, cap);
+        st = publish(h, key, n, name, obj, inj, out, msg, cap);
         if (mine && st == RLX_OK)
             cg_disk_store(h, dkey, ndkey, LLVMGetBufferStart(mine), LLVMGetBufferSize(mine));
         if (mine)
@@ -612,9 +757,10 @@ static void add_result(cg_stats *st, const obtain_result *r, rlx_status s)
     }
 }
 
-rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel_fn *fn, cg_stats *stats, char *msg,
-                         size_t cap)
+rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kernel **out, cg_stats *stats,
+                         char *msg, size_t cap)
 {
+    *out = NULL;
     pthread_once(&J.once, jit_init);
     if (J.init_status != RLX_OK) {
         snprintf(msg, cap, "%s", J.init_msg);
@@ -630,8 +776,10 @@ rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kern
     pthread_mutex_lock(&J.lock);
     cache_ent *e = cache_find(h, key, n);
     bool taken = !e && cache_has_hash(h);
-    if (e)
-        *fn = e->fn;
+    if (e) {
+        acquire(e->k);
+        *out = e->k;
+    }
     pthread_mutex_unlock(&J.lock);
     if (e) {
         stats->hits++;
@@ -640,10 +788,12 @@ rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kern
     }
     int inj = atomic_exchange(&inject, 0);
     obtain_result r = {0};
-    rlx_status st = obtain(k, key, n, h, taken || inj, inj, fn, &r, msg, cap);
+    rlx_status st = obtain(k, key, n, h, taken || inj, inj, out, &r, msg, cap);
     add_result(stats, &r, st);
     return st;
 }
+
+cg_kernel_fn cg_kernel_func(const cg_kernel *k) { return k ? k->fn : NULL; }
 
 /* ---------------------------------------------------- parallel prepare */
 
@@ -656,7 +806,7 @@ typedef struct {
     bool unique;
     int inj;
     rlx_status st;
-    cg_kernel_fn fn;
+    cg_kernel *k;
     obtain_result r;
     char msg[512];
 } prep_item;
@@ -675,16 +825,66 @@ static void *prep_worker(void *arg)
         prep_item *it = &w->items[i];
         if (it->dup_of >= 0)
             continue;
-        it->st = obtain(&w->ks[it->idx], it->key, it->n, it->h, it->unique, it->inj, &it->fn, &it->r, it->msg,
+        it->st = obtain(&w->ks[it->idx], it->key, it->n, it->h, it->unique, it->inj, &it->k, &it->r, it->msg,
                         sizeof it->msg);
         it->key = NULL;
     }
     return NULL;
 }
 
-rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel_fn *fns,
+void cg_kernels_release(cg_kernel **refs, long n)
+{
+    for (long i = 0; refs && i < n; i++) {
+        cg_kernel_release(refs[i]);
+        refs[i] = NULL;
+    }
+}
+
+/* Compiles (or loads) the items not found in memory on up to nthreads
+ * threads and adds their counters; the first failure's status. */
+static rlx_status prep_run(const sched_kernel *ks, prep_item *items, long np, int nthreads, cg_stats *stats,
+                           char *msg, size_t cap)
+{
+    prep_work w = {.ks = ks, .items = items, .count = np};
+    int nt = nthreads < 1 ? 1 : nthreads;
+    if (nt > np)
+        nt = (int)np;
+    pthread_t tid[64];
+    int started = 0;
+    for (; started < nt - 1 && started < 64; started++)
+        if (pthread_create(&tid[started], NULL, prep_worker, &w) != 0)
+            break; /* fewer threads; the caller's share grows */
+    prep_worker(&w);
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    rlx_status st = RLX_OK;
+    for (long j = 0; j < np; j++) {
+        prep_item *it = &items[j];
+        if (it->dup_of >= 0) {
+            it->st = items[it->dup_of].st;
+            if (it->st == RLX_OK) {
+                stats->hits++;
+                pthread_mutex_lock(&J.lock);
+                acquire(items[it->dup_of].k);
+                pthread_mutex_unlock(&J.lock);
+                it->k = items[it->dup_of].k;
+            }
+            continue;
+        }
+        add_result(stats, &it->r, it->st);
+        if (it->st != RLX_OK && st == RLX_OK) {
+            st = it->st;
+            snprintf(msg, cap, "%s", it->msg);
+        }
+    }
+    return st;
+}
+
+rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel **refs,
                               cg_stats *stats, char *msg, size_t cap)
 {
+    for (long i = 0; i < n; i++)
+        refs[i] = NULL;
     pthread_once(&J.once, jit_init);
     if (J.init_status != RLX_OK) {
         snprintf(msg, cap, "%s", J.init_msg);
@@ -698,7 +898,6 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
     long np = 0;
     rlx_status st = RLX_OK;
     for (long i = 0; i < n; i++) {
-        fns[i] = NULL;
         if (ks[i].kind != SCHED_LOOP)
             continue;
         prep_item *it = &items[np];
@@ -711,12 +910,15 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
         pthread_mutex_lock(&J.lock);
         cache_ent *e = cache_find(it->h, it->key, it->n);
         it->unique = !e && cache_has_hash(it->h);
-        if (e)
-            fns[i] = e->fn;
+        if (e) {
+            acquire(e->k);
+            refs[i] = e->k;
+        }
         pthread_mutex_unlock(&J.lock);
         if (e) {
             stats->hits++;
             ir_free(it->key);
+            it->key = NULL;
             continue;
         }
         /* the same kernel twice: compiled once, the second is a hit */
@@ -734,40 +936,15 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
             it->unique = true;
         np++;
     }
-    if (st == RLX_OK && np > 0) {
-        prep_work w = {.ks = ks, .items = items, .count = np};
-        int nt = nthreads < 1 ? 1 : nthreads;
-        if (nt > np)
-            nt = (int)np;
-        pthread_t tid[64];
-        int started = 0;
-        for (; started < nt - 1 && started < 64; started++)
-            if (pthread_create(&tid[started], NULL, prep_worker, &w) != 0)
-                break; /* fewer threads; the caller's share grows */
-        prep_worker(&w);
-        for (int t = 0; t < started; t++)
-            pthread_join(tid[t], NULL);
-        for (long j = 0; j < np; j++) {
-            prep_item *it = &items[j];
-            if (it->dup_of >= 0) {
-                it->st = items[it->dup_of].st;
-                it->fn = items[it->dup_of].fn;
-                if (it->st == RLX_OK)
-                    stats->hits++;
-                continue;
-            }
-            add_result(stats, &it->r, it->st);
-            if (it->st != RLX_OK && st == RLX_OK) {
-                st = it->st;
-                snprintf(msg, cap, "%s", it->msg);
-            }
-        }
-        for (long j = 0; j < np; j++)
-            fns[items[j].idx] = items[j].st == RLX_OK ? items[j].fn : NULL;
-    }
-    for (long j = 0; j < np; j++)
+    if (st == RLX_OK && np > 0)
+        st = prep_run(ks, items, np, nthreads, stats, msg, cap);
+    for (long j = 0; j < np; j++) {
         if (items[j].dup_of >= 0 || st != RLX_OK)
             ir_free(items[j].key); /* obtain took the others' (NULL then) */
+        refs[items[j].idx] = items[j].k;
+    }
     ir_free(items);
+    if (st != RLX_OK)
+        cg_kernels_release(refs, n); /* all or nothing */
     return st;
 }

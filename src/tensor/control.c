@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "codegen_llvm/cg.h"
+#include "runtime/exec/jit_exec.h"
 #include "runtime/rt.h"
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static rlx_stats_t stats;
+static uint64_t kernel_evictions0, plan_evictions0; /* at the last reset */
 
 void ts_stats_add_run(uint64_t nodes_run, uint64_t peak_bytes)
 {
@@ -49,15 +51,30 @@ void rlx_stats(rlx_stats_t *out)
         ts_error(RLX_E_ARG, "rlx_stats", "out is NULL");
         return;
     }
+    cg_cache_counts kc;
+    rt_plan_cache_counts pc;
+    cg_cache_counts_get(&kc);
+    rt_plan_cache_counts_get(&pc);
+    size_t pbytes = rt_plan_cache_bytes();
     pthread_mutex_lock(&stats_lock);
     *out = stats;
+    out->kernel_cache_bytes = kc.bytes;
+    out->kernel_evictions = kc.evictions - kernel_evictions0;
+    out->plan_cache_bytes = pbytes;
+    out->plan_evictions = pc.evicted - plan_evictions0;
     pthread_mutex_unlock(&stats_lock);
 }
 
 void rlx_stats_reset(void)
 {
+    cg_cache_counts kc;
+    rt_plan_cache_counts pc;
+    cg_cache_counts_get(&kc);
+    rt_plan_cache_counts_get(&pc);
     pthread_mutex_lock(&stats_lock);
     memset(&stats, 0, sizeof stats);
+    kernel_evictions0 = kc.evictions;
+    plan_evictions0 = pc.evicted;
     pthread_mutex_unlock(&stats_lock);
 }
 

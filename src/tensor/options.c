@@ -76,6 +76,33 @@ static void env_cache_dir(char *out, size_t cap)
         out[0] = 0;
 }
 
+static bool parse_bytes(const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v > (1ull << 62))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* RLX_KERNEL_CACHE_BYTES, RLX_CACHE_MAX_BYTES: a bad value keeps the
+ * default (a notice under RLX_DEBUG) */
+static void env_bytes(const char *name, void (*set)(size_t))
+{
+    const char *s = getenv(name);
+    unsigned long long v;
+    if (!s)
+        return;
+    if (parse_bytes(s, &v))
+        set((size_t)v);
+    else if (E.debug)
+        fprintf(stderr, "rlx: ignoring %s=%s (bytes, an integer in 0..2^62)\n", name, s);
+}
+
 static int default_threads(void)
 {
     const char *env = getenv("RLX_NUM_THREADS");
@@ -102,6 +129,8 @@ static void env_init(void)
     snprintf(E.passes, sizeof E.passes, "%s", s ? s : "");
     default_count = default_threads();
     cg_configure(&(cg_config){E.debug, E.llvm_args, E.passes, env_cache_dir});
+    env_bytes("RLX_KERNEL_CACHE_BYTES", cg_cache_set_budget);
+    env_bytes("RLX_CACHE_MAX_BYTES", cg_disk_set_max_bytes);
     for (int i = 0; i < KNOB_COUNT; i++) { /* RLX_<KNOB> */
         char env[64] = "RLX_";
         size_t j = 4;
@@ -202,6 +231,30 @@ static int get_cache_dir(const char *key, char *buf, size_t cap)
     return snprintf(buf, cap, "%s", d);
 }
 
+static rlx_status set_bytes(const char *fn, const char *key, const char *value)
+{
+    unsigned long long v;
+    if (!parse_bytes(value, &v)) {
+        ts_error(RLX_E_ARG, fn, "%s must be a byte count, an integer in 0..2^62, got '%s'", key, value);
+        return RLX_E_ARG;
+    }
+    if (strcmp(key, "kernel_cache_bytes") == 0)
+        cg_cache_set_budget((size_t)v);
+    else
+        cg_disk_set_max_bytes((size_t)v);
+    return RLX_OK;
+}
+
+static int get_bytes(const char *key, char *buf, size_t cap)
+{
+    if (strcmp(key, "kernel_cache_bytes") == 0) {
+        cg_cache_counts c;
+        cg_cache_counts_get(&c);
+        return snprintf(buf, cap, "%llu", (unsigned long long)c.budget);
+    }
+    return snprintf(buf, cap, "%llu", (unsigned long long)cg_disk_max_bytes());
+}
+
 static rlx_status set_knob(const char *fn, const char *key, const char *value)
 {
     char msg[512];
@@ -234,6 +287,11 @@ static const opt_row options[] = {
      "threads of the pool, BLAS and library kernels; 0: the variable, else the online CPUs"},
     {"cache_dir", "RLX_CACHE_DIR", "path, \"\" off", set_cache_dir, get_cache_dir,
      "the disk kernel cache; unset: $XDG_CACHE_HOME/rlx (XDG_CACHE_HOME), else ~/.cache/rlx (HOME)"},
+    {"kernel_cache_bytes", "RLX_KERNEL_CACHE_BYTES", "bytes, 0..2^62", set_bytes, get_bytes,
+     "budget of the in-memory kernel cache (default 64 MiB): kernels no plan or program holds are evicted, "
+     "least recently used first, and their JIT memory returned"},
+    {"cache_max_bytes", "RLX_CACHE_MAX_BYTES", "bytes, 0..2^62", set_bytes, get_bytes,
+     "size cap of the disk kernel cache (default 256 MiB): the files least recently used are removed"},
     {"tuning_file", "RLX_TUNING_FILE", "path, \"\" clears", set_knob, NULL,
      "loads a tuning file now; the variable names the one read at start-up (else <cache dir>/tuning.txt)"},
     {"tuning_status", NULL, "text", NULL, get_tuning_status, "what the last tuning file load did"},

@@ -6,7 +6,9 @@
  *
  * A plan (rt_jit_plan) is the schedule, its memory plan (passes/memplan.c)
  * and the compiled function of every LOOP kernel, made once; a run needs
- * only the bound inputs. Intermediates live in one arena per run (from
+ * only the bound inputs. The plan holds a reference on each of its
+ * kernels (cg_kernel), so the kernel cache never evicts code a plan may
+ * run; rt_jit_plan_free releases them. Intermediates live in one arena per run (from
  * the recycling buffer pool when large, so a repeated run maps nothing);
  * roots and REF outputs get storage of their own (outputs of at least
  * 1 MiB from the buffer pool, smaller ones from malloc) and the others are
@@ -61,6 +63,7 @@ struct rt_jit_plan {
     int nslots, nroots;
     ir_node **roots;    /* borrows */
     cg_kernel_fn *fn;   /* per kernel (LOOP only) */
+    cg_kernel **kref;   /* per kernel: the reference that keeps fn[i] mapped (LOOP only) */
     double *consts;     /* every LOOP kernel's constants, from const_at[i] */
     const ir_node **const_src; /* per constant: the CONST node it was read from (borrowed) */
     long nconsts, nloops;
@@ -342,6 +345,8 @@ void rt_jit_plan_free(rt_jit_plan *p)
 {
     if (!p)
         return;
+    cg_kernels_release(p->kref, p->kref ? p->s.count : 0); /* its kernels may be evicted now */
+    ir_free(p->kref);
     sched_memplan_free(&p->mp);
     ir_map_free(&p->produced);
     ir_map_free(&p->slot);
@@ -500,7 +505,8 @@ rlx_status rt_jit_plan_layout(rt_ctx *ctx, rt_jit_plan *p, ir_node *const *slots
     if (sched_memplan_build(ctx, &p->s, p->roots, p->nroots, &p->mp) != RLX_OK)
         return ctx->status;
     p->fn = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->fn);
-    if (!p->fn)
+    p->kref = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->kref);
+    if (!p->fn || !p->kref)
         goto oom;
     for (long i = 0; i < nk; i++)
         if (p->s.k[i].kind != SCHED_VIEW && ir_map_put(&p->produced, p->s.k[i].node, i) < 0)
@@ -520,8 +526,11 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
     /* every kernel up front: the missing ones compile in parallel */
     cg_stats cs = {0};
     char msg[sizeof ctx->msg];
-    rlx_status st = cg_kernels_prepare(p->s.k, p->s.count, rt_threads(ctx), sched_knobs(ctx), p->fn, &cs, msg,
+    cg_kernels_release(p->kref, p->s.count); /* (a plan compiled twice) */
+    rlx_status st = cg_kernels_prepare(p->s.k, p->s.count, rt_threads(ctx), sched_knobs(ctx), p->kref, &cs, msg,
                                        sizeof msg);
+    for (long i = 0; i < p->s.count; i++)
+        p->fn[i] = cg_kernel_func(p->kref[i]);
     stats->kernels_compiled += cs.compiled;
     stats->cache_hits += cs.hits;
     stats->cache_misses += cs.misses;

@@ -98,6 +98,8 @@ typedef struct {
     long entries, nodes; /* held now: entries and their template nodes */
 } rt_plan_cache_counts;
 void rt_plan_cache_counts_get(rt_plan_cache_counts *out);
+/* The bytes the plan cache holds now (estimated: plan_cache.c entry_bytes). */
+size_t rt_plan_cache_bytes(void);
 /* Drops every entry (a run in progress keeps its own until it ends). */
 void rt_plan_cache_clear(void);
 

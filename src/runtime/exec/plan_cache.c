@@ -27,9 +27,12 @@
  * simplify looks at a value).
  *
  * A structure is cached the second time it is seen, so a one-off graph
- * pays no copy. At most MAX_ENTRIES entries and MAX_NODES template nodes
- * are kept, the least recently used evicted; a graph over MAX_GRAPH nodes
- * is not cached. Entries are refcounted: a run keeps its entry alive while
+ * pays no copy. At most MAX_ENTRIES entries, MAX_NODES template nodes and
+ * MAX_BYTES bytes (entry_bytes: an estimate of what an entry holds) are
+ * kept, the least recently used evicted; a graph over MAX_GRAPH nodes is
+ * not cached. An entry's plan holds references on its kernels
+ * (codegen_llvm/cg.h), so the kernel cache never evicts a cached plan's
+ * code: these bounds also bound the kernels pinned here. Entries are refcounted: a run keeps its entry alive while
  * another thread evicts it.
  */
 #include <pthread.h>
@@ -41,6 +44,13 @@
 #include "runtime/exec/jit_exec.h"
 
 enum { MAX_ENTRIES = 64, MAX_NODES = 1 << 16, MAX_GRAPH = 4096, SEEN = 64, SMALL = 32 };
+/* 32 MiB: MAX_NODES nodes cost ~25 MiB by entry_bytes, so the byte bound
+ * bites where entries are heavy for their node count (wide signatures,
+ * many constants) and keeps the whole cache at a known size. */
+#define MAX_BYTES ((size_t)32 << 20)
+/* per template node, besides the node: its share of the plan (a schedule
+ * kernel, its args and the plan's tables are a few hundred bytes) */
+enum { PLAN_BYTES_PER_NODE = 256 };
 
 /* signature kinds: an op, a realized leaf, a CONST keyed by dtype and
  * shape, a bool CONST keyed by its value too */
@@ -64,6 +74,7 @@ struct rt_plan_entry {
     long nconsts;
     long *const_pos;  /* per constant-array entry: its CONST's position, -1 keeps the plan's */
     long nloops;
+    size_t bytes;     /* entry_bytes, once adopted */
 };
 typedef rt_plan_entry entry;
 
@@ -72,6 +83,7 @@ static struct {
     entry *tab[MAX_ENTRIES];
     int count;
     long nodes;
+    size_t bytes;
     uint64_t tick;
     uint64_t seen[SEEN];
     int seen_next;
@@ -234,6 +246,7 @@ static entry *drop_at(int i)
     entry *e = C.tab[i];
     C.tab[i] = C.tab[--C.count];
     C.nodes -= e->count;
+    C.bytes -= e->bytes;
     C.c.evicted++;
     return e;
 }
@@ -249,7 +262,8 @@ static void insert(entry *e)
         dup = C.tab[i]->h == e->h && C.tab[i]->nsig == e->nsig &&
               memcmp(C.tab[i]->sig, e->sig, e->nsig * sizeof *e->sig) == 0;
     if (!dup) {
-        while (C.count > 0 && (C.count == MAX_ENTRIES || C.nodes + e->count > MAX_NODES)) {
+        while (C.count > 0 &&
+               (C.count == MAX_ENTRIES || C.nodes + e->count > MAX_NODES || C.bytes + e->bytes > MAX_BYTES)) {
             int lru = 0;
             for (int i = 1; i < C.count; i++)
                 if (C.tab[i]->tick < C.tab[lru]->tick)
@@ -260,6 +274,7 @@ static void insert(entry *e)
         e->tick = ++C.tick;
         C.tab[C.count++] = e;
         C.nodes += e->count;
+        C.bytes += e->bytes;
         C.c.built++;
     }
     pthread_mutex_unlock(&C.lock);
@@ -276,6 +291,7 @@ void rt_plan_cache_clear(void)
         gone[i] = C.tab[i];
     C.count = 0;
     C.nodes = 0;
+    C.bytes = 0;
     memset(C.seen, 0, sizeof C.seen);
     pthread_mutex_unlock(&C.lock);
     for (int i = 0; i < n; i++)
@@ -289,6 +305,14 @@ void rt_plan_cache_counts_get(rt_plan_cache_counts *out)
     out->entries = C.count;
     out->nodes = C.nodes;
     pthread_mutex_unlock(&C.lock);
+}
+
+size_t rt_plan_cache_bytes(void)
+{
+    pthread_mutex_lock(&C.lock);
+    size_t b = C.bytes;
+    pthread_mutex_unlock(&C.lock);
+    return b;
 }
 
 /* ------------------------------------------------------------- template */
@@ -357,6 +381,15 @@ entry *rt_plan_entry_new(const sig *s, ir_node *const *roots, int nroots, ir_nod
     return e;
 }
 
+/* What e holds: the entry, its signature and tables, its template nodes
+ * and, per node, its share of the plan. */
+static size_t entry_bytes(const entry *e)
+{
+    size_t words = e->nsig + (size_t)e->count + (size_t)e->nslots * 2 + (size_t)e->nroots + 1;
+    return sizeof *e + words * sizeof(uint64_t) + (size_t)e->nconsts * (sizeof(long) + sizeof(double)) +
+           (size_t)e->count * (sizeof(ir_node) + PLAN_BYTES_PER_NODE);
+}
+
 bool rt_plan_entry_adopt(entry *e, rt_jit_plan *p)
 {
     e->plan = p;
@@ -372,6 +405,7 @@ bool rt_plan_entry_adopt(entry *e, rt_jit_plan *p)
     for (long c = 0; ok && c < e->nconsts; c++)
         e->const_pos[c] = from[c] ? ir_map_get(&at, from[c]) : -1;
     ir_map_free(&at);
+    e->bytes = entry_bytes(e);
     if (ok)
         insert(e);
     return ok;

@@ -1,0 +1,212 @@
+/*
+ * soak.c — rlx-soak: a long run of random work, sampling resident memory
+ * and the caches every second, to see that a long-lived process plateaus
+ * (issue 18). Not in CI.
+ *
+ *   rlx-soak [seconds (1800)] [csv (soak.csv)] [seed]
+ *
+ * Each round builds a random graph (elementwise chains, reductions,
+ * reshapes, transposes, softmax, matmuls) over random shapes, at a random
+ * thread count (rlx_set_num_threads 1..4), and either realizes it, or
+ * compiles it into a program run a few times on new inputs and freed, or
+ * differentiates it; one round in 16 injects an allocation failure
+ * somewhere in the round (ir_alloc_fail_after, the tests' hook), after
+ * which any status is accepted but the process must go on. Values are
+ * checked against the reference backend on one round in 32.
+ *
+ * The CSV has one row a second: seconds, resident MiB (/proc/self/statm),
+ * kernel-cache bytes and evictions, plan-cache bytes, live nodes, rounds.
+ * bench/soak_plot.py draws it. Set the kernel-cache budget with
+ * RLX_KERNEL_CACHE_BYTES (the budget is printed and checked each second).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ir/ir.h"
+#include "rlx.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int pick(int n) { return (int)(next() % (uint64_t)n); }
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double resident_mib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return (double)res * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+/* A random graph over x (shape r x c); every op keeps the shape. */
+static rlx_tensor *random_graph(rlx_tensor *x, int64_t r, int64_t c)
+{
+    rlx_tensor *y = x;
+    int nops = 1 + pick(12);
+    for (int i = 0; i < nops; i++) {
+        switch (pick(10)) {
+        case 0: y = rlx_add(y, x); break;
+        case 1: y = rlx_mul_s(y, 0.5 + 0.01 * pick(100)); break;
+        case 2: y = rlx_tanh(y); break;
+        case 3: y = rlx_exp(rlx_minimum_s(y, 4)); break;
+        case 4: y = rlx_softmax(y, -1); break;
+        case 5: y = rlx_add(y, rlx_sum(y, (int[]){1}, 1, true)); break;
+        case 6: y = rlx_mul(y, rlx_sum(y, (int[]){0}, 1, true)); break;
+        case 7: /* a transpose there and back */
+            y = rlx_transpose(rlx_add_s(rlx_transpose(y, 2, (int[]){1, 0}), 1), 2, (int[]){1, 0});
+            break;
+        case 8: y = rlx_reshape(rlx_tanh(rlx_reshape(y, 1, (int64_t[]){r * c})), 2, (int64_t[]){r, c}); break;
+        default: /* r x c @ c x c */
+            y = rlx_matmul(y, rlx_transpose(rlx_reshape(rlx_add_s(x, 0.25), 2, (int64_t[]){r, c}), 2,
+                                            (int[]){1, 0}));
+            y = rlx_matmul(y, x); /* r x r @ r x c */
+            y = rlx_mul_s(y, 1.0 / (double)(r * c));
+            break;
+        }
+    }
+    return y;
+}
+
+typedef struct {
+    unsigned long rounds, errors, injected, checked, mismatches;
+} tally;
+
+/* The graph of mode 0 again, over a copy of x's values (a new leaf, so
+ * nothing is shared with the JIT's graph), on the reference backend. */
+static void check_against_ref(rlx_tensor *x, rlx_tensor *y, uint64_t graph_rng, int64_t r, int64_t c, tally *t)
+{
+    size_t n = (size_t)(r * c);
+    float *xv = malloc(n * sizeof *xv), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (xv && a && b && rlx_read_f32(x, xv, n) == RLX_OK && rlx_read_f32(y, a, n) == RLX_OK) {
+        rlx_set_option("backend", "ref");
+        uint64_t keep = rng;
+        rng = graph_rng;
+        rlx_tensor *y2 = random_graph(rlx_from_data(RLX_F32, 2, (int64_t[]){r, c}, xv), r, c);
+        rng = keep;
+        if (rlx_read_f32(y2, b, n) == RLX_OK) {
+            for (size_t i = 0; i < n; i++)
+                if (!(fabsf(a[i] - b[i]) <= 1e-3f * (1 + fabsf(b[i])))) {
+                    t->mismatches++;
+                    break;
+                }
+            t->checked++;
+        }
+        rlx_set_option("backend", "jit");
+    }
+    free(xv);
+    free(a);
+    free(b);
+}
+
+static void round_once(tally *t)
+{
+    int64_t r = 1 + pick(48), c = 1 + pick(48);
+    rlx_set_num_threads(1 + pick(4));
+    bool inject = pick(16) == 0;
+    if (inject) {
+        ir_alloc_fail_after(pick(400));
+        t->injected++;
+    }
+    rlx_scope_begin();
+    int mode = pick(3);
+    uint64_t seed = next();
+    if (mode == 0) { /* realize */
+        rlx_tensor *x = rlx_rand(RLX_F32, 2, (int64_t[]){r, c}, seed);
+        uint64_t graph_rng = rng;
+        rlx_tensor *y = random_graph(x, r, c);
+        if (rlx_realize(y) != RLX_OK)
+            t->errors++;
+        else if (!inject && pick(32) == 0)
+            check_against_ref(x, y, graph_rng, r, c, t);
+    } else if (mode == 1) { /* a program, run a few times, freed */
+        rlx_tensor *in = rlx_input("x", RLX_F32, 2, (int64_t[]){r, c});
+        rlx_tensor *y = random_graph(in, r, c);
+        rlx_program *p = rlx_compile(&y, 1);
+        if (!p) {
+            t->errors++;
+        } else {
+            for (int k = 0, runs = 1 + pick(4); k < runs; k++) {
+                rlx_binding b = {"x", rlx_rand(RLX_F32, 2, (int64_t[]){r, c}, seed + (uint64_t)k)};
+                rlx_tensor *out = NULL;
+                if (rlx_program_run(p, &b, 1, &out) != RLX_OK)
+                    t->errors++;
+            }
+            rlx_program_free(p);
+        }
+    } else { /* a gradient */
+        rlx_tensor *x = rlx_rand(RLX_F32, 2, (int64_t[]){r, c}, seed);
+        rlx_tensor *loss = rlx_sum(random_graph(x, r, c), (int[]){0, 1}, 2, false);
+        rlx_tensor *g = NULL;
+        if (rlx_grad(loss, &x, 1, &g) != RLX_OK || rlx_realize(g) != RLX_OK)
+            t->errors++;
+    }
+    rlx_scope_end();
+    ir_alloc_fail_after(-1);
+    rlx_clear_error();
+    t->rounds++;
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = argc > 1 ? atof(argv[1]) : 1800;
+    const char *csv = argc > 2 ? argv[2] : "soak.csv";
+    if (argc > 3)
+        rng = strtoull(argv[3], NULL, 10) | 1;
+    FILE *out = fopen(csv, "w");
+    if (!out) {
+        perror(csv);
+        return 1;
+    }
+    char budget[64] = "?";
+    rlx_get_option("kernel_cache_bytes", budget, sizeof budget);
+    unsigned long long bud = strtoull(budget, NULL, 10);
+    fprintf(out, "seconds,resident_mib,kernel_cache_bytes,kernel_evictions,plan_cache_bytes,live_nodes,rounds\n");
+    printf("rlx-soak: %.0f s, kernel cache budget %s bytes, %s\n", seconds, budget, rlx_host_info());
+    tally t = {0};
+    double t0 = now(), next_sample = 0;
+    unsigned long long max_kc = 0, over = 0;
+    while (now() - t0 < seconds) {
+        round_once(&t);
+        double el = now() - t0;
+        if (el >= next_sample) {
+            rlx_stats_t s;
+            rlx_stats(&s);
+            if (s.kernel_cache_bytes > max_kc)
+                max_kc = s.kernel_cache_bytes;
+            over += s.kernel_cache_bytes > bud;
+            fprintf(out, "%.1f,%.2f,%llu,%llu,%llu,%ld,%lu\n", el, resident_mib(),
+                    (unsigned long long)s.kernel_cache_bytes, (unsigned long long)s.kernel_evictions,
+                    (unsigned long long)s.plan_cache_bytes, ir_live_nodes(), t.rounds);
+            fflush(out);
+            next_sample += 1.0;
+        }
+    }
+    fclose(out);
+    printf("rounds %lu, errors %lu (injected failures %lu), checked against ref %lu (mismatches %lu); kernel cache "
+           "max %llu bytes, samples over budget %llu; resident %.1f MiB\n",
+           t.rounds, t.errors, t.injected, t.checked, t.mismatches, max_kc, over, resident_mib());
+    return t.mismatches ? 1 : 0;
+}
