@@ -402,6 +402,40 @@ static rlx_tensor *chain(rlx_tensor *x, int n, bool mixed)
     return y;
 }
 
+/* A chain the simplifier cannot fold (y*c, y + a*d alternating, a realized):
+ * the scheduler cuts it into kernels in one plan (a re-plan per cut made
+ * it quadratic: 16 s at 100k); value and gradient on the JIT. */
+TEST(unfoldable_chain_of_100000_on_the_jit)
+{
+    use("jit");
+    rlx_scope_begin();
+    double xv[4] = {1, 2, 3, 4}, av[4] = {0.5, -1, 2, 0}, want[4];
+    rlx_tensor *x = rlx_from_data(RLX_F64, 1, (int64_t[]){4}, xv);
+    rlx_tensor *a = rlx_from_data(RLX_F64, 1, (int64_t[]){4}, av);
+    rlx_tensor *y = x;
+    double dydx = 1;
+    memcpy(want, xv, sizeof want);
+    for (int i = 0; i < CHAIN && y; i++) {
+        y = i % 2 ? rlx_mul_s(y, 0.999999) : rlx_add(y, rlx_mul_s(a, 1e-6));
+        for (int k = 0; k < 4; k++)
+            want[k] = i % 2 ? want[k] * 0.999999 : want[k] + av[k] * 1e-6;
+        if (i % 2)
+            dydx *= 0.999999;
+    }
+    CHECK(y != NULL);
+    double got[4];
+    CHECK_EQ_INT(rlx_read_f64(y, got, 4), RLX_OK);
+    for (int k = 0; k < 4; k++)
+        CHECK_NEAR(got[k], want[k], 1e-12 * fabs(want[k]) + 1e-15);
+    rlx_tensor *g = NULL;
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(y), &x, 1, &g), RLX_OK);
+    CHECK_EQ_INT(rlx_read_f64(g, got, 4), RLX_OK);
+    for (int k = 0; k < 4; k++)
+        CHECK_NEAR(got[k], dydx, 1e-12);
+    rlx_scope_end();
+    use("ref");
+}
+
 TEST(chain_of_100000_ops)
 {
     long live = ir_live_nodes();
@@ -672,7 +706,7 @@ TEST(to_string_of_huge_floats)
 
 TEST_MAIN(T(element_count_overflow), T(byte_size_overflow), T(rank_above_8), T(extreme_axes_and_offsets),
           T(extreme_nn_parameters), T(peta_tensors_build_lazily_and_fail_to_realize),
-          T(peta_work_fails_fast_on_every_path), T(chain_of_100000_ops),
+          T(peta_work_fails_fast_on_every_path), T(unfoldable_chain_of_100000_on_the_jit), T(chain_of_100000_ops),
           T(chain_of_100000_in_scopes_and_programs), T(gather_out_of_range), T(results_overflow),
           T(empty_tensors_with_huge_dims), T(view_chain_of_100000_on_the_jit),
           T(allocation_failures), T(to_string_of_huge_floats))

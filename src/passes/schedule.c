@@ -81,6 +81,7 @@ typedef struct {
     unsigned char *is_m;     /* materialized by a LOOP or REF kernel */
     unsigned char *view_root;/* a root published as a view of a materialized value */
     long *need;              /* NEED_NONE, NEED_MULTI or the one kernel that reads it */
+    int *depth;              /* fused levels below its kernel's root (the lowering's recursion depth) */
     const knob_state *knobs; /* borrows: the fusion knobs */
 } planner;
 
@@ -131,6 +132,7 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
     memset(p->view_root, 0, (size_t)n);
     for (long i = 0; i < n; i++)
         p->need[i] = NEED_NONE;
+    memset(p->depth, 0, (size_t)n * sizeof *p->depth);
     for (int r = 0; r < nroots; r++)
         p->is_root[pos_of(p, roots[r])] = 1;
     /* A root that is a view chain over a value materialized anyway is
@@ -166,6 +168,11 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
                  p->forced[i] || p->must_m[i] || node->op == IR_OP_CONTIGUOUS ||
                  (!cheap && p->need[i] == NEED_MULTI) || (c == C_REDUCE && no_phases) ||
                  (c == C_EW && p->need[i] >= 0 && (no_ew || (no_red && p->cls[p->need[i]] == C_REDUCE)));
+        /* a chain fused deeper than the lowering recurses is cut here, in
+         * one plan, rather than by re-planning at each cut (which made a
+         * long chain quadratic) */
+        if ((c == C_EW || c == C_VIEW) && p->need[i] >= 0 && p->depth[i] > MAX_DEPTH)
+            m = true;
         if (p->view_root[i]) {
             long b = pos_of(p, chain_bottom(p, node));
             if (p->cls[b] != C_REALIZED)
@@ -188,6 +195,8 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
             for (int s = 0; s < node->nsrc; s++) {
                 long j = pos_of(p, node->src[s]);
                 p->need[j] = merge_need(p->need[j], g);
+                if (p->depth[j] < 1)
+                    p->depth[j] = 1;
             }
             continue;
         }
@@ -196,6 +205,8 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
         for (int s = 0; s < node->nsrc; s++) {
             long j = pos_of(p, node->src[s]);
             p->need[j] = merge_need(p->need[j], p->need[i]);
+            if (p->depth[j] < p->depth[i] + 1)
+                p->depth[j] = p->depth[i] + 1;
         }
     }
     return kernels;
@@ -913,6 +924,7 @@ static void planner_free(planner *p)
     ir_free(p->is_m);
     ir_free(p->view_root);
     ir_free(p->need);
+    ir_free(p->depth);
     ir_map_free(&p->pos);
     sched_liveness_free(&p->lv);
 }
@@ -979,7 +991,8 @@ rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_s
     p.is_m = ir_alloc(nb);
     p.view_root = ir_alloc(nb);
     p.need = ir_alloc(nb * sizeof *p.need);
-    bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need;
+    p.depth = ir_alloc(nb * sizeof *p.depth);
+    bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need && p.depth;
     for (long i = 0; ok && i < n; i++) {
         ok = ir_map_put(&p.pos, p.lv.order[i], i) >= 0;
         p.cls[i] = (unsigned char)node_class(p.lv.order[i]);
