@@ -35,9 +35,9 @@ rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay)
     memset(lay, 0, sizeof *lay);
     if (cfg->vocab < 1 || cfg->width < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->seq < 1 || cfg->batch < 1 ||
         cfg->width % cfg->heads != 0 || cfg->layers > GPT_MAX_LAYERS ||
-        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64)) {
-        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d)\n",
-                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch);
+        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0)) {
+        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g)\n",
+                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr);
         return RLX_E_ARG;
     }
     lay->cfg = *cfg;

@@ -69,7 +69,7 @@ typedef struct {
 
 /* Fills lay from cfg; RLX_E_ARG (with a message) for a config it cannot
  * build: non-positive sizes, width not a multiple of heads, too many
- * layers, a dtype other than f32/f64. */
+ * layers, a dtype other than f32/f64, a negative or NaN lr. */
 rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay);
 /* The initial values of parameter i, as doubles, numel[i] of them. */
 void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst);
