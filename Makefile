@@ -24,10 +24,13 @@ build: deps
 
 # The expression tour, then the main job: training an MLP with autodiff on
 # the JIT, printing each fused kernel as it is compiled or loaded from the
-# disk cache (RLX_DEBUG=1).
+# disk cache (RLX_DEBUG=1); then the character-level GPT (400 steps on
+# GPL-3, a checkpoint at step 200, a KV-cache sample), which fails when its
+# final loss is above 2.5 (README "GPT example").
 demo: build
 	./build/examples/rlx-demo
 	RLX_DEBUG=1 ./build/examples/rlx-train
+	./build/examples/rlx-gpt --steps 400 --print-every 50 --save-every 200 --save build/gpt-demo.safetensors --sample 200 --max-loss 2.5
 
 # rlx-bench (bench/rlx_bench.c): every workload beside this machine's
 # limits; e.g. BENCH_ARGS="--filter W1,W2 --threads 2", "--json", "--quick",

@@ -35,9 +35,9 @@ rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay)
     memset(lay, 0, sizeof *lay);
     if (cfg->vocab < 1 || cfg->width < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->seq < 1 || cfg->batch < 1 ||
         cfg->width % cfg->heads != 0 || cfg->layers > GPT_MAX_LAYERS ||
-        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64)) {
-        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d)\n",
-                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch);
+        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0)) {
+        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g)\n",
+                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr);
         return RLX_E_ARG;
     }
     lay->cfg = *cfg;
@@ -110,31 +110,62 @@ void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32
 
 /* ----------------------------------------------------------- model */
 
-static rlx_tensor *block(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p)
+/* The attention input of a block: pre-LN, one fused q/k/v linear, split. */
+static void block_qkv(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, rlx_tensor **q, rlx_tensor **k,
+                      rlx_tensor **v)
 {
     const int64_t w = c->width;
     rlx_tensor *a = rlx_layer_norm(h, p[P_LN1_G], p[P_LN1_B], LN_EPS);
     rlx_tensor *qkv = rlx_linear(a, p[P_QKV_W], p[P_QKV_B]);
-    rlx_tensor *q = rlx_narrow(qkv, 2, 0, w), *k = rlx_narrow(qkv, 2, w, w), *v = rlx_narrow(qkv, 2, 2 * w, w);
-    rlx_tensor *att = rlx_attention(q, k, v, c->heads, (int)(w / c->heads), RLX_MASK_CAUSAL, 0);
+    *q = rlx_narrow(qkv, 2, 0, w);
+    *k = rlx_narrow(qkv, 2, w, w);
+    *v = rlx_narrow(qkv, 2, 2 * w, w);
+}
+
+/* The rest of a block after attention: output linear, residual, MLP. */
+static rlx_tensor *block_out(rlx_tensor *h, rlx_tensor *att, rlx_tensor *const *p)
+{
     h = rlx_add(h, rlx_linear(att, p[P_O_W], p[P_O_B]));
     rlx_tensor *m = rlx_layer_norm(h, p[P_LN2_G], p[P_LN2_B], LN_EPS);
     rlx_tensor *f = rlx_linear_act(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
     return rlx_add(h, rlx_linear(f, p[P_PROJ_W], p[P_PROJ_B]));
 }
 
+static rlx_tensor *block(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p)
+{
+    rlx_tensor *q, *k, *v;
+    block_qkv(c, h, p, &q, &k, &v);
+    rlx_tensor *att = rlx_attention(q, k, v, c->heads, c->width / c->heads, RLX_MASK_CAUSAL, 0);
+    return block_out(h, att, p);
+}
+
+/* The final hidden states mapped to logits [n, vocab] by the tied head. */
+static rlx_tensor *head(const gpt_layout *lay, rlx_tensor *h, int64_t n, rlx_tensor *const *params)
+{
+    const gpt_config *c = &lay->cfg;
+    int f = layer_base(c->layers);
+    h = rlx_layer_norm(h, params[f], params[f + 1], LN_EPS);
+    return rlx_matmul_t(rlx_reshape(h, 2, (int64_t[]){n, c->width}), params[0]);
+}
+
+rlx_tensor *gpt_logits(const gpt_layout *lay, rlx_tensor *tokens, int64_t batch, int64_t len,
+                       rlx_tensor *const *params)
+{
+    const gpt_config *c = &lay->cfg;
+    rlx_tensor *wte = params[0], *wpe = params[1];
+    if (len != c->seq) /* (the full table itself at len == seq: the W10 graph as it was) */
+        wpe = rlx_narrow(wpe, 0, 0, len);
+    rlx_tensor *emb = rlx_index_select(wte, 0, tokens);
+    rlx_tensor *h = rlx_add(rlx_reshape(emb, 3, (int64_t[]){batch, len, c->width}), wpe);
+    for (int l = 0; l < c->layers; l++)
+        h = block(c, h, params + layer_base(l));
+    return head(lay, h, batch * len, params);
+}
+
 rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params)
 {
     const gpt_config *c = &lay->cfg;
-    const int64_t n = (int64_t)c->batch * c->seq;
-    rlx_tensor *wte = params[0], *wpe = params[1];
-    rlx_tensor *emb = rlx_index_select(wte, 0, tokens);
-    rlx_tensor *h = rlx_add(rlx_reshape(emb, 3, (int64_t[]){c->batch, c->seq, c->width}), wpe);
-    for (int l = 0; l < c->layers; l++)
-        h = block(c, h, params + layer_base(l));
-    int f = layer_base(c->layers);
-    h = rlx_layer_norm(h, params[f], params[f + 1], LN_EPS);
-    rlx_tensor *logits = rlx_matmul_t(rlx_reshape(h, 2, (int64_t[]){n, c->width}), wte);
+    rlx_tensor *logits = gpt_logits(lay, tokens, c->batch, c->seq, params);
     return rlx_mean_all(rlx_softmax_cross_entropy_with_logits(logits, targets));
 }
 
@@ -162,7 +193,7 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
     if (rc == RLX_OK) {
         rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
         rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);
-        rlx_tensor *step_size = rlx_rdiv_s(bc1, ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
+        rlx_tensor *step_size = rlx_rdiv_s(bc1, c->lr > 0 ? c->lr : ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
         out[0] = loss;
         for (int i = 0; i < np; i++) {
             rlx_tensor *upd[3];
@@ -288,6 +319,144 @@ rlx_status gpt_step(rlx_program *prog, gpt_state *st, rlx_tensor *tokens, rlx_te
     st->step++;
     if (loss && (rc = rlx_item(out[0], loss)) != RLX_OK)
         *loss = NAN;
+    rlx_release(out[0]);
+    return rc;
+}
+
+/* --------------------------------------------------------- decoding */
+
+/* One block for one token at position pos: its k/v written into the cache
+ * at pos (where over a one-hot row: exact), its query attending over the
+ * keys at positions <= pos. */
+static rlx_tensor *block_decode(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, rlx_tensor *at_pos,
+                                rlx_tensor *seen, rlx_tensor *kc, rlx_tensor *vc, rlx_tensor **kc2,
+                                rlx_tensor **vc2)
+{
+    rlx_tensor *q, *k, *v;
+    block_qkv(c, h, p, &q, &k, &v);
+    *kc2 = rlx_where(at_pos, k, kc);
+    *vc2 = rlx_where(at_pos, v, vc);
+    rlx_tensor *att = rlx_attention_masked(q, *kc2, *vc2, seen, c->heads, c->width / c->heads);
+    return block_out(h, att, p);
+}
+
+rlx_status gpt_decode_graph(const gpt_layout *lay, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *p,
+                            rlx_tensor *const *k, rlx_tensor *const *v, rlx_tensor **out)
+{
+    const gpt_config *c = &lay->cfg;
+    const int nout = 1 + 2 * c->layers;
+    rlx_status rc = RLX_OK;
+    rlx_scope_begin();
+    rlx_tensor *slots = rlx_arange(RLX_I32, 0, c->seq, 1);
+    rlx_tensor *at_pos = rlx_reshape(rlx_eq(slots, pos), 3, (int64_t[]){1, c->seq, 1});
+    rlx_tensor *seen = rlx_reshape(rlx_le(slots, pos), 2, (int64_t[]){1, c->seq});
+    rlx_tensor *x = rlx_add(rlx_index_select(p[0], 0, token), rlx_index_select(p[1], 0, pos));
+    rlx_tensor *h = rlx_reshape(x, 3, (int64_t[]){1, 1, c->width});
+    for (int l = 0; l < c->layers; l++)
+        h = block_decode(c, h, p + layer_base(l), at_pos, seen, k[l], v[l], &out[1 + l], &out[1 + c->layers + l]);
+    out[0] = head(lay, h, 1, p);
+    for (int i = 0; i < nout && rc == RLX_OK; i++)
+        if (!out[i])
+            rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
+    for (int i = 0; i < nout && rc == RLX_OK; i++)
+        if (!rlx_escape(out[i]))
+            rc = RLX_E_NOMEM;
+    if (rc != RLX_OK)
+        for (int i = 0; i < nout; i++)
+            out[i] = NULL;
+    rlx_scope_end();
+    return rc;
+}
+
+static const char *cache_name(char *buf, size_t cap, char kind, int l)
+{
+    snprintf(buf, cap, "%c.cache%d", kind, l);
+    return buf;
+}
+
+rlx_status gpt_decoder_init(gpt_decoder *d, const gpt_layout *lay)
+{
+    const gpt_config *c = &lay->cfg;
+    memset(d, 0, sizeof *d);
+    d->lay = lay;
+    const int64_t one[1] = {1}, csh[3] = {1, c->seq, c->width};
+    rlx_status rc = RLX_OK;
+    rlx_scope_begin();
+    rlx_tensor *token = rlx_input("token", RLX_I32, 1, one), *pos = rlx_input("pos", RLX_I32, 1, one);
+    rlx_tensor *p[GPT_MAX_PARAMS], *k[GPT_MAX_LAYERS], *v[GPT_MAX_LAYERS], *out[1 + 2 * GPT_MAX_LAYERS];
+    for (int i = 0; i < lay->nparam; i++)
+        p[i] = rlx_input(lay->name[i], c->dtype, lay->rank[i], lay->shape[i]);
+    for (int l = 0; l < c->layers; l++) {
+        char nk[16], nv[16];
+        k[l] = rlx_input(cache_name(nk, sizeof nk, 'k', l), c->dtype, 3, csh);
+        v[l] = rlx_input(cache_name(nv, sizeof nv, 'v', l), c->dtype, 3, csh);
+    }
+    rc = gpt_decode_graph(lay, token, pos, p, k, v, out);
+    if (rc == RLX_OK && !(d->prog = rlx_compile(out, 1 + 2 * c->layers)))
+        rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
+    rlx_scope_end();
+    for (int l = 0; l < c->layers && rc == RLX_OK; l++) {
+        d->k[l] = own(rlx_zeros(c->dtype, 3, csh));
+        d->v[l] = own(rlx_zeros(c->dtype, 3, csh));
+        if (!d->k[l] || !d->v[l])
+            rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_NOMEM;
+    }
+    if (rc != RLX_OK)
+        gpt_decoder_free(d);
+    return rc;
+}
+
+void gpt_decoder_free(gpt_decoder *d)
+{
+    rlx_program_free(d->prog);
+    d->prog = NULL;
+    for (int l = 0; l < GPT_MAX_LAYERS; l++) {
+        rlx_release(d->k[l]);
+        rlx_release(d->v[l]);
+        d->k[l] = d->v[l] = NULL;
+    }
+}
+
+rlx_status gpt_decode_step(gpt_decoder *d, rlx_tensor *const *params, int32_t token, float *logits)
+{
+    const gpt_layout *lay = d->lay;
+    const gpt_config *c = &lay->cfg;
+    const int L = c->layers;
+    if (d->pos < 0 || d->pos >= c->seq || token < 0 || token >= c->vocab) {
+        fprintf(stderr, "gpt_decode_step: position %lld or token %d out of range\n", (long long)d->pos, token);
+        return RLX_E_ARG;
+    }
+    const int64_t one[1] = {1};
+    const int32_t posv = (int32_t)d->pos;
+    rlx_tensor *tok = own(rlx_from_data(RLX_I32, 1, one, &token)), *pos = own(rlx_from_data(RLX_I32, 1, one, &posv));
+    rlx_binding bind[2 + GPT_MAX_PARAMS + 2 * GPT_MAX_LAYERS];
+    char names[2 * GPT_MAX_LAYERS][16];
+    int nb = 0;
+    bind[nb++] = (rlx_binding){"token", tok};
+    bind[nb++] = (rlx_binding){"pos", pos};
+    for (int i = 0; i < lay->nparam; i++)
+        bind[nb++] = (rlx_binding){lay->name[i], params[i]};
+    for (int l = 0; l < L; l++) {
+        bind[nb++] = (rlx_binding){cache_name(names[l], sizeof names[l], 'k', l), d->k[l]};
+        bind[nb++] = (rlx_binding){cache_name(names[L + l], sizeof names[L + l], 'v', l), d->v[l]};
+    }
+    rlx_tensor *out[1 + 2 * GPT_MAX_LAYERS];
+    rlx_status rc = tok && pos ? rlx_program_run(d->prog, bind, nb, out) : rlx_last_status();
+    rlx_release(tok);
+    rlx_release(pos);
+    if (rc != RLX_OK)
+        return rc;
+    for (int i = 0; i < 1 + 2 * L; i++)
+        own(out[i]);
+    for (int l = 0; l < L; l++) {
+        rlx_release(d->k[l]);
+        rlx_release(d->v[l]);
+        d->k[l] = out[1 + l];
+        d->v[l] = out[1 + L + l];
+    }
+    d->pos++;
+    if (logits)
+        rc = rlx_read_f32(out[0], logits, (size_t)c->vocab);
     rlx_release(out[0]);
     return rc;
 }

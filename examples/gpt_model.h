@@ -24,6 +24,13 @@
  * ".proj_w" [W,4W], ".proj_b" [W]; then "lnf_g", "lnf_b" [W].
  * Initial values (gpt_init_values): weights N(0, 0.02^2) from a seeded
  * xorshift64 + Box-Muller stream, biases and betas 0, gammas 1.
+ *
+ * Decoding (gpt_decoder): one compiled program runs one token through the
+ * blocks against a key/value cache per layer of fixed capacity [1, seq, W]:
+ * the token's k/v are written at its position and its query attends over
+ * the cached positions 0..pos (rlx_attention_masked), so every step has
+ * the same shapes and the program is compiled once. (A cache that grows by
+ * concatenation would change shapes every token and plan every token.)
  */
 #ifndef GPT_MODEL_H
 #define GPT_MODEL_H
@@ -37,6 +44,7 @@ enum { GPT_MAX_LAYERS = 16, GPT_MAX_PARAMS = 4 + 12 * GPT_MAX_LAYERS, GPT_NAME_C
 typedef struct {
     int vocab, width, layers, heads, seq, batch;
     rlx_dtype dtype; /* RLX_F32 or RLX_F64 */
+    double lr;       /* Adam learning rate; 0 means 3e-4 */
 } gpt_config;
 
 typedef struct {
@@ -61,12 +69,16 @@ typedef struct {
 
 /* Fills lay from cfg; RLX_E_ARG (with a message) for a config it cannot
  * build: non-positive sizes, width not a multiple of heads, too many
- * layers, a dtype other than f32/f64. */
+ * layers, a dtype other than f32/f64, a negative or NaN lr. */
 rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay);
 /* The initial values of parameter i, as doubles, numel[i] of them. */
 void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst);
 /* The mean loss over rlx_input placeholders named as above. */
 rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params);
+/* Logits [batch*len, vocab] of tokens (i32 [batch*len]) at positions
+ * 0..len-1, 1 <= len <= seq: the forward of gpt_loss without the loss. */
+rlx_tensor *gpt_logits(const gpt_layout *lay, rlx_tensor *tokens, int64_t batch, int64_t len,
+                       rlx_tensor *const *params);
 /* The training step's outputs (loss, then new parameters, m, v in layout
  * order: 1 + 3 * nparam new references, moved out of the caller's scope
  * level like any op result) over any tensors of the layout's shapes:
@@ -85,5 +97,29 @@ rlx_status gpt_step(rlx_program *prog, gpt_state *st, rlx_tensor *tokens, rlx_te
 /* A batch: tokens uniform in [0, vocab) from seed, targets a fixed
  * function of the token and its position (learnable). */
 void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32_t *targets);
+
+/* KV-cache decoding of one sequence (batch 1) with the parameters of a
+ * gpt_state. */
+typedef struct {
+    const gpt_layout *lay;
+    rlx_program *prog;
+    rlx_tensor *k[GPT_MAX_LAYERS], *v[GPT_MAX_LAYERS]; /* [1, seq, W] */
+    int64_t pos; /* tokens in the cache */
+} gpt_decoder;
+
+/* The decode step's outputs over any tensors of the layout's shapes: token
+ * and pos (i32 [1]), parameters, caches k[l], v[l] ([1, seq, W]); out gets
+ * the logits [1, vocab] then the new k caches, then the new v caches
+ * (1 + 2 * layers new references). */
+rlx_status gpt_decode_graph(const gpt_layout *lay, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *p,
+                            rlx_tensor *const *k, rlx_tensor *const *v, rlx_tensor **out);
+/* Compiles the decode step; zero caches, pos 0. */
+rlx_status gpt_decoder_init(gpt_decoder *d, const gpt_layout *lay);
+void gpt_decoder_free(gpt_decoder *d);
+/* Runs token at position d->pos (< seq, else RLX_E_ARG) with params (the
+ * layout's parameters), appends its k/v to the caches, and writes the
+ * vocab next-token logits to logits (may be NULL). Setting d->pos = 0
+ * restarts the sequence (stale cache entries are masked). */
+rlx_status gpt_decode_step(gpt_decoder *d, rlx_tensor *const *params, int32_t token, float *logits);
 
 #endif /* GPT_MODEL_H */
