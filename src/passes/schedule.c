@@ -8,6 +8,13 @@
  *    the affine index of the loads below them; a reshape whose source can
  *    not be addressed affinely through the new shape makes that source a
  *    materialized value instead (found while lowering, then re-planned);
+ *  - a pad is a view with a guard: its reader computes
+ *    where(in bounds, source at the shifted index, fill), the bounds being
+ *    per-dim ranges of the loop indices (SCHED_I_GUARD), and every load
+ *    below it is taken only where they hold (a guarded load); dims a
+ *    reader never reads outside the source get no guard. A pad is never
+ *    part of a view chain the runtime composes (a REF kernel's operand, a
+ *    root published as a view): there it is materialized by a LOOP kernel;
  *  - elementwise ops and CONST/IOTA leaves fuse into their consumer's loop,
  *    however long the chain, broadcasts included;
  *  - SUM/PROD/MAX/MIN reductions absorb their elementwise producers
@@ -18,7 +25,7 @@
  *    reductions are kernels of their own;
  *  - a node needed by several kernels is materialized once, unless it is
  *    cheap (a view or a leaf), which each kernel recomputes;
- *  - everything else (pad, cat, gather, cumsum, arg reductions, rand,
+ *  - everything else (cat, gather, cumsum, arg reductions, rand,
  *    library calls, the float math the code generator lacks: ops.def's
  *    emit and jit columns) is a REF kernel: one node through the
  *    reference evaluator.
@@ -86,9 +93,10 @@ typedef struct {
 
 static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->pos, n); }
 
+/* A view the runtime can take as strides (a pad is not: it writes its fill). */
 static bool is_chain_view(const planner *p, const ir_node *n)
 {
-    return p->cls[pos_of(p, n)] == C_VIEW;
+    return p->cls[pos_of(p, n)] == C_VIEW && n->op != IR_OP_PAD;
 }
 
 /* The value under a chain of views (the node itself when it is none). */
@@ -208,6 +216,7 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
  * node's row-major layout. */
 typedef struct {
     int flat;
+    int cond;              /* the guard of the loads below (a pad's): its instruction + 1; 0 when none */
     const ir_node *origin; /* the reshape that made the map flat */
     sched_affine f;
     sched_affine dim[IR_MAX_RANK];
@@ -261,7 +270,7 @@ static uint64_t mix(uint64_t h)
 
 static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
 {
-    uint64_t h = mix((uint64_t)(uintptr_t)n ^ (uint64_t)m->flat << 63);
+    uint64_t h = mix((uint64_t)(uintptr_t)n ^ (uint64_t)m->flat << 63 ^ (uint64_t)(uint32_t)m->cond << 32);
     int nd = m->flat ? 1 : n->rank;
     for (int d = 0; d < nd; d++) {
         const sched_affine *a = m->flat ? &m->f : &m->dim[d];
@@ -274,7 +283,7 @@ static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
 
 static bool map_eq(const lower_ctx *c, const ir_node *n, const lmap *a, const lmap *b)
 {
-    if (a->flat != b->flat)
+    if (a->flat != b->flat || a->cond != b->cond)
         return false;
     int nd = a->flat ? 1 : n->rank;
     for (int d = 0; d < nd; d++) {
@@ -465,6 +474,8 @@ static int lower_load(lower_ctx *c, ir_node *n, const lmap *m)
     memset(&in, 0, sizeof in);
     in.kind = SCHED_I_LOAD;
     in.dtype = n->dtype;
+    in.guarded = m->cond > 0;
+    in.src[0] = in.guarded ? m->cond - 1 : 0;
     in.arg = arg_index(c, n);
     if (in.arg < 0)
         return -1;
@@ -493,6 +504,10 @@ static bool is_loop_index(const sched_affine *a, int d)
 static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     lmap dm;
+    if (m->cond) { /* a pad above a phase: the reduction is a value of its own */
+        c->blame = n;
+        return -1;
+    }
     if (m->flat) {
         if (!to_dims(c, &m->f, n, &dm)) {
             c->blame = m->origin->src[0];
@@ -536,6 +551,96 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     return add_instr(c, &in);
 }
 
+/* The range [*lo, *hi] of a over the loop (not empty). */
+static void affine_range(const lower_ctx *c, const sched_affine *a, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = a->off;
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t span = a->stride[k] * (c->lshape[k] - 1);
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+}
+
+static int add_op(lower_ctx *c, ir_op op, rlx_dtype dt, int a, int b, int d)
+{
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_OP;
+    in.op = op;
+    in.dtype = dt;
+    in.src[0] = a;
+    in.src[1] = b;
+    in.src[2] = d;
+    return add_instr(c, &in);
+}
+
+/* A pad's fill: a slot of the constant array, read from no CONST node
+ * (the plan's own value; the pad's attributes are part of a plan's key). */
+static int pad_fill(lower_ctx *c, const ir_node *n)
+{
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_CONST;
+    in.dtype = n->dtype;
+    in.value = ir_cast_const(n->attr.pad.value, n->dtype); /* as the reference stores it */
+    in.arg = c->k->nconsts++;
+    return add_instr(c, &in);
+}
+
+/* pad(x) at map m: where(guard, x at the shifted map, fill), the loads of
+ * x guarded by the conjunction of this guard and the ones above. */
+static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    lmap dm;
+    if (m->flat) {
+        if (!to_dims(c, &m->f, n, &dm)) {
+            c->blame = m->origin->src[0];
+            return -1;
+        }
+        dm.cond = m->cond;
+        m = &dm;
+    }
+    ir_node *x = n->src[0];
+    const ir_attrs *a = &n->attr;
+    if (c->lempty || ir_node_numel(x) == 0)
+        return pad_fill(c, n); /* nothing is read: every element is the fill */
+    lmap s = *m;
+    int g = -1;
+    for (int d = 0; d < n->rank; d++) {
+        int64_t b = a->pad.before[d], e = b + x->shape[d], lo, hi;
+        if (b == 0 && a->pad.after[d] == 0)
+            continue;
+        s.dim[d].off -= b;
+        affine_range(c, &m->dim[d], &lo, &hi);
+        if (hi < b || lo >= e)
+            return pad_fill(c, n); /* the reader sees only the padding */
+        if (lo >= b && hi < e)
+            continue; /* and here none of it */
+        sched_instr in;
+        memset(&in, 0, sizeof in);
+        in.kind = SCHED_I_GUARD;
+        in.dtype = RLX_BOOL;
+        in.idx = m->dim[d];
+        in.lo = b;
+        in.hi = e;
+        int t = add_instr(c, &in);
+        if (t < 0 || (g >= 0 && (t = add_op(c, IR_OP_AND, RLX_BOOL, g, t, 0)) < 0))
+            return -1;
+        g = t;
+    }
+    if (g < 0)
+        return lower(c, x, &s, depth + 1);
+    int all = m->cond ? add_op(c, IR_OP_AND, RLX_BOOL, m->cond - 1, g, 0) : g;
+    if (all < 0)
+        return -1;
+    s.cond = all + 1;
+    int v = lower(c, x, &s, depth + 1), f = v < 0 ? -1 : pad_fill(c, n);
+    return f < 0 ? -1 : add_op(c, IR_OP_WHERE, n->dtype, g, v, f);
+}
+
 static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     long i = pos_of(c->p, n);
@@ -573,9 +678,12 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         in.idx = m->dim[n->attr.iota.axis];
         return add_instr(c, &in);
     case C_VIEW: {
+        if (n->op == IR_OP_PAD)
+            return lower_pad(c, n, m, depth);
         lmap s;
         if (!compose_view(c, n, m, &s))
             return -1;
+        s.cond = m->cond;
         return lower(c, n->src[0], &s, depth + 1);
     }
     case C_EW: {
@@ -625,7 +733,7 @@ static int collect_affines(sched_kernel *k, sched_affine **out)
     int n = 0;
     out[n++] = &k->out;
     for (int i = 0; i < k->ninstr; i++)
-        if (k->instr[i].kind == SCHED_I_LOAD || k->instr[i].kind == SCHED_I_IOTA)
+        if (k->instr[i].kind == SCHED_I_LOAD || k->instr[i].kind == SCHED_I_IOTA || k->instr[i].kind == SCHED_I_GUARD)
             out[n++] = &k->instr[i].idx;
     return n;
 }
@@ -1028,7 +1136,13 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
             PUT(bits_of(in->value));
             PUT(bits_of(in->step));
         }
-        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
+        if (in->kind == SCHED_I_LOAD)
+            PUT(in->guarded);
+        if (in->kind == SCHED_I_GUARD) {
+            PUT(in->lo);
+            PUT(in->hi);
+        }
+        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) {
             PUT(in->idx.off);
             for (int d = 0; d < k->rank; d++)
                 PUT(in->idx.stride[d]);
