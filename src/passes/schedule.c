@@ -217,6 +217,10 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
 typedef struct {
     int flat;
     int cond;              /* the guard of the loads below (a pad's): its instruction + 1; 0 when none */
+    /* with cond: the box of loop indices the guard can hold on (loop dim
+     * k in [lo[k], hi[k]]); a map need be valid only there. The box is a
+     * function of cond, so the memo need not compare it. */
+    int64_t lo[SCHED_MAX_LOOP], hi[SCHED_MAX_LOOP];
     const ir_node *origin; /* the reshape that made the map flat */
     sched_affine f;
     sched_affine dim[IR_MAX_RANK];
@@ -380,22 +384,66 @@ static void flatten(const ir_node *n, const lmap *m, sched_affine *f)
         affine_add_scaled(f, &m->dim[d], cs[d]);
 }
 
-/* Rewrites a flat index into per-dim indices of n's shape; false when the
- * digits are not affine in the loop indices (checked over the loop range). */
-static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n, lmap *out)
+/* The range of loop dim k under map m: its box when guarded, else the loop. */
+static void loop_range(const lower_ctx *c, const lmap *m, int k, int64_t *lo, int64_t *hi)
 {
+    if (m->cond) {
+        *lo = m->lo[k];
+        *hi = m->hi[k];
+    } else {
+        *lo = 0;
+        *hi = c->lshape[k] - 1;
+    }
+}
+
+/* The range [*lo, *hi] of a over the loop indices m may be read at. */
+static void affine_range(const lower_ctx *c, const lmap *m, const sched_affine *a, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = a->off;
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t l, h;
+        loop_range(c, m, k, &l, &h);
+        int64_t x = a->stride[k] * l, y = a->stride[k] * h;
+        *lo += x < y ? x : y;
+        *hi += x < y ? y : x;
+    }
+}
+
+/* The guard of m (and its box) on s. */
+static void keep_guard(lmap *s, const lmap *m)
+{
+    s->cond = m->cond;
+    if (m->cond) {
+        memcpy(s->lo, m->lo, sizeof s->lo);
+        memcpy(s->hi, m->hi, sizeof s->hi);
+    }
+}
+
+/* Rewrites m's flat index into per-dim indices of n's shape; false when
+ * the digits are not affine in the loop indices (checked over the loop
+ * indices m is read at: its box under a guard, whose corner is the base). */
+static bool to_dims(const lower_ctx *c, const lmap *m, const ir_node *n, lmap *out)
+{
+    const sched_affine *f = &m->f;
     memset(out, 0, sizeof *out);
+    keep_guard(out, m);
     if (c->lempty || ir_node_numel(n) == 0)
         return true; /* nothing is ever read */
-    int64_t cs[IR_MAX_RANK];
+    int64_t cs[IR_MAX_RANK], base[SCHED_MAX_LOOP], f0 = f->off;
     contiguous_strides(n->rank, n->shape, cs);
-    if (f->off < 0 || f->off >= ir_node_numel(n))
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t h;
+        loop_range(c, m, k, &base[k], &h);
+        f0 += f->stride[k] * base[k];
+    }
+    if (f0 < 0 || f0 >= ir_node_numel(n))
         return false;
     for (int d = 0; d < n->rank; d++)
-        out->dim[d].off = f->off / cs[d] % n->shape[d];
+        out->dim[d].off = f0 / cs[d] % n->shape[d];
     for (int k = 0; k < c->lrank; k++) {
-        int64_t a = f->stride[k];
-        if (a == 0 || c->lshape[k] <= 1)
+        int64_t a = f->stride[k], l, h;
+        loop_range(c, m, k, &l, &h);
+        if (a == 0 || h <= l)
             continue;
         int64_t mag = a < 0 ? -a : a;
         int d = 0;
@@ -406,9 +454,11 @@ static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n,
         out->dim[d].stride[k] += a / cs[d];
     }
     for (int d = 0; d < n->rank; d++) {
-        int64_t lo = out->dim[d].off, hi = lo;
+        int64_t lo = out->dim[d].off, hi = lo; /* the digit at the base, plus steps over the box */
         for (int k = 0; k < c->lrank; k++) {
-            int64_t span = out->dim[d].stride[k] * (c->lshape[k] - 1);
+            int64_t l, h;
+            loop_range(c, m, k, &l, &h);
+            int64_t span = out->dim[d].stride[k] * (h - l);
             if (span < 0)
                 lo += span;
             else
@@ -417,6 +467,10 @@ static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n,
         if (lo < 0 || hi >= n->shape[d])
             return false;
     }
+    /* relative to loop index 0 */
+    for (int d = 0; d < n->rank; d++)
+        for (int k = 0; k < c->lrank; k++)
+            out->dim[d].off -= out->dim[d].stride[k] * base[k];
     return true;
 }
 
@@ -429,7 +483,7 @@ static bool compose_view(lower_ctx *c, const ir_node *v, const lmap *m, lmap *s)
     const ir_attrs *a = &v->attr;
     lmap dm;
     if (m->flat && v->op != IR_OP_RESHAPE) {
-        if (!to_dims(c, &m->f, v, &dm)) {
+        if (!to_dims(c, m, v, &dm)) {
             c->blame = m->origin->src[0];
             return false;
         }
@@ -509,7 +563,7 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         return -1;
     }
     if (m->flat) {
-        if (!to_dims(c, &m->f, n, &dm)) {
+        if (!to_dims(c, m, n, &dm)) {
             c->blame = m->origin->src[0];
             return -1;
         }
@@ -551,19 +605,6 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     return add_instr(c, &in);
 }
 
-/* The range [*lo, *hi] of a over the loop (not empty). */
-static void affine_range(const lower_ctx *c, const sched_affine *a, int64_t *lo, int64_t *hi)
-{
-    *lo = *hi = a->off;
-    for (int k = 0; k < c->lrank; k++) {
-        int64_t span = a->stride[k] * (c->lshape[k] - 1);
-        if (span < 0)
-            *lo += span;
-        else
-            *hi += span;
-    }
-}
-
 static int add_op(lower_ctx *c, ir_op op, rlx_dtype dt, int a, int b, int d)
 {
     sched_instr in;
@@ -590,17 +631,54 @@ static int pad_fill(lower_ctx *c, const ir_node *n)
     return add_instr(c, &in);
 }
 
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return q * b != a && (a < 0) != (b < 0) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* Narrows s's box to where lo <= a < hi, when a steps along one loop dim
+ * (else the box stays as it is: it bounds where the guard holds, loosely).
+ * False when the box becomes empty. */
+static bool box_restrict(const lower_ctx *c, lmap *s, const sched_affine *a, int64_t lo, int64_t hi)
+{
+    int k = -1;
+    for (int j = 0; j < c->lrank; j++) {
+        if (a->stride[j] == 0)
+            continue;
+        if (k >= 0)
+            return true;
+        k = j;
+    }
+    if (k < 0)
+        return a->off >= lo && a->off < hi;
+    int64_t st = a->stride[k], x = lo - a->off, y = hi - 1 - a->off, l, h;
+    if (st > 0) {
+        l = ceil_div(x, st);
+        h = floor_div(y, st);
+    } else {
+        l = ceil_div(y, st);
+        h = floor_div(x, st);
+    }
+    if (l > s->lo[k])
+        s->lo[k] = l;
+    if (h < s->hi[k])
+        s->hi[k] = h;
+    return s->lo[k] <= s->hi[k];
+}
+
 /* pad(x) at map m: where(guard, x at the shifted map, fill), the loads of
  * x guarded by the conjunction of this guard and the ones above. */
 static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     lmap dm;
     if (m->flat) {
-        if (!to_dims(c, &m->f, n, &dm)) {
+        if (!to_dims(c, m, n, &dm)) {
             c->blame = m->origin->src[0];
             return -1;
         }
-        dm.cond = m->cond;
         m = &dm;
     }
     ir_node *x = n->src[0];
@@ -608,13 +686,16 @@ static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     if (c->lempty || ir_node_numel(x) == 0)
         return pad_fill(c, n); /* nothing is read: every element is the fill */
     lmap s = *m;
+    if (!m->cond)
+        for (int k = 0; k < c->lrank; k++)
+            loop_range(c, m, k, &s.lo[k], &s.hi[k]);
     int g = -1;
     for (int d = 0; d < n->rank; d++) {
         int64_t b = a->pad.before[d], e = b + x->shape[d], lo, hi;
         if (b == 0 && a->pad.after[d] == 0)
             continue;
         s.dim[d].off -= b;
-        affine_range(c, &m->dim[d], &lo, &hi);
+        affine_range(c, m, &m->dim[d], &lo, &hi);
         if (hi < b || lo >= e)
             return pad_fill(c, n); /* the reader sees only the padding */
         if (lo >= b && hi < e)
@@ -630,6 +711,8 @@ static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         if (t < 0 || (g >= 0 && (t = add_op(c, IR_OP_AND, RLX_BOOL, g, t, 0)) < 0))
             return -1;
         g = t;
+        if (!box_restrict(c, &s, &m->dim[d], b, e))
+            return pad_fill(c, n); /* the guard never holds */
     }
     if (g < 0)
         return lower(c, x, &s, depth + 1);
@@ -666,7 +749,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         }
         lmap dm;
         if (m->flat) {
-            if (!to_dims(c, &m->f, n, &dm)) {
+            if (!to_dims(c, m, n, &dm)) {
                 c->blame = m->origin->src[0];
                 return -1;
             }
@@ -683,7 +766,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         lmap s;
         if (!compose_view(c, n, m, &s))
             return -1;
-        s.cond = m->cond;
+        keep_guard(&s, m);
         return lower(c, n->src[0], &s, depth + 1);
     }
     case C_EW: {
