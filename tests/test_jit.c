@@ -1494,6 +1494,83 @@ static int fresh_kernel_workload(void)
     return exp_half(2999, false, false) && exp_half(n, true, true);
 }
 
+/* --------------------------------------------------------------- pads */
+
+/* The pad cases of one dtype over x, y [5,7,11] (and e, an empty one). */
+enum { NPAD = 16 };
+static void pad_cases(rlx_dtype dt, rlx_tensor *x, rlx_tensor *y, rlx_tensor *e, rlx_tensor **out)
+{
+    bool fl = is_float(dt), bo = dt == RLX_BOOL;
+    double v = bo ? 1 : fl ? -1.5 : 7;
+    rlx_tensor *xt = rlx_transpose(x, 3, (int[]){2, 0, 1});                    /* non-contiguous [11,5,7] */
+    out[0] = rlx_pad(x, 1, 2, 1, v);                                            /* a root pad */
+    out[1] = rlx_add(rlx_pad(xt, 2, 3, 0, v), rlx_pad(rlx_transpose(y, 3, (int[]){2, 0, 1}), 2, 0, 3, 0));
+    out[2] = rlx_pad(bo ? rlx_logical_and(x, y) : rlx_div(x, y), 0, 1, 1, v);   /* an expression under a pad */
+    out[3] = rlx_pad(rlx_pad(x, 2, 1, 0, 0), 0, 0, 2, v);                       /* nested, other values */
+    out[4] = rlx_pad(rlx_pad(x, 2, 2, 1, v), 2, 1, 3, 0);                       /* nested on one axis */
+    out[5] = rlx_reshape(rlx_pad(x, 2, 1, 1, v), 2, (int64_t[]){35, 13});       /* a reshape above */
+    /* the attention-gradient pattern: permute, reshape, pad */
+    out[6] = rlx_pad(rlx_reshape(rlx_transpose(x, 3, (int[]){1, 0, 2}), 2, (int64_t[]){7, 55}), 1, 55, 0, v);
+    out[7] = rlx_slice(rlx_pad(x, 1, 3, 3, v), 1, 3, 10, 1);                    /* only the interior */
+    out[8] = rlx_slice(rlx_pad(x, 1, 3, 3, v), 1, 0, 3, 1);                     /* only the padding */
+    out[9] = rlx_slice(rlx_pad(x, 2, 4, 4, v), 2, RLX_END, RLX_END, -3);        /* a strided, reversed reader */
+    rlx_tensor *q = rlx_narrow(x, 2, 0, 4), *k = rlx_narrow(y, 2, 4, 4), *w = rlx_narrow(x, 2, 8, 3);
+    out[10] = rlx_add(rlx_add(rlx_pad(q, 2, 0, 7, 0), rlx_pad(k, 2, 4, 3, 0)), rlx_pad(w, 2, 8, 0, 0));
+    out[11] = rlx_sum(rlx_pad(x, 2, 1, 2, v), (int[]){2}, 1, false);            /* reduced */
+    out[12] = rlx_pad(e, 1, 1, 2, v);                                           /* of an empty value */
+    out[13] = rlx_pad(rlx_broadcast_to(rlx_narrow(x, 1, 0, 1), 3, (int64_t[]){5, 4, 11}), 1, 1, 1, v); /* of a broadcast */
+    out[14] = fl ? rlx_softmax(rlx_pad(x, 2, 1, 2, -2), 2) : rlx_pad(rlx_add(x, y), 2, 1, 0, v); /* a row kernel */
+    out[15] = fl ? rlx_matmul(rlx_pad(x, 2, 1, 0, v), rlx_pad(rlx_transpose(y, 3, (int[]){0, 2, 1}), 1, 1, 0, 0))
+                 : rlx_pad(x, 0, 0, 0, v);                                      /* a library kernel reads pads */
+}
+
+TEST(jit_pad_fusion)
+{
+    int64_t sh[3] = {5, 7, 11}, es[2] = {0, 3};
+    for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
+        rlx_tensor *outs[2][NPAD];
+        rlx_stats_t s0 = stats_now(), s1 = s0;
+        for (int b = 0; b < 2; b++) {
+            rng r = {7 + (uint64_t)dt};
+            rlx_tensor *x = rinput(&r, (rlx_dtype)dt, 3, sh), *y = rinput(&r, (rlx_dtype)dt, 3, sh);
+            rlx_tensor *e = rinput(&r, (rlx_dtype)dt, 2, es);
+            pad_cases((rlx_dtype)dt, x, y, e, outs[b]);
+            use_jit(b == 1);
+            s0 = stats_now();
+            CHECK_EQ_INT(rlx_realize_many(outs[b], NPAD), RLX_OK);
+            s1 = stats_now();
+            use_jit(false);
+        }
+        /* no reference-evaluator kernel: only matmul's library kernel */
+        uint64_t loops = s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses;
+        uint64_t refs = s1.kernels_run - s0.kernels_run - loops;
+        CHECK_EQ_INT((int)refs, is_float((rlx_dtype)dt) ? 1 : 0);
+        for (int i = 0; i < NPAD; i++) {
+            double tol = (i == 11 || i >= 14) && is_float((rlx_dtype)dt) ? 1e-6 : 0; /* sums: the JIT reassociates */
+            compare(outs[1][i], outs[0][i], tol, tol, rlx_dtype_name((rlx_dtype)dt), (uint64_t)i);
+        }
+    }
+}
+
+/* A pad of -0: the fill keeps its sign (a select, never an add of 0). */
+TEST(jit_pad_negative_zero)
+{
+    double xv[3] = {1, -0.0, 2};
+    for (int dt = RLX_F32; dt <= RLX_F64; dt++) {
+        rlx_tensor *x = rlx_cast(rlx_from_data(RLX_F64, 1, (int64_t[]){3}, xv), (rlx_dtype)dt);
+        use_jit(false);
+        rlx_realize(x);
+        use_jit(true);
+        rlx_tensor *p = rlx_pad(x, 0, 2, 1, -0.0);
+        CHECK_EQ_INT(rlx_realize(p), RLX_OK);
+        use_jit(false);
+        double v[6];
+        CHECK(rlx_read_f64(p, v, 6) == RLX_OK);
+        for (int i = 0; i < 6; i++)
+            CHECK(v[i] == (i == 2 ? 1 : i == 4 ? 2 : 0) && (bool)signbit(v[i]) == (i < 2 || i == 3 || i == 5));
+    }
+}
+
 TEST(jit_allocation_failures)
 {
     use_jit(true);
@@ -1504,5 +1581,5 @@ TEST(jit_allocation_failures)
 
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
-          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
