@@ -1571,6 +1571,62 @@ TEST(jit_pad_negative_zero)
     }
 }
 
+/* The cat cases of one dtype over x, y [5,7,11] (e: [0,3], empty). */
+enum { NCAT = 10 };
+static void cat_cases(rlx_dtype dt, rlx_tensor *x, rlx_tensor *y, rlx_tensor *e, rlx_tensor **out)
+{
+    rlx_tensor *xt = rlx_transpose(x, 3, (int[]){0, 2, 1}), *yt = rlx_transpose(y, 3, (int[]){0, 2, 1}); /* [5,11,7] */
+    out[0] = rlx_cat((rlx_tensor *[]){x, y}, 2, 1);                                          /* a root cat */
+    out[1] = rlx_cat((rlx_tensor *[]){xt, yt, xt}, 3, 2);                                    /* non-contiguous */
+    out[2] = rlx_add(rlx_cat((rlx_tensor *[]){rlx_narrow(x, 2, 0, 4), rlx_narrow(y, 2, 4, 7)}, 2, 2), y);
+    out[3] = rlx_slice(rlx_cat((rlx_tensor *[]){x, y, x}, 3, 0), 0, 3, 12, 2);               /* a strided reader */
+    out[4] = rlx_slice(rlx_cat((rlx_tensor *[]){x, y}, 2, 0), 0, 6, 9, 1);                   /* one input only */
+    out[5] = rlx_reshape(rlx_cat((rlx_tensor *[]){x, y}, 2, 2), 2, (int64_t[]){35, 22});     /* a reshape above */
+    out[6] = rlx_cat((rlx_tensor *[]){rlx_pad(x, 1, 1, 0, 1), rlx_narrow(y, 1, 0, 0), y}, 3, 1); /* a pad, an empty input */
+    out[7] = rlx_cat((rlx_tensor *[]){e, e}, 2, 0);                                          /* empty */
+    rlx_tensor *many[12];
+    for (int i = 0; i < 12; i++)
+        many[i] = rlx_narrow(i % 2 ? x : y, 2, i % 11, 1);
+    out[8] = rlx_cat(many, 12, 2);                                                          /* many inputs */
+    out[9] = dt == RLX_BOOL ? rlx_logical_or(rlx_cat((rlx_tensor *[]){x, y}, 2, 0), rlx_cat((rlx_tensor *[]){y, x}, 2, 0))
+                            : rlx_sum(rlx_cat((rlx_tensor *[]){x, y}, 2, 2), (int[]){2}, 1, false); /* reduced */
+}
+
+TEST(jit_cat_fusion)
+{
+    int64_t sh[3] = {5, 7, 11}, es[2] = {0, 3};
+    for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
+        rlx_tensor *outs[2][NCAT];
+        rlx_stats_t s0 = stats_now(), s1 = s0;
+        for (int b = 0; b < 2; b++) {
+            rng r = {17 + (uint64_t)dt};
+            rlx_tensor *x = rinput(&r, (rlx_dtype)dt, 3, sh), *y = rinput(&r, (rlx_dtype)dt, 3, sh);
+            rlx_tensor *e = rinput(&r, (rlx_dtype)dt, 2, es);
+            cat_cases((rlx_dtype)dt, x, y, e, outs[b]);
+            use_jit(b == 1);
+            s0 = stats_now();
+            CHECK_EQ_INT(rlx_realize_many(outs[b], NCAT), RLX_OK);
+            s1 = stats_now();
+            use_jit(false);
+        }
+        uint64_t loops = s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses;
+        CHECK_EQ_INT((int)(s1.kernels_run - s0.kernels_run - loops), 0); /* no reference-evaluator kernel */
+        for (int i = 0; i < NCAT; i++) {
+            double tol = i == 9 && is_float((rlx_dtype)dt) ? 1e-6 : 0; /* sums: the JIT reassociates */
+            compare(outs[1][i], outs[0][i], tol, tol, rlx_dtype_name((rlx_dtype)dt), (uint64_t)i);
+        }
+    }
+    /* -0 stays -0: a cat is selects, never a sum of zero-padded pieces */
+    double zv[2] = {-0.0, 1};
+    rlx_tensor *z = rlx_from_data(RLX_F64, 1, (int64_t[]){2}, zv);
+    use_jit(true);
+    rlx_tensor *cz = rlx_cat((rlx_tensor *[]){z, z}, 2, 0);
+    CHECK_EQ_INT(rlx_realize(cz), RLX_OK);
+    use_jit(false);
+    double cv[4];
+    CHECK(rlx_read_f64(cz, cv, 4) == RLX_OK && signbit(cv[0]) && signbit(cv[2]) && cv[1] == 1 && cv[3] == 1);
+}
+
 TEST(jit_allocation_failures)
 {
     use_jit(true);
@@ -1581,5 +1637,5 @@ TEST(jit_allocation_failures)
 
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
-          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

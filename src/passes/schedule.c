@@ -724,6 +724,68 @@ static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     return f < 0 ? -1 : add_op(c, IR_OP_WHERE, n->dtype, g, v, f);
 }
 
+/* cat(x_0, ..., x_k) at map m: where(g_0, x_0, where(g_1, x_1, ... x_k))
+ * over the inputs the map can reach, g_s the guard of x_s's range along
+ * the axis (selects, never sums: a -0 stays -0), each input's loads
+ * guarded by its own range. Built from the last input back. */
+static int lower_cat(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    lmap dm;
+    if (m->flat) {
+        if (!to_dims(c, m, n, &dm)) {
+            c->blame = m->origin->src[0];
+            return -1;
+        }
+        m = &dm;
+    }
+    int ax = n->attr.ax.axis, v = -1;
+    if (c->lempty)
+        return lower(c, n->src[0], m, depth + 1); /* nothing is read */
+    int64_t lo, hi, at = n->shape[ax];
+    affine_range(c, m, &m->dim[ax], &lo, &hi);
+    for (int i = n->nsrc - 1; i >= 0; i--) {
+        ir_node *x = n->src[i];
+        int64_t b = at - x->shape[ax], e = at;
+        at = b;
+        if (hi < b || lo >= e || b == e)
+            continue; /* never read here */
+        lmap s = *m;
+        s.dim[ax].off -= b;
+        if (lo >= b && hi < e) /* the only input read */
+            return lower(c, x, &s, depth + 1);
+        if (!m->cond)
+            for (int k = 0; k < c->lrank; k++)
+                loop_range(c, m, k, &s.lo[k], &s.hi[k]);
+        sched_instr in;
+        memset(&in, 0, sizeof in);
+        in.kind = SCHED_I_GUARD;
+        in.dtype = RLX_BOOL;
+        in.idx = m->dim[ax];
+        in.lo = b;
+        in.hi = e;
+        int g = add_instr(c, &in);
+        int all = g < 0 ? -1 : m->cond ? add_op(c, IR_OP_AND, RLX_BOOL, m->cond - 1, g, 0) : g;
+        if (all < 0)
+            return -1;
+        s.cond = all + 1;
+        if (!box_restrict(c, &s, &m->dim[ax], b, e))
+            continue;
+        int xv = lower(c, x, &s, depth + 1);
+        if (xv < 0)
+            return -1;
+        /* the last input read needs no select: the index lies in it when
+         * it lies in no earlier one */
+        v = v < 0 ? xv : add_op(c, IR_OP_WHERE, n->dtype, g, xv, v);
+        if (v < 0)
+            return -1;
+    }
+    if (v < 0) { /* cannot happen: the map reads inside the cat */
+        c->blame = n;
+        return -1;
+    }
+    return v;
+}
+
 static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     long i = pos_of(c->p, n);
@@ -770,6 +832,8 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         return lower(c, n->src[0], &s, depth + 1);
     }
     case C_EW: {
+        if (n->op == IR_OP_CAT)
+            return lower_cat(c, n, m, depth);
         int src[3] = {0, 0, 0};
         for (int s = 0; s < n->nsrc; s++)
             if ((src[s] = lower(c, n->src[s], m, depth + 1)) < 0)

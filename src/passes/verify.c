@@ -161,6 +161,8 @@ void sched_dump(FILE *f, const sched_schedule *s)
                 fprintf(f, " %%%d", in->src[x]);
             if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_CONST)
                 fprintf(f, " #%d", in->arg);
+            if (in->kind == SCHED_I_GUARD)
+                fprintf(f, " in [%lld, %lld)", (long long)in->lo, (long long)in->hi);
             fputc('\n', f);
         }
     }
