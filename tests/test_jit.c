@@ -1627,6 +1627,36 @@ TEST(jit_cat_fusion)
     CHECK(rlx_read_f64(cz, cv, 4) == RLX_OK && signbit(cv[0]) && signbit(cv[2]) && cv[1] == 1 && cv[3] == 1);
 }
 
+/* The q/k/v gradient of a fused projection: per-head values [B,H,S,D]
+ * permuted to [B,S,H,D], reshaped to [B,S,H*D] and padded into their
+ * third of [B,S,3*H*D], summed: one LOOP kernel (the loop splits the row
+ * into heads, so no permuted copy is made), equal to the reference. */
+TEST(jit_pad_head_split_one_kernel)
+{
+    int64_t sh[4] = {2, 4, 6, 8};
+    rlx_tensor *outs[2];
+    rlx_stats_t s0 = stats_now(), s1 = s0;
+    for (int b = 0; b < 2; b++) {
+        rng r = {5};
+        rlx_tensor *sum = NULL;
+        for (int j = 0; j < 3; j++) {
+            rlx_tensor *g = rinput(&r, RLX_F32, 4, sh);
+            rlx_tensor *h = rlx_reshape(rlx_transpose(g, 4, (int[]){0, 2, 1, 3}), 3, (int64_t[]){2, 6, 32});
+            rlx_tensor *p = rlx_pad(h, 2, 32 * j, 32 * (2 - j), 0);
+            sum = sum ? rlx_add(sum, p) : p;
+        }
+        outs[b] = sum;
+        use_jit(b == 1);
+        s0 = stats_now();
+        CHECK_EQ_INT(rlx_realize(sum), RLX_OK);
+        s1 = stats_now();
+        use_jit(false);
+    }
+    CHECK_EQ_INT((int)(s1.kernels_run - s0.kernels_run), 1);
+    CHECK_EQ_INT((int)(s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses), 1);
+    compare(outs[1], outs[0], 0, 0, "head split", 0);
+}
+
 TEST(jit_allocation_failures)
 {
     use_jit(true);
@@ -1637,5 +1667,5 @@ TEST(jit_allocation_failures)
 
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
-          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

@@ -36,6 +36,7 @@
  * The pass sees nodes only: no LLVM, no executor.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/cast.h"
@@ -242,8 +243,14 @@ typedef struct {
     sched_kernel *k;
     const ir_node *root;
     int lrank;
-    int64_t lshape[IR_MAX_RANK];
+    int64_t lshape[SCHED_MAX_LOOP];
     bool lempty;
+    /* A loop dim that must run as two (outer, inner of extent q) for a
+     * flat index to split into digits affinely (a row of heads read as
+     * [heads, head width]): asked by to_dims, granted by a new lowering
+     * (want_q 0: none asked). Elementwise kernels only. */
+    int want_at;
+    int64_t want_q;
     int cap_instr, cap_args;
     ir_table memo;              /* of memo_ent */
     lmap *maps;                 /* the maps of the memo entries */
@@ -419,10 +426,31 @@ static void keep_guard(lmap *s, const lmap *m)
     }
 }
 
+/* to_dims failed on digit d of n: a loop dim stepping t through that
+ * digit from 0 and running past it would split into digits as an outer
+ * dim and an inner one of shape[d] / t. */
+static void ask_split(lower_ctx *c, const lmap *m, const sched_affine *f, const ir_node *n, const int64_t *cs, int d)
+{
+    if (c->mask_set || c->want_q || c->lrank >= SCHED_MAX_LOOP)
+        return;
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t a = f->stride[k], l, h;
+        loop_range(c, m, k, &l, &h);
+        if (a <= 0 || a % cs[d] || h <= l)
+            continue;
+        int64_t t = a / cs[d], q = n->shape[d] / t;
+        if (t * cs[d] == a && n->shape[d] % t == 0 && q > 1 && q < c->lshape[k] && c->lshape[k] % q == 0) {
+            c->want_at = k;
+            c->want_q = q;
+            return;
+        }
+    }
+}
+
 /* Rewrites m's flat index into per-dim indices of n's shape; false when
  * the digits are not affine in the loop indices (checked over the loop
  * indices m is read at: its box under a guard, whose corner is the base). */
-static bool to_dims(const lower_ctx *c, const lmap *m, const ir_node *n, lmap *out)
+static bool to_dims(lower_ctx *c, const lmap *m, const ir_node *n, lmap *out)
 {
     const sched_affine *f = &m->f;
     memset(out, 0, sizeof *out);
@@ -464,8 +492,10 @@ static bool to_dims(const lower_ctx *c, const lmap *m, const ir_node *n, lmap *o
             else
                 hi += span;
         }
-        if (lo < 0 || hi >= n->shape[d])
+        if (lo < 0 || hi >= n->shape[d]) {
+            ask_split(c, m, f, n, cs, d);
             return false;
+        }
     }
     /* relative to loop index 0 */
     for (int d = 0; d < n->rank; d++)
@@ -639,21 +669,38 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-/* Narrows s's box to where lo <= a < hi, when a steps along one loop dim
- * (else the box stays as it is: it bounds where the guard holds, loosely).
- * False when the box becomes empty. */
+/* Narrows s's box to where lo <= a < hi, when a steps along one loop dim,
+ * or is the digits of a mixed radix whose top digit alone decides (a
+ * split row of heads, the bounds on whole heads); else the box stays as
+ * it is: it bounds where the guard holds, loosely. False when the box
+ * becomes empty. */
 static bool box_restrict(const lower_ctx *c, lmap *s, const sched_affine *a, int64_t lo, int64_t hi)
 {
-    int k = -1;
+    int k = -1, nz = 0;
     for (int j = 0; j < c->lrank; j++) {
         if (a->stride[j] == 0)
             continue;
-        if (k >= 0)
-            return true;
-        k = j;
+        nz++;
+        if (k < 0 || llabs((long long)a->stride[j]) > llabs((long long)a->stride[k]))
+            k = j;
     }
     if (k < 0)
         return a->off >= lo && a->off < hi;
+    if (nz > 1) {
+        int64_t st = a->stride[k], rlo = 0, rhi = 0;
+        for (int j = 0; j < c->lrank; j++) {
+            int64_t x = j == k ? 0 : a->stride[j] * s->lo[j], y = j == k ? 0 : a->stride[j] * s->hi[j];
+            rlo += x < y ? x : y;
+            rhi += x < y ? y : x;
+        }
+        if (st <= 0 || rlo < 0 || rhi >= st || (lo - a->off) % st || (hi - a->off) % st)
+            return true;
+        /* the lower digits stay inside one step of the top one and the
+         * bounds are whole steps: the top digit alone decides */
+        sched_affine top = {.off = a->off};
+        top.stride[k] = st;
+        return box_restrict(c, s, &top, lo, hi);
+    }
     int64_t st = a->stride[k], x = lo - a->off, y = hi - 1 - a->off, l, h;
     if (st > 0) {
         l = ceil_div(x, st);
@@ -1050,7 +1097,23 @@ static bool rows_trail(const ir_node *space, uint32_t mask)
 
 /* Lowers the LOOP kernel of node; false with c->blame set (re-plan) or
  * c->oom. */
-static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
+/* Loop dim k of an affine over rank dims split into (k, k + 1), the inner
+ * of extent q. */
+static void split_affine(sched_affine *a, int rank, int k, int64_t q)
+{
+    for (int d = rank - 1; d > k; d--)
+        a->stride[d + 1] = a->stride[d];
+    a->stride[k + 1] = a->stride[k];
+    a->stride[k] *= q;
+}
+
+enum { MAX_SPLITS = 4 };
+
+/* Lowers the LOOP kernel of node, its loop dims split as split_at/split_q
+ * say (in order, each in the loop space the ones before made); false with
+ * c->blame set (re-plan), c->want_q set (split and retry) or c->oom. */
+static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c, const int *split_at,
+                         const int64_t *split_q, int nsplit)
 {
     memset(c, 0, sizeof *c);
     c->p = p;
@@ -1081,14 +1144,31 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
         root_dims(node, node, 0, to);
     }
     c->lrank = space->rank;
-    memcpy(c->lshape, space->shape, sizeof c->lshape);
+    memcpy(c->lshape, space->shape, sizeof space->shape);
     c->lempty = ir_node_numel(space) == 0;
-    /* node's index: the loop index of each of its dims (0 on unit dims) */
+    /* node's index: the loop index of each of its dims (0 on unit dims),
+     * and its element offset */
     lmap id;
     memset(&id, 0, sizeof id);
+    int64_t cs[IR_MAX_RANK];
+    contiguous_strides(node->rank, node->shape, cs);
+    memset(&k->out, 0, sizeof k->out);
     for (int j = 0; j < node->rank; j++)
-        if (to[j] >= 0)
+        if (to[j] >= 0) {
             id.dim[j].stride[to[j]] = 1;
+            k->out.stride[to[j]] = cs[j];
+        }
+    for (int s = 0; s < nsplit && !c->mask_set; s++) {
+        int at = split_at[s];
+        for (int j = 0; j < node->rank; j++)
+            split_affine(&id.dim[j], c->lrank, at, split_q[s]);
+        split_affine(&k->out, c->lrank, at, split_q[s]);
+        for (int d = c->lrank - 1; d > at; d--)
+            c->lshape[d + 1] = c->lshape[d];
+        c->lshape[at + 1] = split_q[s];
+        c->lshape[at] /= split_q[s];
+        c->lrank++;
+    }
     int v = lower(c, node, &id, 0);
     ir_table_free(&c->memo);
     ir_free(c->maps);
@@ -1126,14 +1206,8 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
             }
         }
     }
-    k->rank = space->rank;
-    memcpy(k->shape, space->shape, sizeof space->shape);
-    int64_t cs[IR_MAX_RANK];
-    contiguous_strides(node->rank, node->shape, cs);
-    memset(&k->out, 0, sizeof k->out);
-    for (int j = 0; j < node->rank; j++)
-        if (to[j] >= 0)
-            k->out.stride[to[j]] = cs[j];
+    k->rank = c->lrank;
+    memcpy(k->shape, c->lshape, (size_t)c->lrank * sizeof *c->lshape);
     if (!canonicalize(k)) {
         c->oom = true;
         return false;
@@ -1196,7 +1270,16 @@ static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, in
             continue;
         }
         lower_ctx c;
-        if (lower_kernel(p, node, k, &c))
+        int split_at[MAX_SPLITS], nsplit = 0;
+        int64_t split_q[MAX_SPLITS];
+        bool done;
+        while (!(done = lower_kernel(p, node, k, &c, split_at, split_q, nsplit)) && !c.oom && c.want_q &&
+               nsplit < MAX_SPLITS) {
+            split_at[nsplit] = c.want_at;
+            split_q[nsplit++] = c.want_q;
+            kernel_free(k);
+        }
+        if (done)
             continue;
         if (c.oom)
             goto oom;
