@@ -15,6 +15,10 @@
  *    reader never reads outside the source get no guard. A pad is never
  *    part of a view chain the runtime composes (a REF kernel's operand, a
  *    root published as a view): there it is materialized by a LOOP kernel;
+ *  - a cat is selects among its inputs, each read through a guard on its
+ *    range along the axis (selects keep -0: never a sum of padded parts);
+ *  - a loop dim runs as two (outer, inner) when a flat index must split it
+ *    into digits (a row of heads read through permute and reshape);
  *  - elementwise ops and CONST/IOTA leaves fuse into their consumer's loop,
  *    however long the chain, broadcasts included;
  *  - SUM/PROD/MAX/MIN reductions absorb their elementwise producers
@@ -25,7 +29,7 @@
  *    reductions are kernels of their own;
  *  - a node needed by several kernels is materialized once, unless it is
  *    cheap (a view or a leaf), which each kernel recomputes;
- *  - everything else (cat, gather, cumsum, arg reductions, rand,
+ *  - everything else (gather, cumsum, arg reductions, rand,
  *    library calls, the float math the code generator lacks: ops.def's
  *    emit and jit columns) is a REF kernel: one node through the
  *    reference evaluator.
