@@ -3,10 +3,15 @@
  * workload) at a tiny size: the compiled program on the JIT against the
  * same program compiled and run on the reference backend, f32 and f64;
  * JIT results bitwise identical at 1, 2 and 3 threads; the loss falls on a
- * repeated batch.
+ * repeated batch; the step's plan has no reference-evaluator kernel and
+ * its steady-state run copies no operand into another layout.
  */
 #include "gpt_model.h"
 #include "harness.h"
+
+#include "passes/passes.h"
+#include "runtime/rt.h"
+#include "tensor/ts.h"
 
 enum { STEPS = 3, NBATCH = 2 };
 
@@ -164,5 +169,80 @@ TEST(gpt_step_loss_decreases)
     rlx_program_free(prog);
 }
 
+/* The REF kernels a fused GPT step may keep: the library kernels (ops.def
+ * emit LIB), and, as the one exception, gather: the label gather's and
+ * index_select's gradients are still one-hot products while helper
+ * "scatter" replaces them (issue 14); the forward gathers stay REF until
+ * then. Any other REF kernel is the reference evaluator in the plan. */
+static bool ref_allowed(ir_op op) { return ir_ops[op].emit == IR_EMIT_LIB || op == IR_OP_GATHER; }
+
+TEST(gpt_step_plan_has_no_reference_kernel)
+{
+    gpt_config c = tiny(RLX_F32);
+    gpt_layout lay;
+    gpt_state st;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    CHECK_EQ_INT(gpt_state_init(&st, &lay, 1), RLX_OK);
+    const int64_t n = (int64_t)c.batch * c.seq;
+    int32_t tv[64], yv[64];
+    gpt_make_batch(&c, 0, tv, yv);
+    rlx_tensor *tok = ti32(1, &n, tv), *tgt = ti32(1, &n, yv), *step = tf32(0, NULL, (float[]){1});
+    rlx_tensor *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS], *out[1 + 3 * GPT_MAX_PARAMS];
+    for (int i = 0; i < lay.nparam; i++) { /* realized, as a program's placeholders are */
+        m[i] = rlx_contiguous(st.m[i]);
+        v[i] = rlx_contiguous(st.v[i]);
+        CHECK_EQ_INT(rlx_realize(m[i]), RLX_OK);
+        CHECK_EQ_INT(rlx_realize(v[i]), RLX_OK);
+    }
+    CHECK_EQ_INT(gpt_step_graph(&lay, tok, tgt, step, st.p, m, v, out), RLX_OK);
+    int nout = 1 + 3 * lay.nparam;
+    ir_node *roots[1 + 3 * GPT_MAX_PARAMS];
+    for (int i = 0; i < nout; i++)
+        roots[i] = ts_node(out[i]);
+    sched_schedule s;
+    sched_ctx ctx = {0};
+    CHECK_EQ_INT(sched_build(&ctx, roots, nout, &s), RLX_OK);
+    long loops = 0;
+    for (long k = 0; k < s.count; k++) {
+        const sched_kernel *kk = &s.k[k];
+        loops += kk->kind == SCHED_LOOP;
+        if (kk->kind == SCHED_REF && !ref_allowed(kk->node->op))
+            test_fail(__FILE__, __LINE__, "kernel %ld of the GPT step runs %s %s through the reference evaluator", k,
+                      ir_ops[kk->node->op].name, test_dims(kk->node->rank, kk->node->shape));
+    }
+    CHECK(loops > 0);
+    sched_free(&s);
+    gpt_state_free(&st); /* m, v and out belong to the test's scope */
+}
+
+/* A compiled step, after its first run, moves no byte only to change a
+ * layout: every view a kernel reads reaches it as strides (a JIT load's
+ * affine index, a GEMM's trans flag and leading dimension). */
+TEST(gpt_step_copies_nothing_a_stride_serves)
+{
+    gpt_config c = tiny(RLX_F32);
+    gpt_layout lay;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    rlx_tensor *tok[NBATCH], *tgt[NBATCH];
+    make_batches(&c, tok, tgt);
+    rlx_program *prog = gpt_compile_step(&lay);
+    gpt_state st;
+    if (!prog || gpt_state_init(&st, &lay, 1) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "compile/init: %s", rlx_last_error());
+        rlx_program_free(prog);
+        return;
+    }
+    double loss;
+    CHECK_EQ_INT(gpt_step(prog, &st, tok[0], tgt[0], &loss), RLX_OK);
+    uint64_t before = rt_copied_bytes();
+    for (int k = 1; k < 3; k++)
+        CHECK_EQ_INT(gpt_step(prog, &st, tok[k % NBATCH], tgt[k % NBATCH], &loss), RLX_OK);
+    uint64_t copied = rt_copied_bytes() - before;
+    if (copied)
+        test_fail(__FILE__, __LINE__, "two GPT steps copied %llu bytes into other layouts", (unsigned long long)copied);
+    gpt_state_free(&st);
+    rlx_program_free(prog);
+}
+
 TEST_MAIN(T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
-          T(gpt_step_loss_decreases))
+          T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves))

@@ -1494,6 +1494,169 @@ static int fresh_kernel_workload(void)
     return exp_half(2999, false, false) && exp_half(n, true, true);
 }
 
+/* --------------------------------------------------------------- pads */
+
+/* The pad cases of one dtype over x, y [5,7,11] (and e, an empty one). */
+enum { NPAD = 16 };
+static void pad_cases(rlx_dtype dt, rlx_tensor *x, rlx_tensor *y, rlx_tensor *e, rlx_tensor **out)
+{
+    bool fl = is_float(dt), bo = dt == RLX_BOOL;
+    double v = bo ? 1 : fl ? -1.5 : 7;
+    rlx_tensor *xt = rlx_transpose(x, 3, (int[]){2, 0, 1});                    /* non-contiguous [11,5,7] */
+    out[0] = rlx_pad(x, 1, 2, 1, v);                                            /* a root pad */
+    out[1] = rlx_add(rlx_pad(xt, 2, 3, 0, v), rlx_pad(rlx_transpose(y, 3, (int[]){2, 0, 1}), 2, 0, 3, 0));
+    out[2] = rlx_pad(bo ? rlx_logical_and(x, y) : rlx_div(x, y), 0, 1, 1, v);   /* an expression under a pad */
+    out[3] = rlx_pad(rlx_pad(x, 2, 1, 0, 0), 0, 0, 2, v);                       /* nested, other values */
+    out[4] = rlx_pad(rlx_pad(x, 2, 2, 1, v), 2, 1, 3, 0);                       /* nested on one axis */
+    out[5] = rlx_reshape(rlx_pad(x, 2, 1, 1, v), 2, (int64_t[]){35, 13});       /* a reshape above */
+    /* the attention-gradient pattern: permute, reshape, pad */
+    out[6] = rlx_pad(rlx_reshape(rlx_transpose(x, 3, (int[]){1, 0, 2}), 2, (int64_t[]){7, 55}), 1, 55, 0, v);
+    out[7] = rlx_slice(rlx_pad(x, 1, 3, 3, v), 1, 3, 10, 1);                    /* only the interior */
+    out[8] = rlx_slice(rlx_pad(x, 1, 3, 3, v), 1, 0, 3, 1);                     /* only the padding */
+    out[9] = rlx_slice(rlx_pad(x, 2, 4, 4, v), 2, RLX_END, RLX_END, -3);        /* a strided, reversed reader */
+    rlx_tensor *q = rlx_narrow(x, 2, 0, 4), *k = rlx_narrow(y, 2, 4, 4), *w = rlx_narrow(x, 2, 8, 3);
+    out[10] = rlx_add(rlx_add(rlx_pad(q, 2, 0, 7, 0), rlx_pad(k, 2, 4, 3, 0)), rlx_pad(w, 2, 8, 0, 0));
+    out[11] = rlx_sum(rlx_pad(x, 2, 1, 2, v), (int[]){2}, 1, false);            /* reduced */
+    out[12] = rlx_pad(e, 1, 1, 2, v);                                           /* of an empty value */
+    out[13] = rlx_pad(rlx_broadcast_to(rlx_narrow(x, 1, 0, 1), 3, (int64_t[]){5, 4, 11}), 1, 1, 1, v); /* of a broadcast */
+    out[14] = fl ? rlx_softmax(rlx_pad(x, 2, 1, 2, -2), 2) : rlx_pad(rlx_add(x, y), 2, 1, 0, v); /* a row kernel */
+    out[15] = fl ? rlx_matmul(rlx_pad(x, 2, 1, 0, v), rlx_pad(rlx_transpose(y, 3, (int[]){0, 2, 1}), 1, 1, 0, 0))
+                 : rlx_pad(x, 0, 0, 0, v);                                      /* a library kernel reads pads */
+}
+
+TEST(jit_pad_fusion)
+{
+    int64_t sh[3] = {5, 7, 11}, es[2] = {0, 3};
+    for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
+        rlx_tensor *outs[2][NPAD];
+        rlx_stats_t s0 = stats_now(), s1 = s0;
+        for (int b = 0; b < 2; b++) {
+            rng r = {7 + (uint64_t)dt};
+            rlx_tensor *x = rinput(&r, (rlx_dtype)dt, 3, sh), *y = rinput(&r, (rlx_dtype)dt, 3, sh);
+            rlx_tensor *e = rinput(&r, (rlx_dtype)dt, 2, es);
+            pad_cases((rlx_dtype)dt, x, y, e, outs[b]);
+            use_jit(b == 1);
+            s0 = stats_now();
+            CHECK_EQ_INT(rlx_realize_many(outs[b], NPAD), RLX_OK);
+            s1 = stats_now();
+            use_jit(false);
+        }
+        /* no reference-evaluator kernel: only matmul's library kernel */
+        uint64_t loops = s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses;
+        uint64_t refs = s1.kernels_run - s0.kernels_run - loops;
+        CHECK_EQ_INT((int)refs, is_float((rlx_dtype)dt) ? 1 : 0);
+        for (int i = 0; i < NPAD; i++) {
+            double tol = (i == 11 || i >= 14) && is_float((rlx_dtype)dt) ? 1e-6 : 0; /* sums: the JIT reassociates */
+            compare(outs[1][i], outs[0][i], tol, tol, rlx_dtype_name((rlx_dtype)dt), (uint64_t)i);
+        }
+    }
+}
+
+/* A pad of -0: the fill keeps its sign (a select, never an add of 0). */
+TEST(jit_pad_negative_zero)
+{
+    double xv[3] = {1, -0.0, 2};
+    for (int dt = RLX_F32; dt <= RLX_F64; dt++) {
+        rlx_tensor *x = rlx_cast(rlx_from_data(RLX_F64, 1, (int64_t[]){3}, xv), (rlx_dtype)dt);
+        use_jit(false);
+        rlx_realize(x);
+        use_jit(true);
+        rlx_tensor *p = rlx_pad(x, 0, 2, 1, -0.0);
+        CHECK_EQ_INT(rlx_realize(p), RLX_OK);
+        use_jit(false);
+        double v[6];
+        CHECK(rlx_read_f64(p, v, 6) == RLX_OK);
+        for (int i = 0; i < 6; i++)
+            CHECK(v[i] == (i == 2 ? 1 : i == 4 ? 2 : 0) && (bool)signbit(v[i]) == (i < 2 || i == 3 || i == 5));
+    }
+}
+
+/* The cat cases of one dtype over x, y [5,7,11] (e: [0,3], empty). */
+enum { NCAT = 10 };
+static void cat_cases(rlx_dtype dt, rlx_tensor *x, rlx_tensor *y, rlx_tensor *e, rlx_tensor **out)
+{
+    rlx_tensor *xt = rlx_transpose(x, 3, (int[]){0, 2, 1}), *yt = rlx_transpose(y, 3, (int[]){0, 2, 1}); /* [5,11,7] */
+    out[0] = rlx_cat((rlx_tensor *[]){x, y}, 2, 1);                                          /* a root cat */
+    out[1] = rlx_cat((rlx_tensor *[]){xt, yt, xt}, 3, 2);                                    /* non-contiguous */
+    out[2] = rlx_add(rlx_cat((rlx_tensor *[]){rlx_narrow(x, 2, 0, 4), rlx_narrow(y, 2, 4, 7)}, 2, 2), y);
+    out[3] = rlx_slice(rlx_cat((rlx_tensor *[]){x, y, x}, 3, 0), 0, 3, 12, 2);               /* a strided reader */
+    out[4] = rlx_slice(rlx_cat((rlx_tensor *[]){x, y}, 2, 0), 0, 6, 9, 1);                   /* one input only */
+    out[5] = rlx_reshape(rlx_cat((rlx_tensor *[]){x, y}, 2, 2), 2, (int64_t[]){35, 22});     /* a reshape above */
+    out[6] = rlx_cat((rlx_tensor *[]){rlx_pad(x, 1, 1, 0, 1), rlx_narrow(y, 1, 0, 0), y}, 3, 1); /* a pad, an empty input */
+    out[7] = rlx_cat((rlx_tensor *[]){e, e}, 2, 0);                                          /* empty */
+    rlx_tensor *many[12];
+    for (int i = 0; i < 12; i++)
+        many[i] = rlx_narrow(i % 2 ? x : y, 2, i % 11, 1);
+    out[8] = rlx_cat(many, 12, 2);                                                          /* many inputs */
+    out[9] = dt == RLX_BOOL ? rlx_logical_or(rlx_cat((rlx_tensor *[]){x, y}, 2, 0), rlx_cat((rlx_tensor *[]){y, x}, 2, 0))
+                            : rlx_sum(rlx_cat((rlx_tensor *[]){x, y}, 2, 2), (int[]){2}, 1, false); /* reduced */
+}
+
+TEST(jit_cat_fusion)
+{
+    int64_t sh[3] = {5, 7, 11}, es[2] = {0, 3};
+    for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
+        rlx_tensor *outs[2][NCAT];
+        rlx_stats_t s0 = stats_now(), s1 = s0;
+        for (int b = 0; b < 2; b++) {
+            rng r = {17 + (uint64_t)dt};
+            rlx_tensor *x = rinput(&r, (rlx_dtype)dt, 3, sh), *y = rinput(&r, (rlx_dtype)dt, 3, sh);
+            rlx_tensor *e = rinput(&r, (rlx_dtype)dt, 2, es);
+            cat_cases((rlx_dtype)dt, x, y, e, outs[b]);
+            use_jit(b == 1);
+            s0 = stats_now();
+            CHECK_EQ_INT(rlx_realize_many(outs[b], NCAT), RLX_OK);
+            s1 = stats_now();
+            use_jit(false);
+        }
+        uint64_t loops = s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses;
+        CHECK_EQ_INT((int)(s1.kernels_run - s0.kernels_run - loops), 0); /* no reference-evaluator kernel */
+        for (int i = 0; i < NCAT; i++) {
+            double tol = i == 9 && is_float((rlx_dtype)dt) ? 1e-6 : 0; /* sums: the JIT reassociates */
+            compare(outs[1][i], outs[0][i], tol, tol, rlx_dtype_name((rlx_dtype)dt), (uint64_t)i);
+        }
+    }
+    /* -0 stays -0: a cat is selects, never a sum of zero-padded pieces */
+    double zv[2] = {-0.0, 1};
+    rlx_tensor *z = rlx_from_data(RLX_F64, 1, (int64_t[]){2}, zv);
+    use_jit(true);
+    rlx_tensor *cz = rlx_cat((rlx_tensor *[]){z, z}, 2, 0);
+    CHECK_EQ_INT(rlx_realize(cz), RLX_OK);
+    use_jit(false);
+    double cv[4];
+    CHECK(rlx_read_f64(cz, cv, 4) == RLX_OK && signbit(cv[0]) && signbit(cv[2]) && cv[1] == 1 && cv[3] == 1);
+}
+
+/* The q/k/v gradient of a fused projection: per-head values [B,H,S,D]
+ * permuted to [B,S,H,D], reshaped to [B,S,H*D] and padded into their
+ * third of [B,S,3*H*D], summed: one LOOP kernel (the loop splits the row
+ * into heads, so no permuted copy is made), equal to the reference. */
+TEST(jit_pad_head_split_one_kernel)
+{
+    int64_t sh[4] = {2, 4, 6, 8};
+    rlx_tensor *outs[2];
+    rlx_stats_t s0 = stats_now(), s1 = s0;
+    for (int b = 0; b < 2; b++) {
+        rng r = {5};
+        rlx_tensor *sum = NULL;
+        for (int j = 0; j < 3; j++) {
+            rlx_tensor *g = rinput(&r, RLX_F32, 4, sh);
+            rlx_tensor *h = rlx_reshape(rlx_transpose(g, 4, (int[]){0, 2, 1, 3}), 3, (int64_t[]){2, 6, 32});
+            rlx_tensor *p = rlx_pad(h, 2, 32 * j, 32 * (2 - j), 0);
+            sum = sum ? rlx_add(sum, p) : p;
+        }
+        outs[b] = sum;
+        use_jit(b == 1);
+        s0 = stats_now();
+        CHECK_EQ_INT(rlx_realize(sum), RLX_OK);
+        s1 = stats_now();
+        use_jit(false);
+    }
+    CHECK_EQ_INT((int)(s1.kernels_run - s0.kernels_run), 1);
+    CHECK_EQ_INT((int)(s1.cache_hits + s1.cache_misses - s0.cache_hits - s0.cache_misses), 1);
+    compare(outs[1], outs[0], 0, 0, "head split", 0);
+}
+
 TEST(jit_allocation_failures)
 {
     use_jit(true);
@@ -1504,5 +1667,5 @@ TEST(jit_allocation_failures)
 
 TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
-          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_long_chain), T(jit_int_semantics),
+          T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

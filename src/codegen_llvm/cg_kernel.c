@@ -162,6 +162,28 @@ static LLVMValueRef load(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
     return v;
 }
 
+static LLVMValueRef icmp(kctx *c, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b);
+
+/* A guarded load (a pad's source): loaded only where its guard holds,
+ * else 0, in a block of its own that the loop vectorizer if-converts into
+ * a masked load (its address may lie outside the buffer elsewhere). */
+static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
+{
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(c->m->ctx, c->fn, "gload");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->m->ctx, c->fn, "gjoin");
+    LLVMBuildCondBr(c->b, c->vals[in->src[0]], take, join);
+    LLVMPositionBuilderAtEnd(c->b, take);
+    LLVMValueRef v = load(c, in->arg, in->dtype, affine(c, &in->idx));
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(c->b, LLVMTypeOf(v), "");
+    LLVMValueRef vin[2] = {v, LLVMConstNull(LLVMTypeOf(v))};
+    LLVMBasicBlockRef bin[2] = {take, from};
+    LLVMAddIncoming(phi, vin, bin, 2);
+    return phi;
+}
+
 static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueRef v)
 {
     if (dt == RLX_BOOL)
@@ -424,7 +446,12 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     cg_mod *m = c->m;
     LLVMTypeRef t = reg_type(m, in->dtype);
     switch (in->kind) {
-    case SCHED_I_LOAD: return load(c, in->arg, in->dtype, affine(c, &in->idx));
+    case SCHED_I_LOAD: return in->guarded ? guarded_load(c, in) : load(c, in->arg, in->dtype, affine(c, &in->idx));
+    case SCHED_I_GUARD: { /* lo <= idx < hi */
+        LLVMValueRef i = affine(c, &in->idx);
+        return LLVMBuildAnd(c->b, icmp(c, LLVMIntSGE, i, ci(c, m->i64, in->lo)), icmp(c, LLVMIntSLT, i, ci(c, m->i64, in->hi)),
+                            "");
+    }
     case SCHED_I_CONST: return c->cvals[in->arg]; /* loaded in the entry block */
     case SCHED_I_IOTA: {
         /* start + (double)i * step in double, then stored as the reference stores */
@@ -1040,8 +1067,10 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         const sched_instr *in = &k->instr[i];
         if (in->kind == SCHED_I_CONST)
             cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na), in->arg, in->dtype);
-        if ((in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) && k->rank > 0)
+        if ((in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) && k->rank > 0)
             inner[i] = in->idx.stride[k->rank - 1] != 0;
+        if (in->kind == SCHED_I_LOAD && in->guarded)
+            inner[i] |= inner[in->src[0]];
         else if (in->kind == SCHED_I_OP)
             for (int s = 0; s < nsrc_of(in); s++)
                 inner[i] |= inner[in->src[s]];

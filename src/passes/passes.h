@@ -60,7 +60,7 @@ void sched_liveness_free(sched_liveness *lv);
  *
  * A LOOP kernel is one loop nest computing one materialized node: views
  * (permute, expand, slice, reshape) fold into the affine index of each
- * load, elementwise chains and CONST/IOTA leaves fuse, and a SUM, PROD,
+ * load, a pad into a guard on the loads below it (SCHED_I_GUARD), elementwise chains and CONST/IOTA leaves fuse, and a SUM, PROD,
  * MAX or MIN reduction absorbs its elementwise producers. A reduction over
  * the trailing dims whose only reader is one kernel that broadcasts the
  * reduced value back over the same rows is absorbed into that kernel as a
@@ -81,17 +81,33 @@ typedef struct {
     int64_t stride[SCHED_MAX_LOOP];
 } sched_affine;
 
-typedef enum { SCHED_I_LOAD = 0, SCHED_I_CONST = 1, SCHED_I_IOTA = 2, SCHED_I_OP = 3, SCHED_I_REDUCE = 4 } sched_ikind;
+/* A pad is a predicate on the loop indices, not a copy: pad(x) at index
+ * i is where(guard(i), x[i - before], fill), guard(i) the conjunction of
+ * GUARD instructions (lo <= idx(i) < hi per padded dim, AND-ed), and every
+ * load below the pad is a guarded load: taken only when the guard holds
+ * (its address may lie outside the buffer otherwise), else 0 of its dtype,
+ * which the where discards. The code generator emits a guarded load as a
+ * conditional block, which the loop vectorizer turns into a masked load. */
+typedef enum {
+    SCHED_I_LOAD = 0,
+    SCHED_I_CONST = 1,
+    SCHED_I_IOTA = 2,
+    SCHED_I_OP = 3,
+    SCHED_I_REDUCE = 4,
+    SCHED_I_GUARD = 5
+} sched_ikind;
 
 typedef struct {
     sched_ikind kind;
     ir_op op;           /* OP: a unary, binary or ternary primitive; REDUCE: SUM, PROD, RMAX or RMIN */
-    rlx_dtype dtype;    /* of the value */
-    int src[3];         /* OP, REDUCE (src[0]): indices of earlier instructions */
+    rlx_dtype dtype;    /* of the value (GUARD: bool) */
+    int src[3];         /* OP, REDUCE (src[0]), guarded LOAD (src[0]: its bool guard): earlier instructions */
     int arg;            /* LOAD: index into the kernel's args; CONST: slot in its constant array */
+    bool guarded;       /* LOAD: taken only where src[0] holds */
     double value, step; /* CONST: the value, already converted to dtype (not part of the key); IOTA: start, step */
-    sched_affine idx;   /* LOAD: element offset; IOTA: position along the iota axis */
-    const ir_node *cst; /* CONST: the node its value was read from (borrowed; not part of the key) */
+    int64_t lo, hi;     /* GUARD: true where lo <= idx < hi */
+    sched_affine idx;   /* LOAD: element offset; IOTA: position along the iota axis; GUARD: the index tested */
+    const ir_node *cst; /* CONST: the node its value was read from (borrowed; NULL for a pad's fill; not part of the key) */
 } sched_instr;
 
 typedef enum { SCHED_LOOP = 0, SCHED_REF = 1, SCHED_VIEW = 2 } sched_kind;

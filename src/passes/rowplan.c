@@ -34,7 +34,7 @@
 
 int sched_instr_nsrc(const sched_instr *in)
 {
-    if (in->kind == SCHED_I_REDUCE)
+    if (in->kind == SCHED_I_REDUCE || (in->kind == SCHED_I_LOAD && in->guarded))
         return 1;
     if (in->kind != SCHED_I_OP)
         return 0;
@@ -90,9 +90,13 @@ static void levels(const sched_kernel *k, sched_rowplan *p)
 {
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
-        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
+        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) {
             for (int d = p->r1; d < k->rank; d++)
                 p->per_elem[i] |= in->idx.stride[d] != 0;
+            if (in->kind == SCHED_I_LOAD && in->guarded) { /* and where its guard is computed */
+                p->per_elem[i] |= p->per_elem[in->src[0]];
+                p->stage[i] = p->stage[in->src[0]];
+            }
         } else if (in->kind == SCHED_I_REDUCE) {
             p->stage[i] = p->nphases + 1;
             p->phase[p->nphases++] = i;
@@ -190,7 +194,7 @@ static int choose_prefetch(planner *b)
         bool seen = false;
         for (int q = 0; q < p->npf; q++)
             seen |= k->instr[p->pf[q]].arg == in->arg;
-        if (in->kind == SCHED_I_LOAD && p->per_elem[i] && in->idx.stride[0] != 0 && in->idx.stride[1] == 1 && !seen)
+        if (in->kind == SCHED_I_LOAD && !in->guarded && p->per_elem[i] && in->idx.stride[0] != 0 && in->idx.stride[1] == 1 && !seen)
             p->pf[p->npf++] = i;
     }
     return p->npf ? 1 : -1;

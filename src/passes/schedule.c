@@ -8,6 +8,17 @@
  *    the affine index of the loads below them; a reshape whose source can
  *    not be addressed affinely through the new shape makes that source a
  *    materialized value instead (found while lowering, then re-planned);
+ *  - a pad is a view with a guard: its reader computes
+ *    where(in bounds, source at the shifted index, fill), the bounds being
+ *    per-dim ranges of the loop indices (SCHED_I_GUARD), and every load
+ *    below it is taken only where they hold (a guarded load); dims a
+ *    reader never reads outside the source get no guard. A pad is never
+ *    part of a view chain the runtime composes (a REF kernel's operand, a
+ *    root published as a view): there it is materialized by a LOOP kernel;
+ *  - a cat is selects among its inputs, each read through a guard on its
+ *    range along the axis (selects keep -0: never a sum of padded parts);
+ *  - a loop dim runs as two (outer, inner) when a flat index must split it
+ *    into digits (a row of heads read through permute and reshape);
  *  - elementwise ops and CONST/IOTA leaves fuse into their consumer's loop,
  *    however long the chain, broadcasts included;
  *  - SUM/PROD/MAX/MIN reductions absorb their elementwise producers
@@ -18,7 +29,7 @@
  *    reductions are kernels of their own;
  *  - a node needed by several kernels is materialized once, unless it is
  *    cheap (a view or a leaf), which each kernel recomputes;
- *  - everything else (pad, cat, gather, cumsum, arg reductions, rand,
+ *  - everything else (gather, cumsum, arg reductions, rand,
  *    library calls, the float math the code generator lacks: ops.def's
  *    emit and jit columns) is a REF kernel: one node through the
  *    reference evaluator.
@@ -29,6 +40,7 @@
  * The pass sees nodes only: no LLVM, no executor.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/cast.h"
@@ -87,9 +99,10 @@ typedef struct {
 
 static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->pos, n); }
 
+/* A view the runtime can take as strides (a pad is not: it writes its fill). */
 static bool is_chain_view(const planner *p, const ir_node *n)
 {
-    return p->cls[pos_of(p, n)] == C_VIEW;
+    return p->cls[pos_of(p, n)] == C_VIEW && n->op != IR_OP_PAD;
 }
 
 /* The value under a chain of views (the node itself when it is none). */
@@ -219,6 +232,11 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
  * node's row-major layout. */
 typedef struct {
     int flat;
+    int cond;              /* the guard of the loads below (a pad's): its instruction + 1; 0 when none */
+    /* with cond: the box of loop indices the guard can hold on (loop dim
+     * k in [lo[k], hi[k]]); a map need be valid only there. The box is a
+     * function of cond, so the memo need not compare it. */
+    int64_t lo[SCHED_MAX_LOOP], hi[SCHED_MAX_LOOP];
     const ir_node *origin; /* the reshape that made the map flat */
     sched_affine f;
     sched_affine dim[IR_MAX_RANK];
@@ -240,8 +258,14 @@ typedef struct {
     sched_kernel *k;
     const ir_node *root;
     int lrank;
-    int64_t lshape[IR_MAX_RANK];
+    int64_t lshape[SCHED_MAX_LOOP];
     bool lempty;
+    /* A loop dim that must run as two (outer, inner of extent q) for a
+     * flat index to split into digits affinely (a row of heads read as
+     * [heads, head width]): asked by to_dims, granted by a new lowering
+     * (want_q 0: none asked). Elementwise kernels only. */
+    int want_at;
+    int64_t want_q;
     int cap_instr, cap_args;
     ir_table memo;              /* of memo_ent */
     lmap *maps;                 /* the maps of the memo entries */
@@ -272,7 +296,7 @@ static uint64_t mix(uint64_t h)
 
 static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
 {
-    uint64_t h = mix((uint64_t)(uintptr_t)n ^ (uint64_t)m->flat << 63);
+    uint64_t h = mix((uint64_t)(uintptr_t)n ^ (uint64_t)m->flat << 63 ^ (uint64_t)(uint32_t)m->cond << 32);
     int nd = m->flat ? 1 : n->rank;
     for (int d = 0; d < nd; d++) {
         const sched_affine *a = m->flat ? &m->f : &m->dim[d];
@@ -285,7 +309,7 @@ static uint64_t memo_hash(const lower_ctx *c, const ir_node *n, const lmap *m)
 
 static bool map_eq(const lower_ctx *c, const ir_node *n, const lmap *a, const lmap *b)
 {
-    if (a->flat != b->flat)
+    if (a->flat != b->flat || a->cond != b->cond)
         return false;
     int nd = a->flat ? 1 : n->rank;
     for (int d = 0; d < nd; d++) {
@@ -382,22 +406,87 @@ static void flatten(const ir_node *n, const lmap *m, sched_affine *f)
         affine_add_scaled(f, &m->dim[d], cs[d]);
 }
 
-/* Rewrites a flat index into per-dim indices of n's shape; false when the
- * digits are not affine in the loop indices (checked over the loop range). */
-static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n, lmap *out)
+/* The range of loop dim k under map m: its box when guarded, else the loop. */
+static void loop_range(const lower_ctx *c, const lmap *m, int k, int64_t *lo, int64_t *hi)
 {
+    if (m->cond) {
+        *lo = m->lo[k];
+        *hi = m->hi[k];
+    } else {
+        *lo = 0;
+        *hi = c->lshape[k] - 1;
+    }
+}
+
+/* The range [*lo, *hi] of a over the loop indices m may be read at. */
+static void affine_range(const lower_ctx *c, const lmap *m, const sched_affine *a, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = a->off;
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t l, h;
+        loop_range(c, m, k, &l, &h);
+        int64_t x = a->stride[k] * l, y = a->stride[k] * h;
+        *lo += x < y ? x : y;
+        *hi += x < y ? y : x;
+    }
+}
+
+/* The guard of m (and its box) on s. */
+static void keep_guard(lmap *s, const lmap *m)
+{
+    s->cond = m->cond;
+    if (m->cond) {
+        memcpy(s->lo, m->lo, sizeof s->lo);
+        memcpy(s->hi, m->hi, sizeof s->hi);
+    }
+}
+
+/* to_dims failed on digit d of n: a loop dim stepping t through that
+ * digit from 0 and running past it would split into digits as an outer
+ * dim and an inner one of shape[d] / t. */
+static void ask_split(lower_ctx *c, const lmap *m, const sched_affine *f, const ir_node *n, const int64_t *cs, int d)
+{
+    if (c->mask_set || c->want_q || c->lrank >= SCHED_MAX_LOOP)
+        return;
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t a = f->stride[k], l, h;
+        loop_range(c, m, k, &l, &h);
+        if (a <= 0 || a % cs[d] || h <= l)
+            continue;
+        int64_t t = a / cs[d], q = n->shape[d] / t;
+        if (t * cs[d] == a && n->shape[d] % t == 0 && q > 1 && q < c->lshape[k] && c->lshape[k] % q == 0) {
+            c->want_at = k;
+            c->want_q = q;
+            return;
+        }
+    }
+}
+
+/* Rewrites m's flat index into per-dim indices of n's shape; false when
+ * the digits are not affine in the loop indices (checked over the loop
+ * indices m is read at: its box under a guard, whose corner is the base). */
+static bool to_dims(lower_ctx *c, const lmap *m, const ir_node *n, lmap *out)
+{
+    const sched_affine *f = &m->f;
     memset(out, 0, sizeof *out);
+    keep_guard(out, m);
     if (c->lempty || ir_node_numel(n) == 0)
         return true; /* nothing is ever read */
-    int64_t cs[IR_MAX_RANK];
+    int64_t cs[IR_MAX_RANK], base[SCHED_MAX_LOOP], f0 = f->off;
     contiguous_strides(n->rank, n->shape, cs);
-    if (f->off < 0 || f->off >= ir_node_numel(n))
+    for (int k = 0; k < c->lrank; k++) {
+        int64_t h;
+        loop_range(c, m, k, &base[k], &h);
+        f0 += f->stride[k] * base[k];
+    }
+    if (f0 < 0 || f0 >= ir_node_numel(n))
         return false;
     for (int d = 0; d < n->rank; d++)
-        out->dim[d].off = f->off / cs[d] % n->shape[d];
+        out->dim[d].off = f0 / cs[d] % n->shape[d];
     for (int k = 0; k < c->lrank; k++) {
-        int64_t a = f->stride[k];
-        if (a == 0 || c->lshape[k] <= 1)
+        int64_t a = f->stride[k], l, h;
+        loop_range(c, m, k, &l, &h);
+        if (a == 0 || h <= l)
             continue;
         int64_t mag = a < 0 ? -a : a;
         int d = 0;
@@ -408,17 +497,25 @@ static bool to_dims(const lower_ctx *c, const sched_affine *f, const ir_node *n,
         out->dim[d].stride[k] += a / cs[d];
     }
     for (int d = 0; d < n->rank; d++) {
-        int64_t lo = out->dim[d].off, hi = lo;
+        int64_t lo = out->dim[d].off, hi = lo; /* the digit at the base, plus steps over the box */
         for (int k = 0; k < c->lrank; k++) {
-            int64_t span = out->dim[d].stride[k] * (c->lshape[k] - 1);
+            int64_t l, h;
+            loop_range(c, m, k, &l, &h);
+            int64_t span = out->dim[d].stride[k] * (h - l);
             if (span < 0)
                 lo += span;
             else
                 hi += span;
         }
-        if (lo < 0 || hi >= n->shape[d])
+        if (lo < 0 || hi >= n->shape[d]) {
+            ask_split(c, m, f, n, cs, d);
             return false;
+        }
     }
+    /* relative to loop index 0 */
+    for (int d = 0; d < n->rank; d++)
+        for (int k = 0; k < c->lrank; k++)
+            out->dim[d].off -= out->dim[d].stride[k] * base[k];
     return true;
 }
 
@@ -431,7 +528,7 @@ static bool compose_view(lower_ctx *c, const ir_node *v, const lmap *m, lmap *s)
     const ir_attrs *a = &v->attr;
     lmap dm;
     if (m->flat && v->op != IR_OP_RESHAPE) {
-        if (!to_dims(c, &m->f, v, &dm)) {
+        if (!to_dims(c, m, v, &dm)) {
             c->blame = m->origin->src[0];
             return false;
         }
@@ -476,6 +573,8 @@ static int lower_load(lower_ctx *c, ir_node *n, const lmap *m)
     memset(&in, 0, sizeof in);
     in.kind = SCHED_I_LOAD;
     in.dtype = n->dtype;
+    in.guarded = m->cond > 0;
+    in.src[0] = in.guarded ? m->cond - 1 : 0;
     in.arg = arg_index(c, n);
     if (in.arg < 0)
         return -1;
@@ -504,8 +603,12 @@ static bool is_loop_index(const sched_affine *a, int d)
 static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     lmap dm;
+    if (m->cond) { /* a pad above a phase: the reduction is a value of its own */
+        c->blame = n;
+        return -1;
+    }
     if (m->flat) {
-        if (!to_dims(c, &m->f, n, &dm)) {
+        if (!to_dims(c, m, n, &dm)) {
             c->blame = m->origin->src[0];
             return -1;
         }
@@ -547,6 +650,204 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     return add_instr(c, &in);
 }
 
+static int add_op(lower_ctx *c, ir_op op, rlx_dtype dt, int a, int b, int d)
+{
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_OP;
+    in.op = op;
+    in.dtype = dt;
+    in.src[0] = a;
+    in.src[1] = b;
+    in.src[2] = d;
+    return add_instr(c, &in);
+}
+
+/* A pad's fill: a slot of the constant array, read from no CONST node
+ * (the plan's own value; the pad's attributes are part of a plan's key). */
+static int pad_fill(lower_ctx *c, const ir_node *n)
+{
+    sched_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = SCHED_I_CONST;
+    in.dtype = n->dtype;
+    in.value = ir_cast_const(n->attr.pad.value, n->dtype); /* as the reference stores it */
+    in.arg = c->k->nconsts++;
+    return add_instr(c, &in);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return q * b != a && (a < 0) != (b < 0) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* Narrows s's box to where lo <= a < hi, when a steps along one loop dim,
+ * or is the digits of a mixed radix whose top digit alone decides (a
+ * split row of heads, the bounds on whole heads); else the box stays as
+ * it is: it bounds where the guard holds, loosely. False when the box
+ * becomes empty. */
+static bool box_restrict(const lower_ctx *c, lmap *s, const sched_affine *a, int64_t lo, int64_t hi)
+{
+    int k = -1, nz = 0;
+    for (int j = 0; j < c->lrank; j++) {
+        if (a->stride[j] == 0)
+            continue;
+        nz++;
+        if (k < 0 || llabs((long long)a->stride[j]) > llabs((long long)a->stride[k]))
+            k = j;
+    }
+    if (k < 0)
+        return a->off >= lo && a->off < hi;
+    if (nz > 1) {
+        int64_t st = a->stride[k], rlo = 0, rhi = 0;
+        for (int j = 0; j < c->lrank; j++) {
+            int64_t x = j == k ? 0 : a->stride[j] * s->lo[j], y = j == k ? 0 : a->stride[j] * s->hi[j];
+            rlo += x < y ? x : y;
+            rhi += x < y ? y : x;
+        }
+        if (st <= 0 || rlo < 0 || rhi >= st || (lo - a->off) % st || (hi - a->off) % st)
+            return true;
+        /* the lower digits stay inside one step of the top one and the
+         * bounds are whole steps: the top digit alone decides */
+        sched_affine top = {.off = a->off};
+        top.stride[k] = st;
+        return box_restrict(c, s, &top, lo, hi);
+    }
+    int64_t st = a->stride[k], x = lo - a->off, y = hi - 1 - a->off, l, h;
+    if (st > 0) {
+        l = ceil_div(x, st);
+        h = floor_div(y, st);
+    } else {
+        l = ceil_div(y, st);
+        h = floor_div(x, st);
+    }
+    if (l > s->lo[k])
+        s->lo[k] = l;
+    if (h < s->hi[k])
+        s->hi[k] = h;
+    return s->lo[k] <= s->hi[k];
+}
+
+/* pad(x) at map m: where(guard, x at the shifted map, fill), the loads of
+ * x guarded by the conjunction of this guard and the ones above. */
+static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    lmap dm;
+    if (m->flat) {
+        if (!to_dims(c, m, n, &dm)) {
+            c->blame = m->origin->src[0];
+            return -1;
+        }
+        m = &dm;
+    }
+    ir_node *x = n->src[0];
+    const ir_attrs *a = &n->attr;
+    if (c->lempty || ir_node_numel(x) == 0)
+        return pad_fill(c, n); /* nothing is read: every element is the fill */
+    lmap s = *m;
+    if (!m->cond)
+        for (int k = 0; k < c->lrank; k++)
+            loop_range(c, m, k, &s.lo[k], &s.hi[k]);
+    int g = -1;
+    for (int d = 0; d < n->rank; d++) {
+        int64_t b = a->pad.before[d], e = b + x->shape[d], lo, hi;
+        if (b == 0 && a->pad.after[d] == 0)
+            continue;
+        s.dim[d].off -= b;
+        affine_range(c, m, &m->dim[d], &lo, &hi);
+        if (hi < b || lo >= e)
+            return pad_fill(c, n); /* the reader sees only the padding */
+        if (lo >= b && hi < e)
+            continue; /* and here none of it */
+        sched_instr in;
+        memset(&in, 0, sizeof in);
+        in.kind = SCHED_I_GUARD;
+        in.dtype = RLX_BOOL;
+        in.idx = m->dim[d];
+        in.lo = b;
+        in.hi = e;
+        int t = add_instr(c, &in);
+        if (t < 0 || (g >= 0 && (t = add_op(c, IR_OP_AND, RLX_BOOL, g, t, 0)) < 0))
+            return -1;
+        g = t;
+        if (!box_restrict(c, &s, &m->dim[d], b, e))
+            return pad_fill(c, n); /* the guard never holds */
+    }
+    if (g < 0)
+        return lower(c, x, &s, depth + 1);
+    int all = m->cond ? add_op(c, IR_OP_AND, RLX_BOOL, m->cond - 1, g, 0) : g;
+    if (all < 0)
+        return -1;
+    s.cond = all + 1;
+    int v = lower(c, x, &s, depth + 1), f = v < 0 ? -1 : pad_fill(c, n);
+    return f < 0 ? -1 : add_op(c, IR_OP_WHERE, n->dtype, g, v, f);
+}
+
+/* cat(x_0, ..., x_k) at map m: where(g_0, x_0, where(g_1, x_1, ... x_k))
+ * over the inputs the map can reach, g_s the guard of x_s's range along
+ * the axis (selects, never sums: a -0 stays -0), each input's loads
+ * guarded by its own range. Built from the last input back. */
+static int lower_cat(lower_ctx *c, ir_node *n, const lmap *m, int depth)
+{
+    lmap dm;
+    if (m->flat) {
+        if (!to_dims(c, m, n, &dm)) {
+            c->blame = m->origin->src[0];
+            return -1;
+        }
+        m = &dm;
+    }
+    int ax = n->attr.ax.axis, v = -1;
+    if (c->lempty)
+        return lower(c, n->src[0], m, depth + 1); /* nothing is read */
+    int64_t lo, hi, at = n->shape[ax];
+    affine_range(c, m, &m->dim[ax], &lo, &hi);
+    for (int i = n->nsrc - 1; i >= 0; i--) {
+        ir_node *x = n->src[i];
+        int64_t b = at - x->shape[ax], e = at;
+        at = b;
+        if (hi < b || lo >= e || b == e)
+            continue; /* never read here */
+        lmap s = *m;
+        s.dim[ax].off -= b;
+        if (lo >= b && hi < e) /* the only input read */
+            return lower(c, x, &s, depth + 1);
+        if (!m->cond)
+            for (int k = 0; k < c->lrank; k++)
+                loop_range(c, m, k, &s.lo[k], &s.hi[k]);
+        sched_instr in;
+        memset(&in, 0, sizeof in);
+        in.kind = SCHED_I_GUARD;
+        in.dtype = RLX_BOOL;
+        in.idx = m->dim[ax];
+        in.lo = b;
+        in.hi = e;
+        int g = add_instr(c, &in);
+        int all = g < 0 ? -1 : m->cond ? add_op(c, IR_OP_AND, RLX_BOOL, m->cond - 1, g, 0) : g;
+        if (all < 0)
+            return -1;
+        s.cond = all + 1;
+        if (!box_restrict(c, &s, &m->dim[ax], b, e))
+            continue;
+        int xv = lower(c, x, &s, depth + 1);
+        if (xv < 0)
+            return -1;
+        /* the last input read needs no select: the index lies in it when
+         * it lies in no earlier one */
+        v = v < 0 ? xv : add_op(c, IR_OP_WHERE, n->dtype, g, xv, v);
+        if (v < 0)
+            return -1;
+    }
+    if (v < 0) { /* cannot happen: the map reads inside the cat */
+        c->blame = n;
+        return -1;
+    }
+    return v;
+}
+
 static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     long i = pos_of(c->p, n);
@@ -572,7 +873,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         }
         lmap dm;
         if (m->flat) {
-            if (!to_dims(c, &m->f, n, &dm)) {
+            if (!to_dims(c, m, n, &dm)) {
                 c->blame = m->origin->src[0];
                 return -1;
             }
@@ -584,12 +885,17 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         in.idx = m->dim[n->attr.iota.axis];
         return add_instr(c, &in);
     case C_VIEW: {
+        if (n->op == IR_OP_PAD)
+            return lower_pad(c, n, m, depth);
         lmap s;
         if (!compose_view(c, n, m, &s))
             return -1;
+        keep_guard(&s, m);
         return lower(c, n->src[0], &s, depth + 1);
     }
     case C_EW: {
+        if (n->op == IR_OP_CAT)
+            return lower_cat(c, n, m, depth);
         int src[3] = {0, 0, 0};
         for (int s = 0; s < n->nsrc; s++)
             if ((src[s] = lower(c, n->src[s], m, depth + 1)) < 0)
@@ -636,7 +942,7 @@ static int collect_affines(sched_kernel *k, sched_affine **out)
     int n = 0;
     out[n++] = &k->out;
     for (int i = 0; i < k->ninstr; i++)
-        if (k->instr[i].kind == SCHED_I_LOAD || k->instr[i].kind == SCHED_I_IOTA)
+        if (k->instr[i].kind == SCHED_I_LOAD || k->instr[i].kind == SCHED_I_IOTA || k->instr[i].kind == SCHED_I_GUARD)
             out[n++] = &k->instr[i].idx;
     return n;
 }
@@ -806,7 +1112,23 @@ static bool rows_trail(const ir_node *space, uint32_t mask)
 
 /* Lowers the LOOP kernel of node; false with c->blame set (re-plan) or
  * c->oom. */
-static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
+/* Loop dim k of an affine over rank dims split into (k, k + 1), the inner
+ * of extent q. */
+static void split_affine(sched_affine *a, int rank, int k, int64_t q)
+{
+    for (int d = rank - 1; d > k; d--)
+        a->stride[d + 1] = a->stride[d];
+    a->stride[k + 1] = a->stride[k];
+    a->stride[k] *= q;
+}
+
+enum { MAX_SPLITS = 4 };
+
+/* Lowers the LOOP kernel of node, its loop dims split as split_at/split_q
+ * say (in order, each in the loop space the ones before made); false with
+ * c->blame set (re-plan), c->want_q set (split and retry) or c->oom. */
+static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c, const int *split_at,
+                         const int64_t *split_q, int nsplit)
 {
     memset(c, 0, sizeof *c);
     c->p = p;
@@ -837,14 +1159,31 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
         root_dims(node, node, 0, to);
     }
     c->lrank = space->rank;
-    memcpy(c->lshape, space->shape, sizeof c->lshape);
+    memcpy(c->lshape, space->shape, sizeof space->shape);
     c->lempty = ir_node_numel(space) == 0;
-    /* node's index: the loop index of each of its dims (0 on unit dims) */
+    /* node's index: the loop index of each of its dims (0 on unit dims),
+     * and its element offset */
     lmap id;
     memset(&id, 0, sizeof id);
+    int64_t cs[IR_MAX_RANK];
+    contiguous_strides(node->rank, node->shape, cs);
+    memset(&k->out, 0, sizeof k->out);
     for (int j = 0; j < node->rank; j++)
-        if (to[j] >= 0)
+        if (to[j] >= 0) {
             id.dim[j].stride[to[j]] = 1;
+            k->out.stride[to[j]] = cs[j];
+        }
+    for (int s = 0; s < nsplit && !c->mask_set; s++) {
+        int at = split_at[s];
+        for (int j = 0; j < node->rank; j++)
+            split_affine(&id.dim[j], c->lrank, at, split_q[s]);
+        split_affine(&k->out, c->lrank, at, split_q[s]);
+        for (int d = c->lrank - 1; d > at; d--)
+            c->lshape[d + 1] = c->lshape[d];
+        c->lshape[at + 1] = split_q[s];
+        c->lshape[at] /= split_q[s];
+        c->lrank++;
+    }
     int v = lower(c, node, &id, 0);
     ir_table_free(&c->memo);
     ir_free(c->maps);
@@ -882,14 +1221,8 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
             }
         }
     }
-    k->rank = space->rank;
-    memcpy(k->shape, space->shape, sizeof space->shape);
-    int64_t cs[IR_MAX_RANK];
-    contiguous_strides(node->rank, node->shape, cs);
-    memset(&k->out, 0, sizeof k->out);
-    for (int j = 0; j < node->rank; j++)
-        if (to[j] >= 0)
-            k->out.stride[to[j]] = cs[j];
+    k->rank = c->lrank;
+    memcpy(k->shape, c->lshape, (size_t)c->lrank * sizeof *c->lshape);
     if (!canonicalize(k)) {
         c->oom = true;
         return false;
@@ -953,7 +1286,16 @@ static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, in
             continue;
         }
         lower_ctx c;
-        if (lower_kernel(p, node, k, &c))
+        int split_at[MAX_SPLITS], nsplit = 0;
+        int64_t split_q[MAX_SPLITS];
+        bool done;
+        while (!(done = lower_kernel(p, node, k, &c, split_at, split_q, nsplit)) && !c.oom && c.want_q &&
+               nsplit < MAX_SPLITS) {
+            split_at[nsplit] = c.want_at;
+            split_q[nsplit++] = c.want_q;
+            kernel_free(k);
+        }
+        if (done)
             continue;
         if (c.oom)
             goto oom;
@@ -1041,7 +1383,13 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
             PUT(bits_of(in->value));
             PUT(bits_of(in->step));
         }
-        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA) {
+        if (in->kind == SCHED_I_LOAD)
+            PUT(in->guarded);
+        if (in->kind == SCHED_I_GUARD) {
+            PUT(in->lo);
+            PUT(in->hi);
+        }
+        if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) {
             PUT(in->idx.off);
             for (int d = 0; d < k->rank; d++)
                 PUT(in->idx.stride[d]);

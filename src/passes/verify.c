@@ -33,14 +33,7 @@ rlx_status sched_verify_graph(sched_ctx *c, const char *pass, ir_node *const *ro
     return st == RLX_OK ? RLX_OK : sched_fail(c, st, "verify after %s: %s", pass, err);
 }
 
-static int instr_nsrc(const sched_instr *in)
-{
-    if (in->kind == SCHED_I_REDUCE)
-        return 1;
-    if (in->kind != SCHED_I_OP)
-        return 0;
-    return ir_ops[in->op].cls == IR_CLS_TERNARY ? 3 : ir_ops[in->op].cls == IR_CLS_BINARY ? 2 : 1;
-}
+static int instr_nsrc(const sched_instr *in) { return sched_instr_nsrc(in); }
 
 /* The check of LOOP kernel k (index i); NULL when it holds, else why. */
 static const char *check_loop(const sched_kernel *k, int *at)
@@ -55,7 +48,7 @@ static const char *check_loop(const sched_kernel *k, int *at)
     for (int j = 0; j < k->ninstr; j++) {
         const sched_instr *in = &k->instr[j];
         *at = j;
-        if ((unsigned)in->kind > SCHED_I_REDUCE)
+        if ((unsigned)in->kind > SCHED_I_GUARD)
             return "instruction kind out of range";
         if ((in->kind == SCHED_I_OP || in->kind == SCHED_I_REDUCE) && (unsigned)in->op >= IR_OP_COUNT)
             return "op out of range";
@@ -66,6 +59,8 @@ static const char *check_loop(const sched_kernel *k, int *at)
             return "load of an arg out of range";
         if (in->kind == SCHED_I_CONST && (in->arg < 0 || in->arg >= k->nconsts))
             return "CONST slot out of range";
+        if (in->kind == SCHED_I_LOAD && in->guarded && k->instr[in->src[0]].dtype != RLX_BOOL)
+            return "a load guarded by a value that is not bool";
     }
     *at = -1;
     return NULL;
@@ -145,7 +140,7 @@ void sched_dump_graph(FILE *f, const char *pass, ir_node *const *roots, int nroo
 }
 
 static const char *const kind_names[] = {"loop", "ref", "view"};
-static const char *const instr_names[] = {"load", "const", "iota", "op", "reduce"};
+static const char *const instr_names[] = {"load", "const", "iota", "op", "reduce", "guard"};
 
 void sched_dump(FILE *f, const sched_schedule *s)
 {
@@ -166,6 +161,8 @@ void sched_dump(FILE *f, const sched_schedule *s)
                 fprintf(f, " %%%d", in->src[x]);
             if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_CONST)
                 fprintf(f, " #%d", in->arg);
+            if (in->kind == SCHED_I_GUARD)
+                fprintf(f, " in [%lld, %lld)", (long long)in->lo, (long long)in->hi);
             fputc('\n', f);
         }
     }

@@ -163,6 +163,12 @@ rlx_status rt_publish(rt_ctx *ctx, ir_node *root, const rt_view *v);
  * contiguous view. */
 rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_view *out);
 
+/* Bytes moved only to change a layout (rt_materialize, a packed matmul
+ * operand), process-wide: a test's check that a plan's operands reach
+ * their kernels as strides (tests/test_gpt_step.c). */
+void rt_count_copy(uint64_t bytes);
+uint64_t rt_copied_bytes(void);
+
 /* Deterministic random numbers: element i of a RAND leaf with seed. */
 double rt_rand_uniform(uint64_t seed, uint64_t i, rlx_dtype dt);
 double rt_rand_normal(uint64_t seed, uint64_t i);

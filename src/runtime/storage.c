@@ -2,10 +2,17 @@
  * storage.c — payload memory: 64-byte aligned buffers from ir_alloc's hook,
  * and storages over user memory with the user's deleter.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt.h"
+
+static _Atomic uint64_t copied_bytes;
+
+void rt_count_copy(uint64_t bytes) { atomic_fetch_add_explicit(&copied_bytes, bytes, memory_order_relaxed); }
+
+uint64_t rt_copied_bytes(void) { return atomic_load_explicit(&copied_bytes, memory_order_relaxed); }
 
 static void free_aligned(void *data, void *ctx)
 {

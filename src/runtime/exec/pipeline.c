@@ -139,6 +139,23 @@ static rlx_status cache_lookup(rt_pipeline *c, realization *r)
     return RLX_OK;
 }
 
+/* RLX_DEBUG=1: the kernels a plan runs outside the JIT, by op, each named
+ * as a library kernel or the reference evaluator (which a fused plan
+ * should not need). */
+static void name_ref_kernels(const sched_schedule *s)
+{
+    for (long i = 0; i < s->count; i++) {
+        const ir_node *n = s->k[i].node;
+        if (s->k[i].kind != SCHED_REF)
+            continue;
+        fprintf(stderr, "rlx: ref kernel %s [", ir_ops[n->op].name);
+        for (int d = 0; d < n->rank; d++)
+            fprintf(stderr, d ? ",%lld" : "%lld", (long long)n->shape[d]);
+        fprintf(stderr, "] %s (%s)\n", ir_dtype_name(n->dtype),
+                ir_ops[n->op].emit == IR_EMIT_LIB ? "library kernel" : "reference evaluator");
+    }
+}
+
 static rlx_status schedule(rt_pipeline *c, realization *r)
 {
     const knob_opts *o = opts_of(c);
@@ -147,6 +164,8 @@ static rlx_status schedule(rt_pipeline *c, realization *r)
     const sched_schedule *s = rt_jit_plan_schedule(r->built);
     if (o->debug >= DUMP_LEVEL)
         sched_dump(stderr, s);
+    else if (o->debug >= 1)
+        name_ref_kernels(s);
     return o->verify ? sched_verify(&c->rt, s) : RLX_OK;
 }
 

@@ -158,6 +158,7 @@ static rlx_status mm_operand(rt_ctx *ctx, mm_plan *pl, mm_opnd *o, const rt_view
     char *dst = ir_alloc((size_t)(distinct * rows * cols) * es);
     if (!dst)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory packing a matmul operand");
+    rt_count_copy((uint64_t)(distinct * rows * cols) * es);
     int64_t dshape[IR_MAX_RANK], dstr[IR_MAX_RANK];
     int dn = 0;
     for (int d = 0; d < nb; d++)

@@ -83,6 +83,7 @@ rlx_status rt_materialize(rt_ctx *ctx, const ir_node *n, const rt_view *v, rt_vi
         return ctx->status;
     size_t es = ir_dtype_size(n->dtype);
     int64_t numel = ir_node_numel(n);
+    rt_count_copy((uint64_t)numel * es);
     const char *src = (const char *)v->st->data;
     char *dst = out->st->data;
     const int64_t *strides[1] = {v->strides};

@@ -13,6 +13,51 @@ static void view_of(const rt_view *in, rt_view *out)
     ir_storage_retain(out->st);
 }
 
+/* The reshape of view in to n's shape as strides over the same storage,
+ * when each run of source dims that merges or splits into target dims
+ * steps through memory as one dim (a split of a narrowed row, the q/k/v
+ * heads of a fused projection); false when it needs a copy. */
+static bool reshape_strides(const ir_node *x, const rt_view *in, const ir_node *n, int64_t *st)
+{
+    int64_t os[IR_MAX_RANK], ost[IR_MAX_RANK];
+    int orank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->shape[d] == 0)
+            return false; /* empty: the contiguous copy costs nothing */
+        if (x->shape[d] != 1) {
+            os[orank] = x->shape[d];
+            ost[orank++] = in->strides[d];
+        }
+    }
+    int oi = 0, ni = 0;
+    while (oi < orank && ni < n->rank) {
+        int oj = oi + 1, nj = ni + 1;
+        int64_t op = os[oi], np = n->shape[ni];
+        while (op != np) {
+            if (np < op) {
+                if (nj == n->rank)
+                    return false;
+                np *= n->shape[nj++];
+            } else {
+                if (oj == orank)
+                    return false;
+                op *= os[oj++];
+            }
+        }
+        for (int k = oi; k + 1 < oj; k++)
+            if (ost[k] != ost[k + 1] * os[k + 1])
+                return false;
+        st[nj - 1] = ost[oj - 1];
+        for (int k = nj - 1; k > ni; k--)
+            st[k - 1] = st[k] * n->shape[k];
+        oi = oj;
+        ni = nj;
+    }
+    for (; ni < n->rank; ni++)
+        st[ni] = 1; /* trailing dims of extent 1 */
+    return oi == orank;
+}
+
 /* A contiguous view of the source: in itself when it is contiguous. */
 static rlx_status contiguous_src(rt_ctx *ctx, const ir_node *src, const rt_view *in, rt_view *out)
 {
@@ -52,6 +97,13 @@ rlx_status rt_eval_movement(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt
     const ir_attrs *a = &n->attr;
     switch (n->op) {
     case IR_OP_RESHAPE:
+        if (!rt_view_is_contiguous(x, in) && reshape_strides(x, in, n, out->strides)) {
+            int64_t st[IR_MAX_RANK];
+            memcpy(st, out->strides, sizeof st);
+            view_of(in, out);
+            memcpy(out->strides, st, sizeof st);
+            return RLX_OK;
+        }
         if (contiguous_src(ctx, x, in, out))
             return ctx->status;
         rt_contiguous_strides(n->rank, n->shape, out->strides);
