@@ -4,7 +4,9 @@
  * Fresh memory is expensive: the first touch of each 4 KiB page faults
  * (~12 µs a page here, 200 ms for a fresh 64 MiB buffer). Buffers of at
  * least RT_BUFPOOL_MIN bytes are therefore 2 MiB-aligned mmap blocks
- * (rounded up to 2 MiB) with MADV_HUGEPAGE, and when the storage that owns
+ * (rounded up to 4 KiB: huge pages where a whole 2 MiB fits, small ones
+ * in the tail, so a 1 MiB buffer zeroes 1 MiB, not 2) with MADV_HUGEPAGE,
+ * and when the storage that owns
  * one dies the block goes back to a free list here, not to the OS: the
  * next realization of the same schedule takes the same blocks again, so a
  * training loop maps nothing new after its first step.
@@ -31,6 +33,7 @@
 
 enum { FREE_MAX = 64 };
 #define HUGE_PAGE ((size_t)2 << 20)
+#define SMALL_PAGE ((size_t)4 << 10)
 #define CACHE_MAX ((size_t)1 << 30)
 #define HUGE_MIN ((size_t)1 << 20)
 #define SMALL_CACHE_MAX ((size_t)256 << 20)
@@ -185,7 +188,7 @@ static void *small_take(size_t bytes, size_t *size)
 /* A 2 MiB-aligned block: a free one that fits, else a fresh mapping. */
 static void *huge_take(size_t bytes, size_t *out_size)
 {
-    size_t size = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    size_t size = (bytes + SMALL_PAGE - 1) & ~(SMALL_PAGE - 1);
     void *p = NULL;
     pthread_mutex_lock(&B.lock);
     int best = -1;
