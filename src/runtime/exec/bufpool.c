@@ -113,10 +113,11 @@ static void trim(size_t limit)
 
 static void give_back(void *data, void *ctx)
 {
-    size_t size = (size_t)(uintptr_t)ctx;
+    size_t size = (size_t)(uintptr_t)ctx & ~(size_t)1;
+    bool heap = (uintptr_t)ctx & 1;
     pthread_mutex_lock(&B.lock);
     B.n.live_bytes -= size;
-    if (size < HUGE_MIN) {
+    if (heap) {
         if (B.small_cached + size > SMALL_CACHE_MAX) {
             B.n.unmapped++;
             pthread_mutex_unlock(&B.lock);
@@ -234,12 +235,15 @@ ir_storage *rt_bufpool_storage(size_t bytes)
     void *p = bytes < HUGE_MIN ? small_take(bytes, &size) : huge_take(bytes, &size);
     if (!p)
         return NULL;
-    ir_storage *st = ir_storage_new(p, bytes, give_back, (void *)(uintptr_t)size);
+    /* the deleter's context: the size, its low bit set for a heap buffer
+     * (sizes are multiples of 1 KiB; a 1 MiB class is not a mapped block) */
+    void *tag = (void *)(uintptr_t)(size | (bytes < HUGE_MIN));
+    ir_storage *st = ir_storage_new(p, bytes, give_back, tag);
     pthread_mutex_lock(&B.lock);
     B.n.live_bytes += size;
     pthread_mutex_unlock(&B.lock);
     if (!st)
-        give_back(p, (void *)(uintptr_t)size);
+        give_back(p, tag);
     return st;
 }
 
