@@ -19,9 +19,11 @@ typedef void (*rt_pool_fn)(void *const *bufs, const double *consts, int64_t begi
 void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads);
 
 /* bufpool.c: payload buffers of at least RT_BUFPOOL_MIN bytes for kernel
- * outputs: 2 MiB-aligned, huge-page advised, recycled (not unmapped) when
- * their storage dies. NULL when out of memory. */
-#define RT_BUFPOOL_MIN ((size_t)1 << 20)
+ * outputs, arenas and scratch, recycled (not given back to the OS) when
+ * their storage dies, so a repeated run faults no page in: from 1 MiB
+ * 2 MiB-aligned and huge-page advised, below that in size classes (at
+ * most 25% over the request). 64-byte aligned. NULL when out of memory. */
+#define RT_BUFPOOL_MIN ((size_t)4 << 10)
 ir_storage *rt_bufpool_storage(size_t bytes);
 
 /* The pool's counters since the process started (tests, debugging). */

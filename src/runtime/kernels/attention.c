@@ -17,7 +17,8 @@
  *
  * Every output row is computed by one item in one fixed order, so values
  * do not depend on the thread count. Scratch for each concurrent item is
- * allocated up front on the calling thread; workers never allocate.
+ * taken up front on the calling thread (from the buffer pool); workers
+ * never allocate.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -449,6 +450,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
 {
     const ir_node *q = n->src[0], *k = n->src[1];
     attn_job *j = ir_calloc(1, sizeof *j);
+    ir_storage *scratch = NULL;
     rt_view tmp[3];
     memset(tmp, 0, sizeof tmp);
     if (!j)
@@ -484,14 +486,20 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
     size_t pack = j->dt == RLX_F32 ? (size_t)(j->d * j->bk + j->bk * j->od) : 0; /* K^T, V */
     j->slot_bytes = (2 * BQ * sizeof(double) + ((size_t)(BQ * j->bk + BQ * j->od) + pack) * j->es + 63) & ~(size_t)63;
-    if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes || !(j->scratch = ir_alloc((size_t)j->nslots * j->slot_bytes))) {
+    /* from the recycling pool: a step's every attention call takes the same
+     * pages again instead of faulting fresh ones in */
+    if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes ||
+        !(scratch = rt_bufpool_storage((size_t)j->nslots * j->slot_bytes))) {
         rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention scratch");
         goto done;
     }
+    j->scratch = scratch->data;
     for (int s = 0; s < SLOTS_MAX; s++)
         atomic_init(&j->busy[s], 0);
     void *bufs[1] = {j};
+    int prev = rt_blas_threads(1); /* f64 items call dgemm on our threads: never 2 x 2 */
     rt_pool_run(run_chunk, bufs, NULL, items, 1, j->nslots);
+    rt_blas_threads(prev);
 done:
     for (int i = 0; i < 3; i++) {
         if (tmp[i].st) {
@@ -500,7 +508,7 @@ done:
             ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
         }
     }
-    ir_free(j->scratch);
+    ir_storage_release(scratch);
     ir_free(j);
     return ctx->status;
 }

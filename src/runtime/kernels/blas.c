@@ -10,8 +10,8 @@
  * matrix, so a batch dim of stride 0 is never copied per batch. A batch
  * whose b is the same matrix for every item and whose a rows are evenly
  * spaced is one gemm of batch*m rows. Other batches run as parallel
- * single-threaded gemms on our pool, or one after the other as threaded
- * gemms (rule at use_pool). Tiny products skip BLAS for a plain loop (knob
+ * single-threaded gemms on our pool, or one after the other, each split
+ * in blocks over the pool (rules at use_pool, mm_blocks). Tiny products skip BLAS for a plain loop (knob
  * small_matmul, default SMALL_MATMUL_FLOPS). Integer matmul is a plain
  * loop with wrapping int64 accumulation.
  *
@@ -21,9 +21,11 @@
  * ever transposed. Batches split like matmul's. A singular matrix is
  * RLX_E_LINALG naming its (first) batch index.
  *
- * Threads: OpenBLAS's count is set before every call region, to our budget
- * (the realization's thread count, rt_threads) for threaded calls and to 1 inside our pool's
- * regions, so its threads and ours never run at the same time.
+ * Threads: matmul runs OpenBLAS at one thread and spreads batch items or
+ * blocks of one f32 product over our pool (the realization's thread count,
+ * rt_threads; rule at mm_item_split), so its threads and ours never run
+ * at the same time. Solve sets OpenBLAS's count before every call region,
+ * to our budget for threaded calls and to 1 inside our pool's regions.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -245,10 +247,10 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
  * Accumulates in the operand type, like gemm. */
 #define SMALL_KERNEL(name, T)                                                                                          \
     static void name(int64_t m, int64_t n, int64_t k, const T *a, int64_t ars, int64_t acs, const T *b, int64_t brs,   \
-                     int64_t bcs, T *c)                                                                                \
+                     int64_t bcs, T *c, int64_t ldc)                                                                    \
     {                                                                                                                  \
         for (int64_t i = 0; i < m; i++) {                                                                              \
-            T *ci = c + i * n;                                                                                         \
+            T *ci = c + i * ldc;                                                                                       \
             const T *ai = a + i * ars;                                                                                 \
             if (bcs == 1) { /* rows of b are contiguous: accumulate whole rows of c */                                 \
                 for (int64_t j = 0; j < n; j++)                                                                        \
@@ -273,38 +275,114 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
 SMALL_KERNEL(small_f32, float)
 SMALL_KERNEL(small_f64, double)
 
-/* Rows [i0, i1) of batch item bi (or of the folded product). */
-static void mm_rows(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1)
+/* Rows [i0, i1) and columns [j0, j1) of batch item bi (or of the folded
+ * product). */
+static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
     size_t es = ir_dtype_size(pl->dt);
-    int64_t m = i1 - i0, k = pl->k, n = pl->n;
-    if (m <= 0 || n == 0)
+    int64_t m = i1 - i0, k = pl->k, n = j1 - j0, ldc = pl->n;
+    if (m <= 0 || n <= 0)
         return;
     const mm_opnd *A = &pl->a, *B = &pl->b;
-    /* Row i of a starts at i * ld (row-major) or i (column-major). */
+    /* Row i of a starts at i * ld (row-major) or i (column-major); column
+     * j of b at j (row-major) or j * ld (column-major). */
     int64_t aoff = batch_off(pl, A, bi) + i0 * (A->tr == CblasNoTrans ? A->ld : 1);
-    int64_t boff = batch_off(pl, B, bi);
+    int64_t boff = batch_off(pl, B, bi) + j0 * (B->tr == CblasNoTrans ? 1 : B->ld);
     const char *ap = A->p + aoff * (int64_t)es, *bp = B->p + boff * (int64_t)es;
-    char *cp = pl->c + (bi * pl->m + i0) * n * (int64_t)es;
+    char *cp = pl->c + ((bi * pl->m + i0) * ldc + j0) * (int64_t)es;
     if (k == 0) {
-        memset(cp, 0, (size_t)(m * n) * es);
+        for (int64_t i = 0; i < m; i++)
+            memset(cp + i * ldc * (int64_t)es, 0, (size_t)n * es);
         return;
     }
     if ((double)m * (double)n * (double)k <= (double)pl->small) { /* in double: no overflow */
         int64_t ars = A->tr == CblasNoTrans ? A->ld : 1, acs = A->tr == CblasNoTrans ? 1 : A->ld;
         int64_t brs = B->tr == CblasNoTrans ? B->ld : 1, bcs = B->tr == CblasNoTrans ? 1 : B->ld;
         if (pl->dt == RLX_F32)
-            small_f32(m, n, k, (const float *)ap, ars, acs, (const float *)bp, brs, bcs, (float *)cp);
+            small_f32(m, n, k, (const float *)ap, ars, acs, (const float *)bp, brs, bcs, (float *)cp, ldc);
         else
-            small_f64(m, n, k, (const double *)ap, ars, acs, (const double *)bp, brs, bcs, (double *)cp);
+            small_f64(m, n, k, (const double *)ap, ars, acs, (const double *)bp, brs, bcs, (double *)cp, ldc);
         return;
     }
     if (pl->dt == RLX_F32)
         cblas_sgemm(CblasRowMajor, A->tr, B->tr, (int)m, (int)n, (int)k, 1.0f, (const float *)ap, (int)A->ld,
-                    (const float *)bp, (int)B->ld, 0.0f, (float *)cp, (int)n);
+                    (const float *)bp, (int)B->ld, 0.0f, (float *)cp, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, A->tr, B->tr, (int)m, (int)n, (int)k, 1.0, (const double *)ap, (int)A->ld,
-                    (const double *)bp, (int)B->ld, 0.0, (double *)cp, (int)n);
+                    (const double *)bp, (int)B->ld, 0.0, (double *)cp, (int)ldc);
+}
+
+static void mm_rows(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1) { mm_block(pl, bi, i0, i1, 0, pl->n); }
+
+/* A product of at least 2 * SPLIT_BLOCK_MNK multiply-adds runs as blocks
+ * on our pool, each a single-threaded gemm over a range of the longer of
+ * its rows and columns (the other operand is packed once per block, so few
+ * blocks). Never OpenBLAS's own threads: after a call they spin-wait,
+ * competing with our pool's workers for the cores, their static split
+ * waits for a thread whose core another process holds (on our pool the
+ * caller takes a block no idle worker has taken), and threaded dgemm
+ * gives other bits than one thread.
+ * f32: one block per thread. A block stays far above OpenBLAS's
+ * small-matrix path (1e6 multiply-adds) and starts at a multiple of 16, so
+ * each element is computed by the same sgemm kernel in the same K order as
+ * in one whole call: values do not depend on the thread count.
+ * f64: dgemm's Skylake-X kernel gives other bits near a block's last rows
+ * (400 x 300 x 200 split at row 208: 28 elements differ), so the blocks
+ * depend on the shape only (up to F64_BLOCKS), also at one thread.
+ * tests/test_threads.c checks both. */
+enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, F64_BLOCKS = 4 };
+
+typedef struct {
+    const mm_plan *pl;
+    int64_t bi, ext; /* the item, and the rows or columns of a block */
+    bool by_rows;
+} mm_split;
+
+/* The blocks of item bi on t threads: their count, *sp set up. */
+static int64_t mm_blocks(const mm_plan *pl, int64_t bi, int t, mm_split *sp)
+{
+    double mnk = (double)pl->m * (double)pl->n * (double)pl->k;
+    int64_t nblk = pl->dt == RLX_F32 ? t : F64_BLOCKS;
+    if (mnk < (double)nblk * SPLIT_BLOCK_MNK)
+        nblk = (int64_t)(mnk / SPLIT_BLOCK_MNK);
+    bool by_rows = pl->m >= pl->n;
+    int64_t len = by_rows ? pl->m : pl->n;
+    int64_t ext = (len + nblk - 1) / (nblk > 0 ? nblk : 1);
+    ext = (ext + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN;
+    *sp = (mm_split){pl, bi, ext, by_rows};
+    return nblk < 2 || ext >= len ? 1 : (len + ext - 1) / ext;
+}
+
+static void mm_split_blocks(void *const *bufs, const double *consts, int64_t lo, int64_t hi)
+{
+    (void)consts;
+    const mm_split *sp = bufs[0];
+    const mm_plan *pl = sp->pl;
+    for (int64_t b = lo; b < hi; b++) {
+        int64_t a0 = b * sp->ext, lim = sp->by_rows ? pl->m : pl->n;
+        int64_t a1 = a0 + sp->ext < lim ? a0 + sp->ext : lim;
+        if (sp->by_rows)
+            mm_block(pl, sp->bi, a0, a1, 0, pl->n);
+        else
+            mm_block(pl, sp->bi, 0, pl->m, a0, a1);
+    }
+}
+
+/* Item bi on up to t threads of our pool (OpenBLAS at one thread); t 1:
+ * on the calling thread. */
+static void mm_item(const mm_plan *pl, int64_t bi, int t)
+{
+    mm_split sp;
+    int64_t nblk = mm_blocks(pl, bi, t, &sp);
+    if (nblk == 1) {
+        mm_rows(pl, bi, 0, pl->m);
+        return;
+    }
+    void *bufs[1] = {&sp};
+    if (t > 1)
+        rt_pool_run(mm_split_blocks, bufs, NULL, nblk, 1, t);
+    else
+        mm_split_blocks(bufs, NULL, 0, nblk);
 }
 
 /* Pool body: bufs[0] is the plan; [lo, hi) are batch items. */
@@ -313,7 +391,7 @@ static void mm_pool_items(void *const *bufs, const double *consts, int64_t lo, i
     (void)consts;
     const mm_plan *pl = bufs[0];
     for (int64_t bi = lo; bi < hi; bi++)
-        mm_rows(pl, bi, 0, pl->m);
+        mm_item(pl, bi, 1);
 }
 
 /* Runs every item of pl with the threading the rule picks. */
@@ -321,18 +399,17 @@ static void mm_run(mm_plan *pl)
 {
     int64_t batches = ir_numel(pl->nb, pl->bshape);
     int t = pl->threads;
+    /* Our threads over items or blocks, one OpenBLAS thread each: never 2 x 2. */
+    int prev = rt_blas_threads(1);
     if (use_pool(batches, t, (double)pl->m * (double)pl->n * (double)pl->k < MM_POOL_SMALL_ITEM)) {
-        /* Our threads over items, one OpenBLAS thread each: never 2 x 2. */
-        int prev = rt_blas_threads(1);
         void *bufs[1] = {pl};
         int64_t chunk = (batches + 4 * t - 1) / (4 * t);
         rt_pool_run(mm_pool_items, bufs, NULL, batches, chunk, t);
-        rt_blas_threads(prev);
-        return;
+    } else {
+        for (int64_t bi = 0; bi < batches; bi++)
+            mm_item(pl, bi, t);
     }
-    rt_blas_threads(t);
-    for (int64_t bi = 0; bi < batches; bi++)
-        mm_rows(pl, bi, 0, pl->m);
+    rt_blas_threads(prev);
 }
 
 /* Integer matmul of one batch: wrapping int64 accumulation, like the rest
