@@ -521,19 +521,27 @@ static bool to_dims(lower_ctx *c, const lmap *m, const ir_node *n, lmap *out)
 
 static int lower(lower_ctx *c, ir_node *n, const lmap *m, int depth);
 
+/* m itself, or m as per-dim indices in *dm when it is a flat map; NULL
+ * (blaming the view it came through) when the split is not exact. */
+static const lmap *dims_map(lower_ctx *c, const lmap *m, const ir_node *n, lmap *dm)
+{
+    if (!m->flat)
+        return m;
+    if (!to_dims(c, m, n, dm)) {
+        c->blame = m->origin->src[0];
+        return NULL;
+    }
+    return dm;
+}
+
 /* The map of a view's source, from the map of the view. */
 static bool compose_view(lower_ctx *c, const ir_node *v, const lmap *m, lmap *s)
 {
     const ir_node *x = v->src[0];
     const ir_attrs *a = &v->attr;
     lmap dm;
-    if (m->flat && v->op != IR_OP_RESHAPE) {
-        if (!to_dims(c, m, v, &dm)) {
-            c->blame = m->origin->src[0];
-            return false;
-        }
-        m = &dm;
-    }
+    if (v->op != IR_OP_RESHAPE && !(m = dims_map(c, m, v, &dm)))
+        return false;
     memset(s, 0, sizeof *s);
     switch (v->op) {
     case IR_OP_PERMUTE:
@@ -607,13 +615,8 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         c->blame = n;
         return -1;
     }
-    if (m->flat) {
-        if (!to_dims(c, m, n, &dm)) {
-            c->blame = m->origin->src[0];
-            return -1;
-        }
-        m = &dm;
-    }
+    if (!(m = dims_map(c, m, n, &dm)))
+        return -1;
     ir_node *x = n->src[0];
     uint32_t mask = n->attr.red.mask;
     bool ok = x->rank == c->lrank && c->nred < SCHED_MAX_PHASES && (!c->mask_set || c->red_mask == mask);
@@ -736,13 +739,8 @@ static bool box_restrict(const lower_ctx *c, lmap *s, const sched_affine *a, int
 static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     lmap dm;
-    if (m->flat) {
-        if (!to_dims(c, m, n, &dm)) {
-            c->blame = m->origin->src[0];
-            return -1;
-        }
-        m = &dm;
-    }
+    if (!(m = dims_map(c, m, n, &dm)))
+        return -1;
     ir_node *x = n->src[0];
     const ir_attrs *a = &n->attr;
     if (c->lempty || ir_node_numel(x) == 0)
@@ -793,13 +791,8 @@ static int lower_pad(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 static int lower_cat(lower_ctx *c, ir_node *n, const lmap *m, int depth)
 {
     lmap dm;
-    if (m->flat) {
-        if (!to_dims(c, m, n, &dm)) {
-            c->blame = m->origin->src[0];
-            return -1;
-        }
-        m = &dm;
-    }
+    if (!(m = dims_map(c, m, n, &dm)))
+        return -1;
     int ax = n->attr.ax.axis, v = -1;
     if (c->lempty)
         return lower(c, n->src[0], m, depth + 1); /* nothing is read */
