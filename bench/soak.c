@@ -3,7 +3,7 @@
  * and the caches every second, to see that a long-lived process plateaus
  * (issue 18). Not in CI.
  *
- *   rlx-soak [seconds (1800)] [csv (soak.csv)] [seed]
+ *   rlx-soak [seconds (1800)] [csv (soak.csv)] [seed] [inject (1)]
  *
  * Each round builds a random graph (elementwise chains, reductions,
  * reshapes, transposes, softmax, matmuls) over random shapes, at a random
@@ -121,11 +121,13 @@ static void check_against_ref(rlx_tensor *x, rlx_tensor *y, uint64_t graph_rng, 
     free(b);
 }
 
+static bool inject_failures = true; /* argument 4: 0 runs without injected allocation failures */
+
 static void round_once(tally *t)
 {
     int64_t r = 1 + pick(48), c = 1 + pick(48);
     rlx_set_num_threads(1 + pick(4));
-    bool inject = pick(16) == 0;
+    bool inject = inject_failures && pick(16) == 0;
     if (inject) {
         ir_alloc_fail_after(pick(400));
         t->injected++;
@@ -175,6 +177,8 @@ int main(int argc, char **argv)
     const char *csv = argc > 2 ? argv[2] : "soak.csv";
     if (argc > 3)
         rng = strtoull(argv[3], NULL, 10) | 1;
+    if (argc > 4)
+        inject_failures = atoi(argv[4]) != 0;
     FILE *out = fopen(csv, "w");
     if (!out) {
         perror(csv);
