@@ -128,6 +128,7 @@ static void round_once(tally *t)
     int64_t r = 1 + pick(48), c = 1 + pick(48);
     rlx_set_num_threads(1 + pick(4));
     bool inject = inject_failures && pick(16) == 0;
+    unsigned long errors_before = t->errors;
     if (inject) {
         ir_alloc_fail_after(pick(400));
         t->injected++;
@@ -165,6 +166,9 @@ static void round_once(tally *t)
         if (rlx_grad(loss, &x, 1, &g) != RLX_OK || rlx_realize(g) != RLX_OK)
             t->errors++;
     }
+    if (!inject && t->errors != errors_before) /* no failure was injected: say what failed */
+        fprintf(stderr, "rlx-soak: round %lu (mode %d, %lldx%lld): %s\n", t->rounds, mode, (long long)r,
+                (long long)c, rlx_last_error());
     rlx_scope_end();
     ir_alloc_fail_after(-1);
     rlx_clear_error();

@@ -1657,6 +1657,30 @@ TEST(jit_pad_head_split_one_kernel)
     compare(outs[1], outs[0], 0, 0, "head split", 0);
 }
 
+/* Row reductions nested in a row reduction's source, more than a kernel
+ * takes as phases (each z - mean(z) reads the reduction before it): the
+ * scheduler cuts the chain instead of building a kernel the row plan
+ * refuses (found by rlx-soak: "row plan: kernel of 9 phases, at most 8"). */
+TEST(jit_nested_row_reductions_past_the_phase_limit)
+{
+    for (int depth = 6; depth <= 12; depth++) {
+        double got[2][6];
+        for (int b = 0; b < 2; b++) {
+            rlx_set_option("backend", b ? "jit" : "ref");
+            rlx_scope_begin();
+            rlx_tensor *z = rlx_rand(RLX_F64, 2, (int64_t[]){6, 5}, 11);
+            for (int i = 0; i < depth; i++)
+                z = rlx_sub(rlx_mul_s(z, 1.5), rlx_sum(z, (int[]){1}, 1, true));
+            rlx_tensor *r = rlx_sum(rlx_mul(z, z), (int[]){1}, 1, false);
+            CHECK_EQ_INT(rlx_read_f64(r, got[b], 6), RLX_OK);
+            rlx_scope_end();
+        }
+        for (int k = 0; k < 6; k++)
+            CHECK_NEAR(got[1][k], got[0][k], 1e-9 * fabs(got[0][k]) + 1e-12);
+    }
+    rlx_set_option("backend", "jit");
+}
+
 TEST(jit_allocation_failures)
 {
     use_jit(true);
@@ -1665,7 +1689,7 @@ TEST(jit_allocation_failures)
     use_jit(false);
 }
 
-TEST_MAIN(T(jit_kernel_counts), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
+TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))

@@ -643,6 +643,10 @@ static int lower_reduce(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     int v = lower(c, x, &s, depth + 1);
     if (v < 0)
         return -1;
+    if (c->nred >= SCHED_MAX_PHASES) { /* x's own reductions took the last phases */
+        c->blame = n != c->root ? n : c->first_abs;
+        return -1;
+    }
     sched_instr in;
     memset(&in, 0, sizeof in);
     in.kind = SCHED_I_REDUCE;
