@@ -69,9 +69,15 @@ int main(int argc, char **argv)
     ir_node *roots[1 + 3 * GPT_MAX_PARAMS];
     for (int i = 0; i < nout; i++)
         roots[i] = ts_node(out[i]);
+    /* the schedule a realization builds: of the simplified graph */
+    ir_node *simp[1 + 3 * GPT_MAX_PARAMS];
     sched_schedule s;
     sched_ctx c = {0};
-    if (sched_build(&c, roots, nout, &s) != RLX_OK) {
+    if (simp_run(&c, roots, nout, ts_simp_fold, simp) != RLX_OK) {
+        fprintf(stderr, "simp_run: %s\n", c.msg);
+        return 1;
+    }
+    if (sched_build(&c, simp, nout, &s) != RLX_OK) {
         fprintf(stderr, "sched_build: %s\n", c.msg);
         return 1;
     }
@@ -94,6 +100,8 @@ int main(int argc, char **argv)
             printf(" %s %ld;", ir_ops[o].name, ref_by_op[o]);
     printf("\n");
     sched_free(&s);
+    for (int i = 0; i < nout; i++)
+        ir_release(simp[i]);
     for (int i = 0; i < nout; i++)
         rlx_release(out[i]);
     for (int i = 0; i < lay.nparam; i++) {
