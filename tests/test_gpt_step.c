@@ -92,10 +92,21 @@ static void compare_backends(rlx_dtype dt, double tol)
             CHECK_NEAR(jit.loss[s], ref.loss[s], tol);
         int bad = 0;
         double worst = 0;
-        for (int64_t k = 0; k < jit.count; k++) {
-            double d = fabs(jit.params[k] - ref.params[k]), scale = fabs(ref.params[k]) + 1e-2;
-            worst = d / scale > worst ? d / scale : worst;
-            bad += d > tol * scale;
+        int64_t k = 0;
+        for (int i = 0; i < lay.nparam; i++) {
+            /* The key bias's exact gradient is 0 (a constant added to every
+             * score of a softmax row): both backends give rounding noise
+             * there (~1e-9 in f32, ~1e-17 in f64), which Adam divides by
+             * its size, so those entries are skipped. */
+            const char *tail = strrchr(lay.name[i], '.');
+            bool kbias = tail && strcmp(tail + 1, "qkv_b") == 0;
+            for (int64_t e = 0; e < lay.numel[i]; e++, k++) {
+                if (kbias && e >= c.width && e < 2 * c.width)
+                    continue;
+                double d = fabs(jit.params[k] - ref.params[k]), scale = fabs(ref.params[k]) + 1e-2;
+                worst = d / scale > worst ? d / scale : worst;
+                bad += d > tol * scale;
+            }
         }
         if (getenv("GPT_TEST_VERBOSE"))
             printf("  %s: losses %.9g %.9g %.9g, worst rel %g\n", rlx_dtype_name(dt), jit.loss[0], jit.loss[1], jit.loss[2], worst);

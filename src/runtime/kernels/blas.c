@@ -23,7 +23,7 @@
  *
  * Threads: matmul runs OpenBLAS at one thread and spreads batch items or
  * blocks of one f32 product over our pool (the realization's thread count,
- * rt_threads; rule at mm_item_split), so its threads and ours never run
+ * rt_threads; rule at mm_blocks), so its threads and ours never run
  * at the same time. Solve sets OpenBLAS's count before every call region,
  * to our budget for threaded calls and to 1 inside our pool's regions.
  */
@@ -322,15 +322,17 @@ static void mm_rows(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1) { mm_
  * waits for a thread whose core another process holds (on our pool the
  * caller takes a block no idle worker has taken), and threaded dgemm
  * gives other bits than one thread.
- * f32: one block per thread. A block stays far above OpenBLAS's
- * small-matrix path (1e6 multiply-adds) and starts at a multiple of 16, so
- * each element is computed by the same sgemm kernel in the same K order as
- * in one whole call: values do not depend on the thread count.
- * f64: dgemm's Skylake-X kernel gives other bits near a block's last rows
- * (400 x 300 x 200 split at row 208: 28 elements differ), so the blocks
- * depend on the shape only (up to F64_BLOCKS), also at one thread.
- * tests/test_threads.c checks both. */
-enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, F64_BLOCKS = 4 };
+ * The blocks depend on the shape only (at most SPLIT_BLOCKS, also at one
+ * thread), so each element comes from the same gemm call whatever the
+ * thread count. Splitting by thread count with aligned block starts is
+ * not enough: with OpenBLAS's Haswell kernels (OPENBLAS_CORETYPE=Haswell
+ * on this EPYC) a row split is bitwise only at multiples of 24 and a
+ * column split at no alignment tried (16 to 192); dgemm's Skylake-X kernel
+ * gives other bits near a block's last rows (400 x 300 x 200 split at row
+ * 208). One thread pays for the extra calls: 2048^3 in 4 row blocks costs
+ * +1%, 512 x 256 x 768 +4% against one call (Haswell kernels, best of 5).
+ * tests/test_threads.c checks both dtypes. */
+enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, SPLIT_BLOCKS = 4 };
 
 typedef struct {
     const mm_plan *pl;
@@ -338,11 +340,11 @@ typedef struct {
     bool by_rows;
 } mm_split;
 
-/* The blocks of item bi on t threads: their count, *sp set up. */
-static int64_t mm_blocks(const mm_plan *pl, int64_t bi, int t, mm_split *sp)
+/* The blocks of item bi: their count, *sp set up. */
+static int64_t mm_blocks(const mm_plan *pl, int64_t bi, mm_split *sp)
 {
     double mnk = (double)pl->m * (double)pl->n * (double)pl->k;
-    int64_t nblk = pl->dt == RLX_F32 ? t : F64_BLOCKS;
+    int64_t nblk = SPLIT_BLOCKS;
     if (mnk < (double)nblk * SPLIT_BLOCK_MNK)
         nblk = (int64_t)(mnk / SPLIT_BLOCK_MNK);
     bool by_rows = pl->m >= pl->n;
@@ -373,7 +375,7 @@ static void mm_split_blocks(void *const *bufs, const double *consts, int64_t lo,
 static void mm_item(const mm_plan *pl, int64_t bi, int t)
 {
     mm_split sp;
-    int64_t nblk = mm_blocks(pl, bi, t, &sp);
+    int64_t nblk = mm_blocks(pl, bi, &sp);
     if (nblk == 1) {
         mm_rows(pl, bi, 0, pl->m);
         return;
