@@ -169,8 +169,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * Dynamic dims flow through elementwise ops and broadcasting, reductions
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, transpose/unsqueeze, cat, and reshape with one
- * -1. Ops that need a dynamic dim's size while tracing refuse it: slicing
- * or flipping a dynamic axis is RLX_E_UNSUPPORTED; others (conv/pool
+ * -1. Ops that need a dynamic dim's size while tracing refuse it: slicing,
+ * flipping or rolling (by a nonzero shift) a dynamic axis is RLX_E_UNSUPPORTED; others (conv/pool
  * spatial dims, fft axis, arange-based composites) fail with RLX_E_SHAPE
  * or at run time; none computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);

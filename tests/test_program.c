@@ -265,6 +265,8 @@ static rlx_tensor *o_sum_ones(rlx_tensor *x, rlx_tensor *const *par)
     return rlx_sum(rlx_ones_like(x), NULL, 0, false);
 }
 static rlx_tensor *o_flip(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_slice(x, 0, RLX_END, RLX_END, -1); }
+static rlx_tensor *o_roll(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_roll(x, 0, 1); }
+static rlx_tensor *o_roll0(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_roll(x, 0, 0); }
 static rlx_tensor *o_rms(rlx_tensor *x, rlx_tensor *const *par) { return rlx_rms_norm(x, par[2], 1e-6); }
 
 TEST(dynamic_ops_never_wrong)
@@ -274,7 +276,7 @@ TEST(dynamic_ops_never_wrong)
         expr_fn f;
     } ops[] = {{"slice0", o_slice},   {"slice1", o_slice1}, {"cat0", o_cat},           {"cat1", o_cat1},
                {"cumsum", o_cumsum},  {"argmax", o_argmax}, {"broadcast", o_broadcast}, {"sum_ones", o_sum_ones},
-               {"flip", o_flip},      {"rms_norm", o_rms}};
+               {"flip", o_flip},      {"rms_norm", o_rms},  {"roll", o_roll},          {"roll0", o_roll0}};
     rlx_tensor *par[5];
     params(RLX_F32, par);
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {

@@ -157,7 +157,11 @@ rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
     if (!n)
         return NULL;
     int64_t len = n->shape[ax];
-    int64_t s = len ? ((shift % len) + len) % len : 0;
+    if (len < 0 && shift != 0) { /* the amount to move is shift mod a size not known yet */
+        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: rolling it needs its size", ax, ts_shape_str(n));
+        return NULL;
+    }
+    int64_t s = len > 0 ? ((shift % len) + len) % len : 0;
     if (s == 0)
         return rlx_retain(x);
     if (!ts_open(fn))
