@@ -426,6 +426,8 @@ rlx_tensor *rlx_conv1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, 
     return ts_close(rlx_squeeze(y, 2));
 }
 
+#define PHASES 8 /* the largest stride split into phases (a larger one is zero-inserted) */
+
 /* t with step-1 zeros between the elements of axis ax: length (L-1)*step+1. */
 static rlx_tensor *zero_dilate(rlx_tensor *t, int ax, int64_t step)
 {
@@ -452,11 +454,83 @@ static rlx_tensor *pad_or_crop(rlx_tensor *t, int ax, int64_t before, int64_t af
     return rlx_narrow(t, ax, b, len - b - a);
 }
 
-/* The adjoint of conv2d with the same arguments (so also conv2d's input
- * gradient, which calls this): a stride-1 conv2d of x dilated by the stride
- * with zeros, padded by dil*(K-1) - pad per side (cropped where negative)
- * plus output_padding at the end, with the kernel flipped and its in/out
- * channels swapped per group. */
+static const int ones2[2] = {1, 1}, zeros2[2] = {0, 0};
+
+/* w [C_in, C_out/groups, KH, KW] as the conv2d weight of its adjoint:
+ * [C_out, C_in/groups, KH, KW], channels swapped per group, taps flipped. */
+static rlx_tensor *adjoint_weight(rlx_tensor *w, int groups)
+{
+    if (!w)
+        return NULL;
+    ir_node *wn = ts_node(w);
+    int64_t cig = wn->shape[0] / groups, co = wn->shape[1] * groups;
+    int64_t w5[5] = {groups, cig, wn->shape[1], wn->shape[2], wn->shape[3]};
+    int64_t w4[4] = {co, cig, wn->shape[2], wn->shape[3]};
+    static const int swap12[5] = {0, 2, 1, 3, 4};
+    rlx_tensor *wt = rlx_reshape(rlx_transpose(rlx_reshape(w, 5, w5), 5, swap12), 4, w4);
+    return rlx_flip(rlx_flip(wt, 2), 3);
+}
+
+/* The transposed convolution as conv2d's input gradient was written: a
+ * stride-1 conv2d of x with stride-1 zeros inserted between elements,
+ * padded by dil*(K-1) - pad per side (cropped where negative) plus
+ * output_padding at the end. Costs stride^2 times the useful products. */
+static rlx_tensor *conv_t_dilated(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                  const int *op, const int *d)
+{
+    rlx_tensor *t = x;
+    for (int i = 0; i < 2; i++) {
+        int64_t edge = (int64_t)d[i] * (ts_node(w)->shape[2 + i] - 1) - p[i];
+        t = t ? pad_or_crop(zero_dilate(t, 2 + i, s[i]), 2 + i, edge, edge + op[i]) : NULL;
+    }
+    return rlx_conv2d(t, adjoint_weight(w, groups), NULL, ones2, zeros2, d, groups);
+}
+
+/* One output phase (rho0, rho1) of an undilated transposed convolution:
+ * the outputs o = t*s + rho, t < T. Output o receives x[j - m] w[r + s*m]
+ * with r = (rho + p) mod s and j = t + (rho + p) div s, so the phase is a
+ * stride-1 conv2d of x, shifted, with the taps r, r+s, ... of w
+ * (ceil((K - r)/s) of them; none leaves the phase zero). */
+static rlx_tensor *conv_t_phase(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                const int64_t *T, const int *rho, rlx_dtype dt)
+{
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    rlx_tensor *t = x, *sub = w;
+    for (int i = 0; i < 2; i++) {
+        int64_t k = wn->shape[2 + i], r = (rho[i] + p[i]) % s[i], c = (rho[i] + p[i]) / s[i];
+        int64_t kr = r < k ? (k - r + s[i] - 1) / s[i] : 0;
+        if (!kr) {
+            int64_t shape[4] = {xn->shape[0], wn->shape[1] * groups, T[0], T[1]};
+            return rlx_zeros(dt, 4, shape);
+        }
+        sub = rlx_slice(sub, 2 + i, r, RLX_END, s[i]);
+        int64_t before = kr - 1 - c; /* x[i - before] sits at i: the window of t starts at x[t + c - (kr - 1)] */
+        t = pad_or_crop(t, 2 + i, before, T[i] + kr - 1 - xn->shape[2 + i] - before);
+    }
+    return rlx_conv2d(t, adjoint_weight(sub, groups), NULL, ones2, zeros2, ones2, groups);
+}
+
+/* Undilated transposed convolution as s0*s1 phase convolutions whose
+ * products are exactly the useful ones, interleaved by two stacks:
+ * [N, C, T0, s0, T1, s1] -> [N, C, T0*s0, T1*s1], cut to the output. */
+static rlx_tensor *conv_t_phases(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                 const int64_t *out, rlx_dtype dt)
+{
+    int64_t T[2] = {(out[0] + s[0] - 1) / s[0], (out[1] + s[1] - 1) / s[1]};
+    rlx_tensor *rows[PHASES], *cols[PHASES];
+    for (int r0 = 0; r0 < s[0]; r0++) {
+        for (int r1 = 0; r1 < s[1]; r1++)
+            cols[r1] = conv_t_phase(x, w, groups, s, p, T, (int[2]){r0, r1}, dt);
+        rows[r0] = rlx_stack(cols, s[1], 4);
+    }
+    rlx_tensor *y = rlx_stack(rows, s[0], 3);
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    int64_t shape[4] = {xn->shape[0], wn->shape[1] * groups, T[0] * s[0], T[1] * s[1]};
+    return rlx_narrow(rlx_narrow(rlx_reshape(y, 4, shape), 2, 0, out[0]), 3, 0, out[1]);
+}
+
+/* The adjoint of conv2d with the same arguments, and so also conv2d's
+ * input gradient, which calls this. */
 rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                  const int padding[2], const int output_padding[2], const int dilation[2],
                                  int groups)
@@ -506,25 +580,19 @@ rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, co
         }
     }
     ir_node *bn = b ? ts_node(b) : NULL;
-    int64_t co = wn->shape[1] * groups, cig = wn->shape[0] / groups;
+    int64_t co = wn->shape[1] * groups;
     if (bn && (bn->rank != 1 || bn->shape[0] != co)) {
         ts_error(RLX_E_SHAPE, fn, "b must be [C_out] = [%lld], got %s", (long long)co, ts_shape_str(bn));
         return NULL;
     }
     if (!ts_open(fn))
         return NULL;
-    int64_t w5[5] = {groups, cig, wn->shape[1], wn->shape[2], wn->shape[3]};
-    int64_t w4[4] = {co, cig, wn->shape[2], wn->shape[3]};
-    static const int swap12[5] = {0, 2, 1, 3, 4};
-    rlx_tensor *wt = rlx_reshape(rlx_transpose(rlx_reshape(w, 5, w5), 5, swap12), 4, w4);
-    wt = rlx_flip(rlx_flip(wt, 2), 3);
-    rlx_tensor *t = x;
-    for (int i = 0; i < 2; i++) {
-        int64_t edge = (int64_t)d[i] * (wn->shape[2 + i] - 1) - p[i];
-        t = pad_or_crop(zero_dilate(t, 2 + i, s[i]), 2 + i, edge, edge + op[i]);
-    }
-    static const int one[2] = {1, 1}, none[2] = {0, 0};
-    rlx_tensor *y = rlx_conv2d(t, wt, NULL, one, none, d, groups);
+    rlx_dtype dt = ir_promote(xn->dtype, wn->dtype);
+    /* Without dilation the stride's phases are separate convolutions (no
+     * product with an inserted zero); with it, the zero-inserted form. */
+    rlx_tensor *y = d[0] == 1 && d[1] == 1 && s[0] * s[1] > 1 && s[0] <= PHASES && s[1] <= PHASES
+                        ? conv_t_phases(x, w, groups, s, p, out, ir_dtype_is_float(dt) ? dt : RLX_F32)
+                        : conv_t_dilated(x, w, groups, s, p, op, d);
     int64_t bs[4] = {1, co, 1, 1}; /* the bias broadcasts over N, OH, OW */
     return ts_close(y && b ? rlx_add(y, rlx_reshape(b, 4, bs)) : y);
 }
