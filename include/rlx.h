@@ -484,11 +484,13 @@ RLX_API rlx_tensor *rlx_conv1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int 
  * - 2*padding + dilation*(KH-1) + output_padding + 1. stride, padding,
  * output_padding, dilation may be NULL (1, 0, 0, 1). output_padding must
  * be smaller than the stride or the dilation (PyTorch's rule), else
- * RLX_E_ARG; an output size below 1 or an empty H/W is RLX_E_SHAPE. It is
- * computed as conv2d's input gradient is (this function is that
- * gradient): a stride-1 conv2d over x with stride-1 zeros inserted
- * between elements, so a stride s costs up to s*s times the products of
- * an equal-size conv2d. Dtypes as rlx_conv2d. */
+ * RLX_E_ARG; an output size below 1 or an empty H/W is RLX_E_SHAPE. It
+ * is conv2d's input gradient (conv2d's VJP calls it), built from stride-1
+ * conv2d calls: without dilation, one per stride phase (s0*s1 of them,
+ * strides up to 8) over the taps that phase reads, so no product meets an
+ * inserted zero; with dilation (or a stride above 8), one over x with
+ * stride-1 zeros inserted, costing up to s0*s1 times the products.
+ * Dtypes as rlx_conv2d. */
 RLX_API rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                          const int padding[2], const int output_padding[2],
                                          const int dilation[2], int groups);
