@@ -63,6 +63,8 @@ CONV_T = [  # x shape, C_out/groups, kernel, stride, padding, output_padding, di
     ((1, 6, 2, 3), 2, (1, 1), (2, 2), (0, 0), (1, 1), (1, 1), 3),
     ((1, 2, 3, 3), 2, (2, 2), (2, 2), (2, 2), (0, 1), (1, 1), 1),   # padding beyond the kernel: a crop
     ((8, 64, 28, 28), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 2, 3, 2), 2, (3, 2), (9, 2), (1, 0), (4, 1), (1, 1), 1),     # stride 9: zero-inserted, not phases
+    ((2, 2, 4, 3), 3, (5, 3), (3, 2), (4, 2), (0, 1), (1, 1), 2),     # phases with unequal tap counts
 ]
 
 
