@@ -408,6 +408,24 @@ RLX_API rlx_tensor *rlx_stop_gradient(rlx_tensor *x);
  * rank 0 is RLX_E_SHAPE. */
 RLX_API rlx_tensor *rlx_matmul(rlx_tensor *a, rlx_tensor *b);
 RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last_two(b) */
+/* NumPy einsum over xs[n] (n >= 1): "ij,jk->ik" (explicit output) or
+ * "ij,jk" (implicit: the "..." dims, then the letters used once, in ASCII
+ * order, so 'A'..'Z' before 'a'..'z'). Subscripts are the 52 letters;
+ * spaces are ignored; one "..." per term stands for the leading, trailing
+ * or middle dims the letters leave, broadcast across operands as NumPy
+ * (size 1 against n); an explicit output must then hold "..." too. A
+ * letter repeated in one operand takes the diagonal (equal dims), a
+ * letter absent from the output is summed, and a dim of size 1 broadcasts
+ * against the same letter's size elsewhere (NumPy). Operands combine left
+ * to right; each contraction is one batched rlx_matmul (BLAS for floats),
+ * never a broadcast product then a sum. dtypes promote; integers stay
+ * integer (wrapping in their dtype, as NumPy), bool is RLX_E_DTYPE.
+ * Errors: a malformed equation, a term count other than n, or an output
+ * letter repeated or in no operand is RLX_E_ARG; subscripts not matching
+ * an operand's rank, or one letter with two sizes (both named) is
+ * RLX_E_SHAPE; a result or intermediate above rank 8 is RLX_E_SHAPE or
+ * RLX_E_UNSUPPORTED; a dynamic dim RLX_E_UNSUPPORTED. */
+RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);
 RLX_API rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act);
@@ -455,6 +473,31 @@ RLX_API rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, in
  * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). */
 RLX_API rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                const int padding[2], const int dilation[2], int groups);
+/* x [N, C, L], w [O, C/groups, K], b [O] or NULL -> [N, O, OL] with
+ * OL = (L + 2*padding - dilation*(K-1) - 1) / stride + 1 (PyTorch conv1d):
+ * conv2d over [N, C, 1, L], with its dtypes, errors and gradient. */
+RLX_API rlx_tensor *rlx_conv1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, int padding,
+                               int dilation, int groups);
+/* PyTorch conv_transpose2d, the adjoint of rlx_conv2d: x [N, C_in, H, W],
+ * w [C_in, C_out/groups, KH, KW] (PyTorch's layout: the conv2d weight it
+ * transposes), b [C_out] or NULL -> [N, C_out, OH, OW], OH = (H-1)*stride
+ * - 2*padding + dilation*(KH-1) + output_padding + 1. stride, padding,
+ * output_padding, dilation may be NULL (1, 0, 0, 1). output_padding must
+ * be smaller than the stride or the dilation (PyTorch's rule), else
+ * RLX_E_ARG; an output size below 1 or an empty H/W is RLX_E_SHAPE. It
+ * is conv2d's input gradient (conv2d's VJP calls it), built from stride-1
+ * conv2d calls: without dilation, one per stride phase (s0*s1 of them,
+ * strides up to 8) over the taps that phase reads, so no product meets an
+ * inserted zero; with dilation (or a stride above 8), one over x with
+ * stride-1 zeros inserted, costing up to s0*s1 times the products.
+ * Dtypes as rlx_conv2d. */
+RLX_API rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
+                                         const int padding[2], const int output_padding[2],
+                                         const int dilation[2], int groups);
+/* x [N, C_in, L], w [C_in, C_out/groups, K]: rlx_conv_transpose2d over
+ * [N, C_in, 1, L]. */
+RLX_API rlx_tensor *rlx_conv_transpose1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, int padding,
+                                         int output_padding, int dilation, int groups);
 /* x [N, C, H, W]; stride NULL means the kernel size, padding NULL means 0
  * (at most half the kernel). max pads with -inf; avg counts the padding
  * (PyTorch count_include_pad=True). Floor output size. */

@@ -262,6 +262,11 @@ B(matmul_vec, rlx_matmul(a, b))
 B(matmul_dot, rlx_matmul(a, b))
 B(matmul_view, rlx_matmul(rlx_t(a), rlx_slice(b, 1, 0, RLX_END, 2)))
 B(matmul_t, rlx_matmul_t(a, b))
+static rlx_tensor *b_einsum(const char *eq, rlx_tensor **in, int n) { return rlx_einsum(eq, in, n); }
+B(einsum_chain, b_einsum("ab,bc,cd->da", in, 3))
+B(einsum_diag_batch, b_einsum("bii,bj->jb", in, 2))
+B(einsum_ellipsis_bcast, b_einsum("...ij,...j->...i", in, 2))
+B(einsum_outer_sum, b_einsum("ij,k", in, 2))
 B(linear, rlx_linear(a, b, c))
 B(linear_nobias, rlx_linear(a, b, NULL))
 B(linear_relu, rlx_linear_act(a, b, c, RLX_ACT_RELU))
@@ -311,6 +316,12 @@ B(conv2d, rlx_conv2d(a, b, c, NULL, pad1, NULL, 1))
 B(conv2d_strided, rlx_conv2d(a, b, NULL, two2, zero2, s21, 1))
 B(conv2d_groups, rlx_conv2d(a, b, c, s21, one2, NULL, 2))
 B(conv2d_crop, rlx_conv2d(a, b, NULL, two2, pad2, NULL, 1))
+static const int op11[2] = {1, 1}, op10[2] = {1, 0}, st32[2] = {3, 2};
+B(conv_transpose2d, rlx_conv_transpose2d(a, b, c, two2, one2, op11, NULL, 1))
+B(conv_transpose2d_groups, rlx_conv_transpose2d(a, b, c, st32, zero2, op10, s21, 2))
+B(conv_transpose2d_crop, rlx_conv_transpose2d(a, b, NULL, two2, k3, NULL, NULL, 1)) /* pad > K-1 */
+B(conv1d, rlx_conv1d(a, b, c, 2, 1, 2, 1))
+B(conv_transpose1d, rlx_conv_transpose1d(a, b, c, 3, 1, 2, 1, 1))
 B(max_pool, rlx_max_pool2d(a, two2, NULL, NULL))
 B(max_pool_overlap, rlx_max_pool2d(a, k3, one2, one2))
 B(avg_pool, rlx_avg_pool2d(a, two2, NULL, NULL))
@@ -417,6 +428,10 @@ static const gcase cases[] = {
     {"contiguous", b_contiguous, R2(3, 2), -1, 1, 0, 0},
 
     {"matmul", b_matmul, 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, 0, 0},
+    {"einsum_chain", b_einsum_chain, 3, {2, 2, 2}, {{2, 3}, {3, 4}, {4, 2}}, -1, 1, 0, 0},
+    {"einsum_diag_batch", b_einsum_diag_batch, 2, {3, 2}, {{2, 3, 3}, {2, 4}}, -1, 1, 0, 0},
+    {"einsum_ellipsis_bcast", b_einsum_ellipsis_bcast, 2, {4, 2}, {{2, 1, 3, 4}, {3, 4}}, -1, 1, 0, 0},
+    {"einsum_outer_sum", b_einsum_outer_sum, 2, {2, 1}, {{2, 3}, {4}}, -1, 1, 0, 0},
     {"matmul_batch", b_matmul_batch, 2, {3, 2}, {{2, 2, 3}, {3, 2}}, -1, 1, 0, 0},
     {"matmul_vec", b_matmul_vec, 2, {1, 3}, {{3}, {2, 3, 2}}, -1, 1, 0, 0},
     {"matmul_dot", b_matmul_dot, 2, {1, 1}, {{4}, {4}}, -1, 1, 0, 0},
@@ -457,6 +472,12 @@ static const gcase cases[] = {
     {"conv2d_strided", b_conv2d_strided, 2, {4, 4}, {{2, 1, 7, 6}, {2, 1, 2, 3}}, -1, 1, 0, 0},
     {"conv2d_groups", b_conv2d_groups, 3, {4, 4, 1}, {{1, 4, 5, 3}, {2, 2, 3, 2}, {2}}, -1, 1, 0, 0},
     {"conv2d_crop", b_conv2d_crop, 2, {4, 4}, {{1, 1, 5, 4}, {2, 1, 2, 2}}, -1, 1, 0, 0},
+    {"conv_transpose2d", b_conv_transpose2d, 3, {4, 4, 1}, {{1, 2, 3, 2}, {2, 3, 3, 2}, {3}}, -1, 1, 0, 0},
+    {"conv_transpose2d_groups", b_conv_transpose2d_groups, 3, {4, 4, 1}, {{2, 4, 2, 3}, {4, 1, 2, 2}, {2}}, -1, 1,
+     0, 0},
+    {"conv_transpose2d_crop", b_conv_transpose2d_crop, 2, {4, 4}, {{1, 1, 5, 4}, {1, 2, 3, 3}}, -1, 1, 0, 0},
+    {"conv1d", b_conv1d, 3, {3, 3, 1}, {{2, 2, 9}, {3, 2, 3}, {3}}, -1, 1, 0, 0},
+    {"conv_transpose1d", b_conv_transpose1d, 3, {3, 3, 1}, {{1, 2, 4}, {2, 3, 3}, {3}}, -1, 1, 0, 0},
     {"max_pool", b_max_pool, 1, {4}, {{1, 2, 4, 4}}, -2, 2, 0, 0},
     {"max_pool_overlap", b_max_pool_overlap, 1, {4}, {{2, 1, 4, 5}}, -2, 2, 0, 0},
     {"avg_pool", b_avg_pool, 1, {4}, {{1, 2, 4, 4}}, -2, 2, 0, 0},

@@ -1,5 +1,5 @@
 /*
- * test_linalg.c — matmul, matmul_t, linear, linear_act, solve and inv
+ * test_linalg.c — matmul, matmul_t, einsum, linear, linear_act, solve and inv
  * against hand-computed values and independent double-precision loops:
  * 1-D operands, batch broadcasting, transposed and strided views, empty
  * dims, f32/f64 and integer products, singular systems, and the argument
@@ -995,7 +995,224 @@ TEST(linalg_bad_arguments)
     CHECK(rlx_last_status() == RLX_OK);
 }
 
-TEST_MAIN(T(matmul_hand_values), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
+/* ------------------------------------------------------------- einsum */
+
+/* einsum by its definition, in double: every assignment of the labels
+ * used adds the product of the operands' elements to the output element.
+ * terms are letters only with an explicit "->"; a dim of size 1 reads
+ * index 0 whatever its label's value (NumPy's broadcasting). Returns the
+ * output's rank, its shape in oshape. */
+static int ref_einsum(const char *eq, int n, const int *rank, int64_t (*shape)[4], double *const *v, int64_t *oshape,
+                      double *out)
+{
+    const char *term[4], *arrow = strstr(eq, "->");
+    int64_t size[128] = {0};
+    bool seen[128] = {false};
+    const char *p = eq;
+    for (int k = 0; k < n; k++) {
+        term[k] = p;
+        for (int j = 0; j < rank[k]; j++) {
+            size[(int)p[j]] = shape[k][j] > size[(int)p[j]] || !seen[(int)p[j]] ? shape[k][j] : size[(int)p[j]];
+            seen[(int)p[j]] = true;
+        }
+        p += rank[k] + 1;
+    }
+    char used[64];
+    int nused = 0;
+    for (int c = 0; c < 128; c++)
+        if (seen[c])
+            used[nused++] = (char)c;
+    const char *o = arrow + 2;
+    int orank = (int)strlen(o);
+    int64_t on = 1;
+    for (int j = 0; j < orank; j++)
+        on *= (oshape[j] = size[(int)o[j]]);
+    for (int64_t i = 0; i < on; i++)
+        out[i] = 0;
+    int64_t val[128] = {0}, total = 1;
+    for (int u = 0; u < nused; u++)
+        total *= size[(int)used[u]];
+    for (int64_t it = 0; it < total; it++) {
+        int64_t r = it;
+        for (int u = nused - 1; u >= 0; u--) {
+            val[(int)used[u]] = r % size[(int)used[u]];
+            r /= size[(int)used[u]];
+        }
+        double prod = 1;
+        for (int k = 0; k < n; k++) {
+            int64_t off = 0;
+            for (int j = 0; j < rank[k]; j++)
+                off = off * shape[k][j] + (shape[k][j] == 1 ? 0 : val[(int)term[k][j]]);
+            prod *= v[k][off];
+        }
+        int64_t off = 0;
+        for (int j = 0; j < orank; j++)
+            off = off * oshape[j] + val[(int)o[j]];
+        out[off] += prod;
+    }
+    return orank;
+}
+
+TEST(einsum_values)
+{
+    /* Hand values: a matrix product, a trace, a diagonal. */
+    int64_t s22[2] = {2, 2}, s2[1] = {2};
+    double a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, ab[4] = {19, 22, 43, 50}, tr[1] = {5}, dg[2] = {1, 4};
+    rlx_tensor *ta = tf64(2, s22, a), *tb = tf64(2, s22, b), *both[2] = {ta, tb};
+    EXPECT(rlx_einsum("ij,jk->ik", both, 2), RLX_F64, 2, s22, ab, 0);
+    EXPECT(rlx_einsum("ij,jk", both, 2), RLX_F64, 2, s22, ab, 0);
+    EXPECT(rlx_einsum("ii", &ta, 1), RLX_F64, 0, NULL, tr, 0);
+    EXPECT(rlx_einsum(" i i -> i ", &ta, 1), RLX_F64, 1, s2, dg, 0);
+    static const struct {
+        const char *eq;
+        int n, rank[3];
+        int64_t shape[3][4];
+    } rows[] = {
+        {"ij,jk->ik", 2, {2, 2}, {{3, 4}, {4, 5}}},
+        {"bij,bkj->bik", 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}},
+        {"ii->i", 1, {2}, {{4, 4}}},
+        {"ii->", 1, {2}, {{4, 4}}},
+        {"iij->ji", 1, {3}, {{3, 3, 2}}},
+        {"iji->j", 1, {3}, {{3, 2, 3}}},
+        {"i,j->ij", 2, {1, 1}, {{3}, {4}}},
+        {"ij,ij->", 2, {2, 2}, {{3, 4}, {3, 4}}},
+        {"ij,ij->ij", 2, {2, 2}, {{3, 4}, {3, 1}}},
+        {"ijk,jil->kl", 2, {3, 3}, {{2, 3, 4}, {3, 2, 5}}},
+        {"ab,bc,cd->da", 3, {2, 2, 2}, {{2, 3}, {3, 4}, {4, 2}}},
+        {"ij,jk->ik", 2, {2, 2}, {{2, 3}, {1, 4}}}, /* j broadcasts: size 1 against 3 */
+        {"ij,k->", 2, {2, 1}, {{2, 3}, {4}}},
+        {"abc,cb->a", 2, {3, 2}, {{2, 3, 4}, {4, 3}}},
+        {"ij->ji", 1, {2}, {{3, 4}}},
+        {"i,i,i->i", 3, {1, 1, 1}, {{5}, {5}, {5}}},
+        {"bn,anm,bm->ba", 3, {2, 3, 2}, {{2, 3}, {4, 3, 2}, {2, 2}}}, /* bilinear */
+        {"ij,jk->ik", 2, {2, 2}, {{0, 3}, {3, 2}}},                   /* empty rows */
+        {"ij,jk->ik", 2, {2, 2}, {{2, 0}, {0, 3}}},                   /* empty contraction: zeros */
+        {"->", 1, {0}, {{0}}},                                        /* rank 0 */
+        {"i,->i", 2, {1, 0}, {{3}, {0}}},
+    };
+    static const rlx_dtype dts[4] = {RLX_F32, RLX_F64, RLX_I32, RLX_I64};
+    static const char *backends[2] = {"ref", "jit"};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+            double *v[3], want[256];
+            int64_t oshape[4] = {0};
+            int64_t sh[3][4];
+            memcpy(sh, rows[r].shape, sizeof sh);
+            for (int k = 0; k < rows[r].n; k++)
+                v[k] = rnd_int(numel_of(rows[r].rank[k], sh[k]), -3, 3);
+            int orank = ref_einsum(rows[r].eq, rows[r].n, rows[r].rank, sh, v, oshape, want);
+            for (int d = 0; d < 4; d++) {
+                rlx_tensor *xs[3];
+                for (int k = 0; k < rows[r].n; k++) {
+                    int rk = rows[r].rank[k];
+                    if (k == 0 && rk >= 2) { /* a transposed view: stored with the last two dims swapped */
+                        int64_t st[4];
+                        memcpy(st, sh[k], sizeof st);
+                        st[rk - 1] = sh[k][rk - 2];
+                        st[rk - 2] = sh[k][rk - 1];
+                        double *tv = malloc((size_t)(numel_of(rk, sh[k]) + 1) * sizeof *tv);
+                        int64_t m = sh[k][rk - 2], nn = sh[k][rk - 1], outer = numel_of(rk - 2, sh[k]);
+                        for (int64_t o = 0; o < outer; o++)
+                            for (int64_t i = 0; i < m; i++)
+                                for (int64_t j = 0; j < nn; j++)
+                                    tv[(o * nn + j) * m + i] = v[k][(o * m + i) * nn + j];
+                        xs[k] = rlx_t(mk(dts[d], rk, st, tv));
+                        free(tv);
+                    } else
+                        xs[k] = mk(dts[d], rk, sh[k], v[k]);
+                }
+                char what[120];
+                snprintf(what, sizeof what, "einsum %s %s %s", rows[r].eq, rlx_dtype_name(dts[d]), backends[be]);
+                EXPECT_V(what, rlx_einsum(rows[r].eq, xs, rows[r].n), dts[d], orank, oshape, want, 1e-5, 1e-5);
+            }
+            for (int k = 0; k < rows[r].n; k++)
+                free(v[k]);
+        }
+    }
+    /* Mixed dtypes promote (NumPy): i32 with f64 gives f64. */
+    int32_t ai[4] = {1, 2, 3, 4};
+    rlx_tensor *mixed[2] = {ti32(2, s22, ai), tb};
+    EXPECT(rlx_einsum("ij,jk->ik", mixed, 2), RLX_F64, 2, s22, ab, 0);
+    /* i32 products wrap in i32, as NumPy's einsum: 65536 * 65536 = 2^32 -> 0, plus 1. */
+    int64_t s1[1] = {2};
+    int32_t big[2] = {65536, 1};
+    rlx_tensor *wrap[2] = {ti32(1, s1, big), ti32(1, s1, big)};
+    double w0[1] = {1};
+    EXPECT(rlx_einsum("i,i->", wrap, 2), RLX_I32, 0, NULL, w0, 0);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+/* An einsum with a diagonal, a broadcast and a contraction, and its
+ * gradient, under every allocation failure in turn. */
+static int einsum_workload(void)
+{
+    rlx_scope_begin();
+    int64_t s[3] = {2, 3, 3}, sb[2] = {1, 4};
+    rlx_tensor *x[2] = {rlx_randn(RLX_F64, 3, s, 1), rlx_randn(RLX_F64, 2, sb, 2)}, *g = NULL;
+    rlx_tensor *y = rlx_einsum("bii,bj->jb", x, 2);
+    rlx_status st = y ? rlx_grad(rlx_sum_all(y), x, 1, &g) : RLX_E_NOMEM;
+    rlx_tensor *outs[2] = {y, g};
+    int ok = y && st == RLX_OK && rlx_realize_many(outs, 2) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(einsum_allocation_failures) { ALLOC_WALK(einsum_workload, 5); }
+
+TEST(einsum_bad_arguments)
+{
+    const char *fn = "rlx_einsum";
+    int64_t s23[2] = {2, 3}, s34[2] = {3, 4}, s44[2] = {4, 4}, s2[1] = {2}, s3[1] = {3}, s234[3] = {2, 3, 4};
+    rlx_tensor *a = rlx_ones(RLX_F32, 2, s23), *b = rlx_ones(RLX_F32, 2, s34), *c = rlx_ones(RLX_F32, 2, s44);
+    rlx_tensor *ab[2] = {a, b}, *ac[2] = {a, c}, *nul[2] = {a, NULL};
+    CHECK(rlx_einsum("ij,jk->ik", ab, 2) != NULL);
+    CHECK_NULL_ERR(rlx_einsum(NULL, ab, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ik", NULL, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ik", ab, 0), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ik", nul, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ik", ab, 1), RLX_E_ARG, fn);  /* two terms, one tensor */
+    CHECK_NULL_ERR(rlx_einsum("ij->ij", ab, 2), RLX_E_ARG, fn);     /* one term, two tensors */
+    CHECK_NULL_ERR(rlx_einsum("i1,jk->ik", ab, 2), RLX_E_ARG, fn);  /* not a letter */
+    CHECK_NULL_ERR(rlx_einsum("i..j,jk", ab, 2), RLX_E_ARG, fn);    /* two dots */
+    CHECK_NULL_ERR(rlx_einsum("...i...,jk", ab, 2), RLX_E_ARG, fn); /* two ellipses */
+    CHECK_NULL_ERR(rlx_einsum("ij,jk-ik", ab, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ii", ab, 2), RLX_E_ARG, fn);  /* output letter twice */
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->iz", ab, 2), RLX_E_ARG, fn);  /* in no operand */
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->i->k", ab, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->i,k", ab, 2), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_einsum("ijk,jk->ik", ab, 2), RLX_E_SHAPE, fn); /* rank mismatch */
+    CHECK_NULL_ERR(rlx_einsum("i,jk->ik", ab, 2), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_einsum("ij...k,jk", ab, 2), RLX_E_SHAPE, fn); /* letters beyond the rank */
+    CHECK_NULL_ERR(rlx_einsum("ij,jk->ik", ac, 2), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_einsum("ii", &a, 1), RLX_E_SHAPE, fn); /* a diagonal of unequal dims */
+    /* The message names the index and both sizes. */
+    rlx_clear_error();
+    CHECK(rlx_einsum("ij,jk->ik", ac, 2) == NULL);
+    CHECK(strstr(rlx_last_error(), "index 'j'") && strstr(rlx_last_error(), "size 3 in operand 0 and 4 in operand 1"));
+    CHECK(rlx_einsum("ii", &a, 1) == NULL);
+    CHECK(strstr(rlx_last_error(), "index 'i'") && strstr(rlx_last_error(), "sizes 2 and 3"));
+    rlx_clear_error();
+    rlx_tensor *t3 = rlx_ones(RLX_F32, 3, s234), *v2 = rlx_ones(RLX_F32, 1, s2), *v3 = rlx_ones(RLX_F32, 1, s3);
+    rlx_tensor *v23[2] = {v2, v3};
+    CHECK_NULL_ERR(rlx_einsum("...ij->ij", &t3, 1), RLX_E_ARG, fn); /* "..." dims need "..." in the output */
+    CHECK_NULL_ERR(rlx_einsum("...,...", v23, 2), RLX_E_SHAPE, fn); /* 2 and 3 do not broadcast */
+    CHECK_NULL_ERR(rlx_einsum("abcdefghi", &t3, 1), RLX_E_SHAPE, fn); /* more than 8 subscripts */
+    rlx_tensor *bl = rlx_ones(RLX_BOOL, 2, s23), *bb[2] = {bl, b};
+    CHECK_NULL_ERR(rlx_einsum("ij,jk", bb, 2), RLX_E_DTYPE, fn);
+    /* Rank limits: an output of rank 9, an intermediate of rank 9. */
+    int64_t one3[3] = {1, 1, 1}, one4[4] = {1, 1, 1, 1}, one8[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    rlx_tensor *o3 = rlx_ones(RLX_F32, 3, one3), *three[3] = {o3, o3, o3};
+    CHECK_NULL_ERR(rlx_einsum("abc,def,ghi->abcdefghi", three, 3), RLX_E_SHAPE, fn);
+    rlx_tensor *o4 = rlx_ones(RLX_F32, 4, one4), *four[4] = {o4, o4, v2, rlx_ones(RLX_F32, 8, one8)};
+    CHECK_NULL_ERR(rlx_einsum("abcd,efgh,i,abcdefgh->i", four, 4), RLX_E_UNSUPPORTED, fn);
+    four[2] = rlx_ones(RLX_F32, 8, one8);
+    four[3] = v2;
+    CHECK(rlx_einsum("abcd,efgh,abcdefgh,i->i", four, 4) != NULL); /* the same in an order that fits */
+}
+
+TEST_MAIN(T(matmul_hand_values), T(einsum_values), T(einsum_allocation_failures),
+          T(einsum_bad_arguments), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
           T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
           T(linear_and_activations), T(gemm_epilogues_match_reference), T(solve_known_system), T(solve_random_batched),
           T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),

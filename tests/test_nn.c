@@ -1,8 +1,8 @@
 /*
  * test_nn.c — softmax/log_softmax, layer and RMS norm, the cross
  * entropies, attention (every mask kind, fully masked rows, and the fused
- * kernel against the composite it replaced), rope, conv2d
- * and the pools, each against its formula written as plain double loops
+ * kernel against the composite it replaced), rope, conv1d/conv2d, the
+ * transposed convolutions and the pools, each against its formula written as plain double loops
  * here, plus the argument checks of every function.
  */
 #include "harness.h"
@@ -807,6 +807,150 @@ TEST(conv2d_random_shapes)
     }
 }
 
+/* conv_transpose2d as its definition: every input element scatters
+ * x * w into the outputs its taps reach. w is [C_in, C_out/g, KH, KW]. */
+static void ref_conv_t(const double *x, const double *w, const double *b, const int64_t *xs, const int64_t *ws,
+                       const int *st, const int *pd, const int *op, const int *dl, int g, int64_t *os, double *out)
+{
+    int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], og = ws[1], KH = ws[2], KW = ws[3], O = og * g;
+    int64_t OH = (H - 1) * st[0] - 2 * pd[0] + dl[0] * (KH - 1) + op[0] + 1;
+    int64_t OW = (W - 1) * st[1] - 2 * pd[1] + dl[1] * (KW - 1) + op[1] + 1;
+    int64_t shape[4] = {N, O, OH, OW};
+    memcpy(os, shape, sizeof shape);
+    for (int64_t i = 0; i < N * O * OH * OW; i++)
+        out[i] = b ? b[i / (OH * OW) % O] : 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < H; i++)
+                for (int64_t j = 0; j < W; j++)
+                    for (int64_t o = 0; o < og; o++)
+                        for (int64_t u = 0; u < KH; u++)
+                            for (int64_t v = 0; v < KW; v++) {
+                                int64_t y = i * st[0] - pd[0] + u * dl[0], z = j * st[1] - pd[1] + v * dl[1];
+                                int64_t oc = c / (C / g) * og + o;
+                                if (y >= 0 && y < OH && z >= 0 && z < OW)
+                                    out[((n * O + oc) * OH + y) * OW + z] +=
+                                        x[((n * C + c) * H + i) * W + j] * w[((c * og + o) * KH + u) * KW + v];
+                            }
+}
+
+TEST(conv_transpose_values)
+{
+    /* Hand values: [[1,2],[3,4]] through a 2x2 kernel of ones, stride 1
+     * (overlapping sums) and stride 2 (each value fills its own block). */
+    int64_t sx[4] = {1, 1, 2, 2}, s3[4] = {1, 1, 3, 3}, s4[4] = {1, 1, 4, 4};
+    double x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, o3[9] = {1, 3, 2, 4, 10, 6, 3, 7, 4};
+    double o4[16] = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
+    static const int two[2] = {2, 2};
+    static const char *backends[2] = {"ref", "jit"};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        EXPECT(rlx_conv_transpose2d(tf64(4, sx, x), tf64(4, sx, w), NULL, NULL, NULL, NULL, NULL, 1), RLX_F64, 4, s3,
+               o3, 0);
+        EXPECT(rlx_conv_transpose2d(tf64(4, sx, x), tf64(4, sx, w), NULL, two, NULL, NULL, NULL, 1), RLX_F64, 4, s4,
+               o4, 0);
+        int32_t xi[4] = {1, 2, 3, 4}, wi[4] = {1, 1, 1, 1}; /* integers compute in f32 */
+        EXPECT(rlx_conv_transpose2d(ti32(4, sx, xi), ti32(4, sx, wi), NULL, two, NULL, NULL, NULL, 1), RLX_F32, 4, s4,
+               o4, 0);
+        /* Random geometry against the scatter loop: groups, stride,
+         * padding beyond the kernel (a crop), output padding below the
+         * stride or the dilation, strided views. */
+        for (int it = 0; it < 30; it++) {
+            int g = rnd_int(1, 3), cg = rnd_int(1, 3), og = rnd_int(1, 4), kh = rnd_int(1, 3), kw = rnd_int(1, 4);
+            int st[2] = {rnd_int(1, 3), rnd_int(1, 2)}, dl[2] = {rnd_int(1, 2), rnd_int(1, 3)};
+            int pd[2] = {rnd_int(0, 3), rnd_int(0, 2)}, op[2] = {0, 0};
+            for (int a = 0; a < 2; a++) {
+                int lim = st[a] > dl[a] ? st[a] : dl[a];
+                op[a] = rnd_int(0, lim - 1);
+            }
+            int64_t xs[4] = {rnd_int(1, 2), (int64_t)g * cg, rnd_int(1, 6), rnd_int(1, 7)};
+            int64_t ws[4] = {xs[1], og, kh, kw}, sb[1] = {(int64_t)g * og}, os[4];
+            int64_t oh = (xs[2] - 1) * st[0] - 2 * pd[0] + dl[0] * (kh - 1) + op[0] + 1;
+            int64_t ow = (xs[3] - 1) * st[1] - 2 * pd[1] + dl[1] * (kw - 1) + op[1] + 1;
+            if (oh < 1 || ow < 1)
+                continue;
+            int64_t nx = test_numel(4, xs), nw = test_numel(4, ws);
+            double *xv = rnd(nx, -1, 1), *wv = rnd(nw, -1, 1), *bv = rnd(sb[0], -1, 1);
+            double *want = malloc((size_t)(xs[0] * sb[0] * oh * ow) * sizeof *want);
+            bool bias = it % 2 == 0;
+            ref_conv_t(xv, wv, bias ? bv : NULL, xs, ws, st, pd, op, dl, g, os, want);
+            for (int d = 0; d < 2; d++) {
+                rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+                double tol = d ? 1e-12 : 2e-5;
+                rlx_tensor *tx = it % 3 < 2 ? strided_nchw(dt, xs, xv, it % 3) : mk(dt, 4, xs, xv);
+                char what[200];
+                snprintf(what, sizeof what, "conv_t %s x %s g%d st %d,%d pd %d,%d op %d,%d dl %d,%d %s %s",
+                         test_dims(4, xs), test_dims(4, ws), g, st[0], st[1], pd[0], pd[1], op[0], op[1], dl[0],
+                         dl[1], rlx_dtype_name(dt), backends[be]);
+                EXPECT_V(what, rlx_conv_transpose2d(tx, mk(dt, 4, ws, wv), bias ? mk(dt, 1, sb, bv) : NULL, st, pd, op,
+                                                    dl, g),
+                         dt, 4, os, want, tol, tol);
+                /* The same geometry on one row, as the 1-D functions. */
+                int64_t xs1[4] = {xs[0], xs[1], 1, xs[3]}, ws1[4] = {ws[0], ws[1], 1, ws[3]}, os1[4];
+                int st1[2] = {1, st[1]}, pd1[2] = {0, pd[1]}, op1[2] = {0, op[1]}, dl1[2] = {1, dl[1]};
+                ref_conv_t(xv, wv, bias ? bv : NULL, xs1, ws1, st1, pd1, op1, dl1, g, os1, want);
+                int64_t xs3[3] = {xs[0], xs[1], xs[3]}, ws3[3] = {ws[0], ws[1], ws[3]}, os3[3] = {os1[0], os1[1], os1[3]};
+                EXPECT_V(what, rlx_conv_transpose1d(mk(dt, 3, xs3, xv), mk(dt, 3, ws3, wv), bias ? mk(dt, 1, sb, bv) : NULL,
+                                                    st[1], pd[1], op[1], dl[1], g),
+                         dt, 3, os3, want, tol, tol);
+                ref_conv_t(xv, wv, bias ? bv : NULL, xs, ws, st, pd, op, dl, g, os, want);
+            }
+            free(xv);
+            free(wv);
+            free(bv);
+            free(want);
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+TEST(conv1d_values)
+{
+    /* Hand value: [1,2,3,4,5] with kernel [1,-1] (differences), padding 1. */
+    int64_t sx[3] = {1, 1, 5}, sw[3] = {1, 1, 2}, so[3] = {1, 1, 6};
+    double x[5] = {1, 2, 3, 4, 5}, w[2] = {1, -1}, o[6] = {-1, -1, -1, -1, -1, 5};
+    static const char *backends[2] = {"ref", "jit"};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        EXPECT(rlx_conv1d(tf64(3, sx, x), tf64(3, sw, w), NULL, 1, 1, 1, 1), RLX_F64, 3, so, o, 0);
+        for (int it = 0; it < 20; it++) {
+            int g = rnd_int(1, 3), cg = rnd_int(1, 3), og = rnd_int(1, 4), k = rnd_int(1, 4);
+            int st[2] = {1, rnd_int(1, 3)}, pd[2] = {0, rnd_int(0, 2)}, dl[2] = {1, rnd_int(1, 2)};
+            int64_t L = rnd_int(dl[1] * (k - 1) + 1, 20);
+            int64_t xs[4] = {rnd_int(1, 3), (int64_t)g * cg, 1, L}, ws[4] = {(int64_t)g * og, cg, 1, k}, os[4];
+            int64_t sb[1] = {ws[0]}, nx = test_numel(4, xs), nw = test_numel(4, ws);
+            double *xv = rnd(nx, -1, 1), *wv = rnd(nw, -1, 1), *bv = rnd(sb[0], -1, 1);
+            double *want = malloc((size_t)(xs[0] * ws[0] * (L + 4)) * sizeof *want);
+            ref_conv(xv, wv, it % 2 ? bv : NULL, xs, ws, st, pd, dl, g, os, want);
+            int64_t xs3[3] = {xs[0], xs[1], L}, ws3[3] = {ws[0], cg, k}, os3[3] = {os[0], os[1], os[3]};
+            for (int d = 0; d < 2; d++) {
+                rlx_dtype dt = d ? RLX_F64 : RLX_F32;
+                double tol = d ? 1e-12 : 2e-5;
+                rlx_tensor *tx = mk(dt, 3, xs3, xv);
+                if (it % 3 == 0) { /* a non-contiguous view: every other element of a longer row */
+                    int64_t xl[3] = {xs3[0], xs3[1], 2 * L};
+                    double *wide = calloc((size_t)(2 * nx), sizeof *wide);
+                    for (int64_t i = 0; i < nx; i++)
+                        wide[2 * i] = xv[i];
+                    tx = rlx_slice(mk(dt, 3, xl, wide), 2, 0, RLX_END, 2);
+                    free(wide);
+                }
+                char what[160];
+                snprintf(what, sizeof what, "conv1d %s x %s g%d st %d pd %d dl %d %s %s", test_dims(3, xs3),
+                         test_dims(3, ws3), g, st[1], pd[1], dl[1], rlx_dtype_name(dt), backends[be]);
+                EXPECT_V(what, rlx_conv1d(tx, mk(dt, 3, ws3, wv), it % 2 ? mk(dt, 1, sb, bv) : NULL, st[1], pd[1], dl[1],
+                                          g),
+                         dt, 3, os3, want, tol, tol);
+            }
+            free(xv);
+            free(wv);
+            free(bv);
+            free(want);
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
 /* Realizes y() with 1 and with 2 threads: the values must be bitwise equal. */
 static void same_bits_any_threads(const char *what, rlx_tensor *(*y)(void))
 {
@@ -1024,6 +1168,64 @@ TEST(nn_bad_arguments)
     CHECK_NULL_ERR(rlx_conv2d(x, tw, NULL, NULL, NULL, NULL, 2), RLX_E_SHAPE, cv);
     CHECK_NULL_ERR(rlx_conv2d(tx, rlx_ones(RLX_F32, 1, cb), NULL, NULL, NULL, NULL, 2), RLX_E_SHAPE, cv);
 
+    /* conv1d: x [N, C, L], w [O, C/groups, K]. */
+    const char *c1 = "rlx_conv1d";
+    int64_t s1x[3] = {2, 4, 9}, s1w[3] = {6, 2, 3}, s1b[1] = {6};
+    rlx_tensor *x1 = rlx_ones(RLX_F32, 3, s1x), *w1 = rlx_ones(RLX_F32, 3, s1w);
+    CHECK(rlx_conv1d(x1, w1, rlx_ones(RLX_F32, 1, s1b), 2, 1, 2, 2) != NULL);
+    CHECK_NULL_ERR(rlx_conv1d(NULL, w1, NULL, 1, 0, 1, 2), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, NULL, NULL, 1, 0, 1, 2), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(tx, w1, NULL, 1, 0, 1, 2), RLX_E_SHAPE, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, tw, NULL, 1, 0, 1, 2), RLX_E_SHAPE, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 0, 0, 1, 2), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 1, -1, 1, 2), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 1, 0, 0, 2), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 1, 0, 1, 0), RLX_E_ARG, c1);
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 1, 0, 1, 1), RLX_E_SHAPE, c1); /* C/groups is 4, w has 2 */
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, NULL, 1, 0, 5, 2), RLX_E_SHAPE, c1); /* dilated kernel 11 > 9 */
+    CHECK_NULL_ERR(rlx_conv1d(x1, w1, rlx_ones(RLX_F32, 1, s1x), 1, 0, 1, 2), RLX_E_SHAPE, c1);
+    CHECK_NULL_ERR(rlx_conv1d(rlx_ones(RLX_BOOL, 3, s1x), w1, NULL, 1, 0, 1, 2), RLX_E_DTYPE, c1);
+
+    /* conv_transpose2d: x [N, C_in, H, W], w [C_in, C_out/groups, KH, KW]. */
+    const char *ct = "rlx_conv_transpose2d", *ct1 = "rlx_conv_transpose1d";
+    int64_t stx[4] = {1, 4, 3, 3}, stw[4] = {4, 3, 2, 2}, stb[1] = {6};
+    rlx_tensor *xt = rlx_ones(RLX_F32, 4, stx), *wt = rlx_ones(RLX_F32, 4, stw);
+    int st2[2] = {2, 2}, o1[2] = {1, 1}, o2[2] = {2, 0}, big[2] = {9, 0}, sneg[2] = {-1, 1};
+    CHECK(rlx_conv_transpose2d(xt, wt, rlx_ones(RLX_F32, 1, stb), st2, one, o1, NULL, 2) != NULL);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(NULL, wt, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, NULL, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(x1, wt, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_SHAPE, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, w1, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_SHAPE, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, tw, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_SHAPE, ct); /* w's C_in is 6 */
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, NULL, NULL, 3), RLX_E_SHAPE, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, NULL, NULL, 0), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, zero2, NULL, NULL, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, sneg, NULL, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, sneg, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, NULL, zero2, 1), RLX_E_ARG, ct);
+    /* output_padding must be below the stride or the dilation (PyTorch) */
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, o1, NULL, 1), RLX_E_ARG, ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, st2, NULL, o2, NULL, 1), RLX_E_ARG, ct);
+    CHECK(rlx_conv_transpose2d(xt, wt, NULL, NULL, NULL, o1, st2, 1) != NULL); /* below the dilation */
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, NULL, NULL, big, NULL, NULL, 1), RLX_E_SHAPE, ct); /* size < 1 */
+    int64_t s0x[4] = {1, 4, 0, 3};
+    CHECK_NULL_ERR(rlx_conv_transpose2d(rlx_ones(RLX_F32, 4, s0x), wt, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_SHAPE,
+                   ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(xt, wt, rlx_ones(RLX_F32, 1, s1x), NULL, NULL, NULL, NULL, 1), RLX_E_SHAPE,
+                   ct);
+    CHECK_NULL_ERR(rlx_conv_transpose2d(rlx_ones(RLX_BOOL, 4, stx), wt, NULL, NULL, NULL, NULL, NULL, 1),
+                   RLX_E_DTYPE, ct);
+    int64_t s1t[3] = {4, 3, 2};
+    rlx_tensor *w1t = rlx_ones(RLX_F32, 3, s1t);
+    CHECK(rlx_conv_transpose1d(x1, w1t, NULL, 2, 1, 1, 1, 1) != NULL);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(NULL, w1t, NULL, 1, 0, 0, 1, 1), RLX_E_ARG, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(x1, NULL, NULL, 1, 0, 0, 1, 1), RLX_E_ARG, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(xt, w1t, NULL, 1, 0, 0, 1, 1), RLX_E_SHAPE, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(x1, wt, NULL, 1, 0, 0, 1, 1), RLX_E_SHAPE, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(x1, w1t, NULL, 2, 0, 2, 1, 1), RLX_E_ARG, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(x1, w1t, NULL, 0, 0, 0, 1, 1), RLX_E_ARG, ct1);
+    CHECK_NULL_ERR(rlx_conv_transpose1d(x1, w1t, NULL, 1, 0, 0, 1, 3), RLX_E_SHAPE, ct1);
+
     /* pools */
     int k3[2] = {3, 3}, k0[2] = {0, 3}, k6[2] = {6, 1}, p3[2] = {2, 0};
     const char *fns[2] = {"rlx_max_pool2d", "rlx_avg_pool2d"};
@@ -1049,4 +1251,5 @@ TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_no
           T(attention_fused_matches_composite), T(attention_fused_key_masks_match_composite),
           T(attention_fused_same_bits_any_threads_and_backend), T(attention_fused_allocation_failures),
           T(rope_values), T(conv2d_values), T(pool_values), T(conv2d_random_shapes), T(pool_random_shapes),
+          T(conv_transpose_values), T(conv1d_values),
           T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments))

@@ -68,7 +68,8 @@ for _name in (_UNARY + ["gelu", "negative", "absolute", "arctan", "reciprocal", 
                         "stop_gradient", "detach", "cast",
                         "matmul", "matmul_t", "linear", "linear_act", "solve", "inv",
                         "softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy",
-                        "softmax_cross_entropy_with_logits", "rope", "conv2d", "max_pool2d", "avg_pool2d",
+                        "softmax_cross_entropy_with_logits", "rope", "conv1d", "conv2d", "conv_transpose1d",
+                        "conv_transpose2d", "max_pool2d", "avg_pool2d",
                         "fft", "ifft", "fft_axis", "scaled_matmul", "synth_matmul", "spline_activation",
                         "dump_dot", "zeros_like", "ones_like", "full_like"]):
     setattr(Tensor, _name, _method(globals()[_name]))

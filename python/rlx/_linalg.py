@@ -1,7 +1,7 @@
-"""Matrix products (matmul, linear) and solvers (solve, inv)."""
+"""Matrix products (matmul, einsum, linear) and solvers (solve, inv)."""
 
 from ._base import _lib, _clear, _act
-from ._tensor import _wrap, _tt, _opt, _h, _apply, _attach
+from ._tensor import _wrap, _tt, _opt, _h, _apply, _attach, _handles
 from ._elementwise import _operand
 
 
@@ -13,6 +13,17 @@ def matmul(a, b):
 def matmul_t(a, b):
     """a @ swap_last_two(b)."""
     return _apply(_lib.rlx_matmul_t, a, b)
+
+
+def einsum(equation, *operands):
+    """NumPy einsum: einsum("ij,jk->ik", a, b); implicit output, "...",
+    diagonals ("ii->i") and size-1 broadcasting as NumPy. Contractions are
+    batched matmuls."""
+    if not isinstance(equation, str):
+        raise TypeError("rlx.einsum: the equation must be a str, got %s" % type(equation).__name__)
+    ts, arr = _handles(operands)
+    _clear()
+    return _wrap(_lib.rlx_einsum(equation.encode(), arr, len(ts)))
 
 
 def linear(x, weight, bias=None, act=None):

@@ -5,6 +5,8 @@ weight matmuls, spline activations."""
 import enum
 import operator
 
+import numpy as np
+
 from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float
 from ._tensor import _wrap, _tt, _opt, _h, _apply
 
@@ -93,6 +95,46 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _clear()
     return _wrap(_lib.rlx_conv2d(x._h, w._h, _h(b), _pair(stride, "stride"), _pair(padding, "padding"),
                                  _pair(dilation, "dilation"), operator.index(groups)))
+
+
+def _single(v, name):
+    """An int, or a 1-tuple as PyTorch's 1-D functions take."""
+    if not isinstance(v, (_builtin_int, np.integer)):
+        v = tuple(v)
+        if len(v) != 1:
+            raise ValueError("rlx: %s must be an int or a 1-tuple, got %r" % (name, v))
+        v = v[0]
+    return operator.index(v)
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """NCL x OCK convolution (PyTorch conv1d)."""
+    x, w = _tt(x), _tt(weight)
+    b = _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_conv1d(x._h, w._h, _h(b), _single(stride, "stride"), _single(padding, "padding"),
+                                 _single(dilation, "dilation"), operator.index(groups)))
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """PyTorch conv_transpose2d (its argument order): x [N, C_in, H, W],
+    weight [C_in, C_out/groups, KH, KW]; ints or pairs."""
+    x, w = _tt(x), _tt(weight)
+    b = _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_conv_transpose2d(x._h, w._h, _h(b), _pair(stride, "stride"), _pair(padding, "padding"),
+                                           _pair(output_padding, "output_padding"), _pair(dilation, "dilation"),
+                                           operator.index(groups)))
+
+
+def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """PyTorch conv_transpose1d: x [N, C_in, L], weight [C_in, C_out/groups, K]."""
+    x, w = _tt(x), _tt(weight)
+    b = _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_conv_transpose1d(x._h, w._h, _h(b), _single(stride, "stride"),
+                                           _single(padding, "padding"), _single(output_padding, "output_padding"),
+                                           _single(dilation, "dilation"), operator.index(groups)))
 
 
 def _pool(fn, x, kernel_size, stride, padding):

@@ -41,22 +41,6 @@ static rlx_tensor *T(ir_node *n) { return (rlx_tensor *)n; }
 
 /* ------------------------------------------------------------ helpers */
 
-/* t with `before`/`after` elements added (zeros) or, when negative, cut
- * along axis ax. */
-static rlx_tensor *pad_crop(rlx_tensor *t, int ax, int64_t before, int64_t after)
-{
-    if (!t)
-        return NULL;
-    int64_t len = ts_node(t)->shape[ax];
-    if (before < 0 || after < 0) {
-        int64_t b = before < 0 ? -before : 0, a = after < 0 ? -after : 0;
-        t = rlx_narrow(t, ax, b, len - b - a);
-        before = before < 0 ? 0 : before;
-        after = after < 0 ? 0 : after;
-    }
-    return rlx_pad(t, ax, before, after, 0);
-}
-
 /* The transpose of a strided read along axis ax: a tensor whose axis ax
  * has length dim, holding t's elements k at start + k*step and zeros
  * elsewhere (exact: only pads, reshapes and a flip). */
@@ -437,31 +421,19 @@ static void vjp_fft(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
     dx[0] = rlx_fft_axis(g, n->attr.fft.axis, !n->attr.fft.inverse);
 }
 
-/* conv2d, input side: a stride-1 convolution of g, dilated by the stride
- * and padded by dil*(K-1) - pad (cropped when negative, plus the rows the
- * forward stride skipped at the end), with the kernel flipped and its
- * in/out channels swapped per group. */
+/* conv2d, input side: the transposed convolution with the same arguments,
+ * plus, as output padding, the rows the forward stride skipped at the end
+ * (fewer than the stride). */
 static rlx_tensor *conv_dx(ir_node *n, rlx_tensor *g)
 {
     ir_node *x = n->src[0], *w = n->src[1];
     const int *s = n->attr.conv.stride, *p = n->attr.conv.pad, *d = n->attr.conv.dil;
-    int groups = n->attr.conv.groups;
-    int64_t o = w->shape[0], cg = w->shape[1], kh = w->shape[2], kw = w->shape[3], og = o / groups;
-    int64_t w5[5] = {groups, og, cg, kh, kw}, w4[4] = {cg * groups, og, kh, kw};
-    static const int swap12[5] = {0, 2, 1, 3, 4};
-    rlx_tensor *wt = rlx_reshape(rlx_transpose(rlx_reshape(T(w), 5, w5), 5, swap12), 4, w4);
-    wt = rlx_flip(rlx_flip(wt, 2), 3);
-    rlx_tensor *t = g;
+    int skipped[2];
     for (int i = 0; i < 2; i++) {
-        int64_t k = w->shape[2 + i], out = n->shape[2 + i], in = x->shape[2 + i];
-        int64_t dil_len = (out - 1) * s[i] + 1;
-        int64_t skipped = in + 2 * (int64_t)p[i] - (int64_t)d[i] * (k - 1) - 1 - (out - 1) * s[i];
-        int64_t edge = (int64_t)d[i] * (k - 1) - p[i];
-        t = place_axis(t, 2 + i, 0, s[i], dil_len);
-        t = pad_crop(t, 2 + i, edge, edge + skipped);
+        int64_t span = (int64_t)d[i] * (w->shape[2 + i] - 1) + 1;
+        skipped[i] = (int)(x->shape[2 + i] + 2 * (int64_t)p[i] - span - (n->shape[2 + i] - 1) * s[i]);
     }
-    static const int one[2] = {1, 1}, none[2] = {0, 0};
-    return rlx_conv2d(t, wt, NULL, one, none, d, groups);
+    return rlx_conv_transpose2d(g, T(w), NULL, s, p, skipped, d, n->attr.conv.groups);
 }
 
 /* conv2d, weight side: per group, the correlation of x with g over the

@@ -1,7 +1,7 @@
 /*
  * nn.c — neural-network ops: softmax and log_softmax, layer and RMS norm,
  * the cross entropies, attention (positional and key masks), rotary
- * embeddings, conv2d and the 2-D pools.
+ * embeddings, conv1d/conv2d, the transposed convolutions and the 2-D pools.
  *
  * Everything but attention (a fused primitive, src/runtime/kernels/attention.c),
  * conv2d and the pools is a composite of public calls, built inside
@@ -400,6 +400,220 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
     ir_release(src[1]);
     int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */
     return ts_close(y && b ? rlx_add(y, rlx_reshape(b, 4, bs)) : y);
+}
+
+/* x [N, C, L] as conv2d on [N, C, 1, L]: the library kernel and its
+ * gradient serve the 1-D case too. */
+rlx_tensor *rlx_conv1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, int padding, int dilation, int groups)
+{
+    const char *fn = "rlx_conv1d";
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w))
+        return NULL;
+    if (ts_node(x)->rank != 3 || ts_node(w)->rank != 3) {
+        ts_error(RLX_E_SHAPE, fn, "x must be [N, C, L] and w [O, C/groups, K], got %s and %s",
+                 ts_shape_str(ts_node(x)), ts_shape_str(ts_node(w)));
+        return NULL;
+    }
+    if (stride < 1 || dilation < 1 || padding < 0) {
+        ts_error(RLX_E_ARG, fn, "stride %d and dilation %d must be >= 1, padding %d >= 0", stride, dilation,
+                 padding);
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int s[2] = {1, stride}, p[2] = {0, padding}, d[2] = {1, dilation};
+    rlx_tensor *y = rlx_conv2d(rlx_unsqueeze(x, 2), rlx_unsqueeze(w, 2), b, s, p, d, groups);
+    return ts_close(rlx_squeeze(y, 2));
+}
+
+#define PHASES 8 /* the largest stride split into phases (a larger one is zero-inserted) */
+
+/* t with step-1 zeros between the elements of axis ax: length (L-1)*step+1. */
+static rlx_tensor *zero_dilate(rlx_tensor *t, int ax, int64_t step)
+{
+    ir_node *tn = ts_node(t);
+    if (step == 1 || tn->shape[ax] <= 1)
+        return t;
+    int64_t len = tn->shape[ax], pre = ir_numel(ax, tn->shape);
+    int64_t post = ir_numel(tn->rank - ax - 1, tn->shape + ax + 1);
+    int64_t s4[4] = {pre, len, 1, post}, s3[3] = {pre, len * step, post}, shape[IR_MAX_RANK];
+    rlx_tensor *u = rlx_reshape(rlx_pad(rlx_reshape(t, 4, s4), 2, 0, step - 1, 0), 3, s3);
+    memcpy(shape, tn->shape, sizeof shape);
+    shape[ax] = (len - 1) * step + 1;
+    return rlx_reshape(rlx_narrow(u, 1, 0, shape[ax]), tn->rank, shape);
+}
+
+/* Zero padding where before/after are >= 0, cropping where negative: pads
+ * first, so a crop longer than the line itself still lands in range. */
+static rlx_tensor *pad_or_crop(rlx_tensor *t, int ax, int64_t before, int64_t after)
+{
+    t = rlx_pad(t, ax, before > 0 ? before : 0, after > 0 ? after : 0, 0);
+    if (before >= 0 && after >= 0)
+        return t;
+    int64_t len = t ? ts_node(t)->shape[ax] : 0, b = before < 0 ? -before : 0, a = after < 0 ? -after : 0;
+    return rlx_narrow(t, ax, b, len - b - a);
+}
+
+static const int ones2[2] = {1, 1}, zeros2[2] = {0, 0};
+
+/* w [C_in, C_out/groups, KH, KW] as the conv2d weight of its adjoint:
+ * [C_out, C_in/groups, KH, KW], channels swapped per group, taps flipped. */
+static rlx_tensor *adjoint_weight(rlx_tensor *w, int groups)
+{
+    if (!w)
+        return NULL;
+    ir_node *wn = ts_node(w);
+    int64_t cig = wn->shape[0] / groups, co = wn->shape[1] * groups;
+    int64_t w5[5] = {groups, cig, wn->shape[1], wn->shape[2], wn->shape[3]};
+    int64_t w4[4] = {co, cig, wn->shape[2], wn->shape[3]};
+    static const int swap12[5] = {0, 2, 1, 3, 4};
+    rlx_tensor *wt = rlx_reshape(rlx_transpose(rlx_reshape(w, 5, w5), 5, swap12), 4, w4);
+    return rlx_flip(rlx_flip(wt, 2), 3);
+}
+
+/* The transposed convolution as conv2d's input gradient was written: a
+ * stride-1 conv2d of x with stride-1 zeros inserted between elements,
+ * padded by dil*(K-1) - pad per side (cropped where negative) plus
+ * output_padding at the end. Costs stride^2 times the useful products. */
+static rlx_tensor *conv_t_dilated(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                  const int *op, const int *d)
+{
+    rlx_tensor *t = x;
+    for (int i = 0; i < 2; i++) {
+        int64_t edge = (int64_t)d[i] * (ts_node(w)->shape[2 + i] - 1) - p[i];
+        t = t ? pad_or_crop(zero_dilate(t, 2 + i, s[i]), 2 + i, edge, edge + op[i]) : NULL;
+    }
+    return rlx_conv2d(t, adjoint_weight(w, groups), NULL, ones2, zeros2, d, groups);
+}
+
+/* One output phase (rho0, rho1) of an undilated transposed convolution:
+ * the outputs o = t*s + rho, t < T. Output o receives x[j - m] w[r + s*m]
+ * with r = (rho + p) mod s and j = t + (rho + p) div s, so the phase is a
+ * stride-1 conv2d of x, shifted, with the taps r, r+s, ... of w
+ * (ceil((K - r)/s) of them; none leaves the phase zero). */
+static rlx_tensor *conv_t_phase(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                const int64_t *T, const int *rho, rlx_dtype dt)
+{
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    rlx_tensor *t = x, *sub = w;
+    for (int i = 0; i < 2; i++) {
+        int64_t k = wn->shape[2 + i], r = (rho[i] + p[i]) % s[i], c = (rho[i] + p[i]) / s[i];
+        int64_t kr = r < k ? (k - r + s[i] - 1) / s[i] : 0;
+        if (!kr) {
+            int64_t shape[4] = {xn->shape[0], wn->shape[1] * groups, T[0], T[1]};
+            return rlx_zeros(dt, 4, shape);
+        }
+        sub = rlx_slice(sub, 2 + i, r, RLX_END, s[i]);
+        int64_t before = kr - 1 - c; /* x[i - before] sits at i: the window of t starts at x[t + c - (kr - 1)] */
+        t = pad_or_crop(t, 2 + i, before, T[i] + kr - 1 - xn->shape[2 + i] - before);
+    }
+    return rlx_conv2d(t, adjoint_weight(sub, groups), NULL, ones2, zeros2, ones2, groups);
+}
+
+/* Undilated transposed convolution as s0*s1 phase convolutions whose
+ * products are exactly the useful ones, interleaved by two stacks:
+ * [N, C, T0, s0, T1, s1] -> [N, C, T0*s0, T1*s1], cut to the output. */
+static rlx_tensor *conv_t_phases(rlx_tensor *x, rlx_tensor *w, int groups, const int *s, const int *p,
+                                 const int64_t *out, rlx_dtype dt)
+{
+    int64_t T[2] = {(out[0] + s[0] - 1) / s[0], (out[1] + s[1] - 1) / s[1]};
+    rlx_tensor *rows[PHASES], *cols[PHASES];
+    for (int r0 = 0; r0 < s[0]; r0++) {
+        for (int r1 = 0; r1 < s[1]; r1++)
+            cols[r1] = conv_t_phase(x, w, groups, s, p, T, (int[2]){r0, r1}, dt);
+        rows[r0] = rlx_stack(cols, s[1], 4);
+    }
+    rlx_tensor *y = rlx_stack(rows, s[0], 3);
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    int64_t shape[4] = {xn->shape[0], wn->shape[1] * groups, T[0] * s[0], T[1] * s[1]};
+    return rlx_narrow(rlx_narrow(rlx_reshape(y, 4, shape), 2, 0, out[0]), 3, 0, out[1]);
+}
+
+/* The adjoint of conv2d with the same arguments, and so also conv2d's
+ * input gradient, which calls this. */
+rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
+                                 const int padding[2], const int output_padding[2], const int dilation[2],
+                                 int groups)
+{
+    const char *fn = "rlx_conv_transpose2d";
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !numeric(fn, "x", x) || !numeric(fn, "w", w) ||
+        (b && !numeric(fn, "b", b)) || !check_nchw(fn, x))
+        return NULL;
+    ir_node *xn = ts_node(x), *wn = ts_node(w);
+    if (wn->rank != 4) {
+        ts_error(RLX_E_SHAPE, fn, "w must be [C_in, C_out/groups, KH, KW], got %s", ts_shape_str(wn));
+        return NULL;
+    }
+    if (groups < 1) {
+        ts_error(RLX_E_ARG, fn, "groups must be >= 1, got %d", groups);
+        return NULL;
+    }
+    if (wn->shape[0] != xn->shape[1] || xn->shape[1] % groups) {
+        ts_error(RLX_E_SHAPE, fn, "w must be [C_in, C_out/groups, KH, KW] with groups %d dividing C_in: x %s, w %s",
+                 groups, ts_shape_str(xn), ts_shape_str(wn));
+        return NULL;
+    }
+    int s[2], p[2], op[2], d[2];
+    pair(stride, 1, s);
+    pair(padding, 0, p);
+    pair(output_padding, 0, op);
+    pair(dilation, 1, d);
+    int64_t out[2];
+    for (int i = 0; i < 2; i++) {
+        if (s[i] < 1 || d[i] < 1 || p[i] < 0 || op[i] < 0) {
+            ts_error(RLX_E_ARG, fn,
+                     "stride [%d,%d] and dilation [%d,%d] must be >= 1, padding [%d,%d] and output_padding "
+                     "[%d,%d] >= 0", s[0], s[1], d[0], d[1], p[0], p[1], op[0], op[1]);
+            return NULL;
+        }
+        if (op[i] >= s[i] && op[i] >= d[i]) {
+            ts_error(RLX_E_ARG, fn, "output_padding %d on axis %d must be smaller than the stride %d or the dilation %d",
+                     op[i], 2 + i, s[i], d[i]);
+            return NULL;
+        }
+        int64_t in = xn->shape[2 + i];
+        out[i] = (in - 1) * s[i] - 2 * (int64_t)p[i] + (int64_t)d[i] * (wn->shape[2 + i] - 1) + op[i] + 1;
+        if (in < 1 || out[i] < 1) {
+            ts_error(RLX_E_SHAPE, fn, "output size %lld on axis %d is not positive: x %s, w %s, stride %d, padding %d",
+                     (long long)out[i], 2 + i, ts_shape_str(xn), ts_shape_str(wn), s[i], p[i]);
+            return NULL;
+        }
+    }
+    ir_node *bn = b ? ts_node(b) : NULL;
+    int64_t co = wn->shape[1] * groups;
+    if (bn && (bn->rank != 1 || bn->shape[0] != co)) {
+        ts_error(RLX_E_SHAPE, fn, "b must be [C_out] = [%lld], got %s", (long long)co, ts_shape_str(bn));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    rlx_dtype dt = ir_promote(xn->dtype, wn->dtype);
+    /* Without dilation the stride's phases are separate convolutions (no
+     * product with an inserted zero); with it, the zero-inserted form. */
+    rlx_tensor *y = d[0] == 1 && d[1] == 1 && s[0] * s[1] > 1 && s[0] <= PHASES && s[1] <= PHASES
+                        ? conv_t_phases(x, w, groups, s, p, out, ir_dtype_is_float(dt) ? dt : RLX_F32)
+                        : conv_t_dilated(x, w, groups, s, p, op, d);
+    int64_t bs[4] = {1, co, 1, 1}; /* the bias broadcasts over N, OH, OW */
+    return ts_close(y && b ? rlx_add(y, rlx_reshape(b, 4, bs)) : y);
+}
+
+/* x [N, C_in, L] as rlx_conv_transpose2d on [N, C_in, 1, L]. */
+rlx_tensor *rlx_conv_transpose1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, int padding,
+                                 int output_padding, int dilation, int groups)
+{
+    const char *fn = "rlx_conv_transpose1d";
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w))
+        return NULL;
+    if (ts_node(x)->rank != 3 || ts_node(w)->rank != 3) {
+        ts_error(RLX_E_SHAPE, fn, "x must be [N, C_in, L] and w [C_in, C_out/groups, K], got %s and %s",
+                 ts_shape_str(ts_node(x)), ts_shape_str(ts_node(w)));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int s[2] = {1, stride}, p[2] = {0, padding}, op[2] = {0, output_padding}, d[2] = {1, dilation};
+    rlx_tensor *y = rlx_conv_transpose2d(rlx_unsqueeze(x, 2), rlx_unsqueeze(w, 2), b, s, p, op, d, groups);
+    return ts_close(rlx_squeeze(y, 2));
 }
 
 static rlx_tensor *pool(const char *fn, int kind, rlx_tensor *x, const int kernel[2], const int stride[2],
