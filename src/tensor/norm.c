@@ -92,6 +92,17 @@ static int64_t per_channel_count(const ir_node *xn)
     return n;
 }
 
+/* A tensor argument required here; a NULL records RLX_E_ARG saying why,
+ * unless an error is already recorded (NULL propagation). */
+static bool required(const char *fn, const char *arg, rlx_tensor *t, const char *why)
+{
+    if (t)
+        return true;
+    if (rlx_last_status() == RLX_OK)
+        ts_error(RLX_E_ARG, fn, "%s is NULL; %s", arg, why);
+    return false;
+}
+
 static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_tensor *rv, rlx_tensor *w,
                              rlx_tensor *b, bool training, double momentum, double eps, bool want_stats)
 {
@@ -107,19 +118,13 @@ static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_
         ts_error(RLX_E_SHAPE, fn, "the channel dim of x %s must be static", ts_shape_str(xn));
         return false;
     }
-    if (!rm != !rv) {
-        ts_error(RLX_E_ARG, fn, "give both running_mean and running_var or neither (got %s and %s)",
-                 rm ? "a tensor" : "NULL", rv ? "a tensor" : "NULL");
+    /* The running statistics come in pairs; evaluation and new_* need
+     * them. A NULL there may be a failed expression: its error is kept. */
+    const char *why = !training ? "evaluation needs it" : want_stats ? "new_mean/new_var need it"
+                                                                     : "the running statistics come in pairs";
+    if ((!training || want_stats || rm || rv) && (!required(fn, "running_mean", rm, why) ||
+                                                  !required(fn, "running_var", rv, why)))
         return false;
-    }
-    if (!training && !rm) {
-        ts_error(RLX_E_ARG, fn, "evaluation mode needs running_mean and running_var, got NULL");
-        return false;
-    }
-    if (want_stats && !rm) {
-        ts_error(RLX_E_ARG, fn, "new_mean/new_var asked for without running_mean and running_var");
-        return false;
-    }
     if (!channel_param(fn, "running_mean", rm, c, xn) || !channel_param(fn, "running_var", rv, c, xn) ||
         !channel_param(fn, "weight", w, c, xn) || !channel_param(fn, "bias", b, c, xn) || !eps_ok(fn, eps))
         return false;
