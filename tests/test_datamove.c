@@ -518,6 +518,7 @@ TEST(pad_mode_fixed_and_errors)
     CHECK_NULL_ERR(rlx_pad_mode(one, 0, 1, 0, RLX_PAD_REFLECT), RLX_E_SHAPE, fn);
     CHECK_NULL_ERR(rlx_pad_mode(NULL, 0, 1, 1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_pad_mode(x, 0, -1, 1, RLX_PAD_REPLICATE), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, -1, 1, RLX_PAD_CONSTANT), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_pad_mode(x, 0, 1, -1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_pad_mode(x, 1, 1, 1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_pad_mode(x, 0, 1, 1, (rlx_padding)3), RLX_E_ARG, fn);

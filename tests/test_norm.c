@@ -324,8 +324,21 @@ TEST(group_norm_fixed_and_errors)
     CHECK_NULL_ERR(rlx_group_norm(x, 1, NULL, NULL, -1), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_group_norm(x, 1, NULL, NULL, NAN), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(2, 2, -1)), 1, NULL, NULL, 1e-5), RLX_E_SHAPE, fn);
-    /* a dynamic batch is allowed */
-    CHECK(rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(-1, 2, 3)), 2, NULL, NULL, 1e-5) != NULL);
+    /* a dynamic batch: a compiled program run at two batch sizes */
+    rlx_tensor *w = tf32(1, SH(2), (float[]){2, 3});
+    rlx_tensor *gn = rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(-1, 2, 3)), 2, w, NULL, 1e-5);
+    rlx_program *p = rlx_compile(&gn, 1);
+    CHECK(p != NULL);
+    for (int64_t rows = 1; p && rows <= 3; rows += 2) {
+        double *xv = rnd(rows * 6, -2, 2), *y = malloc((size_t)(rows * 6) * sizeof *y);
+        ref_group_norm(xv, rows, 2, 3, 2, (double[]){2, 3}, NULL, 1e-5, y);
+        rlx_binding bind = {"x", rlx_cast(tf64(3, SH(rows, 2, 3), xv), RLX_F32)};
+        rlx_tensor *res = NULL;
+        CHECK_EQ_INT(rlx_program_run(p, &bind, 1, &res), RLX_OK);
+        EXPECT(res, RLX_F32, 3, SH(rows, 2, 3), y, 2e-5);
+        free(xv), free(y);
+    }
+    rlx_program_free(p);
 }
 
 /* ---------------------------------------------------------------- dropout */

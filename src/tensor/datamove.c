@@ -211,8 +211,8 @@ rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after,
     ir_node *n = ts_node_axis(fn, x, axis, &ax);
     if (!n)
         return NULL;
-    if (mode == RLX_PAD_CONSTANT)
-        return rlx_pad(x, axis, before, after, 0);
+    if (mode == RLX_PAD_CONSTANT) /* in a scope of its own so that errors name rlx_pad_mode */
+        return ts_open(fn) ? ts_close(rlx_pad(x, axis, before, after, 0)) : NULL;
     if (mode != RLX_PAD_REFLECT && mode != RLX_PAD_REPLICATE) {
         ts_error(RLX_E_ARG, fn, "unknown mode %d (constant 0, reflect 1, replicate 2)", (int)mode);
         return NULL;
