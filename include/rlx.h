@@ -450,8 +450,10 @@ RLX_API rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps);
  * receive new references to the updated statistics, [C] in the running
  * statistics' dtype (f32 for integers): (1 - momentum) * running +
  * momentum * batch, with the unbiased batch variance for new_var
- * (PyTorch's); an empty batch leaves them as they were; in evaluation they
- * are the running statistics themselves. Nothing is updated in place.
+ * (PyTorch's); an empty batch leaves them as they were (with a dynamic
+ * reduced dim the count is taken at run time, and 0 or 1 values per
+ * channel give NaN there); in evaluation they are the running statistics
+ * themselves. Nothing is updated in place.
  * Dtypes promote (integer x computes in f32). Errors: rank < 2 or a
  * parameter not [C] RLX_E_SHAPE; training with one value per channel
  * RLX_E_SHAPE (PyTorch: "Expected more than 1 value per channel");

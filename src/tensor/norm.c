@@ -150,6 +150,31 @@ static rlx_tensor *blend(rlx_tensor *running, rlx_tensor *batch, double m)
     return rlx_cast(v, ts_node(r)->dtype);
 }
 
+/* The running statistics after a training step, into *m_out and *v_out:
+ * mean and var are the batch's (keepdim, biased var); running_var takes
+ * the unbiased variance, as PyTorch. n counts at run time when a reduced
+ * dim is dynamic (n = 1 there gives NaN, as 0/0). */
+static void running_update(rlx_tensor *xf, const int *axes, int na, rlx_tensor *mean, rlx_tensor *var,
+                           rlx_tensor *rm, rlx_tensor *rv, double momentum, rlx_tensor **m_out, rlx_tensor **v_out)
+{
+    ir_node *xn = ts_node(xf);
+    int64_t c = xn->shape[1], n = per_channel_count(xn);
+    if (n == 0) { /* nothing observed: the running statistics stay */
+        *m_out = rm;
+        *v_out = rv;
+        return;
+    }
+    rlx_tensor *bv = rlx_reshape(var, 1, &c), *unbiased;
+    if (n > 0) {
+        unbiased = rlx_mul_s(bv, (double)n / (double)(n - 1));
+    } else {
+        rlx_tensor *cnt = rlx_sum(rlx_ones_like(xf), axes, na, false);
+        unbiased = rlx_div(rlx_mul(bv, cnt), rlx_sub_s(cnt, 1));
+    }
+    *m_out = blend(rm, rlx_reshape(mean, 1, &c), momentum);
+    *v_out = blend(rv, unbiased, momentum);
+}
+
 rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *running_var, rlx_tensor *weight,
                            rlx_tensor *bias, bool training, double momentum, double eps, rlx_tensor **new_mean,
                            rlx_tensor **new_var)
@@ -163,14 +188,11 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
                           new_mean || new_var) ||
         !ts_open(fn))
         return NULL;
-    ir_node *xn = ts_node(x);
-    int rank = xn->rank;
-    rlx_tensor *xf = as_float(x), *y, *m_out = NULL, *v_out = NULL;
+    int rank = ts_node(x)->rank;
+    rlx_tensor *xf = as_float(x), *y, *m_out = running_mean, *v_out = running_var;
     if (!training) {
         rlx_tensor *mean = per_channel(running_mean, rank), *var = per_channel(running_var, rank);
         y = rlx_mul(rlx_sub(xf, mean), rlx_rsqrt(rlx_add_s(as_float(var), eps)));
-        m_out = running_mean;
-        v_out = running_var;
     } else {
         int axes[RLX_MAX_RANK], na = 0;
         for (int i = 0; i < rank; i++)
@@ -180,22 +202,8 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
         rlx_tensor *d = rlx_sub(xf, mean);
         rlx_tensor *var = rlx_mean(rlx_mul(d, d), axes, na, true); /* biased, for normalizing */
         y = rlx_mul(d, rlx_rsqrt(rlx_add_s(var, eps)));
-        if (new_mean || new_var) {
-            int64_t c = xn->shape[1], n = per_channel_count(xn);
-            rlx_tensor *bm = rlx_reshape(mean, 1, &c), *bv = rlx_reshape(var, 1, &c);
-            if (n == 0) { /* nothing observed: the running statistics stay */
-                m_out = running_mean;
-                v_out = running_var;
-            } else {
-                /* running_var takes the unbiased variance, as PyTorch; n
-                 * counts at run time when a reduced dim is dynamic */
-                rlx_tensor *cnt = n > 0 ? NULL : rlx_sum(rlx_ones_like(xf), axes, na, false);
-                rlx_tensor *unbiased = n > 0 ? rlx_mul_s(bv, (double)n / (double)(n - 1))
-                                             : rlx_div(rlx_mul(bv, cnt), rlx_sub_s(cnt, 1));
-                m_out = blend(running_mean, bm, momentum);
-                v_out = blend(running_var, unbiased, momentum);
-            }
-        }
+        if ((new_mean || new_var) && xf)
+            running_update(xf, axes, na, mean, var, running_mean, running_var, momentum, &m_out, &v_out);
     }
     y = affine(y, weight, bias, rank);
     /* The statistics leave the internal scope as new references, both
