@@ -4,8 +4,8 @@
  * documented mask rule, its keep fraction, reproducibility per seed, its
  * gradient), each against plain double loops or hand-computed values, on
  * both backends, in f32 and f64, through contiguous and transposed inputs,
- * plus every documented error. Finite-difference gradients of these ops
- * are rows of tests/test_grad.c.
+ * plus every documented error and every allocation failure.
+ * Finite-difference gradients of these ops are rows of tests/test_grad.c.
  */
 #include "harness.h"
 
@@ -477,6 +477,38 @@ TEST(dropout_errors)
     rlx_clear_error();
 }
 
+/* ------------------------------------------------- allocation failures */
+
+/* Every op here, the updated statistics included, built and realized under
+ * every allocation failure in turn. */
+static int norm_workload(void)
+{
+    rlx_scope_begin();
+    double v[24];
+    for (int i = 0; i < 24; i++)
+        v[i] = sin(i);
+    rlx_tensor *x = rlx_from_data(RLX_F64, 3, SH(2, 3, 4), v), *p = rlx_from_data(RLX_F64, 1, SH(3), v);
+    rlx_tensor *m = NULL, *var = NULL;
+    rlx_tensor *outs[6] = {rlx_batch_norm(x, p, rlx_exp(p), p, p, true, 0.1, 1e-5, &m, &var), m, var,
+                           rlx_group_norm(rlx_t(x), 2, NULL, NULL, 1e-5), rlx_dropout(x, 0.5, 1),
+                           rlx_pad_mode(x, 2, 2, 3, RLX_PAD_REFLECT)};
+    int ok = 1;
+    for (int i = 0; i < 6; i++)
+        ok = ok && outs[i];
+    ok = ok && rlx_realize_many(outs, 6) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(allocation_failures)
+{
+    ALLOC_WALK(norm_workload, 20);
+    CHECK(rlx_set_option("backend", "ref") == RLX_OK);
+    ALLOC_WALK(norm_workload, 20);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
 TEST_MAIN(T(batch_norm_hand_values), T(batch_norm_random), T(batch_norm_empty_and_dynamic_batch),
           T(batch_norm_errors), T(group_norm_random), T(group_norm_fixed_and_errors), T(dropout_values),
-          T(dropout_statistics_and_seeds), T(dropout_gradient_is_the_mask), T(dropout_errors))
+          T(dropout_statistics_and_seeds), T(dropout_gradient_is_the_mask), T(dropout_errors),
+          T(allocation_failures))
