@@ -434,6 +434,22 @@ TEST(dropout_statistics_and_seeds)
     EXPECT_SAME(rlx_dropout(x64, 0.4, 11), ref, 0);
 }
 
+/* A new seed is a new mask without new code: the mask is a runtime value
+ * to the kernels that read it (what the header promises a training loop). */
+TEST(dropout_new_seed_compiles_nothing)
+{
+    rlx_tensor *x = rlx_rand(RLX_F32, 2, SH(16, 16), 1);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rlx_stats_t st;
+        rlx_stats_reset();
+        rlx_tensor *y = rlx_sum_all(rlx_relu(rlx_dropout(rlx_matmul(x, x), 0.5, seed)));
+        CHECK(rlx_realize(y) == RLX_OK);
+        rlx_stats(&st);
+        if (seed > 1)
+            CHECK_EQ_INT(st.kernels_compiled, 0);
+    }
+}
+
 TEST(dropout_gradient_is_the_mask)
 {
     int64_t n = 64;
@@ -510,5 +526,5 @@ TEST(allocation_failures)
 
 TEST_MAIN(T(batch_norm_hand_values), T(batch_norm_random), T(batch_norm_empty_and_dynamic_batch),
           T(batch_norm_errors), T(group_norm_random), T(group_norm_fixed_and_errors), T(dropout_values),
-          T(dropout_statistics_and_seeds), T(dropout_gradient_is_the_mask), T(dropout_errors),
+          T(dropout_statistics_and_seeds), T(dropout_new_seed_compiles_nothing), T(dropout_gradient_is_the_mask), T(dropout_errors),
           T(allocation_failures))

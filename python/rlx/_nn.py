@@ -1,4 +1,5 @@
-"""Neural-network operations: softmax and norms, losses, attention and
+"""Neural-network operations: softmax and norms (layer, RMS, batch, group),
+dropout, losses, attention and
 rotary embeddings, convolution and pooling, low-precision and synthesized
 weight matmuls, spline activations."""
 
