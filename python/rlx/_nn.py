@@ -1,7 +1,6 @@
 """Neural-network operations: softmax and norms (layer, RMS, batch, group),
-dropout, losses, attention and
-rotary embeddings, convolution and pooling, low-precision and synthesized
-weight matmuls, spline activations."""
+dropout, losses, attention and rotary embeddings, convolution and pooling,
+low-precision and synthesized weight matmuls, spline activations."""
 
 import ctypes
 import enum
