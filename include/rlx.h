@@ -84,6 +84,10 @@ typedef enum {
     RLX_FP8_E4M3 = 0, RLX_FP8_E5M2 = 1, RLX_FP6_E2M3 = 2, RLX_FP6_E3M2 = 3, RLX_FP4_E2M1 = 4
 } rlx_minifloat;
 
+/* How rlx_pad_mode fills the border (PyTorch F.pad modes; NumPy np.pad
+ * "constant", "reflect", "edge"). */
+typedef enum { RLX_PAD_CONSTANT = 0, RLX_PAD_REFLECT = 1, RLX_PAD_REPLICATE = 2 } rlx_padding;
+
 /* ----------------------------------------------------------------- errors */
 
 /* Status of the last recorded error on this thread (RLX_OK when none). */
@@ -366,6 +370,17 @@ RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
 RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
 /* Constant padding; before/after >= 0; value converted to x's dtype. */
 RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value);
+/* Padding along one axis by mode: CONSTANT pads zeros (rlx_pad for other
+ * values); REFLECT mirrors without repeating the edge ([1,2,3] by 2 each
+ * side: [3,2,1,2,3,2,1]) and needs before, after < the axis length
+ * (PyTorch's rule; NumPy reflects repeatedly instead); REPLICATE repeats
+ * the edge element (NumPy "edge") and needs a non-empty axis. Zero padding
+ * returns x in every mode, even on an empty axis. Any dtype. Built from
+ * slices, flips and cat (views the JIT reads in place), so gradients are
+ * those of the pieces: a border element's gradient adds to its source.
+ * Negative padding or an unknown mode is RLX_E_ARG, a too-short axis
+ * RLX_E_SHAPE, a dynamic axis RLX_E_UNSUPPORTED. */
+RLX_API rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after, rlx_padding mode);
 /* NumPy take: shape x[:axis] + indices.shape + x[axis+1:]. indices i32/i64;
  * negative indices count from the end; out of range makes rlx_realize
  * return RLX_E_ARG (nothing is read out of bounds). */
@@ -444,6 +459,51 @@ RLX_API rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis);
 RLX_API rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps);
 /* x / sqrt(mean(x^2, last axis) + eps) * gamma; gamma [D] may be NULL. */
 RLX_API rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps);
+/* PyTorch batch_norm: x [N, C, ...], channels on axis 1 (rank >= 2);
+ * running_mean, running_var, weight, bias [C]; weight/bias may be NULL.
+ * Evaluation (training false): (x - running_mean) / sqrt(running_var + eps)
+ * * weight + bias; the running statistics are required. Training: the
+ * same with the batch mean and biased variance over every axis but 1; the
+ * running statistics may then be NULL. new_mean/new_var, when not NULL,
+ * receive new references to the updated statistics, [C] in the running
+ * statistics' dtype (f32 for integers): (1 - momentum) * running +
+ * momentum * batch, with the unbiased batch variance for new_var
+ * (PyTorch's); an empty batch leaves them as they were (with a dynamic
+ * reduced dim the count is taken at run time, and 0 or 1 values per
+ * channel give NaN there); in evaluation they are the running statistics
+ * themselves. Nothing is updated in place.
+ * Dtypes promote (integer x computes in f32). Errors: rank < 2 or a
+ * parameter not [C] RLX_E_SHAPE; training with one value per channel
+ * RLX_E_SHAPE (PyTorch: "Expected more than 1 value per channel");
+ * evaluation or new_* without running statistics, only one of them,
+ * eps < 0, momentum outside [0, 1] RLX_E_ARG; bool RLX_E_DTYPE. */
+RLX_API rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *running_var,
+                                   rlx_tensor *weight, rlx_tensor *bias, bool training, double momentum,
+                                   double eps, rlx_tensor **new_mean, rlx_tensor **new_var);
+/* PyTorch group_norm: x [N, C, ...] (rank >= 2) in num_groups groups of
+ * C/num_groups consecutive channels; each (sample, group) is normalized
+ * over its channels and positions with the population variance, then
+ * weight and bias [C] (either may be NULL) apply per channel. num_groups
+ * = C is instance norm, 1 is layer norm over [C, ...]. num_groups < 1 or
+ * not dividing C, eps < 0 RLX_E_ARG; bad shapes RLX_E_SHAPE (only N may
+ * be dynamic); bool RLX_E_DTYPE. */
+RLX_API rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rlx_tensor *bias,
+                                   double eps);
+/* Training-mode dropout (PyTorch's): each element is zeroed with
+ * probability p and the rest scaled by 1/(1-p); p = 0 returns x, p = 1
+ * zeros (exact zeros, even for inf/NaN inputs). The mask is element i
+ * kept iff rlx_rand(RLX_F32, shape of x, seed)[i] >= p (p rounded to
+ * f32), so one (shape, seed) gives one mask on either backend, for f32
+ * and f64 alike; it is computed at realization from the seed, not stored
+ * in the graph. The gradient is the same mask times 1/(1-p) times the
+ * incoming gradient. The seed is fixed when the graph is built: a program
+ * from rlx_compile replays the same mask every run, so a training loop
+ * that needs a new mask per step builds its step with a new seed (the
+ * kernels are cached, so only the schedule is redone) or binds a mask it
+ * makes itself as an rlx_input. Integer x computes in f32. p outside
+ * [0, 1] or NaN RLX_E_ARG; bool RLX_E_DTYPE; a dynamic dim
+ * RLX_E_UNSUPPORTED. */
+RLX_API rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed);
 /* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...].
  * A zero probability against a -inf logit contributes 0 (not NaN). The
  * gradient with respect to probs is -log_softmax(logits), zeros included. */

@@ -1,5 +1,5 @@
 /*
- * test_datamove.c — cat, stack, tile, flip, roll, pad, gather, index_select,
+ * test_datamove.c — cat, stack, tile, flip, roll, pad (every mode), gather, index_select,
  * scatter, scatter_add, index_add, cast, contiguous, stop_gradient.
  *
  * Expected values are computed here with loops over multi-indices. Inputs
@@ -445,6 +445,88 @@ TEST(pad)
     CHECK_NULL_ERR(rlx_pad(x, -2, 1, 1, 0), RLX_E_ARG, "rlx_pad");
     CHECK_NULL_ERR(rlx_pad(rlx_scalar(RLX_F32, 1), 0, 1, 1, 0), RLX_E_ARG, "rlx_pad");
     CHECK_NULL_ANY(rlx_pad(x, 0, 1, INT64_MAX, 0), "rlx_pad");
+}
+
+/* The source index of output position i of an axis of length len padded
+ * by `before` in mode (1 reflect, 2 replicate). */
+static int64_t pad_source(int64_t i, int64_t len, int mode)
+{
+    if (mode == RLX_PAD_REPLICATE)
+        return i < 0 ? 0 : i >= len ? len - 1 : i;
+    return i < 0 ? -i : i >= len ? 2 * (len - 1) - i : i;
+}
+
+/* Random shapes, axes, dtypes and layouts against the index loop above, on
+ * both backends. */
+TEST(pad_mode_random)
+{
+    static const rlx_dtype dts[5] = {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64};
+    for (int b = 0; b < 2; b++) {
+        CHECK(rlx_set_option("backend", b ? "ref" : "jit") == RLX_OK);
+        for (int c = 0; c < 60; c++) {
+            rlx_dtype dt = dts[c % 5];
+            int mode = 1 + c / 5 % 2, layout = c / 10 % 3, rank = rand_int(1, 3), ax = rand_int(0, rank - 1);
+            int64_t shape[3], os[3], idx[3];
+            for (int d = 0; d < rank; d++)
+                shape[d] = os[d] = rand_int(1, 5);
+            int64_t len = shape[ax], hi = mode == RLX_PAD_REFLECT ? len - 1 : 6;
+            int64_t before = rand_int(0, (int)hi), after = rand_int(0, (int)hi);
+            os[ax] += before + after;
+            double *v = rvals(dt, numel_of(rank, shape)), *want = malloc((size_t)numel_of(rank, os) * sizeof *want);
+            for (int64_t k = 0; k < numel_of(rank, os); k++) {
+                unravel(k, rank, os, idx);
+                idx[ax] = pad_source(idx[ax] - before, len, mode);
+                want[k] = v[ravel(idx, rank, shape)];
+            }
+            int fails = test_failures;
+            rlx_tensor *x = make_t(dt, rank, shape, v, layout);
+            EXPECT(rlx_pad_mode(x, ax - (c % 2 ? rank : 0), before, after, (rlx_padding)mode), dt, rank, os, want, 0);
+            if (test_failures != fails)
+                fprintf(stderr, "  (%s backend, case %d: %s mode %d layout %d axis %d before %lld after %lld)\n",
+                        b ? "ref" : "jit", c, test_dims(rank, shape), mode, layout, ax, (long long)before,
+                        (long long)after);
+            free(v);
+            free(want);
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+TEST(pad_mode_fixed_and_errors)
+{
+    const char *fn = "rlx_pad_mode";
+    rlx_tensor *x = tf64(1, SH(3), (double[]){1, 2, 3});
+    /* torch.nn.functional.pad(x, (2, 2), mode="reflect") and "replicate" */
+    EXPECT(rlx_pad_mode(x, 0, 2, 2, RLX_PAD_REFLECT), RLX_F64, 1, SH(7), ((double[]){3, 2, 1, 2, 3, 2, 1}), 0);
+    EXPECT(rlx_pad_mode(x, 0, 2, 1, RLX_PAD_REPLICATE), RLX_F64, 1, SH(6), ((double[]){1, 1, 1, 2, 3, 3}), 0);
+    EXPECT(rlx_pad_mode(x, 0, 1, 0, RLX_PAD_CONSTANT), RLX_F64, 1, SH(4), ((double[]){0, 1, 2, 3}), 0);
+    EXPECT(rlx_pad_mode(x, -1, 0, 2, RLX_PAD_REFLECT), RLX_F64, 1, SH(5), ((double[]){1, 2, 3, 2, 1}), 0);
+    /* a length-1 axis replicates; zero padding is x in every mode, even on an empty axis */
+    rlx_tensor *one = ti32(2, SH(1, 2), (int32_t[]){4, 5}), *empty = rlx_zeros(RLX_F32, 2, SH(0, 2));
+    EXPECT(rlx_pad_mode(one, 0, 1, 2, RLX_PAD_REPLICATE), RLX_I32, 2, SH(4, 2), ((double[]){4, 5, 4, 5, 4, 5, 4, 5}),
+           0);
+    EXPECT(rlx_pad_mode(one, 1, 1, 1, RLX_PAD_REFLECT), RLX_I32, 2, SH(1, 4), ((double[]){5, 4, 5, 4}), 0);
+    for (int m = 0; m < 3; m++) {
+        EXPECT(rlx_pad_mode(empty, 0, 0, 0, (rlx_padding)m), RLX_F32, 2, SH(0, 2), NULL, 0);
+        EXPECT(rlx_pad_mode(empty, 1, 1, 1, (rlx_padding)m), RLX_F32, 2, SH(0, 4), NULL, 0);
+    }
+    EXPECT(rlx_pad_mode(empty, 0, 1, 0, RLX_PAD_CONSTANT), RLX_F32, 2, SH(1, 2), ((double[]){0, 0}), 0);
+    CHECK_NULL_ERR(rlx_pad_mode(empty, 0, 1, 0, RLX_PAD_REPLICATE), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(empty, 0, 0, 1, RLX_PAD_REFLECT), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, 3, 0, RLX_PAD_REFLECT), RLX_E_SHAPE, fn); /* before == len */
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, 0, 3, RLX_PAD_REFLECT), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(one, 0, 1, 0, RLX_PAD_REFLECT), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(NULL, 0, 1, 1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, -1, 1, RLX_PAD_REPLICATE), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, -1, 1, RLX_PAD_CONSTANT), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, 1, -1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 1, 1, 1, RLX_PAD_REFLECT), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, 1, 1, (rlx_padding)3), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(x, 0, 1, 1, (rlx_padding)-1), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_pad_mode(rlx_scalar(RLX_F32, 1), 0, 1, 1, RLX_PAD_REPLICATE), RLX_E_ARG, fn);
+    CHECK_NULL_ANY(rlx_pad_mode(x, 0, 1, INT64_MAX, RLX_PAD_REPLICATE), fn);
+    CHECK_NULL_ERR(rlx_pad_mode(rlx_input("d", RLX_F32, 1, SH(-1)), 0, 1, 1, RLX_PAD_REPLICATE), RLX_E_UNSUPPORTED,
+                   fn);
 }
 
 /* ------------------------------------------------------- gather, index */
@@ -920,6 +1002,7 @@ TEST(null_propagation_keeps_first_error)
     snprintf(first, sizeof first, "%s", rlx_last_error());
     rlx_tensor *r[] = {rlx_cat(TS(bad), 1, 0), rlx_cat(TS(i1, bad), 2, 0), rlx_stack(TS(bad), 1, 0),
                        rlx_tile(bad, 0, 2), rlx_flip(bad, 0), rlx_roll(bad, 0, 1), rlx_pad(bad, 0, 1, 1, 0),
+                       rlx_pad_mode(bad, 0, 1, 1, RLX_PAD_REFLECT), rlx_pad_mode(bad, 0, 1, 1, RLX_PAD_REPLICATE),
                        rlx_gather(bad, i1, 0), rlx_gather(i1, bad, 0), rlx_index_select(bad, 0, i1),
                        rlx_index_select(i1, 0, bad), rlx_cast(bad, RLX_F32), rlx_contiguous(bad),
                        rlx_stop_gradient(bad)};
@@ -933,7 +1016,7 @@ TEST(null_propagation_keeps_first_error)
 }
 
 TEST_MAIN(T(cat_fixed), T(cat_random), T(stack_every_axis), T(cat_stack_errors), T(tile_random), T(flip_random),
-          T(roll_random), T(tile_flip_roll_fixed), T(tile_rank8), T(pad), T(gather_fixed), T(gather_random),
+          T(roll_random), T(tile_flip_roll_fixed), T(tile_rank8), T(pad), T(pad_mode_random), T(pad_mode_fixed_and_errors), T(gather_fixed), T(gather_random),
           T(gather_out_of_range), T(gather_errors), T(scatter_fixed), T(scatter_random),
           T(scatter_add_bits_do_not_depend_on_threads), T(scatter_out_of_range), T(scatter_errors), T(cast_float_to_int_and_bool), T(cast_int_sources),
           T(cast_of_constants), T(cast_errors), T(contiguous_and_stop_gradient),

@@ -286,6 +286,23 @@ B(softmax_axis0, rlx_softmax(a, 0))
 B(log_softmax, rlx_log_softmax(a, 1))
 B(layer_norm, rlx_layer_norm(a, b, c, 1e-5))
 B(layer_norm_plain, rlx_layer_norm(a, NULL, NULL, 1e-3))
+/* batch norm: x [N, C, ...]; running statistics as inputs (var kept > 0) */
+B(batch_norm_train, rlx_batch_norm(a, NULL, NULL, b, c, true, 0.1, 1e-5, NULL, NULL))
+B(batch_norm_train_rank2, rlx_batch_norm(a, NULL, NULL, NULL, b, true, 0.1, 1e-3, NULL, NULL))
+B(batch_norm_eval, rlx_batch_norm(a, b, rlx_add_s(rlx_mul(c, c), 0.5), in[3], NULL, false, 0.1, 1e-5, NULL, NULL))
+/* the updated running statistics, differentiated with respect to x and the old ones */
+static rlx_tensor *b_batch_norm_stats(rlx_tensor **in)
+{
+    rlx_tensor *m = NULL, *v = NULL;
+    rlx_tensor *y = rlx_batch_norm(in[0], in[1], in[2], NULL, NULL, true, 0.25, 1e-5, &m, &v);
+    return y ? rlx_add(rlx_mul_s(m, 2), v) : NULL;
+}
+B(group_norm, rlx_group_norm(a, 2, b, c, 1e-5))
+B(group_norm_plain, rlx_group_norm(a, 3, NULL, NULL, 1e-3))
+B(pad_reflect, rlx_pad_mode(rlx_pad_mode(a, 1, 2, 1, RLX_PAD_REFLECT), 0, 0, 1, RLX_PAD_REFLECT))
+B(pad_replicate, rlx_pad_mode(rlx_pad_mode(a, 1, 1, 3, RLX_PAD_REPLICATE), 0, 2, 0, RLX_PAD_REPLICATE))
+B(pad_reflect_view, rlx_pad_mode(rlx_t(a), -1, 1, 2, RLX_PAD_REFLECT))
+B(dropout, rlx_dropout(a, 0.4, 7))
 B(rms_norm, rlx_rms_norm(a, b, 1e-5))
 B(rms_norm_plain, rlx_rms_norm(a, NULL, 1e-5))
 B(cross_entropy, rlx_cross_entropy(a, b))
@@ -455,6 +472,16 @@ static const gcase cases[] = {
     {"log_softmax", b_log_softmax, R2(3, 4), -2, 2, 0, 0},
     {"layer_norm", b_layer_norm, 3, {3, 1, 1}, {{2, 2, 4}, {4}, {4}}, -2, 2, 0, 0},
     {"layer_norm_plain", b_layer_norm_plain, R2(3, 4), -2, 2, 0, 0},
+    {"batch_norm_train", b_batch_norm_train, 3, {3, 1, 1}, {{3, 2, 2}, {2}, {2}}, -2, 2, 0, 0},
+    {"batch_norm_train_rank2", b_batch_norm_train_rank2, 2, {2, 1}, {{4, 3}, {3}}, -2, 2, 0, 0},
+    {"batch_norm_eval", b_batch_norm_eval, 4, {4, 1, 1, 1}, {{2, 3, 2, 2}, {3}, {3}, {3}}, -2, 2, 0, 0},
+    {"batch_norm_stats", b_batch_norm_stats, 3, {3, 1, 1}, {{3, 2, 2}, {2}, {2}}, -2, 2, 0, 0},
+    {"group_norm", b_group_norm, 3, {3, 1, 1}, {{2, 4, 3}, {4}, {4}}, -2, 2, 0, 0},
+    {"group_norm_plain", b_group_norm_plain, RR(2, 3, 2), -2, 2, 0, 0},
+    {"pad_reflect", b_pad_reflect, R2(2, 3), -2, 2, 0, 0},
+    {"pad_replicate", b_pad_replicate, R2(2, 2), -2, 2, 0, 0},
+    {"pad_reflect_view", b_pad_reflect_view, R2(4, 2), -2, 2, 0, 0},
+    {"dropout", b_dropout, R2(4, 5), -2, 2, 0, 0},
     {"rms_norm", b_rms_norm, 2, {2, 1}, {{3, 4}, {4}}, -2, 2, 0, 0},
     {"rms_norm_plain", b_rms_norm_plain, R2(3, 4), -2, 2, 0, 0},
     {"cross_entropy", b_cross_entropy, 2, {2, 2}, {{3, 4}, {3, 4}}, 0.1, 2, 0, 0},

@@ -40,7 +40,7 @@ from ._ffi import lib, LIBRARY_PATH, HEADER_PATH
 from ._core import *  # noqa: F401,F403
 from ._core import (  # names that shadow builtins, so kept out of __all__
     abs, all, any, max, min, pow, round, sum, slice, input, compile, bool_, Tensor, RlxError,
-    Status, Act, Mask, Minifloat, DType, Program, END, MAX_RANK, HEADER_VERSION)
+    Status, Act, Mask, Minifloat, Padding, DType, Program, END, MAX_RANK, HEADER_VERSION)
 from . import _core
 
 bool = bool_
@@ -54,7 +54,7 @@ long = int64
 int = int32       # torch.int
 
 # Enum constants under their C names without the RLX_ prefix (rlx.E_SHAPE, ...)
-for _e, _prefix in ((Status, ""), (Act, "ACT_"), (Mask, "MASK_"), (Minifloat, "")):
+for _e, _prefix in ((Status, ""), (Act, "ACT_"), (Mask, "MASK_"), (Minifloat, ""), (Padding, "PAD_")):
     for _m in _e:
         globals()[_prefix + _m.name] = _m
 del _e, _m, _prefix

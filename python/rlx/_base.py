@@ -53,6 +53,7 @@ Status = _int_enum("rlx_status", "Status", "RLX_")
 Act = _int_enum("rlx_act", "Act", "RLX_ACT_")
 Mask = _int_enum("rlx_mask", "Mask", "RLX_MASK_")
 Minifloat = _int_enum("rlx_minifloat", "Minifloat", "RLX_")
+Padding = _int_enum("rlx_padding", "Padding", "RLX_PAD_")
 
 
 # ------------------------------------------------------------------ errors

@@ -1,13 +1,15 @@
-"""Neural-network operations: softmax and norms, losses, attention and
-rotary embeddings, convolution and pooling, low-precision and synthesized
-weight matmuls, spline activations."""
+"""Neural-network operations: softmax and norms (layer, RMS, batch, group),
+dropout, losses, attention and rotary embeddings, convolution and pooling,
+low-precision and synthesized weight matmuls, spline activations."""
 
+import ctypes
 import enum
 import operator
+import random as _random
 
 import numpy as np
 
-from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float
+from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float, _builtin_bool
 from ._tensor import _wrap, _tt, _opt, _h, _apply
 
 
@@ -40,6 +42,57 @@ def rms_norm(x, gamma=None, eps=1e-6, *, weight=None):
     g = _opt(gamma if gamma is not None else weight)
     _clear()
     return _wrap(_lib.rlx_rms_norm(x._h, _h(g), _builtin_float(eps)))
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5, *,
+               return_stats=False):
+    """torch.nn.functional.batch_norm over axis 1 of x [N, C, ...]. Nothing
+    is updated in place (tensors are immutable): with return_stats=True the
+    result is (y, new_running_mean, new_running_var), the statistics
+    PyTorch would have written back (momentum blend, unbiased batch
+    variance for the variance; in evaluation the running ones unchanged).
+    running_mean/running_var may be None in training mode (then
+    return_stats=True is an error)."""
+    x = _tt(x)
+    rm, rv, w, b = _opt(running_mean), _opt(running_var), _opt(weight), _opt(bias)
+    outs = [ctypes.c_void_p(), ctypes.c_void_p()] if return_stats else [None, None]
+    _clear()
+    y = _lib.rlx_batch_norm(x._h, _h(rm), _h(rv), _h(w), _h(b), _builtin_bool(training),
+                            _builtin_float(momentum), _builtin_float(eps),
+                            *[ctypes.byref(o) if o is not None else None for o in outs])
+    y = _wrap(y)
+    if not return_stats:
+        return y
+    return y, _wrap(outs[0].value), _wrap(outs[1].value)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.group_norm: x [N, C, ...] in num_groups groups of
+    channels; weight/bias [C] or None."""
+    x = _tt(x)
+    w, b = _opt(weight), _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_group_norm(x._h, operator.index(num_groups), _h(w), _h(b), _builtin_float(eps)))
+
+
+def instance_norm(x, weight=None, bias=None, eps=1e-5):
+    """Instance norm without running statistics (PyTorch's default
+    use_input_stats): group_norm with one group per channel."""
+    x = _tt(x)
+    return group_norm(x, x.shape[1] if x.ndim >= 2 else 1, weight, bias, eps)
+
+
+def dropout(x, p=0.5, seed=0, training=True):
+    """Zero each element with probability p and scale the rest by 1/(1-p)
+    (rlx_dropout); training=False returns x. The mask depends only on
+    (shape, seed), so call with a new seed each step for new masks
+    (seed=None draws one from Python's `random`)."""
+    x = _tt(x)
+    if not training:
+        return x
+    s = _random.getrandbits(64) if seed is None else operator.index(seed) & (2**64 - 1)
+    _clear()
+    return _wrap(_lib.rlx_dropout(x._h, _builtin_float(p), s))
 
 
 def cross_entropy(logits, probs):

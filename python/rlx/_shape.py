@@ -286,23 +286,42 @@ def roll(x, shift, axis=None, *, dims=None, dim=None):
     return x
 
 
-def pad(x, pad_width, constant_values=0, axis=None, *, value=None):
-    """Constant padding. NumPy form: pad_width an int, a (before, after) pair
-    for every axis, or one pair per axis. With axis=, pad_width is the
-    (before, after) of that axis only (rlx_pad)."""
+# NumPy's pad mode names, PyTorch's F.pad names as aliases
+_PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "replicate": 2}
+
+
+def pad(x, pad_width, constant_values=0, axis=None, *, value=None, mode="constant"):
+    """NumPy np.pad: pad_width an int, a (before, after) pair for every
+    axis, or one pair per axis. With axis=, pad_width is the (before, after)
+    of that axis only (rlx_pad / rlx_pad_mode). mode: "constant" (with
+    constant_values or value), "reflect" (mirror without repeating the
+    edge; PyTorch's rule: each pad must be shorter than its axis, where
+    NumPy would reflect again), "edge" (repeat the edge element; PyTorch's
+    "replicate" is accepted as an alias). As in np.pad, the mode may also
+    be the third positional argument: rlx.pad(x, 2, "reflect")."""
     x = _tt(x)
+    if isinstance(constant_values, str):  # np.pad(x, w, "reflect")
+        mode, constant_values = constant_values, 0
+    if mode not in _PAD_MODES:
+        raise ValueError("pad: unknown mode %r (one of %s)" % (mode, ", ".join(_PAD_MODES)))
+    m = _PAD_MODES[mode]
     v = _builtin_float(_py_scalar(constant_values if value is None else value))
+
+    def one(t, ax_, b, a):
+        _clear()
+        if m == 0:
+            return _wrap(_lib.rlx_pad(t._h, ax_, b, a, v))
+        return _wrap(_lib.rlx_pad_mode(t._h, ax_, b, a, m))
+
     if axis is not None:
         b, a = (pad_width, pad_width) if isinstance(pad_width, (_builtin_int, np.integer)) else pad_width
-        _clear()
-        return _wrap(_lib.rlx_pad(x._h, operator.index(axis), operator.index(b), operator.index(a), v))
+        return one(x, operator.index(axis), operator.index(b), operator.index(a))
     r = x.ndim
     pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (r, 2)) if r else np.zeros((0, 2), np.int64)
     for ax_ in range(r):
         b, a = (_builtin_int(pw[ax_, 0]), _builtin_int(pw[ax_, 1]))
         if b or a:
-            _clear()
-            x = _wrap(_lib.rlx_pad(x._h, ax_, b, a, v))
+            x = one(x, ax_, b, a)
     return x
 
 

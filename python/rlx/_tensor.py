@@ -426,6 +426,11 @@ def _attach(members):
 
 # ---------------------------------------------------------- constructors
 
+def _c_order(a, d):
+    # not np.ascontiguousarray: it returns ndim >= 1, turning a 0-d array into shape (1,)
+    return np.asarray(a, dtype=d.np, order="C")
+
+
 def _new_from_data(d, shape, arr):
     shp, n = _i64s(shape)
     _clear()
@@ -455,7 +460,7 @@ def tensor(data, dtype=None):
     if isinstance(data, np.ndarray):
         if d is None:
             d = _dtype(data.dtype)
-        arr = np.ascontiguousarray(data, dtype=d.np)
+        arr = _c_order(data, d)
     else:
         if isinstance(data, (list, tuple)) and _has_tensor(data):
             from ._shape import stack  # here: _shape imports this module
@@ -467,7 +472,7 @@ def tensor(data, dtype=None):
         if d is None:
             k = arr.dtype.kind
             d = float32 if k == "f" else int64 if k in "iu" else bool_ if k == "b" else _dtype(arr.dtype)
-        arr = np.ascontiguousarray(arr, dtype=d.np)
+        arr = _c_order(arr, d)
     return _new_from_data(d, arr.shape, arr)
 
 
@@ -493,7 +498,7 @@ def from_numpy(a):
         raise TypeError("rlx.from_numpy expects a numpy.ndarray, got %s" % type(a).__name__)
     d = _dtype(a.dtype)
     if not a.flags.c_contiguous or a.dtype != d.np:
-        a = np.ascontiguousarray(a, dtype=d.np)
+        a = _c_order(a, d)
     shp, n = _i64s(a.shape)
     obj = ctypes.py_object(a)
     _py_incref(obj)

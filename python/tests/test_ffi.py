@@ -45,6 +45,8 @@ COVERAGE = {
     "rlx_matmul": "matmul", "rlx_matmul_t": "matmul_t", "rlx_linear": "linear", "rlx_linear_act": "linear_act",
     "rlx_solve": "solve", "rlx_inv": "inv",
     "rlx_softmax": "softmax", "rlx_log_softmax": "log_softmax", "rlx_layer_norm": "layer_norm",
+    "rlx_batch_norm": "batch_norm", "rlx_group_norm": "group_norm", "rlx_dropout": "dropout",
+    "rlx_pad_mode": "pad",
     "rlx_rms_norm": "rms_norm", "rlx_cross_entropy": "cross_entropy",
     "rlx_softmax_cross_entropy_with_logits": "softmax_cross_entropy_with_logits",
     "rlx_attention": "attention", "rlx_attention_masked": "attention_masked", "rlx_rope": "rope",
@@ -128,7 +130,7 @@ EXPECTED_CTYPES = {
     "rlx_checkpoint *": ctypes.c_void_p, "const rlx_checkpoint *": ctypes.c_void_p,
     "const char *const *": P(ctypes.c_char_p),
     "rlx_dtype": ctypes.c_int, "rlx_status": ctypes.c_int, "rlx_act": ctypes.c_int,
-    "rlx_mask": ctypes.c_int, "rlx_minifloat": ctypes.c_int,
+    "rlx_mask": ctypes.c_int, "rlx_minifloat": ctypes.c_int, "rlx_padding": ctypes.c_int,
 }
 
 

@@ -180,3 +180,27 @@ def test_numpy_functions_and_ufuncs_on_tensors():
     np.testing.assert_allclose(np.reshape(x, (4,)).numpy(), a.reshape(4))
     with pytest.raises(TypeError):
         np.sum(x, out=np.zeros(()))
+
+
+@pytest.mark.parametrize("npdt,dt", EXACT, ids=lambda v: str(v))
+def test_rank0_inputs_stay_rank0(npdt, dt):
+    # 0-d arrays (plain, byte-swapped, given a dtype), Python and NumPy
+    # scalars and nested 0-d lists all give shape (), as NumPy and PyTorch do
+    a = np.array(1 if npdt != np.bool_ else True, npdt)
+    cases = [(rlx.tensor, a), (rlx.asarray, a), (rlx.from_numpy, a), (rlx.tensor, a.astype(a.dtype.newbyteorder())),
+             (rlx.from_numpy, a.astype(a.dtype.newbyteorder())), (rlx.tensor, a[()])]
+    for make, v in cases:
+        t = make(v)
+        assert t.shape == () and t.ndim == 0 and t.dtype == dt, (make.__name__, v, t.shape)
+        assert t.numpy().shape == () and t.item() == a.item()
+    assert rlx.tensor(a, dtype=rlx.float64).shape == ()
+    assert rlx.tensor(np.array(a, dtype=object).item()).shape == ()
+
+
+def test_rank0_python_scalars():
+    for v, dt in ((5.0, rlx.float32), (5, rlx.int64), (True, rlx.bool), (2**60, rlx.int64)):
+        t = rlx.tensor(v)
+        assert t.shape == () and t.dtype == dt and t.item() == v
+    t = rlx.tensor(np.array(5))
+    assert t.shape == () and t.dtype == rlx.int64 and (t + 1).shape == () and t.item() == 5
+    assert rlx.tensor(np.array(2.5), dtype=rlx.float32).shape == ()

@@ -1,7 +1,7 @@
 /*
- * datamove.c — ops that rearrange data: cat, stack, tile, flip, roll, pad,
- * gather, index_select, scatter, scatter_add, index_add, cast, and the two
- * identities the passes must see
+ * datamove.c — ops that rearrange data: cat, stack, tile, flip, roll, pad
+ * (constant, reflect, replicate), gather, index_select, scatter,
+ * scatter_add, index_add, cast, and the two identities the passes must see
  * (contiguous, stop_gradient).
  */
 #include <string.h>
@@ -195,6 +195,66 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
     a.pad.after[ax] = after;
     a.pad.value = value;
     return ts_wrap(ts_make(fn, IR_OP_PAD, 1, &n, &a));
+}
+
+/* The before/after border pieces of a reflect or replicate pad; the
+ * arguments are checked. Slices, flips and broadcasts are views, so the
+ * result is one CAT whose pieces the JIT reads in place. */
+static rlx_tensor *pad_border(rlx_tensor *x, int ax, int64_t len, int64_t count, bool before, rlx_padding mode)
+{
+    if (mode == RLX_PAD_REPLICATE)
+        return rlx_tile(rlx_narrow(x, ax, before ? 0 : len - 1, 1), ax, count);
+    /* reflect leaves the edge out: before gets x[count..1], after x[len-2..len-1-count] */
+    return rlx_flip(rlx_narrow(x, ax, before ? 1 : len - 1 - count, count), ax);
+}
+
+rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after, rlx_padding mode)
+{
+    const char *fn = "rlx_pad_mode";
+    int ax;
+    ir_node *n = ts_node_axis(fn, x, axis, &ax);
+    if (!n)
+        return NULL;
+    if (mode == RLX_PAD_CONSTANT) /* in a scope of its own so that errors name rlx_pad_mode */
+        return ts_open(fn) ? ts_close(rlx_pad(x, axis, before, after, 0)) : NULL;
+    if (mode != RLX_PAD_REFLECT && mode != RLX_PAD_REPLICATE) {
+        ts_error(RLX_E_ARG, fn, "unknown mode %d (constant 0, reflect 1, replicate 2)", (int)mode);
+        return NULL;
+    }
+    const char *name = mode == RLX_PAD_REFLECT ? "reflect" : "replicate";
+    int64_t len = n->shape[ax];
+    if (before < 0 || after < 0 || before > INT64_MAX / 4 || after > INT64_MAX / 4) {
+        ts_error(RLX_E_ARG, fn, "padding %lld before and %lld after must be >= 0 and finite", (long long)before,
+                 (long long)after);
+        return NULL;
+    }
+    if (len < 0) {
+        ts_error(RLX_E_UNSUPPORTED, fn, "%s padding of the dynamic axis %d of %s", name, axis, ts_shape_str(n));
+        return NULL;
+    }
+    if (before == 0 && after == 0)
+        return rlx_retain(x);
+    /* PyTorch's rules: reflect needs before, after < len (each border
+     * mirrors once); replicate needs an element to repeat. */
+    if (mode == RLX_PAD_REFLECT ? before >= len || after >= len : len == 0) {
+        ts_error(RLX_E_SHAPE, fn, "%s padding %lld before and %lld after needs %s along axis %d of %s", name,
+                 (long long)before, (long long)after,
+                 mode == RLX_PAD_REFLECT ? "both < the axis length" : "a non-empty axis", axis, ts_shape_str(n));
+        return NULL;
+    }
+    int64_t shape[IR_MAX_RANK];
+    memcpy(shape, n->shape, sizeof shape);
+    shape[ax] += before + after;
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || !ts_open(fn))
+        return NULL;
+    rlx_tensor *parts[3];
+    int k = 0;
+    if (before)
+        parts[k++] = pad_border(x, ax, len, before, true, mode);
+    parts[k++] = x;
+    if (after)
+        parts[k++] = pad_border(x, ax, len, after, false, mode);
+    return ts_close(rlx_cat(parts, k, ax));
 }
 
 static rlx_tensor *gather(const char *fn, rlx_tensor *x, rlx_tensor *indices, int axis)
