@@ -644,7 +644,10 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
  * dims (the scores' layout of mask_heads), back to m's shape. */
 static rlx_tensor *mask_grad(ir_node *n, rlx_tensor *ds, ir_node *m)
 {
-    ir_node *dn = ts_node(ds), *mh = ts_node(mask_heads(n, m));
+    rlx_tensor *mt = mask_heads(n, m);
+    if (!ds || !mt) /* out of memory: the error is recorded */
+        return NULL;
+    ir_node *dn = ts_node(ds), *mh = ts_node(mt);
     int axes[5], na = 0;
     for (int i = 0; i < dn->rank; i++)
         if (mh->shape[i] == 1 && dn->shape[i] != 1)

@@ -378,9 +378,13 @@ static rlx_tensor *rope_rows(rlx_tensor *table, int64_t s, int64_t half, int64_t
     /* A negative position would count from the end in gather: send it out
      * of range instead, so that it is an error at realize. */
     rlx_tensor *idx = rlx_where(rlx_lt_s(pos, 0), rlx_full(pn->dtype, 0, NULL, (double)rows), pos);
-    int64_t bs[4] = {pn->shape[0], pn->shape[1], 1, half};
     rlx_tensor *g = rlx_gather(table, idx, 0);
-    return pn->rank == 1 ? rlx_reshape(g, 3, bs + 1) : rlx_reshape(g, 4, bs);
+    if (pn->rank == 1) {
+        int64_t bs[3] = {s, 1, half};
+        return rlx_reshape(g, 3, bs);
+    }
+    int64_t bs[4] = {pn->shape[0], s, 1, half};
+    return rlx_reshape(g, 4, bs);
 }
 
 /* The rope of x [B, S, H*D] with tables cos, sin [>= S, R/2] (already
