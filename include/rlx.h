@@ -479,9 +479,10 @@ typedef struct {
     double scale;
 } rlx_attention_opts;
 /* q [B, Sq, H*D], k and v [B, Sk, Hkv*D] -> [B, Sq, H*D]; opts may be NULL.
- * Errors: H % Hkv != 0, shapes, a mask not broadcastable (RLX_E_SHAPE); a
- * mask of an integer dtype (RLX_E_DTYPE); a bad mask kind, window or a
- * non-finite scale (RLX_E_ARG). */
+ * Dtypes as rlx_attention. Errors: H % Hkv != 0, shapes, a mask that does
+ * not broadcast (RLX_E_SHAPE); bool q/k/v, an integer mask (RLX_E_DTYPE);
+ * H, Hkv or D < 1, a bad mask kind or window, a non-finite scale
+ * (RLX_E_ARG). */
 RLX_API rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim,
                                      const rlx_attention_opts *opts);
 /* x [B, S, H*D]; cos, sin [S, D/2]; rotate-half per head:

@@ -442,6 +442,15 @@ TEST(attention_ex_bad_arguments)
     o.attn_mask = rlx_ones(RLX_I64, 2, s2);
     CHECK_NULL_ERR(rlx_attention_ex(q, k, k, 4, 2, &o), RLX_E_DTYPE, fn);
     CHECK_NULL_ERR(rlx_attention_ex(rlx_ones(RLX_BOOL, 3, sq), k, k, 4, 2, &o), RLX_E_DTYPE, fn);
+    /* extremes */
+    CHECK_NULL_ERR(rlx_attention_ex(q, k, k, 4, 2, &(rlx_attention_opts){.num_kv_heads = INT32_MIN}), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_attention_ex(q, k, k, INT32_MAX, INT32_MAX, NULL), RLX_E_SHAPE, fn);
+    /* NULL propagates and keeps the first error */
+    rlx_clear_error();
+    CHECK(rlx_reshape(q, 1, (int64_t[]){5}) == NULL);
+    CHECK(rlx_attention_ex(NULL, k, k, 4, 2, NULL) == NULL);
+    CHECK(strstr(rlx_last_error(), "rlx_reshape") != NULL);
+    rlx_clear_error();
 }
 
 /* ----------------------------------------------------------------- rope */
@@ -613,6 +622,9 @@ TEST(rope_ex_bad_arguments)
     CHECK(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .offset = 2}) != NULL);
     CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .offset = 3}), RLX_E_SHAPE, fn);
     CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .offset = -1}), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .offset = INT64_MAX}), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = INT32_MIN}), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_rope_ex(x, c, c, INT32_MAX, &o), RLX_E_ARG, fn);
     /* positions: dtype, shape, with an offset */
     int64_t pv[6] = {0, 1, 2, 0, 1, 2};
     CHECK(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .positions = ti64(2, s2, pv)}) != NULL);
