@@ -143,7 +143,8 @@ static void check_case(const acase *c, rlx_dtype dt)
     int64_t hd = (int64_t)c->h * c->d, kd = (int64_t)c->hk * c->d;
     int64_t sq3[3] = {c->B, c->sq, hd}, sk3[3] = {c->B, c->sk, kd};
     double *q = malloc((size_t)(c->B * c->sq * hd + 1) * sizeof *q);
-    double *k = malloc((size_t)(c->B * c->sk * kd + 1) * sizeof *k), *v = malloc((size_t)(c->B * c->sk * kd + 1) * sizeof *v);
+    double *k = malloc((size_t)(c->B * c->sk * kd + 1) * sizeof *k);
+    double *v = malloc((size_t)(c->B * c->sk * kd + 1) * sizeof *v);
     rlx_tensor *tq, *tk, *tv;
     if (c->fused) { /* one [B, S, (H + 2 Hkv) D] tensor, as a fused qkv linear gives */
         int64_t w = hd + 2 * kd, fs[3] = {c->B, c->sq, w};
@@ -204,7 +205,8 @@ TEST(attention_ex_defaults_are_plain_attention)
 {
     int64_t s[3] = {2, 5, 12};
     rlx_tensor *q = trand(RLX_F64, 3, s, -2, 2), *k = trand(RLX_F64, 3, s, -2, 2), *v = trand(RLX_F64, 3, s, -2, 2);
-    rlx_attention_opts zero = {0}, causal = {.mask = RLX_MASK_CAUSAL}, sliding = {.mask = RLX_MASK_SLIDING, .window = 2};
+    rlx_attention_opts zero = {0}, causal = {.mask = RLX_MASK_CAUSAL};
+    rlx_attention_opts sliding = {.mask = RLX_MASK_SLIDING, .window = 2};
     EXPECT_SAME(rlx_attention_ex(q, k, v, 3, 4, NULL), rlx_attention(q, k, v, 3, 4, RLX_MASK_NONE, 0), 0);
     EXPECT_SAME(rlx_attention_ex(q, k, v, 3, 4, &zero), rlx_attention(q, k, v, 3, 4, RLX_MASK_NONE, 0), 0);
     EXPECT_SAME(rlx_attention_ex(q, k, v, 3, 4, &causal), rlx_attention(q, k, v, 3, 4, RLX_MASK_CAUSAL, 0), 0);
@@ -272,7 +274,8 @@ TEST(attention_ex_grouped_kv_heads)
     acase big = {.B = 1, .sq = 70, .sk = 150, .h = 6, .hk = 2, .d = 8, .kind = RLX_MASK_CAUSAL, .mrank = -1};
     check_both(&big);
     /* q, k, v narrowed out of one fused projection */
-    acase fused = {.B = 2, .sq = 6, .sk = 6, .h = 4, .hk = 1, .d = 4, .kind = RLX_MASK_CAUSAL, .mrank = -1, .fused = true};
+    acase fused = {.B = 2, .sq = 6, .sk = 6, .h = 4, .hk = 1, .d = 4, .kind = RLX_MASK_CAUSAL, .mrank = -1,
+                   .fused = true};
     check_both(&fused);
     fused.hk = 2;
     check_both(&fused);
@@ -409,9 +412,8 @@ TEST(attention_ex_bad_arguments)
     CHECK_NULL_ERR(rlx_attention_ex(q, NULL, k, 4, 2, &o), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_attention_ex(q, k, NULL, 4, 2, &o), RLX_E_ARG, fn);
     /* H % Hkv != 0 */
-    CHECK_NULL_ERR(rlx_attention_ex(q, rlx_ones(RLX_F32, 3, (int64_t[]){2, 5, 6}), rlx_ones(RLX_F32, 3, (int64_t[]){2, 5, 6}), 4, 2,
-                                    &(rlx_attention_opts){.num_kv_heads = 3}),
-                   RLX_E_SHAPE, fn);
+    rlx_tensor *k6 = rlx_ones(RLX_F32, 3, (int64_t[]){2, 5, 6});
+    CHECK_NULL_ERR(rlx_attention_ex(q, k6, k6, 4, 2, &(rlx_attention_opts){.num_kv_heads = 3}), RLX_E_SHAPE, fn);
     CHECK_NULL_ERR(rlx_attention_ex(q, k, k, 4, 2, &(rlx_attention_opts){.num_kv_heads = -1}), RLX_E_ARG, fn);
     /* k, v not [B, Sk, Hkv*D] */
     CHECK_NULL_ERR(rlx_attention_ex(q, k, k, 4, 2, NULL), RLX_E_SHAPE, fn);
@@ -634,7 +636,8 @@ TEST(rope_ex_bad_arguments)
                    RLX_E_DTYPE, fn);
     CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .positions = ti64(1, (int64_t[]){2}, pv)}),
                    RLX_E_SHAPE, fn);
-    CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8, &(rlx_rope_opts){.rotary_dim = 4, .positions = ti64(2, (int64_t[]){3, 2}, pv)}),
+    CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8,
+                               &(rlx_rope_opts){.rotary_dim = 4, .positions = ti64(2, (int64_t[]){3, 2}, pv)}),
                    RLX_E_SHAPE, fn);
     CHECK_NULL_ERR(rlx_rope_ex(x, c, c, 8,
                                &(rlx_rope_opts){.rotary_dim = 4, .offset = 1, .positions = ti64(1, s1, pv)}),

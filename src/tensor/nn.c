@@ -212,7 +212,8 @@ static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor 
     if (qn->rank != 3 || kn->rank != 3 || vn->rank != 3 || qn->shape[2] != hd || kn->shape[2] != kd ||
         vn->shape[2] != kd || kn->shape[0] != qn->shape[0] || vn->shape[0] != qn->shape[0] ||
         vn->shape[1] != kn->shape[1]) {
-        ts_error(RLX_E_SHAPE, fn, "need q [B, Sq, %lld], k and v [B, Sk, %lld] (%d heads, %d kv heads of %d), got %s, %s, %s",
+        ts_error(RLX_E_SHAPE, fn,
+                 "need q [B, Sq, %lld], k and v [B, Sk, %lld] (%d heads, %d kv heads of %d), got %s, %s, %s",
                  (long long)hd, (long long)kd, h, hk, d, ts_shape_str(qn), ts_shape_str(kn), ts_shape_str(vn));
         return false;
     }
