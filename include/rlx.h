@@ -525,9 +525,73 @@ RLX_API rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, i
  * the key, 0 drops it. */
 RLX_API rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v,
                                          rlx_tensor *mask, int num_heads, int head_dim);
+/* Options of rlx_attention_ex; all zero (or a NULL pointer) is plain
+ * multi-head attention as rlx_attention(..., RLX_MASK_NONE, 0).
+ *   num_kv_heads  Hkv, the heads of k and v (0 means H): k and v are
+ *                 [B, Sk, Hkv*D], H % Hkv == 0, and query head h reads kv
+ *                 head h / (H/Hkv) (grouped-query attention, MQA when
+ *                 Hkv = 1; PyTorch's enable_gqa, i.e. repeat_interleave of
+ *                 the kv heads). The kernel reads the shared head in place;
+ *                 the gradients of k and v sum over each group's queries.
+ *   mask, window  the positional mask, as rlx_attention (CAUSAL is aligned
+ *                 to the bottom right: query i sees keys j <= i + Sk - Sq,
+ *                 as flash-attn and the KV-cache decoding need; PyTorch's
+ *                 is_causal aligns top left, which differs when Sq != Sk).
+ *   attn_mask     NULL, or a tensor broadcastable (NumPy rules, rank <= 4)
+ *                 to the scores [B, H, Sq, Sk], e.g. [Sq, Sk], [B, 1, Sq, Sk],
+ *                 [B, H, Sq, Sk], [B, 1, 1, Sk]. bool: true keeps the key
+ *                 (PyTorch SDPA's bool attn_mask); f32/f64: added to the
+ *                 scaled scores (-inf drops; cast to the scores' dtype);
+ *                 integer masks are RLX_E_DTYPE. It applies together with
+ *                 the positional mask and is read with broadcast strides,
+ *                 never expanded to [B, H, Sq, Sk]. A float mask has a
+ *                 gradient (that of the scores, summed over its broadcast
+ *                 dims; 0 where a key is dropped).
+ *   scale         the scores' factor; 0 means 1/sqrt(D).
+ * A row with every key masked yields zeros (PyTorch gives NaN there). */
+typedef struct {
+    int num_kv_heads;
+    rlx_mask mask;
+    int window;
+    rlx_tensor *attn_mask;
+    double scale;
+} rlx_attention_opts;
+/* q [B, Sq, H*D], k and v [B, Sk, Hkv*D] -> [B, Sq, H*D]; opts may be NULL.
+ * Dtypes as rlx_attention. Errors: H % Hkv != 0, shapes, a mask that does
+ * not broadcast (RLX_E_SHAPE); bool q/k/v, an integer mask (RLX_E_DTYPE);
+ * H, Hkv or D < 1, a bad mask kind or window, a non-finite scale
+ * (RLX_E_ARG). */
+RLX_API rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim,
+                                     const rlx_attention_opts *opts);
 /* x [B, S, H*D]; cos, sin [S, D/2]; rotate-half per head:
  * (x1, x2) -> (x1 c - x2 s, x2 c + x1 s). D must be even. */
 RLX_API rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim);
+/* Options of rlx_rope_ex; all zero (or a NULL pointer) is rlx_rope with a
+ * table of any length >= S.
+ *   offset       token s sits at position offset + s (decoding one token
+ *                at a time with the same tables); >= 0.
+ *   positions    NULL, or i32/i64 positions [S] or [B, S] of each token
+ *                (offset must then be 0): one compiled program serves
+ *                every decoding step. A position outside [0, S_max) makes
+ *                rlx_realize return RLX_E_ARG (never wraps around).
+ *   rotary_dim   rotate only the first rotary_dim of each head's D and pass
+ *                the rest through (GPT-NeoX rotary_pct); 0 means D; even.
+ *   interleaved  false: NeoX rotate-half, pairs (x[i], x[i + R/2]); true:
+ *                GPT-J, pairs (x[2i], x[2i+1]). Pair i turns by the angle
+ *                of table column i: (a, b) -> (a c - b s, b c + a s). */
+typedef struct {
+    int64_t offset;
+    rlx_tensor *positions;
+    int rotary_dim;
+    bool interleaved;
+} rlx_rope_opts;
+/* x [B, S, H*D]; cos, sin [S_max, R/2] with R the rotary dim, rows taken
+ * by position. Errors: RLX_E_ARG for an odd or too large rotary_dim, a
+ * negative offset, positions with an offset; RLX_E_SHAPE for tables that
+ * are not [S_max, R/2] or too short for offset + S, positions not [S] or
+ * [B, S]; RLX_E_DTYPE for positions not i32/i64. */
+RLX_API rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim,
+                                const rlx_rope_opts *opts);
 /* x [N, C, H, W], w [O, C/groups, KH, KW], b [O] or NULL -> [N, O, OH, OW].
  * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. Sums in the
  * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). */

@@ -327,6 +327,42 @@ static const int perm021[3] = {0, 2, 1};
 B(attention_view, rlx_attention(rlx_transpose(a, 3, perm021), b, c, 2, 2, RLX_MASK_NONE, 0))
 B(attention_one_query, rlx_attention(a, b, c, 1, 4, RLX_MASK_SLIDING, 2))
 B(rope, rlx_rope(a, b, c, 4))
+/* rlx_attention_ex: grouped kv heads (their gradient sums over each
+ * group), additive masks (differentiable) of broadcast shapes, bool masks */
+static const rlx_attention_opts gqa_causal = {.num_kv_heads = 2, .mask = RLX_MASK_CAUSAL};
+static const rlx_attention_opts mqa_sliding = {.num_kv_heads = 1, .mask = RLX_MASK_SLIDING, .window = 2};
+B(attention_gqa, rlx_attention_ex(a, b, c, 4, 2, &gqa_causal))
+B(attention_mqa, rlx_attention_ex(a, b, c, 2, 2, &mqa_sliding))
+static rlx_tensor *b_attention_add_mask(rlx_tensor **in) /* mask [Sq, Sk], causal, Sq < Sk */
+{
+    rlx_attention_opts o = {.mask = RLX_MASK_CAUSAL, .attn_mask = in[3], .scale = 0.7};
+    return rlx_attention_ex(in[0], in[1], in[2], 2, 2, &o);
+}
+static rlx_tensor *b_attention_add_mask_gqa(rlx_tensor **in) /* mask [B, 1, 1, Sk], MQA */
+{
+    rlx_attention_opts o = {.num_kv_heads = 1, .attn_mask = in[3]};
+    return rlx_attention_ex(in[0], in[1], in[2], 2, 2, &o);
+}
+static rlx_tensor *b_attention_add_mask_heads(rlx_tensor **in) /* mask [H, Sq, 1], grouped */
+{
+    rlx_attention_opts o = {.num_kv_heads = 2, .attn_mask = in[3]};
+    return rlx_attention_ex(in[0], in[1], in[2], 4, 1, &o);
+}
+static const rlx_rope_opts gptj_partial = {.offset = 1, .rotary_dim = 2, .interleaved = true};
+B(rope_gptj_partial, rlx_rope_ex(a, b, c, 4, &gptj_partial))
+static rlx_tensor *b_rope_positions(rlx_tensor **in) /* a repeated position: the table rows' gradients add */
+{
+    static const int64_t s[2] = {2, 3}, p[6] = {4, 0, 2, 2, 2, 1};
+    rlx_rope_opts o = {.positions = c_i64(2, s, p)};
+    return rlx_rope_ex(in[0], in[1], in[2], 4, &o);
+}
+static rlx_tensor *b_attention_bool_mask_gqa(rlx_tensor **in)
+{
+    static const int64_t s[4] = {1, 4, 2, 3};
+    static const unsigned char m[24] = {1, 0, 1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1};
+    rlx_attention_opts o = {.num_kv_heads = 2, .attn_mask = c_bool(4, s, m)}; /* head 1 row 1 sees nothing */
+    return rlx_attention_ex(in[0], in[1], in[2], 4, 2, &o);
+}
 static const int one2[2] = {1, 1}, two2[2] = {2, 2}, zero2[2] = {0, 0};
 static const int pad1[2] = {1, 2}, pad2[2] = {2, 1}, k3[2] = {3, 3}, k23[2] = {2, 3}, s21[2] = {2, 1};
 B(conv2d, rlx_conv2d(a, b, c, NULL, pad1, NULL, 1))
@@ -494,6 +530,18 @@ static const gcase cases[] = {
     {"attention_head_dim1", b_attention_head_dim1, 3, {3, 3, 3}, {{1, 3, 3}, {1, 4, 3}, {1, 4, 3}}, -1, 1, 0, 0},
     {"attention_view", b_attention_view, 3, {3, 3, 3}, {{1, 4, 3}, {1, 2, 4}, {1, 2, 4}}, -1, 1, 0, 0},
     {"attention_one_query", b_attention_one_query, 3, {3, 3, 3}, {{2, 1, 4}, {2, 3, 4}, {2, 3, 4}}, -1, 1, 0, 0},
+    {"attention_gqa", b_attention_gqa, 3, {3, 3, 3}, {{1, 3, 8}, {1, 4, 4}, {1, 4, 4}}, -1, 1, 0, 0},
+    {"attention_mqa", b_attention_mqa, 3, {3, 3, 3}, {{2, 3, 4}, {2, 3, 2}, {2, 3, 2}}, -1, 1, 0, 0},
+    {"attention_add_mask", b_attention_add_mask, 4, {3, 3, 3, 2},
+     {{1, 3, 4}, {1, 4, 4}, {1, 4, 4}, {3, 4}}, -1, 1, 0, 0},
+    {"attention_add_mask_gqa", b_attention_add_mask_gqa, 4, {3, 3, 3, 4},
+     {{2, 2, 4}, {2, 3, 2}, {2, 3, 2}, {2, 1, 1, 3}}, -1, 1, 0, 0},
+    {"attention_add_mask_heads", b_attention_add_mask_heads, 4, {3, 3, 3, 3},
+     {{1, 3, 4}, {1, 2, 2}, {1, 2, 2}, {4, 3, 1}}, -1, 1, 0, 0},
+    {"attention_bool_mask_gqa", b_attention_bool_mask_gqa, 3, {3, 3, 3},
+     {{1, 2, 8}, {1, 3, 4}, {1, 3, 4}}, -1, 1, 0, 0},
+    {"rope_gptj_partial", b_rope_gptj_partial, 3, {3, 2, 2}, {{1, 3, 8}, {5, 1}, {5, 1}}, -1, 1, 0, 0},
+    {"rope_positions", b_rope_positions, 3, {3, 2, 2}, {{2, 3, 8}, {5, 2}, {5, 2}}, -1, 1, 0, 0},
     {"rope", b_rope, 3, {3, 2, 2}, {{1, 3, 8}, {3, 2}, {3, 2}}, -1, 1, 0, 0},
     {"conv2d", b_conv2d, 3, {4, 4, 1}, {{1, 2, 4, 3}, {3, 2, 3, 2}, {3}}, -1, 1, 0, 0},
     {"conv2d_strided", b_conv2d_strided, 2, {4, 4}, {{2, 1, 7, 6}, {2, 1, 2, 3}}, -1, 1, 0, 0},

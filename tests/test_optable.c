@@ -327,7 +327,7 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
         *n = 4;
         break;
     case IR_OP_ATTENTION: /* one key: the output is v */
-        at.attn.heads = at.attn.head_dim = 1;
+        at.attn.heads = at.attn.kv_heads = at.attn.head_dim = 1;
         at.attn.scale = 1;
         r = make(op, 3,
                  (ir_node *[]){input_shape(dt, 3, s111, (const double[]){0.5}),

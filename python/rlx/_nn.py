@@ -9,7 +9,8 @@ import random as _random
 
 import numpy as np
 
-from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float, _builtin_bool
+from . import _ffi
+from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float, _builtin_bool, Mask
 from ._tensor import _wrap, _tt, _opt, _h, _apply
 
 
@@ -105,10 +106,19 @@ def softmax_cross_entropy_with_logits(logits, labels):
     return _apply(_lib.rlx_softmax_cross_entropy_with_logits, logits, labels)
 
 
-def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0):
-    """Multi-head attention over q [B, Sq, H*D], k, v [B, Sk, H*D].
+def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0, *, num_kv_heads=None, attn_mask=None,
+              is_causal=False, scale=None):
+    """Multi-head attention over q [B, Sq, H*D], k, v [B, Sk, Hkv*D].
+
     mask: None, 'causal', 'sliding' (with window), or a [B, Sk] tensor of
-    keep (nonzero) / drop (0) flags (rlx_attention_masked)."""
+    keep (nonzero) / drop (0) flags (rlx_attention_masked). is_causal=True
+    is mask='causal'; librlx aligns it to the bottom right (query i sees keys
+    j <= i + Sk - Sq, as flash-attn; PyTorch's is_causal aligns top left, the
+    same when Sq == Sk). num_kv_heads: grouped-query attention (PyTorch's
+    enable_gqa: query head h reads kv head h // (H // Hkv)). attn_mask: as
+    PyTorch SDPA's, broadcastable to [B, H, Sq, Sk]: bool keeps where True,
+    float is added to the scaled scores. scale: None means 1/sqrt(D). A row
+    with every key masked is zeros (PyTorch gives NaN)."""
     q, k, v = _tt(q), _tt(k), _tt(v)
     nh = operator.index(num_heads)
     if head_dim is None:
@@ -116,12 +126,31 @@ def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0):
             raise ValueError("attention: num_heads must be positive")
         head_dim = q.shape[-1] // nh
     hd = operator.index(head_dim)
-    if mask is not None and not isinstance(mask, (str, _builtin_int, enum.Enum)):
-        m = _tt(mask)
+    keymask = mask is not None and not isinstance(mask, (str, _builtin_int, enum.Enum))
+    if is_causal:
+        if mask is not None and _mask(mask) != Mask.CAUSAL:
+            raise ValueError("attention: is_causal=True with mask=%r" % (mask,))
+        mask = "causal"
+    if num_kv_heads is None and attn_mask is None and scale is None:
+        if keymask:
+            m = _tt(mask)
+            _clear()
+            return _wrap(_lib.rlx_attention_masked(q._h, k._h, v._h, m._h, nh, hd))
         _clear()
-        return _wrap(_lib.rlx_attention_masked(q._h, k._h, v._h, m._h, nh, hd))
+        return _wrap(_lib.rlx_attention(q._h, k._h, v._h, nh, hd, _mask(mask), operator.index(window)))
+    if keymask:  # a [B, Sk] key mask as a [B, 1, 1, Sk] bool attn_mask
+        if attn_mask is not None:
+            raise ValueError("attention: a key mask tensor and attn_mask together; combine them into attn_mask")
+        km = _tt(mask)
+        if km.ndim != 2:
+            raise ValueError("attention: a key mask must be [B, Sk], got %s" % (km.shape,))
+        attn_mask, mask = km.ne(0).reshape(km.shape[0], 1, 1, km.shape[1]), None
+    am = _opt(attn_mask)
+    opts = _ffi.CTYPE_MAP["rlx_attention_opts"](
+        0 if num_kv_heads is None else operator.index(num_kv_heads), _mask(mask), operator.index(window),
+        _h(am), 0.0 if scale is None else _builtin_float(scale))
     _clear()
-    return _wrap(_lib.rlx_attention(q._h, k._h, v._h, nh, hd, _mask(mask), operator.index(window)))
+    return _wrap(_lib.rlx_attention_ex(q._h, k._h, v._h, nh, hd, ctypes.byref(opts)))
 
 
 def attention_masked(q, k, v, mask, num_heads, head_dim=None):
@@ -134,11 +163,25 @@ def attention_masked(q, k, v, mask, num_heads, head_dim=None):
                                            operator.index(head_dim)))
 
 
-def rope(x, cos, sin, head_dim):
-    """Rotary embedding, rotate-half per head: x [B, S, H*D], cos/sin [S, D/2]."""
+def rope(x, cos, sin, head_dim, *, offset=0, positions=None, interleaved=False, rotary_dim=None):
+    """Rotary embedding per head: x [B, S, H*D], cos/sin [S, R/2] (R the
+    rotary dim; with offset or positions, [S_max, R/2] tables read at the
+    tokens' positions). offset: token s at position offset + s. positions:
+    an int [S] or [B, S] tensor of positions (one compiled program serves
+    every decoding step; a position outside the table is an error at
+    realize). interleaved: GPT-J pairs (x[2i], x[2i+1]) instead of NeoX
+    rotate-half (x[i], x[i + R/2]). rotary_dim: rotate only the first
+    rotary_dim of each head (GPT-NeoX rotary_pct), pass the rest."""
     x, c, s = _tt(x), _tt(cos), _tt(sin)
+    if operator.index(offset) == 0 and positions is None and not interleaved and rotary_dim is None:
+        _clear()
+        return _wrap(_lib.rlx_rope(x._h, c._h, s._h, operator.index(head_dim)))
+    p = _opt(positions)
+    opts = _ffi.CTYPE_MAP["rlx_rope_opts"](operator.index(offset), _h(p),
+                                          0 if rotary_dim is None else operator.index(rotary_dim),
+                                          bool(interleaved))
     _clear()
-    return _wrap(_lib.rlx_rope(x._h, c._h, s._h, operator.index(head_dim)))
+    return _wrap(_lib.rlx_rope_ex(x._h, c._h, s._h, operator.index(head_dim), ctypes.byref(opts)))
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

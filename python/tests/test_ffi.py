@@ -50,6 +50,7 @@ COVERAGE = {
     "rlx_rms_norm": "rms_norm", "rlx_cross_entropy": "cross_entropy",
     "rlx_softmax_cross_entropy_with_logits": "softmax_cross_entropy_with_logits",
     "rlx_attention": "attention", "rlx_attention_masked": "attention_masked", "rlx_rope": "rope",
+    "rlx_attention_ex": "attention", "rlx_rope_ex": "rope",
     "rlx_conv2d": "conv2d", "rlx_conv1d": "conv1d", "rlx_conv_transpose2d": "conv_transpose2d",
     "rlx_conv_transpose1d": "conv_transpose1d", "rlx_einsum": "einsum", "rlx_max_pool2d": "max_pool2d", "rlx_avg_pool2d": "avg_pool2d",
     "rlx_fft": "fft", "rlx_ifft": "ifft", "rlx_fft_axis": "fft_axis",
@@ -185,7 +186,8 @@ def test_declarations_match_header():
         for i, (a, p) in enumerate(zip(fn.argtypes, params)):
             if p == "DELETER":
                 ok = issubclass(a, ctypes._CFuncPtr) and a._restype_ is None and a._argtypes_ == (ctypes.c_void_p,)
-            elif p in ("const rlx_binding *", "rlx_stats_t *"):
+            elif p in ("const rlx_binding *", "rlx_stats_t *", "const rlx_attention_opts *",
+                       "const rlx_rope_opts *"):
                 ok = issubclass(a, ctypes._Pointer) and a._type_.__name__ == p.split()[-2 if "const" in p else 0]
             else:
                 ok = p in EXPECTED_CTYPES and _same_ctype(a, EXPECTED_CTYPES[p])
@@ -203,6 +205,12 @@ def test_structs_match_header():
                                           "compile_seconds", "arena_bytes", "peak_bytes", "kernel_cache_bytes",
                                           "kernel_evictions", "plan_cache_bytes", "plan_evictions"]
     assert ctypes.sizeof(s) == 11 * 8
+    a = _ffi.CTYPE_MAP["rlx_attention_opts"]
+    assert [f[0] for f in a._fields_] == ["num_kv_heads", "mask", "window", "attn_mask", "scale"]
+    assert (a.attn_mask.offset, a.scale.offset, ctypes.sizeof(a)) == (16, 24, 32)  # the C layout on LP64
+    r = _ffi.CTYPE_MAP["rlx_rope_opts"]
+    assert [f[0] for f in r._fields_] == ["offset", "positions", "rotary_dim", "interleaved"]
+    assert (r.positions.offset, r.interleaved.offset, ctypes.sizeof(r)) == (8, 20, 24)
 
 
 def test_enums_match_header():

@@ -24,7 +24,8 @@
  *   rem (fmod): d/da = 1, d/db = -trunc(a/b).
  *   mxquant: straight-through.
  *   attention: the masked softmax's own rule (a row with no visible key
- *   passes no gradient).
+ *   passes no gradient); a bool mask has none, a float (additive) mask gets
+ *   dS, which is 0 where a key is dropped.
  *   scatter (overwrite): an overwritten base element gets 0; of several
  *   src elements sent to one place, the one that won (the last in index
  *   order) gets the gradient, the others 0.
@@ -528,8 +529,59 @@ static rlx_tensor *merge_heads(rlx_tensor *x, const ir_node *like)
     return rlx_reshape(rlx_transpose(x, 4, perm), like->rank, like->shape);
 }
 
-/* The attention weights P [B, H, Sq, Sk] of node n, rebuilt from q and k
- * with n's masks: a row with no visible key is all zeros (rlx.h). */
+/* Grouped-query attention (G = H/Hkv query heads per kv head) is written
+ * with an explicit group axis so that no kv head is ever repeated: query
+ * side [B, S, H*D] -> [B, Hkv, G, S, D], kv side [B, Hkv, 1, S, D]; the
+ * matmuls broadcast over the group. With G = 1 the plain [B, H, S, D]. */
+static rlx_tensor *q_heads(ir_node *n, rlx_tensor *x)
+{
+    int h = n->attr.attn.heads, hk = n->attr.attn.kv_heads, d = n->attr.attn.head_dim;
+    if (h == hk)
+        return split_heads(x, h, d);
+    ir_node *xn = ts_node(x);
+    int64_t shape[5] = {xn->shape[0], xn->shape[1], hk, h / hk, d};
+    static const int perm[5] = {0, 2, 3, 1, 4};
+    return rlx_transpose(rlx_reshape(x, 5, shape), 5, perm);
+}
+
+static rlx_tensor *q_merge(ir_node *n, rlx_tensor *x, const ir_node *like)
+{
+    if (n->attr.attn.heads == n->attr.attn.kv_heads)
+        return merge_heads(x, like);
+    static const int perm[5] = {0, 3, 1, 2, 4};
+    return rlx_reshape(rlx_transpose(x, 5, perm), like->rank, like->shape);
+}
+
+static rlx_tensor *kv_heads(ir_node *n, rlx_tensor *x)
+{
+    rlx_tensor *xh = split_heads(x, n->attr.attn.kv_heads, n->attr.attn.head_dim);
+    return n->attr.attn.heads == n->attr.attn.kv_heads ? xh : rlx_unsqueeze(xh, 2);
+}
+
+/* A kv-side gradient [B, Hkv, G, S, D] summed over the group, back to
+ * [B, S, Hkv*D] like the source. */
+static rlx_tensor *kv_merge(ir_node *n, rlx_tensor *x, const ir_node *like)
+{
+    int ax = 2;
+    if (n->attr.attn.heads != n->attr.attn.kv_heads)
+        x = rlx_sum(x, &ax, 1, false);
+    return merge_heads(x, like);
+}
+
+/* The mask source [B|1, H|1, Sq|1, Sk|1] in the scores' layout: as it is
+ * for G = 1, else [B|1, Hkv|1, G|1, Sq|1, Sk|1]. */
+static rlx_tensor *mask_heads(ir_node *n, ir_node *m)
+{
+    int h = n->attr.attn.heads, hk = n->attr.attn.kv_heads;
+    if (h == hk)
+        return T(m);
+    bool per_head = m->shape[1] != 1;
+    int64_t shape[5] = {m->shape[0], per_head ? hk : 1, per_head ? h / hk : 1, m->shape[2], m->shape[3]};
+    return rlx_reshape(T(m), 5, shape);
+}
+
+/* The attention weights P of node n, in the scores' layout, rebuilt from
+ * q and k with n's masks: a row with no visible key is all zeros (rlx.h). */
 static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
 {
     rlx_dtype dt = n->dtype;
@@ -544,9 +596,11 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
             keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, n->attr.attn.window)));
     }
     if (n->nsrc == 4) {
-        int64_t ms[4] = {n->src[3]->shape[0], 1, 1, n->src[3]->shape[1]};
-        rlx_tensor *km = rlx_reshape(T(n->src[3]), 4, ms);
-        keep = keep ? rlx_logical_and(keep, km) : km;
+        rlx_tensor *m = mask_heads(n, n->src[3]);
+        if (n->src[3]->dtype == RLX_BOOL)
+            keep = keep ? rlx_logical_and(keep, m) : m;
+        else
+            s = rlx_add(s, m);
     }
     rlx_tensor *zero = rlx_zeros(dt, 0, NULL);
     rlx_tensor *sm = keep ? rlx_where(keep, s, rlx_full(dt, 0, NULL, -INFINITY)) : s;
@@ -558,24 +612,42 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
     return rlx_div(e, rlx_where(rlx_eq_s(den, 0), rlx_ones(dt, 0, NULL), den));
 }
 
-/* attention, O = P V per head with P = softmax(scale q k^T, masked): the
- * forward kept no P, so it is rebuilt here. dV = P^T G, dP = G V^T,
+/* The gradient of a float mask source m: dS summed over m's broadcast
+ * dims (the scores' layout of mask_heads), back to m's shape. */
+static rlx_tensor *mask_grad(ir_node *n, rlx_tensor *ds, ir_node *m)
+{
+    rlx_tensor *mt = mask_heads(n, m);
+    if (!ds || !mt) /* out of memory: the error is recorded */
+        return NULL;
+    ir_node *dn = ts_node(ds), *mh = ts_node(mt);
+    int axes[5], na = 0;
+    for (int i = 0; i < dn->rank; i++)
+        if (mh->shape[i] == 1 && dn->shape[i] != 1)
+            axes[na++] = i;
+    return rlx_reshape(na ? rlx_sum(ds, axes, na, true) : ds, m->rank, m->shape);
+}
+
+/* attention, O = P V per head with P = softmax(scale q k^T + mask, masked):
+ * the forward kept no P, so it is rebuilt here. dV = P^T G, dP = G V^T,
  * dS = P (dP - rowsum(G O)) (rowsum(dP P) = rowsum(G O) as O = P V),
- * dQ = scale dS K, dK = scale dS^T Q. Only differentiable calls: the
+ * dQ = scale dS K, dK = scale dS^T Q, d(float mask) = dS; kv gradients
+ * sum over their group of query heads. Only differentiable calls: the
  * gradient of a gradient goes through this rule again. */
 static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
-    int h = n->attr.attn.heads, d = n->attr.attn.head_dim, ax = -1;
-    rlx_tensor *qh = split_heads(T(n->src[0]), h, d), *kh = split_heads(T(n->src[1]), h, d);
-    rlx_tensor *gh = split_heads(g, h, d), *p = attn_probs(n, qh, kh);
+    int ax = -1;
+    rlx_tensor *qh = q_heads(n, T(n->src[0])), *kh = kv_heads(n, T(n->src[1]));
+    rlx_tensor *gh = q_heads(n, g), *p = attn_probs(n, qh, kh);
+    bool dmask = n->nsrc == 4 && need[3] && n->src[3]->dtype != RLX_BOOL;
     if (need[2])
-        dx[2] = merge_heads(rlx_matmul(rlx_t(p), gh), n->src[2]);
-    if (need[0] || need[1]) {
-        rlx_tensor *dp = rlx_matmul_t(gh, split_heads(T(n->src[2]), h, d));
-        rlx_tensor *rs = rlx_sum(rlx_mul(gh, split_heads(T(n), h, d)), &ax, 1, true);
-        rlx_tensor *ds = rlx_mul_s(rlx_mul(p, rlx_sub(dp, rs)), n->attr.attn.scale);
-        dx[0] = need[0] ? merge_heads(rlx_matmul(ds, kh), n->src[0]) : NULL;
-        dx[1] = need[1] ? merge_heads(rlx_matmul(rlx_t(ds), qh), n->src[1]) : NULL;
+        dx[2] = kv_merge(n, rlx_matmul(rlx_t(p), gh), n->src[2]);
+    if (need[0] || need[1] || dmask) {
+        rlx_tensor *dp = rlx_matmul_t(gh, kv_heads(n, T(n->src[2])));
+        rlx_tensor *rs = rlx_sum(rlx_mul(gh, q_heads(n, T(n))), &ax, 1, true);
+        rlx_tensor *du = rlx_mul(p, rlx_sub(dp, rs)), *ds = rlx_mul_s(du, n->attr.attn.scale);
+        dx[0] = need[0] ? q_merge(n, rlx_matmul(ds, kh), n->src[0]) : NULL;
+        dx[1] = need[1] ? kv_merge(n, rlx_matmul(rlx_t(ds), qh), n->src[1]) : NULL;
+        dx[3] = dmask ? mask_grad(n, du, n->src[3]) : NULL;
     }
 }
 

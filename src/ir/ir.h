@@ -99,7 +99,7 @@ typedef struct {
         struct { int stride[2], pad[2], dil[2], groups; } conv;
         struct { int kind, kernel[2], stride[2], pad[2]; } pool;
         struct { int fmt, block; } quant;
-        struct { int heads, head_dim, mask, window; double scale; } attn; /* ATTENTION: mask an rlx_mask */
+        struct { int heads, kv_heads, head_dim, mask, window; double scale; } attn; /* ATTENTION: mask an rlx_mask */
     };
 } ir_attrs;
 

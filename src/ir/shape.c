@@ -230,17 +230,23 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         return true;
     case IR_OP_ATTENTION: {
         ir_node *k = nsrc > 1 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL, *m = nsrc > 3 ? src[3] : NULL;
-        int64_t hd = (int64_t)a->attn.heads * a->attn.head_dim;
+        int h = a->attn.heads, hk = a->attn.kv_heads, d = a->attn.head_dim;
         if (nsrc < 3 || nsrc > 4 || !ir_dtype_is_float(x->dtype) || k->dtype != x->dtype || v->dtype != x->dtype ||
-            x->rank != 3 || k->rank != 3 || v->rank != 3 || a->attn.heads < 1 || a->attn.head_dim < 1 ||
-            x->shape[2] != hd || k->shape[2] != hd || v->shape[2] != hd || k->shape[0] != x->shape[0] ||
-            v->shape[0] != x->shape[0] || v->shape[1] != k->shape[1])
-            FAIL("attention needs float q [B,Sq,H*D], k and v [B,Sk,H*D] of one dtype");
+            x->rank != 3 || k->rank != 3 || v->rank != 3 || h < 1 || d < 1 || hk < 1 || h % hk ||
+            x->shape[2] != (int64_t)h * d || k->shape[2] != (int64_t)hk * d || v->shape[2] != (int64_t)hk * d ||
+            k->shape[0] != x->shape[0] || v->shape[0] != x->shape[0] || v->shape[1] != k->shape[1])
+            FAIL("attention needs float q [B,Sq,H*D], k and v [B,Sk,Hkv*D] of one dtype, H %% Hkv == 0");
         if (a->attn.mask < RLX_MASK_NONE || a->attn.mask > RLX_MASK_SLIDING ||
             (a->attn.mask == RLX_MASK_SLIDING && a->attn.window < 1))
             FAIL("attention mask kind or window");
-        if (m && (m->dtype != RLX_BOOL || m->rank != 2 || m->shape[0] != k->shape[0] || m->shape[1] != k->shape[1]))
-            FAIL("attention key mask must be bool [B,Sk]");
+        if (m) {
+            int64_t full[4] = {x->shape[0], h, x->shape[1], k->shape[1]};
+            bool fits = m->rank == 4 && (m->dtype == RLX_BOOL || m->dtype == x->dtype);
+            for (int i = 0; fits && i < 4; i++)
+                fits = m->shape[i] == 1 || m->shape[i] == full[i];
+            if (!fits)
+                FAIL("attention mask must be bool or the scores' dtype, [B|1, H|1, Sq|1, Sk|1]");
+        }
         return true;
     }
     default:

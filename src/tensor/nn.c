@@ -1,7 +1,9 @@
 /*
  * nn.c — neural-network ops: softmax and log_softmax, layer and RMS norm,
- * the cross entropies, attention (positional and key masks), rotary
- * embeddings, conv1d/conv2d, the transposed convolutions and the 2-D pools.
+ * the cross entropies, attention (positional masks, mask tensors, grouped
+ * kv heads), rotary embeddings (offsets, positions, both pair layouts,
+ * partial rotation), conv1d/conv2d, the transposed convolutions and the
+ * 2-D pools.
  *
  * Everything but attention (a fused primitive, src/runtime/kernels/attention.c),
  * conv2d and the pools is a composite of public calls, built inside
@@ -192,23 +194,28 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
 
 /* -------------------------------------------------------------- attention */
 
-/* Checks q [B, Sq, H*D], k and v [B, Sk, H*D], heads and head_dim. */
-static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int d)
+/* Checks q [B, Sq, H*D], k and v [B, Sk, Hkv*D], heads and head_dim. */
+static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int hk, int d)
 {
     if (ts_null(fn, "q", q) || ts_null(fn, "k", k) || ts_null(fn, "v", v) || !numeric(fn, "q", q) ||
         !numeric(fn, "k", k) || !numeric(fn, "v", v))
         return false;
-    if (h < 1 || d < 1) {
-        ts_error(RLX_E_ARG, fn, "num_heads %d and head_dim %d must be >= 1", h, d);
+    if (h < 1 || d < 1 || hk < 1) {
+        ts_error(RLX_E_ARG, fn, "num_heads %d, num_kv_heads %d and head_dim %d must be >= 1", h, hk, d);
+        return false;
+    }
+    if (h % hk) {
+        ts_error(RLX_E_SHAPE, fn, "num_heads %d is not a multiple of num_kv_heads %d", h, hk);
         return false;
     }
     ir_node *qn = ts_node(q), *kn = ts_node(k), *vn = ts_node(v);
-    int64_t hd = (int64_t)h * d;
-    if (qn->rank != 3 || kn->rank != 3 || vn->rank != 3 || qn->shape[2] != hd || kn->shape[2] != hd ||
-        vn->shape[2] != hd || kn->shape[0] != qn->shape[0] || vn->shape[0] != qn->shape[0] ||
+    int64_t hd = (int64_t)h * d, kd = (int64_t)hk * d;
+    if (qn->rank != 3 || kn->rank != 3 || vn->rank != 3 || qn->shape[2] != hd || kn->shape[2] != kd ||
+        vn->shape[2] != kd || kn->shape[0] != qn->shape[0] || vn->shape[0] != qn->shape[0] ||
         vn->shape[1] != kn->shape[1]) {
-        ts_error(RLX_E_SHAPE, fn, "need q [B, Sq, %lld], k and v [B, Sk, %lld] (%d heads of %d), got %s, %s, %s",
-                 (long long)hd, (long long)hd, h, d, ts_shape_str(qn), ts_shape_str(kn), ts_shape_str(vn));
+        ts_error(RLX_E_SHAPE, fn,
+                 "need q [B, Sq, %lld], k and v [B, Sk, %lld] (%d heads, %d kv heads of %d), got %s, %s, %s",
+                 (long long)hd, (long long)kd, h, hk, d, ts_shape_str(qn), ts_shape_str(kn), ts_shape_str(vn));
         return false;
     }
     /* The forward never stores the scores, but the gradient does: their
@@ -223,11 +230,47 @@ static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor 
     return true;
 }
 
+static bool attn_check_kind(const char *fn, rlx_mask mask, int window)
+{
+    if ((int)mask < RLX_MASK_NONE || (int)mask > RLX_MASK_SLIDING) {
+        ts_error(RLX_E_ARG, fn, "unknown mask kind %d", (int)mask);
+        return false;
+    }
+    if (mask == RLX_MASK_SLIDING && window < 1) {
+        ts_error(RLX_E_ARG, fn, "sliding window must be >= 1, got %d", window);
+        return false;
+    }
+    return true;
+}
+
+/* Checks a mask tensor against the scores [B, H, Sq, Sk]: bool or float,
+ * broadcastable (NumPy rules, rank <= 4). */
+static bool attn_check_mask(const char *fn, rlx_tensor *mask, const int64_t full[4])
+{
+    ir_node *mn = ts_node(mask);
+    if (mn->dtype != RLX_BOOL && !ir_dtype_is_float(mn->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "attn_mask must be bool (true keeps) or float (added), got %s",
+                 rlx_dtype_name(mn->dtype));
+        return false;
+    }
+    bool fits = mn->rank <= 4;
+    for (int i = 0; fits && i < mn->rank; i++) {
+        int64_t dm = mn->shape[mn->rank - 1 - i];
+        fits = dm == 1 || dm == full[3 - i];
+    }
+    if (!fits)
+        ts_error(RLX_E_SHAPE, fn, "attn_mask %s does not broadcast to the scores [B, H, Sq, Sk] = %s",
+                 ts_shape_str(mn), ts_dims_str(4, full));
+    return fits;
+}
+
 /* The ATTENTION primitive over q, k, v cast to their common float dtype
- * (integers compute in f32), with keep (bool [B, Sk]) as a key mask when
- * not NULL; inside an open scope. */
-static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *keep, int h,
-                             int d, rlx_mask mask, int window)
+ * (integers compute in f32), with mask (bool, or float to add; any shape
+ * broadcastable to the scores) when not NULL; inside an open scope. The
+ * mask goes in as rank 4 with its broadcast dims left at 1: the kernel
+ * reads them with stride 0. */
+static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int h,
+                             int hk, int d, rlx_mask kind, int window, double scale)
 {
     rlx_dtype dt = ir_promote(ir_promote(ts_node(q)->dtype, ts_node(k)->dtype), ts_node(v)->dtype);
     if (!ir_dtype_is_float(dt))
@@ -235,17 +278,26 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.attn.heads = h;
+    a.attn.kv_heads = hk;
     a.attn.head_dim = d;
-    a.attn.mask = (int)mask;
-    a.attn.window = mask == RLX_MASK_SLIDING ? window : 0; /* unused otherwise: 0 keeps equal calls one node */
-    a.attn.scale = 1.0 / sqrt((double)d);
-    ir_node *src[4] = {NULL, NULL, NULL, keep ? ts_node(keep) : NULL};
+    a.attn.mask = (int)kind;
+    a.attn.window = kind == RLX_MASK_SLIDING ? window : 0; /* unused otherwise: 0 keeps equal calls one node */
+    a.attn.scale = scale != 0 ? scale : 1.0 / sqrt((double)d);
+    if (mask) {
+        ir_node *mn = ts_node(mask);
+        int64_t ms[4] = {1, 1, 1, 1};
+        memcpy(ms + 4 - mn->rank, mn->shape, (size_t)mn->rank * sizeof *ms);
+        mask = rlx_reshape(mn->dtype == RLX_BOOL ? mask : rlx_cast(mask, dt), 4, ms);
+        if (!mask)
+            return NULL;
+    }
+    ir_node *src[4] = {NULL, NULL, NULL, mask ? ts_node(mask) : NULL};
     rlx_tensor *in[3] = {q, k, v};
     int ok = 0;
     for (; ok < 3; ok++)
         if (!(src[ok] = ts_cast_node(fn, ts_node(in[ok]), dt)))
             break;
-    ir_node *y = ok == 3 ? ts_make(fn, IR_OP_ATTENTION, keep ? 4 : 3, src, &a) : NULL;
+    ir_node *y = ok == 3 ? ts_make(fn, IR_OP_ATTENTION, mask ? 4 : 3, src, &a) : NULL;
     for (int i = 0; i < ok; i++)
         ir_release(src[i]);
     return ts_wrap(y);
@@ -255,26 +307,18 @@ rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_h
                           int window)
 {
     const char *fn = "rlx_attention";
-    if (!attn_check(fn, q, k, v, num_heads, head_dim))
+    if (!attn_check(fn, q, k, v, num_heads, num_heads, head_dim) || !attn_check_kind(fn, mask, window))
         return NULL;
-    if ((int)mask < RLX_MASK_NONE || (int)mask > RLX_MASK_SLIDING) {
-        ts_error(RLX_E_ARG, fn, "unknown mask kind %d", (int)mask);
-        return NULL;
-    }
-    if (mask == RLX_MASK_SLIDING && window < 1) {
-        ts_error(RLX_E_ARG, fn, "sliding window must be >= 1, got %d", window);
-        return NULL;
-    }
     if (!ts_open(fn))
         return NULL;
-    return ts_close(attn_make(fn, q, k, v, NULL, num_heads, head_dim, mask, window));
+    return ts_close(attn_make(fn, q, k, v, NULL, num_heads, num_heads, head_dim, mask, window, 0));
 }
 
 rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int num_heads,
                                  int head_dim)
 {
     const char *fn = "rlx_attention_masked";
-    if (!attn_check(fn, q, k, v, num_heads, head_dim) || ts_null(fn, "mask", mask))
+    if (!attn_check(fn, q, k, v, num_heads, num_heads, head_dim) || ts_null(fn, "mask", mask))
         return NULL;
     ir_node *mn = ts_node(mask), *kn = ts_node(k);
     if (mn->rank != 2 || mn->shape[0] != kn->shape[0] || mn->shape[1] != kn->shape[1]) {
@@ -284,43 +328,176 @@ rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rl
     }
     if (!ts_open(fn))
         return NULL;
-    rlx_tensor *keep = rlx_ne_s(mask, 0);
-    return ts_close(keep ? attn_make(fn, q, k, v, keep, num_heads, head_dim, RLX_MASK_NONE, 0) : NULL);
+    int64_t ks[4] = {kn->shape[0], 1, 1, kn->shape[1]}; /* [B, 1, 1, Sk]: one row for every query */
+    rlx_tensor *keep = rlx_reshape(rlx_ne_s(mask, 0), 4, ks);
+    return ts_close(keep ? attn_make(fn, q, k, v, keep, num_heads, num_heads, head_dim, RLX_MASK_NONE, 0, 0) : NULL);
+}
+
+rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim,
+                             const rlx_attention_opts *opts)
+{
+    const char *fn = "rlx_attention_ex";
+    static const rlx_attention_opts none;
+    const rlx_attention_opts *o = opts ? opts : &none;
+    int hk = o->num_kv_heads ? o->num_kv_heads : num_heads;
+    if (!attn_check(fn, q, k, v, num_heads, hk, head_dim) || !attn_check_kind(fn, o->mask, o->window))
+        return NULL;
+    if (!isfinite(o->scale)) {
+        ts_error(RLX_E_ARG, fn, "scale must be finite, got %g", o->scale);
+        return NULL;
+    }
+    if (o->attn_mask) {
+        ir_node *qn = ts_node(q), *kn = ts_node(k);
+        int64_t full[4] = {qn->shape[0], num_heads, qn->shape[1], kn->shape[1]};
+        if (!attn_check_mask(fn, o->attn_mask, full))
+            return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    return ts_close(attn_make(fn, q, k, v, o->attn_mask, num_heads, hk, head_dim, o->mask, o->window, o->scale));
 }
 
 /* ------------------------------------------------------------------- rope */
 
+/* Rotates pairs (a, b) by angles of cosines c and sines s (broadcasting):
+ * (a c - b s, b c + a s). */
+static void rotate(rlx_tensor *a, rlx_tensor *b, rlx_tensor *c, rlx_tensor *s, rlx_tensor **ra, rlx_tensor **rb)
+{
+    *ra = rlx_sub(rlx_mul(a, c), rlx_mul(b, s));
+    *rb = rlx_add(rlx_mul(b, c), rlx_mul(a, s));
+}
+
+/* The table rows [S, R/2] (or [B, S, R/2]) of the tokens of x, shaped to
+ * broadcast over heads: [S, 1, R/2] or [B, S, 1, R/2]. */
+static rlx_tensor *rope_rows(rlx_tensor *table, int64_t s, int64_t half, int64_t offset, rlx_tensor *pos)
+{
+    if (!pos) {
+        int64_t bs[3] = {s, 1, half};
+        return rlx_reshape(rlx_narrow(table, 0, offset, s), 3, bs);
+    }
+    ir_node *pn = ts_node(pos);
+    int64_t rows = ts_node(table)->shape[0];
+    /* A negative position would count from the end in gather: send it out
+     * of range instead, so that it is an error at realize. */
+    rlx_tensor *idx = rlx_where(rlx_lt_s(pos, 0), rlx_full(pn->dtype, 0, NULL, (double)rows), pos);
+    rlx_tensor *g = rlx_gather(table, idx, 0);
+    if (pn->rank == 1) {
+        int64_t bs[3] = {s, 1, half};
+        return rlx_reshape(g, 3, bs);
+    }
+    int64_t bs[4] = {pn->shape[0], s, 1, half};
+    return rlx_reshape(g, 4, bs);
+}
+
+/* The rope of x [B, S, H*D] with tables cos, sin [>= S, R/2] (already
+ * checked), inside an open scope. */
+static rlx_tensor *rope_make(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int d, const rlx_rope_opts *o)
+{
+    ir_node *xn = ts_node(x);
+    int64_t rot = o->rotary_dim ? o->rotary_dim : d, half = rot / 2;
+    int64_t xs[4] = {xn->shape[0], xn->shape[1], xn->shape[2] / d, d};
+    rlx_tensor *xr = rlx_reshape(as_float(x), 4, xs), *xrot = rot < d ? rlx_narrow(xr, 3, 0, rot) : xr;
+    rlx_tensor *c = rope_rows(cos, xs[1], half, o->offset, o->positions);
+    rlx_tensor *s = rope_rows(sin, xs[1], half, o->offset, o->positions), *y;
+    if (!o->interleaved) { /* NeoX: pairs (x[i], x[i + R/2]) */
+        rlx_tensor *h[2];
+        rotate(rlx_narrow(xrot, 3, 0, half), rlx_narrow(xrot, 3, half, half), c, s, &h[0], &h[1]);
+        y = rlx_cat(h, 2, 3);
+    } else { /* GPT-J: pairs (x[2i], x[2i+1]), a trailing axis of 2 */
+        int64_t ps[5] = {xs[0], xs[1], xs[2], half, 2};
+        rlx_tensor *xp = rlx_reshape(xrot, 5, ps), *h[2];
+        c = rlx_unsqueeze(c, -1);
+        s = rlx_unsqueeze(s, -1);
+        rotate(rlx_narrow(xp, 4, 0, 1), rlx_narrow(xp, 4, 1, 1), c, s, &h[0], &h[1]);
+        int64_t ys[4] = {xs[0], xs[1], xs[2], rot};
+        y = rlx_reshape(rlx_cat(h, 2, 4), 4, ys);
+    }
+    if (rot < d) {
+        rlx_tensor *parts[2] = {y, rlx_narrow(xr, 3, rot, d - rot)};
+        y = rlx_cat(parts, 2, 3);
+    }
+    return rlx_reshape(y, 3, xn->shape);
+}
+
+/* Checks x, the tables and the options of a rope (fn names the caller). */
+static bool rope_check(const char *fn, rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim,
+                       const rlx_rope_opts *o, bool exact_rows)
+{
+    if (ts_null(fn, "x", x) || ts_null(fn, "cos", cos) || ts_null(fn, "sin", sin) || !numeric(fn, "x", x) ||
+        !numeric(fn, "cos", cos) || !numeric(fn, "sin", sin))
+        return false;
+    if (head_dim < 2 || head_dim % 2) {
+        ts_error(RLX_E_ARG, fn, "head_dim must be even and >= 2, got %d", head_dim);
+        return false;
+    }
+    int rot = o->rotary_dim ? o->rotary_dim : head_dim;
+    if (rot < 2 || rot % 2 || rot > head_dim) {
+        ts_error(RLX_E_ARG, fn, "rotary_dim must be even, >= 2 and <= head_dim %d, got %d", head_dim, o->rotary_dim);
+        return false;
+    }
+    ir_node *xn = ts_node(x), *cn = ts_node(cos), *sn = ts_node(sin);
+    if (xn->rank != 3 || xn->shape[2] % head_dim) {
+        ts_error(RLX_E_SHAPE, fn, "x must be [B, S, H*%d], got %s", head_dim, ts_shape_str(xn));
+        return false;
+    }
+    int64_t half = rot / 2, s = xn->shape[1];
+    if (exact_rows) {
+        int64_t cs[2] = {s, half};
+        if (!ir_shape_eq(cn->rank, cn->shape, 2, cs) || !ir_shape_eq(sn->rank, sn->shape, 2, cs)) {
+            ts_error(RLX_E_SHAPE, fn, "cos and sin must be [S, D/2] = %s, got %s and %s", ts_dims_str(2, cs),
+                     ts_shape_str(cn), ts_shape_str(sn));
+            return false;
+        }
+        return true;
+    }
+    if (cn->rank != 2 || cn->shape[1] != half || !ir_shape_eq(cn->rank, cn->shape, sn->rank, sn->shape)) {
+        ts_error(RLX_E_SHAPE, fn, "cos and sin must be one shape [S_max, %lld] (rotary_dim / 2), got %s and %s",
+                 (long long)half, ts_shape_str(cn), ts_shape_str(sn));
+        return false;
+    }
+    if (o->offset < 0 || (o->positions && o->offset)) {
+        ts_error(RLX_E_ARG, fn, "offset must be >= 0 and 0 with positions, got %lld", (long long)o->offset);
+        return false;
+    }
+    if (!o->positions) {
+        if (s >= 0 && cn->shape[0] >= 0 && o->offset > cn->shape[0] - s) {
+            ts_error(RLX_E_SHAPE, fn, "positions %lld..%lld are outside the tables of %lld rows",
+                     (long long)o->offset, (long long)(o->offset + s - 1), (long long)cn->shape[0]);
+            return false;
+        }
+        return true;
+    }
+    ir_node *pn = ts_node(o->positions);
+    if (!ir_dtype_is_int(pn->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "positions must be i32 or i64, got %s", rlx_dtype_name(pn->dtype));
+        return false;
+    }
+    if (!((pn->rank == 1 && pn->shape[0] == s) ||
+          (pn->rank == 2 && pn->shape[0] == xn->shape[0] && pn->shape[1] == s))) {
+        ts_error(RLX_E_SHAPE, fn, "positions must be [S] or [B, S] for x %s, got %s", ts_shape_str(xn),
+                 ts_shape_str(pn));
+        return false;
+    }
+    return true;
+}
+
 rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim)
 {
     const char *fn = "rlx_rope";
-    if (ts_null(fn, "x", x) || ts_null(fn, "cos", cos) || ts_null(fn, "sin", sin) || !numeric(fn, "x", x) ||
-        !numeric(fn, "cos", cos) || !numeric(fn, "sin", sin))
+    static const rlx_rope_opts none;
+    if (!rope_check(fn, x, cos, sin, head_dim, &none, true) || !ts_open(fn))
         return NULL;
-    if (head_dim < 2 || head_dim % 2) {
-        ts_error(RLX_E_ARG, fn, "head_dim must be even and >= 2, got %d", head_dim);
+    return ts_close(rope_make(x, cos, sin, head_dim, &none));
+}
+
+rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim, const rlx_rope_opts *opts)
+{
+    const char *fn = "rlx_rope_ex";
+    static const rlx_rope_opts none;
+    const rlx_rope_opts *o = opts ? opts : &none;
+    if (!rope_check(fn, x, cos, sin, head_dim, o, false) || !ts_open(fn))
         return NULL;
-    }
-    ir_node *xn = ts_node(x), *cn = ts_node(cos), *sn = ts_node(sin);
-    int64_t half = head_dim / 2;
-    if (xn->rank != 3 || xn->shape[2] % head_dim) {
-        ts_error(RLX_E_SHAPE, fn, "x must be [B, S, H*%d], got %s", head_dim, ts_shape_str(xn));
-        return NULL;
-    }
-    int64_t cs[2] = {xn->shape[1], half};
-    if (!ir_shape_eq(cn->rank, cn->shape, 2, cs) || !ir_shape_eq(sn->rank, sn->shape, 2, cs)) {
-        ts_error(RLX_E_SHAPE, fn, "cos and sin must be [S, D/2] = %s, got %s and %s", ts_dims_str(2, cs),
-                 ts_shape_str(cn), ts_shape_str(sn));
-        return NULL;
-    }
-    if (!ts_open(fn))
-        return NULL;
-    int64_t xs[4] = {xn->shape[0], xn->shape[1], xn->shape[2] / head_dim, head_dim};
-    int64_t bs[3] = {xn->shape[1], 1, half}; /* [S, 1, D/2] broadcasts over batch and heads */
-    rlx_tensor *xr = rlx_reshape(as_float(x), 4, xs);
-    rlx_tensor *x1 = rlx_narrow(xr, 3, 0, half), *x2 = rlx_narrow(xr, 3, half, half);
-    rlx_tensor *c = rlx_reshape(cos, 3, bs), *s = rlx_reshape(sin, 3, bs);
-    rlx_tensor *halves[2] = {rlx_sub(rlx_mul(x1, c), rlx_mul(x2, s)), rlx_add(rlx_mul(x2, c), rlx_mul(x1, s))};
-    return ts_close(rlx_reshape(rlx_cat(halves, 2, 3), 3, xn->shape));
+    return ts_close(rope_make(x, cos, sin, head_dim, o));
 }
 
 /* ---------------------------------------------------------- conv and pool */

@@ -4,13 +4,18 @@
  * matrix is ever whole in memory (a flash-attention loop).
  *
  * Work items are (batch, head, block of BQ query rows) and run on the
- * thread pool. An item walks only the key blocks its rows can see (causal
- * and sliding masks bound the range; a block with no kept key of the key
- * mask is skipped), computes a block of scores with one matrix product
+ * thread pool. A query head h reads kv head h / (H/Hkv) in place (grouped
+ * queries share it; nothing is repeated in memory). An item walks only the
+ * key blocks its rows can see (causal and sliding masks bound the range; a
+ * block where the mask tensor drops every key of the item's rows is
+ * skipped), computes a block of scores with one matrix product
  * (f32: the vector kernel mm_f32 below, on K^T and V packed per block;
  * f64: dgemm on the operands in place), and folds it into running row
  * maxima, sums and outputs (online softmax): when a row's max grows, what
  * it has summed so far is rescaled by exp(old - new).
+ * The mask tensor [B|1, H|1, Sq|1, Sk|1] is read through strides (0 along
+ * its broadcast dims): a bool mask sets dropped scores to -inf, a float
+ * mask is added to the scaled scores.
  * Masked scores are -inf and weigh exp(-inf) = 0. A row that sees no key
  * ends with sum 0 and is written as zeros, which is the rule of the
  * composite this primitive replaced (rlx.h).
@@ -46,13 +51,16 @@ typedef struct {
 typedef struct {
     rlx_dtype dt;
     size_t es;
-    int64_t sq, sk, heads, d, nqb, bk;
+    int64_t sq, sk, heads, group, d, nqb, bk; /* group: query heads per kv head */
     int64_t od; /* row length of the output accumulator: d, or for f32 d rounded up to VW */
     int mask, window;
     double scale;
     operand q, k, v;
-    const unsigned char *keep; /* key mask element (b, j) at keep[b*mb + j*mj]; NULL when none */
-    int64_t mb, mj;
+    /* mask element (b, h, i, j) at mt + (b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]) * mes; NULL when none */
+    const char *mt;
+    bool additive; /* a float mask of dtype dt, else bool */
+    size_t mes;
+    int64_t ms[4];
     char *out; /* contiguous [B, Sq, H*D] */
     char *scratch;
     size_t slot_bytes;
@@ -308,6 +316,49 @@ static void fold_row(const attn_job *j, void *s, int64_t n, double *mx, double *
     *mx = nm;
 }
 
+/* Whether the mask tensor keeps element e (offset in elements). */
+static bool mask_keeps(const attn_job *j, int64_t e)
+{
+    const char *p = j->mt + e * (int64_t)j->mes;
+    if (!j->additive)
+        return *(const unsigned char *)p != 0;
+    return j->dt == RLX_F32 ? *(const float *)(const void *)p != -INFINITY
+                            : *(const double *)(const void *)p != -INFINITY;
+}
+
+/* Whether the mask tensor keeps any key of [j0, j0+n) for rows [i0, i0+m)
+ * of the item whose mask rows start at element base. */
+static bool block_visible(const attn_job *j, int64_t base, int64_t i0, int64_t m, int64_t j0, int64_t n)
+{
+    int64_t rows = j->ms[2] ? m : 1, cols = j->ms[3] ? n : 1; /* broadcast dims: one look */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            if (mask_keeps(j, base + (i0 + r) * j->ms[2] + (j0 + c) * j->ms[3]))
+                return true;
+    return false;
+}
+
+/* Applies the mask tensor to scores s[lo, hi) of a row whose mask row
+ * starts at element base; column c is key j0 + c. */
+static void mask_row(const attn_job *j, void *s, int64_t base, int64_t j0, int64_t lo, int64_t hi)
+{
+    for (int64_t c = lo; c < hi; c++) {
+        const char *p = j->mt + (base + (j0 + c) * j->ms[3]) * (int64_t)j->mes;
+        if (!j->additive) {
+            if (!*(const unsigned char *)p) {
+                if (j->dt == RLX_F32)
+                    ((float *)s)[c] = -INFINITY;
+                else
+                    ((double *)s)[c] = -INFINITY;
+            }
+        } else if (j->dt == RLX_F32) {
+            ((float *)s)[c] += *(const float *)(const void *)p;
+        } else {
+            ((double *)s)[c] += *(const double *)(const void *)p;
+        }
+    }
+}
+
 /* Sets s[c] of a row to -inf for c in [lo, hi). */
 static void mask_cols(const attn_job *j, void *s, int64_t lo, int64_t hi)
 {
@@ -342,18 +393,13 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
     if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
         jlo = p0 - j->window + 1;
     const char *qp = j->q.base + (b * j->q.sb + i0 * j->q.ld + hh * d) * (int64_t)es;
-    const unsigned char *keep = j->keep ? j->keep + b * j->mb : NULL;
+    int64_t kh = hh / j->group, mbase = b * j->ms[0] + hh * j->ms[1];
     for (int64_t j0 = jlo; j0 < jhi; j0 += bk) {
         int64_t n = jhi - j0 < bk ? jhi - j0 : bk;
-        if (keep) {
-            bool any = false;
-            for (int64_t c = 0; c < n && !any; c++)
-                any = keep[(j0 + c) * j->mj] != 0;
-            if (!any)
-                continue;
-        }
-        const char *kp = j->k.base + (b * j->k.sb + j0 * j->k.ld + hh * d) * (int64_t)es;
-        const char *vb = j->v.base + (b * j->v.sb + j0 * j->v.ld + hh * d) * (int64_t)es;
+        if (j->mt && !block_visible(j, mbase, i0, m, j0, n))
+            continue;
+        const char *kp = j->k.base + (b * j->k.sb + j0 * j->k.ld + kh * d) * (int64_t)es;
+        const char *vb = j->v.base + (b * j->v.sb + j0 * j->v.ld + kh * d) * (int64_t)es;
         int64_t nv = (n + VW - 1) / VW * VW;
         if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
             const float *kf = (const float *)(const void *)kp, *vf_ = (const float *)(const void *)vb;
@@ -383,9 +429,8 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
                 e = a;
             mask_cols(j, row, 0, a - j0);
             mask_cols(j, row, e - j0, n);
-            for (int64_t c = a - j0; keep && c < e - j0; c++)
-                if (!keep[(j0 + c) * j->mj])
-                    mask_cols(j, row, c, c + 1);
+            if (j->mt)
+                mask_row(j, row, mbase + (i0 + r) * j->ms[2], j0, a - j0, e - j0);
             fold_row(j, row, n, &mx[r], &l[r], o + (size_t)(r * od) * es);
         }
         if (j->dt == RLX_F32)
@@ -460,6 +505,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     j->sq = q->shape[1];
     j->sk = k->shape[1];
     j->heads = n->attr.attn.heads;
+    j->group = j->heads / n->attr.attn.kv_heads;
     j->d = n->attr.attn.head_dim;
     j->mask = n->attr.attn.mask;
     j->window = n->attr.attn.window;
@@ -473,9 +519,12 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
         if (operand_of(ctx, n->src[i], &in[i], j->d, &tmp[i], ops[i]))
             goto done;
     if (n->nsrc == 4) {
-        j->keep = (const unsigned char *)rt_base(&in[3], RLX_BOOL);
-        j->mb = in[3].strides[0];
-        j->mj = in[3].strides[1];
+        const ir_node *m = n->src[3];
+        j->additive = m->dtype != RLX_BOOL;
+        j->mes = ir_dtype_size(m->dtype);
+        j->mt = rt_base(&in[3], m->dtype);
+        for (int i = 0; i < 4; i++) /* a broadcast dim reads one place */
+            j->ms[i] = m->shape[i] == 1 ? 0 : in[3].strides[i];
     }
     if (rt_alloc_out(ctx, n, out, false))
         goto done;
