@@ -12,7 +12,7 @@ from ._shape import flatten
 def _line(x, axis, dim):
     """x and the axis to sort along (None: x flattened, as NumPy)."""
     x = _tt(x)
-    ax = _axis_arg(axis, dim, -1)
+    ax = _axis_arg(axis, dim, -1) if dim is not None else axis
     if ax is None:
         return flatten(x), 0
     return x, operator.index(ax)
@@ -38,9 +38,11 @@ def argsort(x, axis=-1, descending=False, *, dim=None, stable=True):
 
 def topk(x, k, dim=-1, largest=True, sorted=True, *, axis=None):
     """torch.topk: (values, int64 indices) of the k largest (smallest) along
-    dim, in that order; ties go to the lower index."""
+    dim (axis= is NumPy's spelling), in that order; ties go to the lower
+    index, NaN counts as the largest. sorted=False is accepted (the result
+    is sorted anyway). Values are differentiable."""
     x = _tt(x)
-    ax = operator.index(_axis_arg(axis, dim, -1) if axis is not None else dim)
+    ax = operator.index(dim if axis is None else axis)
     vals, idx = _pieces(1), _pieces(1)
     _clear()
     _check(_lib.rlx_topk(x._h, operator.index(k), ax, _builtin_bool(largest), vals, idx))
