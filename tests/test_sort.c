@@ -145,6 +145,35 @@ static void check_sorts(const char *what, rlx_tensor *x, int axis, bool desc)
     free_values(&v);
 }
 
+/* topk of x along axis against the first k of the reference order. */
+static void check_topk(const char *what, rlx_tensor *x, int axis, int64_t k, bool largest)
+{
+    int rank = rlx_rank(x);
+    int64_t shape[8], ks[8];
+    rlx_shape(x, shape, 8);
+    int ax = axis < 0 ? axis + rank : axis;
+    values v = read_values(x);
+    int64_t *order = malloc((size_t)(v.n > 0 ? v.n : 1) * sizeof *order);
+    ref_argsort(&v, rank, shape, ax, largest, order);
+    memcpy(ks, shape, sizeof ks);
+    ks[ax] = k;
+    int64_t kn = test_numel(rank, ks), inner = test_numel(rank - ax - 1, shape + ax + 1);
+    double *ti = malloc((size_t)(kn > 0 ? kn : 1) * sizeof *ti), *tv = malloc((size_t)(kn > 0 ? kn : 1) * sizeof *tv);
+    for (int64_t o = 0, q = 0; o < test_numel(ax, shape); o++)
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t i = 0; i < inner; i++, q++) {
+                int64_t base = o * shape[ax] * inner + i, at = order[base + j * inner];
+                ti[q] = (double)at;
+                tv[q] = v.fdom ? v.f[base + at * inner] : (double)v.i[base + at * inner];
+            }
+    rlx_tensor *tval = NULL, *tidx = NULL;
+    CHECK_EQ_INT(rlx_topk(x, k, axis, largest, &tval, &tidx), RLX_OK);
+    EXPECT_V(what, tidx, RLX_I64, rank, ks, ti, 0, 0);
+    EXPECT_V(what, tval, rlx_dtype_of(x), rank, ks, tv, 0, 0);
+    free(order), free(ti), free(tv);
+    free_values(&v);
+}
+
 /* ---------------------------------------------------------------- sorts */
 
 TEST(sort_fixed)
@@ -273,6 +302,44 @@ TEST(argsort_bits_do_not_depend_on_threads)
     check_sorts("long lines", x, 1, true);
     check_sorts("long lines", x, 0, false);
     free(v), free(first), free(again);
+}
+
+/* Small k of long lines (the kernel selects instead of sorting): ties,
+ * NaNs, sorted, reversed and constant lines, every k up to len/8 and past. */
+TEST(topk_long_lines)
+{
+    enum { L = 3001 };
+    float *v = malloc(6 * L * sizeof *v);
+    for (int r = 0; r < 6; r++)
+        for (int j = 0; j < L; j++) {
+            float *e = &v[r * L + j];
+            switch (r) {
+            case 0: *e = (float)rand_int(-3, 3); break;                     /* heavy ties */
+            case 1: *e = rand_int(0, 20) == 0 ? NAN : (float)test_uniform(-1, 1); break;
+            case 2: *e = (float)j; break;                                   /* sorted */
+            case 3: *e = (float)(L - j); break;                             /* reversed */
+            case 4: *e = 1; break;                                          /* constant */
+            default: *e = (float)(j % 2 ? j : -j); break;                   /* alternating */
+            }
+        }
+    rlx_tensor *x = tf32(2, SH(6, L), v);
+    static const int64_t ks[] = {1, 2, 7, 50, L / 8, L / 8 + 1, L};
+    for (int b = 0; b < 2; b++) {
+        backend(BACKENDS[b]);
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
+            for (int largest = 0; largest < 2; largest++) {
+                char what[80];
+                snprintf(what, sizeof what, "%s k %lld largest %d", BACKENDS[b], (long long)ks[i], largest);
+                check_topk(what, x, 1, ks[i], largest);
+                if (i < 3)
+                    check_topk(what, rlx_t(x), 0, ks[i], largest); /* lines across a view */
+            }
+        rlx_tensor *xi = rlx_cast(rlx_mul_s(x, 1000), RLX_I64);
+        check_topk("i64", xi, -1, 5, true);
+        check_topk("i64", xi, -1, 5, false);
+    }
+    backend("jit");
+    free(v);
 }
 
 TEST(sort_errors)
@@ -456,6 +523,31 @@ TEST(multinomial_statistics)
                 }
         }
         free(q);
+        /* 2 of 40 (the kernel selects the two largest keys instead of sorting) */
+        double w40[40], t40 = 0;
+        for (int j = 0; j < 40; j++)
+            t40 += w40[j] = j % 5;
+        rlx_tensor *p40 = rlx_broadcast_to(tf64(1, SH(40), w40), 2, SH(S, 40));
+        int64_t *d = draw(p40, 2, false, 8, &cnt), f40[40] = {0};
+        for (int s = 0; s < S; s++) {
+            int64_t a = d[2 * s], c = d[2 * s + 1];
+            if (a < 0 || a > 39 || c < 0 || c > 39 || a == c || w40[a] == 0 || w40[c] == 0) {
+                test_fail(__FILE__, __LINE__, "row %d draws %lld, %lld", s, (long long)a, (long long)c);
+                break;
+            }
+            f40[a]++;
+        }
+        for (int j = 0; j < 40; j++)
+            check_count("2 of 40, first", f40[j], S, w40[j] / t40);
+        /* selecting 2 and sorting all 32 positive keys agree on the first two */
+        int64_t *all = draw(p40, 32, false, 8, &cnt);
+        for (int s = 0; s < S; s++)
+            if (all[32 * s] != d[2 * s] || all[32 * s + 1] != d[2 * s + 1]) {
+                test_fail(__FILE__, __LINE__, "row %d: selected %lld %lld, sorted %lld %lld", s, (long long)d[2 * s],
+                          (long long)d[2 * s + 1], (long long)all[32 * s], (long long)all[32 * s + 1]);
+                break;
+            }
+        free(d), free(all);
     }
     backend("jit");
 }
@@ -514,5 +606,6 @@ TEST(multinomial_errors)
 }
 
 TEST_MAIN(T(sort_fixed), T(sort_rank0_and_empty), T(sort_random), T(argsort_bits_do_not_depend_on_threads),
+          T(topk_long_lines),
           T(sort_errors), T(multinomial_exact), T(multinomial_statistics), T(multinomial_runtime_errors),
           T(multinomial_errors))

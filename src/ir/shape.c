@@ -321,9 +321,12 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
         return infer_movement(op, x, attr, rank, shape, err, errcap);
     case IR_CLS_SCAN:
         if (op == IR_OP_ARGSORT) {
-            if (attr->sort.axis < 0 || attr->sort.axis >= x->rank || (unsigned)attr->sort.descending > 1)
-                FAIL("argsort axis or direction");
+            int ax = attr->sort.axis;
+            if (ax < 0 || ax >= x->rank || (unsigned)attr->sort.descending > 1 || attr->sort.k < 0 ||
+                (x->shape[ax] >= 0 && attr->sort.k > x->shape[ax]))
+                FAIL("argsort axis, direction or k");
             *dt = RLX_I64;
+            shape[ax] = attr->sort.k;
             return true;
         }
         if (attr->scan.axis < 0 || attr->scan.axis >= x->rank)

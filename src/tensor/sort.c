@@ -6,7 +6,8 @@
  * axis by those positions (take_along_axis): one GATHER of x's flattened
  * elements at positions built from the indices and IOTA leaves, so their
  * gradient is GATHER's (a scatter-add back through the permutation) and
- * nothing else needs a rule. topk is argsort's first k positions.
+ * nothing else needs a rule. topk is argsort's first k positions (the
+ * kernel selects them without sorting the whole line when k is small).
  */
 #include <string.h>
 
@@ -24,13 +25,14 @@ static bool dynamic(const char *fn, const ir_node *n)
     return false;
 }
 
-/* The ARGSORT node of n along ax. */
-static rlx_tensor *argsort_node(const char *fn, ir_node *n, int ax, bool descending)
+/* The ARGSORT node of n along ax: the first k positions of the order. */
+static rlx_tensor *argsort_node(const char *fn, ir_node *n, int ax, bool descending, int64_t k)
 {
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.sort.axis = ax;
     a.sort.descending = descending;
+    a.sort.k = k;
     return ts_wrap(ts_make(fn, IR_OP_ARGSORT, 1, &n, &a));
 }
 
@@ -39,6 +41,8 @@ static rlx_tensor *argsort_node(const char *fn, ir_node *n, int ax, bool descend
  * take_along_axis). Inside an open composite. */
 static rlx_tensor *take_along(const char *fn, rlx_tensor *x, int ax, rlx_tensor *idx)
 {
+    if (!idx)
+        return NULL;
     ir_node *xn = ts_node(x), *in = ts_node(idx);
     int64_t st[IR_MAX_RANK], acc = 1;
     for (int d = xn->rank - 1; d >= 0; d--) {
@@ -84,7 +88,7 @@ rlx_tensor *rlx_argsort(rlx_tensor *x, int axis, bool descending)
         return NULL;
     if (ts_node(x)->rank == 0) /* one element: position 0 */
         return rlx_zeros(RLX_I64, 0, NULL);
-    return argsort_node(fn, ts_node(x), ax, descending);
+    return argsort_node(fn, ts_node(x), ax, descending, ts_node(x)->shape[ax]);
 }
 
 rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending)
@@ -97,7 +101,8 @@ rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending)
         return rlx_retain(x);
     if (!ts_open(fn))
         return NULL;
-    return ts_close(take_along(fn, x, ax, argsort_node(fn, ts_node(x), ax, descending)));
+    ir_node *n = ts_node(x);
+    return ts_close(take_along(fn, x, ax, argsort_node(fn, n, ax, descending, n->shape[ax])));
 }
 
 rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor **values, rlx_tensor **indices)
@@ -127,15 +132,24 @@ rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor
         *indices = rlx_zeros(RLX_I64, 0, NULL);
         return RLX_OK;
     }
-    rlx_tensor *idx = NULL, *val = NULL;
-    if (ts_open(fn))
-        idx = ts_close(rlx_narrow(argsort_node(fn, n, ax, largest), ax, 0, k));
-    if (idx && ts_open(fn))
-        val = ts_close(take_along(fn, x, ax, idx));
+    /* Both results come out of one composite: the indices' node is held
+     * apart and wrapped last, so a failure leaves nothing to release twice. */
+    ir_node *idxn = NULL;
+    rlx_tensor *val = NULL;
+    if (ts_open(fn)) {
+        rlx_tensor *idx = argsort_node(fn, n, ax, largest, k);
+        val = take_along(fn, x, ax, idx);
+        if (val)
+            idxn = ir_retain(ts_node(idx));
+        val = ts_close(val);
+    }
     if (!val) {
-        rlx_release(idx);
+        ir_release(idxn);
         return rlx_last_status();
     }
+    rlx_tensor *idx = ts_wrap(idxn);
+    if (!idx) /* only with a scope open, which owns val */
+        return rlx_last_status();
     *values = val;
     *indices = idx;
     return RLX_OK;

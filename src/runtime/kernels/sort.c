@@ -3,7 +3,9 @@
  * backends run these kernels.
  *
  * ARGSORT orders every line along an axis with a stable merge sort of
- * (key, index) pairs, the lines spread over the pool (par.h); a line is
+ * (key, index) pairs, or, when it keeps only its first k <= len/8
+ * positions (topk), selects them (quickselect of the k-th key, then a sort
+ * of the k), the lines spread over the pool (par.h); a line is
  * sorted by one thread from start to end, so no thread count changes a
  * bit. Every value maps to one unsigned 64-bit key whose order is the
  * value order: NaN (any payload) above +inf, -0 equal to +0, integers
@@ -18,11 +20,11 @@
  * row. Without: each positive weight w_j gets the key log(u_j)/w_j
  * (Efraimidis and Spirakis: the order of these keys, largest first, is
  * distributed as successive draws without replacement), and the S largest
- * keys, found with the same sort, are the samples in draw order. Weights
- * are checked before anything is drawn: a negative, infinite or NaN
- * weight, a row without a positive weight, a row whose sum overflows, or
- * (without replacement) fewer positive weights than samples fail the
- * realization with RLX_E_ARG naming the row.
+ * keys, found as argsort's (selected when S is small), are the samples in
+ * draw order. Weights are checked before anything is drawn: a negative,
+ * infinite or NaN weight, a row without a positive weight, a row whose sum
+ * overflows, or (without replacement) fewer positive weights than samples
+ * fail the realization with RLX_E_ARG naming the row.
  */
 #include <math.h>
 #include <string.h>
@@ -84,6 +86,67 @@ static sort_pair *sort_pairs(sort_pair *a, sort_pair *tmp, int64_t n)
     return src;
 }
 
+/* The k-th smallest (from 0) of v[0..n) into *kth, reordering v:
+ * quickselect with a median-of-three pivot and a three-way partition
+ * (ties end a round at once). False after 2 log2(n) + 2 rounds, an input
+ * the pivots suit badly: the caller sorts the line instead, so a line
+ * never costs more than O(n log n). */
+static bool select_key(uint64_t *v, int64_t n, int64_t k, uint64_t *kth)
+{
+    int64_t lo = 0, hi = n - 1;
+    int budget = 2;
+    for (int64_t m = n; m > 1; m >>= 1)
+        budget += 2;
+    while (lo < hi) {
+        if (budget-- == 0)
+            return false;
+        uint64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+        uint64_t p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        int64_t lt = lo, i = lo, gt = hi;
+        while (i <= gt) {
+            uint64_t x = v[i];
+            if (x < p) {
+                v[i++] = v[lt];
+                v[lt++] = x;
+            } else if (x > p) {
+                v[i] = v[gt];
+                v[gt--] = x;
+            } else
+                i++;
+        }
+        if (k < lt)
+            hi = lt - 1;
+        else if (k > gt)
+            lo = gt + 1;
+        else {
+            *kth = p;
+            return true;
+        }
+    }
+    *kth = v[k];
+    return true;
+}
+
+/* The first k of a[0..n)'s stable order when k is small: the k-th key by
+ * selection, then every pair below it and the first pairs equal to it in
+ * position order, sorted (O(n + k log k)). keys has room for n keys, tmp
+ * for n pairs (it may be the same memory). */
+static const sort_pair *select_pairs(sort_pair *a, int64_t n, int64_t k, uint64_t *keys, sort_pair *tmp)
+{
+    for (int64_t j = 0; j < n; j++)
+        keys[j] = a[j].key;
+    uint64_t kth;
+    if (!select_key(keys, n, k - 1, &kth))
+        return sort_pairs(a, tmp, n);
+    int64_t below = 0, m = 0;
+    for (int64_t j = 0; j < n; j++)
+        below += a[j].key < kth;
+    for (int64_t j = 0, equal = k - below; j < n && m < k; j++) /* in place: m <= j */
+        if (a[j].key < kth || (a[j].key == kth && equal-- > 0))
+            a[m++] = a[j];
+    return sort_pairs(a, tmp, k);
+}
+
 /* ------------------------------------------------------------- argsort */
 
 typedef struct {
@@ -92,7 +155,7 @@ typedef struct {
     int64_t *out;
     int64_t ostr[IR_MAX_RANK]; /* the output's contiguous strides */
     int ax;
-    int64_t len;
+    int64_t len, k; /* the line's length; the positions kept */
     bool desc, fdom;
 } argsort_task;
 
@@ -121,14 +184,16 @@ static void argsort_run(const void *task, int64_t b, int64_t e, void *scratch)
             a[j].key = t->desc ? ~k : k;
             a[j].at = j;
         }
-        const sort_pair *s = sort_pairs(a, tmp, t->len);
-        for (int64_t j = 0; j < t->len; j++)
+        /* a small k (topk) selects; 8 is where selection's extra passes stop paying */
+        const sort_pair *s = t->k <= t->len / 8 ? select_pairs(a, t->len, t->k, (uint64_t *)tmp, tmp)
+                                                : sort_pairs(a, tmp, t->len);
+        for (int64_t j = 0; j < t->k; j++)
             t->out[ooff + j * sout] = s[j].at;
     }
 }
 
-/* ARGSORT (ops.def): the i64 positions that sort each line of x along
- * the axis, stable, ascending or descending (attr.sort). */
+/* ARGSORT (ops.def): the first attr.sort.k i64 positions of the stable
+ * order, ascending or descending, of each line of x along the axis. */
 rlx_status rt_eval_argsort(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     if (rt_alloc_out(ctx, n, out, false))
@@ -138,9 +203,10 @@ rlx_status rt_eval_argsort(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_
         return RLX_OK;
     argsort_task t = {.x = n->src[0], .in = &in[0], .out = out->st->data, .ax = n->attr.sort.axis,
                       .desc = n->attr.sort.descending != 0, .fdom = ir_dtype_is_float(n->src[0]->dtype)};
-    t.len = n->shape[t.ax];
+    t.len = t.x->shape[t.ax];
+    t.k = n->shape[t.ax];
     rt_contiguous_strides(n->rank, n->shape, t.ostr);
-    int64_t lines = numel / t.len, chunk = t.len >= 8192 ? 1 : 8192 / t.len;
+    int64_t lines = numel / t.k, chunk = t.len >= 8192 ? 1 : 8192 / t.len;
     int nslots = rt_par_slots(ctx, lines, chunk);
     size_t slot = 2 * (size_t)t.len * sizeof(sort_pair);
     void *scratch = ir_alloc(slot * (size_t)nslots);
@@ -235,7 +301,8 @@ static void draw_without(const multinomial_task *t, int64_t r, sort_pair *a, int
             a[m++].at = j;
         }
     }
-    const sort_pair *s = sort_pairs(a, a + t->n, m);
+    const sort_pair *s = t->s <= m / 8 ? select_pairs(a, m, t->s, (uint64_t *)(a + t->n), a + t->n)
+                                       : sort_pairs(a, a + t->n, m);
     for (int64_t k = 0; k < t->s; k++)
         o[k] = s[k].at;
 }
