@@ -342,6 +342,34 @@ TEST(topk_long_lines)
     free(v);
 }
 
+/* sort, topk (two results from one composite), a gradient through the
+ * sort and multinomial, built and realized under every allocation failure
+ * in turn: RLX_E_NOMEM and no node left behind. */
+static int sort_workload(void)
+{
+    rlx_scope_begin();
+    double v[24];
+    for (int i = 0; i < 24; i++)
+        v[i] = sin(3.0 * i);
+    rlx_tensor *x = rlx_from_data(RLX_F64, 2, SH(4, 6), v), *tv = NULL, *ti = NULL, *g = NULL;
+    rlx_tensor *s = rlx_sort(rlx_t(x), 0, true);
+    rlx_status st = rlx_topk(x, 2, 1, true, &tv, &ti);
+    rlx_status sg = s ? rlx_grad(rlx_sum_all(rlx_mul(s, s)), &x, 1, &g) : RLX_E_NOMEM;
+    rlx_tensor *m = rlx_multinomial(rlx_exp(x), 3, false, 5);
+    rlx_tensor *outs[5] = {s, tv, ti, g, m};
+    int ok = s && st == RLX_OK && sg == RLX_OK && m && rlx_realize_many(outs, 5) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(sort_allocation_failures)
+{
+    backend("ref");
+    ALLOC_WALK(sort_workload, 20);
+    backend("jit");
+    ALLOC_WALK(sort_workload, 20);
+}
+
 TEST(sort_errors)
 {
     rlx_tensor *x = tf32(2, SH(2, 3), (float[]){1, 2, 3, 4, 5, 6}), *v = NULL, *i = NULL;
@@ -606,6 +634,6 @@ TEST(multinomial_errors)
 }
 
 TEST_MAIN(T(sort_fixed), T(sort_rank0_and_empty), T(sort_random), T(argsort_bits_do_not_depend_on_threads),
-          T(topk_long_lines),
+          T(topk_long_lines), T(sort_allocation_failures),
           T(sort_errors), T(multinomial_exact), T(multinomial_statistics), T(multinomial_runtime_errors),
           T(multinomial_errors))
