@@ -392,8 +392,9 @@ RLX_API rlx_tensor *rlx_scatter(rlx_tensor *base, int axis, rlx_tensor *index, r
  * np.add.at. Dtypes, duplicates, negative and out-of-range indices as
  * rlx_scatter_add. */
 RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
-/* Sorting. Stable in both directions: equal elements keep their order
- * (np.argsort(kind="stable"), torch.sort(stable=True), also when
+/* Sorting: O(len log len) per line, lines in parallel, the same bits at
+ * any thread count. Stable in both directions: equal elements keep their
+ * order (np.argsort(kind="stable"), torch.sort(stable=True), also when
  * descending, as torch). NaN sorts above +inf, so it comes last ascending
  * and first descending (NumPy, PyTorch); all NaNs are equal; -0.0 equals
  * 0.0 (their order is kept). Every dtype (bool false < true, integers
@@ -410,7 +411,9 @@ RLX_API rlx_tensor *rlx_argsort(rlx_tensor *x, int axis, bool descending);
  * (i64), both x's shape with axis of length k. Ties go to the lower index;
  * NaN counts as the largest. 0 <= k <= the axis length, else RLX_E_ARG
  * naming both (rank 0 takes k 1). values and indices must not be NULL;
- * on error both are set to NULL. The gradient of values scatters back. */
+ * on error both are set to NULL. The gradient of values scatters back.
+ * A k of at most 1/8 of the axis is selected in O(len + k log k) per line,
+ * not sorted. */
 RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor **values,
                             rlx_tensor **indices);
 /* torch.multinomial: num_samples i64 category indices drawn from each row
@@ -425,7 +428,9 @@ RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rl
  * with no positive weight, weights summing to infinity, or fewer positive
  * weights than num_samples without replacement. A weight of 0 is never
  * drawn. num_samples 0 gives an empty result and checks nothing. N = 0 or
- * another rank is RLX_E_SHAPE; no gradient. */
+ * another rank is RLX_E_SHAPE, a dynamic dim RLX_E_UNSUPPORTED; no
+ * gradient. Each row draws on its own (equal rows give different samples);
+ * O(N + S log N) per row with replacement, O(N + S log S) without. */
 RLX_API rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replacement, uint64_t seed);
 /* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
  * saturate; -> bool is x != 0 (NaN is true). */
