@@ -430,7 +430,8 @@ RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rl
  * drawn. num_samples 0 gives an empty result and checks nothing. N = 0 or
  * another rank is RLX_E_SHAPE, a dynamic dim RLX_E_UNSUPPORTED; no
  * gradient. Each row draws on its own (equal rows give different samples);
- * O(N + S log N) per row with replacement, O(N + S log S) without. */
+ * O(N + S log N) per row with replacement; without, O(N + S log S) when
+ * S <= N/8, else O(N log N). */
 RLX_API rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replacement, uint64_t seed);
 /* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
  * saturate; -> bool is x != 0 (NaN is true). */

@@ -203,3 +203,15 @@ def test_multinomial_errors():
     with pytest.raises(rlx.RlxError) as e:
         rlx.multinomial(rlx.tensor(np.ones((2, 2, 2))), 1)
     assert e.value.status == rlx.E_SHAPE
+
+
+def test_compiled_program_runs_new_inputs():
+    x = rlx.input("x", (3, 50))
+    _, i = rlx.topk(x, 4)
+    p = rlx.compile([rlx.sort(x, 1, descending=True), i, rlx.multinomial(rlx.exp(x), 2, seed=1)])
+    for s in range(2):
+        a = np.random.default_rng(s).standard_normal((3, 50)).astype(np.float32)
+        srt, idx, m = p.run(x=a)
+        np.testing.assert_array_equal(srt.numpy(), -np.sort(-a, 1))
+        np.testing.assert_array_equal(idx.numpy(), ref_argsort(a, 1, True)[:, :4])
+        assert m.numpy().shape == (3, 2) and (m.numpy()[:, 0] != m.numpy()[:, 1]).all()
