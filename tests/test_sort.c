@@ -355,9 +355,10 @@ static int sort_workload(void)
     rlx_tensor *s = rlx_sort(rlx_t(x), 0, true);
     rlx_status st = rlx_topk(x, 2, 1, true, &tv, &ti);
     rlx_status sg = s ? rlx_grad(rlx_sum_all(rlx_mul(s, s)), &x, 1, &g) : RLX_E_NOMEM;
-    rlx_tensor *m = rlx_multinomial(rlx_exp(x), 3, false, 5);
-    rlx_tensor *outs[5] = {s, tv, ti, g, m};
-    int ok = s && st == RLX_OK && sg == RLX_OK && m && rlx_realize_many(outs, 5) == RLX_OK;
+    rlx_tensor *m = rlx_multinomial(rlx_exp(x), 3, false, 5), *sv = NULL, *si = NULL;
+    rlx_status s0 = rlx_topk(rlx_scalar(RLX_F32, 1), 1, 0, true, &sv, &si);
+    rlx_tensor *outs[7] = {s, tv, ti, g, m, sv, si};
+    int ok = s && st == RLX_OK && sg == RLX_OK && m && s0 == RLX_OK && rlx_realize_many(outs, 7) == RLX_OK;
     rlx_scope_end();
     return ok;
 }

@@ -127,9 +127,12 @@ rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor
                  (long long)len, ts_shape_str(n));
         return RLX_E_ARG;
     }
-    if (n->rank == 0) {
-        *values = rlx_retain(x);
-        *indices = rlx_zeros(RLX_I64, 0, NULL);
+    if (n->rank == 0) { /* without a scope neither call can fail; with one, it owns z */
+        rlx_tensor *z = rlx_zeros(RLX_I64, 0, NULL), *v = z ? rlx_retain(x) : NULL;
+        if (!v)
+            return rlx_last_status();
+        *values = v;
+        *indices = z;
         return RLX_OK;
     }
     /* Both results come out of one composite: the indices' node is held
