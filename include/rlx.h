@@ -407,6 +407,47 @@ RLX_API rlx_tensor *rlx_scatter(rlx_tensor *base, int axis, rlx_tensor *index, r
  * np.add.at. Dtypes, duplicates, negative and out-of-range indices as
  * rlx_scatter_add. */
 RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index, rlx_tensor *src);
+/* Sorting: O(len log len) per line, lines in parallel, the same bits at
+ * any thread count. Stable in both directions: equal elements keep their
+ * order (np.argsort(kind="stable"), torch.sort(stable=True), also when
+ * descending, as torch). NaN sorts above +inf, so it comes last ascending
+ * and first descending (NumPy, PyTorch); all NaNs are equal; -0.0 equals
+ * 0.0 (their order is kept). Every dtype (bool false < true, integers
+ * exactly). Any axis in [-rank, rank); rank 0 (axis 0 or -1) is one
+ * element: sort returns x, argsort the i64 scalar 0. An empty axis gives
+ * an empty result. Dynamic dims are RLX_E_UNSUPPORTED. */
+/* The values of x sorted along axis; its gradient goes back through the
+ * permutation (a scatter). */
+RLX_API rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending);
+/* i64 positions along axis that sort x (x's shape); no gradient. */
+RLX_API rlx_tensor *rlx_argsort(rlx_tensor *x, int axis, bool descending);
+/* The k largest (smallest when !largest) elements along axis, sorted that
+ * way (torch.topk with sorted=True), into values (x's dtype) and indices
+ * (i64), both x's shape with axis of length k. Ties go to the lower index;
+ * NaN counts as the largest. 0 <= k <= the axis length, else RLX_E_ARG
+ * naming both (rank 0 takes k 1). values and indices must not be NULL;
+ * on error both are set to NULL. The gradient of values scatters back.
+ * A k of at most 1/8 of the axis is selected in O(len + k log k) per line,
+ * not sorted. */
+RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor **values,
+                            rlx_tensor **indices);
+/* torch.multinomial: num_samples i64 category indices drawn from each row
+ * of probs [N] or [B, N] (-> [num_samples] or [B, num_samples]),
+ * probabilities proportional to the weights (not necessarily normalized;
+ * integer weights are read as f64, bool is RLX_E_DTYPE). Without
+ * replacement a row's samples are distinct, in draw order, and
+ * num_samples <= N (RLX_E_ARG when building). The same (probs, seed) gives
+ * the same indices on either backend at any thread count (counter-based,
+ * as rlx_rand). Found when realizing, as RLX_E_ARG naming the row (nothing
+ * is drawn, as torch raises): a negative, infinite or NaN weight, a row
+ * with no positive weight, weights summing to infinity, or fewer positive
+ * weights than num_samples without replacement. A weight of 0 is never
+ * drawn. num_samples 0 gives an empty result and checks nothing. N = 0 or
+ * another rank is RLX_E_SHAPE, a dynamic dim RLX_E_UNSUPPORTED; no
+ * gradient. Each row draws on its own (equal rows give different samples);
+ * O(N + S log N) per row with replacement; without, O(N + S log S) when
+ * S <= N/8, else O(N log N). */
+RLX_API rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replacement, uint64_t seed);
 /* Float -> int truncates toward zero; NaN gives 0 and out-of-range values
  * saturate; -> bool is x != 0 (NaN is true). */
 RLX_API rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt);

@@ -250,6 +250,20 @@ static rlx_tensor *idx25(void)
     return c_i64(2, s, v);
 }
 B(scatter_add_view, rlx_exp(rlx_scatter_add(rlx_t(a), 1, idx25(), rlx_t(b))))
+/* sort and topk: the gradient follows each value back to its position;
+ * weights by position so a wrong permutation shows */
+static rlx_tensor *ramp(int64_t n) { return rlx_arange(RLX_F64, 1, (double)n + 1, 1); }
+static rlx_tensor *topk_values(rlx_tensor *x, int64_t k, int axis, bool largest)
+{
+    rlx_tensor *v = NULL, *i = NULL;
+    rlx_topk(x, k, axis, largest, &v, &i);
+    return v;
+}
+B(sort_last, rlx_mul(rlx_sort(a, -1, false), ramp(4)))
+B(sort_axis0_desc, rlx_mul(rlx_sort(a, 0, true), rlx_reshape(ramp(3), 2, (int64_t[]){3, 1})))
+B(sort_view, rlx_mul(rlx_sort(rlx_t(a), 1, false), ramp(3)))
+B(topk_largest, rlx_mul(topk_values(a, 2, 1, true), ramp(2)))
+B(topk_smallest_axis0, rlx_mul(topk_values(a, 2, 0, false), rlx_reshape(ramp(2), 2, (int64_t[]){2, 1})))
 B(index_add, rlx_exp(rlx_index_add(a, 1, idx5(), b)))
 B(cast_f32, rlx_cast(rlx_mul(rlx_cast(a, RLX_F32), rlx_cast(b, RLX_F32)), RLX_F64))
 B(contiguous, rlx_exp(rlx_contiguous(rlx_t(a))))
@@ -476,6 +490,11 @@ static const gcase cases[] = {
     {"scatter_add", b_scatter_add, 2, {2, 2}, {{3, 4}, {2, 4}}, -2, 2, 0, 0},
     {"scatter_set", b_scatter_set, 2, {2, 2}, {{3, 4}, {2, 4}}, -2, 2, 0, 0},
     {"scatter_add_view", b_scatter_add_view, 2, {2, 2}, {{3, 2}, {5, 2}}, -1, 1, 0, 0},
+    {"sort_last", b_sort_last, R2(3, 4), -2, 2, 0, 0},
+    {"sort_axis0_desc", b_sort_axis0_desc, R2(3, 4), -2, 2, 0, 0},
+    {"sort_view", b_sort_view, R2(3, 4), -2, 2, 0, 0},
+    {"topk_largest", b_topk_largest, R2(3, 5), -2, 2, 0, 0},
+    {"topk_smallest_axis0", b_topk_smallest_axis0, R2(4, 3), -2, 2, 0, 0},
     {"index_add", b_index_add, 2, {2, 2}, {{2, 3}, {2, 5}}, -1, 1, 0, 0},
     {"cast_f32", b_cast_f32, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2, 1e-2, 1e-4},
     {"contiguous", b_contiguous, R2(3, 2), -1, 1, 0, 0},
@@ -1255,7 +1274,7 @@ TEST(vjp_table_covers_every_primitive)
     static const char *const zero_or_leaf[] = {"buffer", "const", "iota",  "rand", "input", "sign",
                                                "floor",  "ceil",  "not",   "stop_gradient", "eq",
                                                "ne",     "lt",    "le",    "gt",   "ge",    "logical_and",
-                                               "logical_or", "argmax", "argmin"};
+                                               "logical_or", "argmax", "argmin", "argsort", "multinomial"};
     int n = ad_op_count(), nzero = (int)(sizeof zero_or_leaf / sizeof *zero_or_leaf), rules = 0;
     bool all_ran = rows_run == NCASES && ran_round && ran_scaled;
     CHECK(n > 60);

@@ -263,6 +263,15 @@ static rlx_tensor *b_index(ir_op op, rlx_dtype dt, double *want, int *n)
                                   input_shape(dt, 2, s22, BV)},
                     &at);
     }
+    if (op == IR_OP_ARGSORT) { /* descending, stable: AV's rows as dt stores them */
+        static const double wb[] = {0, 1, 2, 0, 1, 2}, wi[] = {1, 2, 0, 2, 1, 0}, wf[] = {2, 1, 0, 2, 1, 0};
+        at.sort.axis = 1;
+        at.sort.descending = 1;
+        *n = 6;
+        if (want)
+            memcpy(want, dt == RLX_BOOL ? wb : ir_dtype_is_float(dt) ? wf : wi, sizeof wf);
+        return make(op, 1, &x, &at);
+    }
     static const double w[] = {-1.5, -2, -1.75, 0.5, 1.5, 4}; /* cumsum */
     *n = 6;
     if (want)
@@ -338,6 +347,15 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
         w = w11;
         *n = 1;
         break;
+    case IR_OP_MULTINOMIAL: /* one positive weight per row: always drawn */
+        at.multinomial.samples = 2;
+        at.multinomial.replacement = 1;
+        at.multinomial.seed = 3;
+        r = make(op, 1, (ir_node *[]){input_shape(dt, 2, S23, (const double[]){0, 1, 0, 0, 0, 2})}, &at);
+        static const double w12[] = {1, 1, 2, 2};
+        w = w12;
+        *n = 4;
+        break;
     default: test_fail(__FILE__, __LINE__, "%s is not a library case", ir_ops[op].name); break;
     }
     if (want && w)
@@ -381,6 +399,7 @@ static const opcase CASES[] = {
     {IR_OP_FFT, NULL, b_library, FLT, 0}, {IR_OP_CONV2D, NULL, b_library, FLT, 0},
     {IR_OP_POOL2D, NULL, b_library, FLT, 0}, {IR_OP_MXQUANT, NULL, b_library, FLT, 0},
     {IR_OP_ATTENTION, NULL, b_library, FLT, 0},
+    {IR_OP_ARGSORT, NULL, b_index, ALL, 0}, {IR_OP_MULTINOMIAL, NULL, b_library, FLT, 0},
 };
 #define NCASES ((int)(sizeof CASES / sizeof *CASES))
 

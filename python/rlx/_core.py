@@ -13,6 +13,7 @@ Tensor method, and the NumPy ufuncs that stay lazy on Tensors.
   _linalg      matmul, linear, solve, inv
   _nn          softmax, norms, losses, attention, conv, pooling, ...
   _signal      FFTs
+  _sort        sort, argsort, topk, multinomial
   _program     realize(), compiled programs, grad
   _control     threads, options, statistics, version
   _checkpoint  safetensors, .npy and .npz files
@@ -35,6 +36,7 @@ from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._nn import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403
+from ._sort import *  # noqa: F401,F403
 from ._program import *  # noqa: F401,F403
 from ._control import *  # noqa: F401,F403
 from ._checkpoint import *  # noqa: F401,F403
@@ -60,6 +62,7 @@ for _name in (_UNARY + ["gelu", "negative", "absolute", "arctan", "reciprocal", 
                         "masked_fill", "clamp", "clamp_min", "clamp_max", "clip",
                         "sum", "mean", "max", "min", "prod", "var", "std", "norm", "amax", "amin", "argmax",
                         "argmin", "logsumexp", "cumsum", "sum_all", "mean_all", "all", "any",
+                        "sort", "argsort", "topk",
                         "reshape", "view", "transpose", "permute", "swapaxes", "swapdims", "moveaxis", "t",
                         "broadcast_to", "expand", "flatten", "ravel", "unsqueeze", "expand_dims", "squeeze",
                         "narrow", "slice", "select", "split", "chunk",

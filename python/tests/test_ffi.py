@@ -41,6 +41,7 @@ COVERAGE = {
     "rlx_cat": "cat", "rlx_stack": "stack", "rlx_tile": "tile", "rlx_flip": "flip", "rlx_roll": "roll",
     "rlx_pad": "pad", "rlx_gather": "gather", "rlx_index_select": "index_select",
     "rlx_scatter_add": "scatter_add", "rlx_scatter": "scatter", "rlx_index_add": "index_add", "rlx_cast": "cast",
+    "rlx_sort": "sort", "rlx_argsort": "argsort", "rlx_topk": "topk", "rlx_multinomial": "multinomial",
     "rlx_contiguous": "contiguous", "rlx_stop_gradient": "stop_gradient",
     "rlx_matmul": "matmul", "rlx_matmul_t": "matmul_t", "rlx_linear": "linear", "rlx_linear_act": "linear_act",
     "rlx_solve": "solve", "rlx_inv": "inv",

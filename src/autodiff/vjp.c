@@ -741,6 +741,9 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     RULE(IR_OP_POOL2D, vjp_pool2d),
     RULE(IR_OP_MXQUANT, vjp_mxquant),
     RULE(IR_OP_ATTENTION, vjp_attention),
+
+    ZERO(IR_OP_ARGSORT),     /* integer positions; sort's values get theirs through GATHER */
+    ZERO(IR_OP_MULTINOMIAL), /* integer samples */
 };
 
 #undef LEAF

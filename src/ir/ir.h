@@ -89,6 +89,8 @@ typedef struct {
         struct { uint32_t mask; } red;                           /* SUM..ARGMIN: reduced axes */
         struct { int axis; } ax;                                 /* CAT, GATHER */
         struct { int axis; int exclusive; } scan;                /* CUMSUM */
+        struct { int axis; int descending; int64_t k; } sort;    /* ARGSORT: the first k positions */
+        struct { uint64_t seed; int64_t samples; int replacement; } multinomial; /* MULTINOMIAL */
         struct { int axis; int mode; } scatter;                  /* SCATTER: mode IR_SCATTER_* */
         struct { rlx_dtype dtype; } cast;                        /* CAST */
         struct { int rank; int64_t dims[IR_MAX_RANK]; } shape;   /* RESHAPE, EXPAND */

@@ -223,6 +223,15 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             shape[2 + i] = (x->shape[2 + i] + 2 * p - k) / s + 1;
         }
         return true;
+    case IR_OP_MULTINOMIAL:
+        if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || x->rank > 2 || a->multinomial.samples < 0 ||
+            (unsigned)a->multinomial.replacement > 1 ||
+            (!a->multinomial.replacement && x->shape[x->rank - 1] >= 0 &&
+             a->multinomial.samples > x->shape[x->rank - 1]))
+            FAIL("multinomial needs float weights [N] or [B,N] and 0 <= samples (<= N without replacement)");
+        *dt = RLX_I64;
+        shape[x->rank - 1] = a->multinomial.samples;
+        return true;
     case IR_OP_MXQUANT:
         if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || a->quant.fmt < 0 || a->quant.fmt > 4 || a->quant.block < 0)
             FAIL("mxquant needs float input and a format");
@@ -317,6 +326,15 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     case IR_CLS_MOVEMENT:
         return infer_movement(op, x, attr, rank, shape, err, errcap);
     case IR_CLS_SCAN:
+        if (op == IR_OP_ARGSORT) {
+            int ax = attr->sort.axis;
+            if (ax < 0 || ax >= x->rank || (unsigned)attr->sort.descending > 1 || attr->sort.k < 0 ||
+                (x->shape[ax] >= 0 && attr->sort.k > x->shape[ax]))
+                FAIL("argsort axis, direction or k");
+            *dt = RLX_I64;
+            shape[ax] = attr->sort.k;
+            return true;
+        }
         if (attr->scan.axis < 0 || attr->scan.axis >= x->rank)
             FAIL("cumsum axis");
         return true;

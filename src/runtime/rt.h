@@ -126,6 +126,9 @@ rlx_status rt_eval_movement(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt
 rlx_status rt_eval_cat(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_gather(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_scatter(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+/* kernels/sort.c */
+rlx_status rt_eval_argsort(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_multinomial(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_cumsum(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_solve(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

@@ -123,6 +123,7 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
     [IR_OP_MATMUL] = rt_eval_matmul, [IR_OP_SOLVE] = rt_eval_solve, [IR_OP_FFT] = rt_eval_fft,
     [IR_OP_CONV2D] = rt_eval_conv2d, [IR_OP_POOL2D] = rt_eval_pool2d, [IR_OP_MXQUANT] = rt_eval_mxquant,
     [IR_OP_ATTENTION] = rt_eval_attention,
+    [IR_OP_ARGSORT] = rt_eval_argsort, [IR_OP_MULTINOMIAL] = rt_eval_multinomial,
 };
 
 rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }
