@@ -370,7 +370,7 @@ static void do_nn(fz_reader *r)
         dl[2] = {fz_int(r), fz_int(r)};
     bool nul = fz_u8(r) < 60;
     rlx_tensor *y = NULL;
-    switch (fz_u8(r) % 20) {
+    switch (fz_u8(r) % 33) {
     case 0: y = checked(rlx_softmax(a, i1), "rlx_softmax"); break;
     case 1: y = checked(rlx_log_softmax(a, i1), "rlx_log_softmax"); break;
     case 2: y = checked(rlx_layer_norm(a, b, c, fz_double(r)), "rlx_layer_norm"); break;
@@ -400,6 +400,69 @@ static void do_nn(fz_reader *r)
         y = checked(rlx_clamp(a, lo, hi), "rlx_clamp");
         break;
     }
+    case 20: {
+        rlx_attention_opts o = {fz_int(r), (rlx_mask)(fz_u8(r) % 4), fz_int(r), nul ? NULL : d, fz_double(r)};
+        y = checked(rlx_attention_ex(a, b, c, i1, i2, fz_u8(r) < 30 ? NULL : &o), "rlx_attention_ex");
+        break;
+    }
+    case 21: {
+        rlx_rope_opts o = {fz_i64(r), nul ? NULL : d, fz_int(r), fz_u8(r) & 1};
+        y = checked(rlx_rope_ex(a, b, c, i1, fz_u8(r) < 30 ? NULL : &o), "rlx_rope_ex");
+        break;
+    }
+    case 22: y = checked(rlx_conv1d(a, b, c, s[0], p[0], dl[0], i1), "rlx_conv1d"); break;
+    case 23: {
+        int op[2] = {fz_int(r), fz_int(r)};
+        y = checked(rlx_conv_transpose2d(a, b, c, nul ? NULL : s, nul ? NULL : p, nul ? NULL : op, nul ? NULL : dl, i1),
+                    "rlx_conv_transpose2d");
+        break;
+    }
+    case 24: y = checked(rlx_conv_transpose1d(a, b, c, s[0], p[0], k[0], dl[0], i1), "rlx_conv_transpose1d"); break;
+    case 25: {
+        static const char *const eqs[] = {"ij,jk->ik", "ii->i", "ii", "...ij,...jk", "bij,bkj->bik", "i,i", "ij->",
+                                          "a,b,c->abc", "ij,->ji", "i->ii", "ab,ab", "..., ...->...", "", "j,jk,k",
+                                          "iij->ji", "AZ,Zb->bA", "i-j", "ij,jk->ik,"};
+        rlx_tensor *xs[3] = {a, b, c};
+        y = checked(rlx_einsum(nul ? NULL : eqs[fz_u8(r) % N(eqs)], xs, fz_u8(r) % 5 - 1), "rlx_einsum");
+        break;
+    }
+    case 26: {
+        rlx_tensor *nm = NULL, *nv = NULL;
+        bool stats = fz_u8(r) & 1;
+        y = checked(rlx_batch_norm(a, b, c, nul ? NULL : d, NULL, fz_u8(r) & 1, fz_double(r), fz_double(r),
+                                   stats ? &nm : NULL, stats ? &nv : NULL),
+                    "rlx_batch_norm");
+        if (stats) {
+            if (y) {
+                put(r, checked(nm, "batch_norm new_mean"));
+                put(r, checked(nv, "batch_norm new_var"));
+            } else {
+                FUZZ_ASSERT(nm == NULL && nv == NULL, "rlx_batch_norm failed but its statistics are set");
+            }
+        }
+        break;
+    }
+    case 27: y = checked(rlx_group_norm(a, i1, b, nul ? NULL : c, fz_double(r)), "rlx_group_norm"); break;
+    case 28: y = checked(rlx_dropout(a, fz_double(r), fz_u8(r)), "rlx_dropout"); break;
+    case 29: {
+        int64_t bf = fz_i64(r), af = fz_i64(r);
+        y = checked(rlx_pad_mode(a, i1, bf, af, (rlx_padding)(fz_u8(r) % 4)), "rlx_pad_mode");
+        break;
+    }
+    case 30: y = checked((fz_u8(r) & 1 ? rlx_sort : rlx_argsort)(a, i1, fz_u8(r) & 1), "rlx_sort/argsort"); break;
+    case 31: {
+        rlx_tensor *vals = NULL, *idx = NULL;
+        rlx_clear_error();
+        rlx_status st = checked_status(rlx_topk(a, fz_i64(r), i1, fz_u8(r) & 1, nul ? NULL : &vals, &idx), "rlx_topk");
+        if (st == RLX_OK) {
+            put(r, checked(vals, "topk values"));
+            y = checked(idx, "topk indices");
+        } else {
+            FUZZ_ASSERT(vals == NULL && idx == NULL, "rlx_topk failed but an output is set");
+        }
+        break;
+    }
+    case 32: y = checked(rlx_multinomial(a, fz_i64(r) % 64, fz_u8(r) & 1, fz_u8(r)), "rlx_multinomial"); break;
     default: y = checked(rlx_gather(a, b, i1), "rlx_gather"); break;
     }
     put(r, y);
