@@ -461,8 +461,8 @@ static bool rope_check(const char *fn, rlx_tensor *x, rlx_tensor *cos, rlx_tenso
     }
     if (!o->positions) {
         if (s >= 0 && cn->shape[0] >= 0 && o->offset > cn->shape[0] - s) {
-            ts_error(RLX_E_SHAPE, fn, "positions %lld..%lld are outside the tables of %lld rows",
-                     (long long)o->offset, (long long)(o->offset + s - 1), (long long)cn->shape[0]);
+            ts_error(RLX_E_SHAPE, fn, "offset %lld with %lld positions is outside the tables of %lld rows",
+                     (long long)o->offset, (long long)s, (long long)cn->shape[0]);
             return false;
         }
         return true;
