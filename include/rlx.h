@@ -115,7 +115,12 @@ RLX_API rlx_tensor *rlx_retain(rlx_tensor *t);
 RLX_API void rlx_release(rlx_tensor *t);
 /* Opens a scope on this thread: until the matching rlx_scope_end, every
  * handle returned to this thread (rlx_retain included) is also recorded in
- * it. Scopes nest. */
+ * it. Scopes nest. When it cannot open (out of memory) it records
+ * RLX_E_NOMEM and the scope counts as open but poisoned: until its
+ * rlx_scope_end (which closes it as usual), every call on this thread that
+ * would return a handle returns NULL with RLX_E_NOMEM instead (no handle
+ * the caller trusts the scope with escapes it), scopes begun inside fail
+ * the same way, and rlx_escape returns its argument unchanged. */
 RLX_API void rlx_scope_begin(void);
 /* Releases every handle recorded in the innermost scope, then closes it.
  * Without an open scope it does nothing (and records RLX_E_ARG). */

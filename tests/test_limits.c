@@ -10,6 +10,7 @@
  * RLX_TEST_KNOWN_BUGS=1 (some crash the process today). Each says what is
  * wrong; once fixed, move it to the main list (drop the guard). */
 #include <math.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -704,9 +705,196 @@ TEST(to_string_of_huge_floats)
     }
 }
 
+/* ------------------------------------------- scopes opened at depth 0 */
+/* The tests run inside the harness's scope, so the scope stack of their
+ * thread never has to grow; rlx-soak's rounds each open the first scope of
+ * the main thread, whose stack is freed when the last scope closes, so
+ * every round's first allocation was the stack. When it failed, the round
+ * went on unscoped and leaked its whole graph (live nodes crept up over a
+ * 30-minute soak). These run on a fresh thread, where no scope is open. */
+
+typedef struct {
+    void (*fn)(void);
+} thread_job;
+
+static void *thread_main(void *job)
+{
+    ((thread_job *)job)->fn();
+    return NULL;
+}
+
+static void run_on_fresh_thread(void (*fn)(void))
+{
+    pthread_t th;
+    thread_job job = {fn};
+    if (pthread_create(&th, NULL, thread_main, &job) != 0) {
+        test_fail(__FILE__, __LINE__, "pthread_create failed");
+        return;
+    }
+    pthread_join(th, NULL);
+}
+
+/* A soak round's graph over x (r x c): the ops rlx-soak draws. */
+static rlx_tensor *soak_graph(rlx_tensor *x, int64_t r, int64_t c)
+{
+    rlx_tensor *y = rlx_add(rlx_mul_s(rlx_tanh(x), 0.75), x);
+    y = rlx_exp(rlx_minimum_s(y, 4));
+    y = rlx_softmax(y, -1);
+    y = rlx_add(y, rlx_sum(y, (int[]){1}, 1, true));
+    y = rlx_mul(y, rlx_sum(y, (int[]){0}, 1, true));
+    y = rlx_transpose(rlx_add_s(rlx_transpose(y, 2, (int[]){1, 0}), 1), 2, (int[]){1, 0});
+    y = rlx_reshape(rlx_tanh(rlx_reshape(y, 1, (int64_t[]){r * c})), 2, (int64_t[]){r, c});
+    y = rlx_matmul(y, rlx_transpose(rlx_add_s(x, 0.25), 2, (int[]){1, 0}));
+    return rlx_mul_s(rlx_matmul(y, x), 1.0 / (double)(r * c));
+}
+
+static uint64_t round_seed;
+
+/* internal: runtime/exec/jit_exec.h */
+typedef struct {
+    uint64_t hits, misses, built, evicted;
+    long entries, nodes;
+} rt_plan_cache_counts;
+void rt_plan_cache_counts_get(rt_plan_cache_counts *out);
+
+static int realize_round(void)
+{
+    rlx_scope_begin();
+    rlx_tensor *y = soak_graph(rlx_rand(RLX_F32, 2, (int64_t[]){3, 5}, ++round_seed), 3, 5);
+    int ok = rlx_realize(y) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+static int realize_many_round(void)
+{
+    rlx_scope_begin();
+    rlx_tensor *x = rlx_rand(RLX_F32, 2, (int64_t[]){4, 2}, ++round_seed);
+    rlx_tensor *ys[2] = {soak_graph(x, 4, 2), rlx_softmax(rlx_exp(x), 0)};
+    int ok = rlx_realize_many(ys, 2) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+static int program_round(void)
+{
+    rlx_scope_begin();
+    rlx_tensor *y = soak_graph(rlx_input("x", RLX_F32, 2, (int64_t[]){2, 6}), 2, 6);
+    rlx_program *p = rlx_compile(&y, 1);
+    int ok = p != NULL;
+    for (int k = 0; k < 2 && ok; k++) {
+        rlx_binding b = {"x", rlx_rand(RLX_F32, 2, (int64_t[]){2, 6}, ++round_seed)};
+        rlx_tensor *out = NULL;
+        ok = rlx_program_run(p, &b, 1, &out) == RLX_OK && rlx_realize(out) == RLX_OK;
+    }
+    rlx_program_free(p);
+    rlx_scope_end();
+    return ok;
+}
+
+static int grad_round(void)
+{
+    rlx_scope_begin();
+    rlx_tensor *x = rlx_rand(RLX_F32, 2, (int64_t[]){3, 4}, ++round_seed);
+    rlx_tensor *loss = rlx_sum(soak_graph(x, 3, 4), (int[]){0, 1}, 2, false);
+    rlx_tensor *g = NULL;
+    int ok = rlx_grad(loss, &x, 1, &g) == RLX_OK && rlx_realize(g) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+/* The same structure three times on new data: cached the second time,
+ * a plan-cache hit the third. */
+static int plan_cache_round(void)
+{
+    rlx_scope_begin();
+    int ok = 1;
+    for (int k = 0; k < 3 && ok; k++) {
+        float v[6] = {1, 2, 3, 4, 5, (float)k}; /* a realized leaf: new data, one structure */
+        rlx_tensor *y = rlx_tanh(rlx_add_s(rlx_from_data(RLX_F32, 2, (int64_t[]){2, 3}, v), 1));
+        ok = rlx_realize(rlx_sum(rlx_mul(y, y), (int[]){1}, 1, true)) == RLX_OK;
+    }
+    rlx_scope_end();
+    return ok;
+}
+
+static void walk_realize(void) { ALLOC_WALK(realize_round, 20); }
+static void walk_realize_many(void) { ALLOC_WALK(realize_many_round, 20); }
+static void walk_program(void) { ALLOC_WALK(program_round, 20); }
+static void walk_grad(void) { ALLOC_WALK(grad_round, 20); }
+static void walk_plan_cache(void) { ALLOC_WALK(plan_cache_round, 10); }
+
+/* Every allocation of a soak round fails in turn, the scope's own first:
+ * each failed round releases everything it took (ALLOC_WALK checks the
+ * live nodes after each). */
+TEST(allocation_failures_in_unscoped_rounds)
+{
+    char backend[16] = "jit";
+    rlx_get_option("backend", backend, sizeof backend);
+    use("jit");
+    long before = ir_live_nodes();
+    rt_plan_cache_counts c0, c1;
+    rt_plan_cache_counts_get(&c0);
+    run_on_fresh_thread(walk_realize);
+    run_on_fresh_thread(walk_realize_many);
+    run_on_fresh_thread(walk_program);
+    run_on_fresh_thread(walk_grad);
+    run_on_fresh_thread(walk_plan_cache);
+    rt_plan_cache_counts_get(&c1);
+    CHECK(c1.hits > c0.hits); /* the plan-cache workload hit */
+    CHECK_EQ_INT(ir_live_nodes(), before);
+    use(backend);
+}
+
+/* A failed rlx_scope_begin is still closed by its rlx_scope_end, and no
+ * handle is handed out in between (nothing would release it). */
+static void failed_scope_body(void)
+{
+    rlx_tensor *outer = rlx_ones(RLX_F32, 1, (int64_t[]){2}); /* unscoped: the caller's */
+    long live = ir_live_nodes();
+    rlx_clear_error();
+    ir_alloc_fail_after(0); /* the stack's first allocation */
+    rlx_scope_begin();
+    ir_alloc_fail_after(-1);
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_NOMEM);
+    CHECK(strstr(rlx_last_error(), "rlx_scope_begin") != NULL);
+    CHECK_NULL_ERR(rlx_ones(RLX_F32, 1, (int64_t[]){3}), RLX_E_NOMEM, "rlx_scope");
+    CHECK_NULL_ERR(rlx_add(outer, outer), RLX_E_NOMEM, "rlx_scope");
+    CHECK_NULL_ERR(rlx_retain(outer), RLX_E_NOMEM, "rlx_scope");
+    CHECK_NULL_ERR(rlx_softmax(outer, 0), RLX_E_NOMEM, "rlx_softmax"); /* a composite cannot open */
+    rlx_tensor *g = outer;
+    CHECK_ERR(rlx_grad(rlx_sum(outer, NULL, 0, false), &outer, 1, &g), RLX_E_NOMEM, "rlx_scope");
+    CHECK(g == NULL);
+    CHECK(rlx_escape(outer) == outer); /* not in the unopened scope: unchanged */
+    rlx_clear_error();
+    rlx_scope_begin(); /* nested in the failed one: fails too */
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_NOMEM);
+    rlx_scope_end();
+    CHECK_NULL_ERR(rlx_ones(RLX_F32, 1, (int64_t[]){3}), RLX_E_NOMEM, "rlx_scope");
+    rlx_clear_error();
+    rlx_scope_end(); /* closes the failed scope: no RLX_E_ARG */
+    CHECK_EQ_INT(rlx_last_status(), RLX_OK);
+    CHECK_EQ_INT(ir_live_nodes(), live);
+    rlx_scope_end(); /* nothing is open now */
+    CHECK_EQ_INT(rlx_last_status(), RLX_E_ARG);
+    rlx_clear_error();
+    /* handles come again, scoped and not */
+    rlx_scope_begin();
+    CHECK(rlx_add(outer, outer) != NULL);
+    rlx_scope_end();
+    rlx_tensor *y = rlx_add(outer, outer);
+    double v[2] = {0};
+    CHECK(rlx_read_f64(y, v, 2) == RLX_OK && v[0] == 2 && v[1] == 2);
+    rlx_release(y);
+    rlx_release(outer);
+}
+
+TEST(failed_scope_begin_hands_out_nothing) { run_on_fresh_thread(failed_scope_body); }
+
 TEST_MAIN(T(element_count_overflow), T(byte_size_overflow), T(rank_above_8), T(extreme_axes_and_offsets),
           T(extreme_nn_parameters), T(peta_tensors_build_lazily_and_fail_to_realize),
           T(peta_work_fails_fast_on_every_path), T(unfoldable_chain_of_100000_on_the_jit), T(chain_of_100000_ops),
           T(chain_of_100000_in_scopes_and_programs), T(gather_out_of_range), T(results_overflow),
           T(empty_tensors_with_huge_dims), T(view_chain_of_100000_on_the_jit),
-          T(allocation_failures), T(to_string_of_huge_floats))
+          T(allocation_failures), T(to_string_of_huge_floats), T(allocation_failures_in_unscoped_rounds),
+          T(failed_scope_begin_hands_out_nothing))

@@ -385,6 +385,14 @@ static void trim(void)
         uncache(k);
         J.evictions++;
         destroy(k);
+        /* The session's symbol-string pool keeps a name whose last user is
+         * gone until it is told to drop the dead ones: every kernel has a
+         * name of its own, so a long run leaked one name per eviction
+         * (about 90 bytes; 8 MiB over rlx-soak's 120,000 evictions). A
+         * sweep walks the whole pool, so once per 64 evictions. */
+        if (J.evictions % 64 == 0)
+            LLVMOrcSymbolStringPoolClearDeadEntries(
+                LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(J.jit)));
     }
 }
 

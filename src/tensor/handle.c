@@ -4,6 +4,14 @@
  * A scope is a growable list of handles recorded on this thread; scopes
  * form a stack. Composites use the same stack through ts_open/ts_close,
  * which also name the composite in errors raised while it builds.
+ *
+ * rlx_scope_begin returns nothing, so a caller cannot tell that it failed
+ * (out of memory growing the stack) and pairs it with rlx_scope_end all
+ * the same, trusting the scope with every handle in between. A failed
+ * begin is therefore counted (unopened) and poisons this thread until its
+ * rlx_scope_end: no handle is handed out meanwhile (ts_wrap fails), since
+ * nothing would release it. Before this, a soak round whose first
+ * allocation failed leaked its whole graph.
  */
 #include <string.h>
 
@@ -17,6 +25,9 @@ typedef struct {
 
 static _Thread_local scope *scopes;
 static _Thread_local size_t nscopes, scopes_cap;
+/* user scopes whose rlx_scope_begin failed and whose rlx_scope_end has not
+ * come: they sit above every open scope (nothing opens while one waits) */
+static _Thread_local size_t unopened;
 
 const char *ts_fn(const char *fn)
 {
@@ -67,9 +78,22 @@ static void scope_pop(void)
     }
 }
 
+/* A handle cannot be handed out under a scope that failed to open. */
+static bool unopened_fail(const char *fn)
+{
+    if (!unopened)
+        return false;
+    ts_error(RLX_E_NOMEM, fn, "out of memory: rlx_scope_begin failed and its rlx_scope_end has not come");
+    return true;
+}
+
 rlx_tensor *ts_wrap(ir_node *n)
 {
     rlx_tensor *t = (rlx_tensor *)n;
+    if (t && unopened_fail("rlx_scope")) {
+        ir_release(n);
+        return NULL;
+    }
     if (t && nscopes && !scope_record(&scopes[nscopes - 1], t)) {
         ir_release(n);
         ts_error(RLX_E_NOMEM, "rlx_scope", "out of memory recording a handle in the scope");
@@ -82,6 +106,8 @@ rlx_tensor *ts_wrap(ir_node *n)
  * following ts_wrap cannot fail */
 bool ts_scope_reserve(void)
 {
+    if (unopened)
+        return false;
     if (!nscopes)
         return true;
     scope *s = &scopes[nscopes - 1];
@@ -101,12 +127,21 @@ void rlx_release(rlx_tensor *t) { ir_release(ts_node(t)); }
 
 void rlx_scope_begin(void)
 {
-    if (!scope_push(NULL))
+    if (unopened) { /* nested in one that failed: opening it would misplace the order */
+        unopened++;
+        ts_error(RLX_E_NOMEM, "rlx_scope_begin", "out of memory: an enclosing rlx_scope_begin failed");
+    } else if (!scope_push(NULL)) {
+        unopened++;
         ts_error(RLX_E_NOMEM, "rlx_scope_begin", "out of memory");
+    }
 }
 
 void rlx_scope_end(void)
 {
+    if (unopened) { /* closes the innermost scope, which never opened */
+        unopened--;
+        return;
+    }
     if (nscopes == 0 || scopes[nscopes - 1].fn) {
         ts_error(RLX_E_ARG, "rlx_scope_end", "no scope is open on this thread");
         return;
@@ -119,7 +154,7 @@ void rlx_scope_end(void)
  * when out of memory (t is then released). */
 static int scope_escape(rlx_tensor *t)
 {
-    if (!t || nscopes == 0)
+    if (!t || nscopes == 0 || unopened) /* the innermost scope never opened: t is not in it */
         return 0;
     scope *s = &scopes[nscopes - 1];
     for (size_t i = s->count; i-- > 0;) {
@@ -144,6 +179,8 @@ rlx_tensor *rlx_escape(rlx_tensor *t)
 
 bool ts_open(const char *fn)
 {
+    if (unopened_fail(fn))
+        return false;
     if (scope_push(fn))
         return true;
     ts_error(RLX_E_NOMEM, fn, "out of memory");
