@@ -334,24 +334,10 @@ static rlx_tensor *take_along(rlx_tensor *t, int ax, ir_node *idx)
     if (!t)
         return NULL;
     ir_node *tn = ts_node(t);
-    int64_t st[IR_MAX_RANK], len = tn->shape[ax], numel = ir_node_numel(tn);
-    int64_t acc = 1;
-    for (int d = tn->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= tn->shape[d];
-    }
+    int64_t len = tn->shape[ax], numel = ir_node_numel(tn);
     rlx_tensor *k = rlx_cast(T(idx), RLX_I64);
     rlx_tensor *ok = rlx_logical_and(rlx_ge_s(k, (double)-len), rlx_lt_s(k, (double)len));
-    rlx_tensor *lin = rlx_mul_s(rlx_where(rlx_lt_s(k, 0), rlx_add_s(k, (double)len), k), (double)st[ax]);
-    for (int d = 0; d < idx->rank; d++) {
-        if (d == ax || idx->shape[d] == 1)
-            continue;
-        ir_attrs a;
-        memset(&a, 0, sizeof a);
-        a.iota.step = (double)st[d];
-        a.iota.axis = d;
-        lin = rlx_add(lin, ts_wrap(ts_leaf(FN, IR_OP_IOTA, &a, RLX_I64, idx->rank, idx->shape)));
-    }
+    rlx_tensor *lin = ts_along_positions(FN, rlx_where(rlx_lt_s(k, 0), rlx_add_s(k, (double)len), k), ax, tn);
     lin = rlx_where(ok, lin, rlx_full_like(lin, (double)numel));
     return rlx_gather(rlx_flatten(t), lin, 0);
 }

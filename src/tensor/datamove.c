@@ -418,3 +418,26 @@ static rlx_tensor *identity(const char *fn, ir_op op, rlx_tensor *x)
 
 rlx_tensor *rlx_contiguous(rlx_tensor *x) { return identity("rlx_contiguous", IR_OP_CONTIGUOUS, x); }
 rlx_tensor *rlx_stop_gradient(rlx_tensor *x) { return identity("rlx_stop_gradient", IR_OP_STOP_GRAD, x); }
+
+rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x)
+{
+    if (!k)
+        return NULL;
+    ir_node *kn = ts_node(k);
+    int64_t st[IR_MAX_RANK], acc = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= x->shape[d];
+    }
+    rlx_tensor *lin = rlx_mul_s(k, (double)st[ax]);
+    for (int d = 0; d < kn->rank; d++) {
+        if (d == ax || kn->shape[d] == 1)
+            continue;
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.iota.step = (double)st[d];
+        a.iota.axis = d;
+        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, kn->shape)));
+    }
+    return lin;
+}

@@ -204,10 +204,17 @@ rlx_tensor *rlx_clamp(rlx_tensor *x, double lo, double hi)
 
 /* ---------------------------------------------------------- activations */
 
-/* x as floats: integers and bools compute in f32, like every float math. */
-static rlx_tensor *as_float(rlx_tensor *x)
+rlx_tensor *ts_as_float(rlx_tensor *x)
 {
     return ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+}
+
+bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t)
+{
+    if (ts_node(t)->dtype != RLX_BOOL)
+        return true;
+    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
+    return false;
 }
 
 rlx_tensor *rlx_relu(rlx_tensor *x)
@@ -229,7 +236,7 @@ rlx_tensor *rlx_relu(rlx_tensor *x)
     {                                                           \
         if (ts_null("rlx_" #name, "x", x_) || !ts_open("rlx_" #name)) \
             return NULL;                                        \
-        rlx_tensor *x = as_float(x_);                           \
+        rlx_tensor *x = ts_as_float(x_);                        \
         return ts_close(body);                                  \
     }
 

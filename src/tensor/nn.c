@@ -18,21 +18,6 @@
 
 #include "tensor/ts.h"
 
-/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
-static bool numeric(const char *fn, const char *arg, rlx_tensor *t)
-{
-    if (ts_node(t)->dtype != RLX_BOOL)
-        return true;
-    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
-    return false;
-}
-
-/* x as floats: integers compute in f32. */
-static rlx_tensor *as_float(rlx_tensor *x)
-{
-    return ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
-}
-
 /* ---------------------------------------------------------------- softmax */
 
 /* The row max used to shift x before exp: the max where finite, 0 on rows
@@ -46,7 +31,7 @@ static rlx_tensor *row_shift(rlx_tensor *xf, int ax)
 
 static bool softmax_begin(const char *fn, rlx_tensor *x, int axis, int *ax)
 {
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
         return false;
     *ax = ts_axis(fn, axis, ts_node(x)->rank);
     return *ax >= 0 && ts_open(fn);
@@ -57,7 +42,7 @@ rlx_tensor *rlx_softmax(rlx_tensor *x, int axis)
     int ax;
     if (!softmax_begin("rlx_softmax", x, axis, &ax))
         return NULL;
-    rlx_tensor *xf = as_float(x);
+    rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *e = rlx_exp(rlx_sub(xf, row_shift(xf, ax)));
     return ts_close(rlx_div(e, rlx_sum(e, &ax, 1, true)));
 }
@@ -67,7 +52,7 @@ rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis)
     int ax;
     if (!softmax_begin("rlx_log_softmax", x, axis, &ax))
         return NULL;
-    rlx_tensor *xf = as_float(x);
+    rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *d = rlx_sub(xf, row_shift(xf, ax));
     return ts_close(rlx_sub(d, rlx_log(rlx_sum(rlx_exp(d), &ax, 1, true))));
 }
@@ -77,7 +62,7 @@ rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis)
 /* Checks x (rank >= 1, numeric), an optional [D] parameter and eps. */
 static bool norm_check(const char *fn, rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps)
 {
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
         return false;
     ir_node *xn = ts_node(x);
     if (xn->rank < 1) {
@@ -91,7 +76,7 @@ static bool norm_check(const char *fn, rlx_tensor *x, rlx_tensor *gamma, rlx_ten
         if (!params[i])
             continue;
         ir_node *p = ts_node(params[i]);
-        if (!numeric(fn, names[i], params[i]))
+        if (!ts_numeric(fn, names[i], params[i]))
             return false;
         if (p->rank != 1 || p->shape[0] != d) {
             ts_error(RLX_E_SHAPE, fn, "%s must be [%lld] (last dim of x %s), got %s", names[i], (long long)d,
@@ -112,7 +97,7 @@ rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, d
     if (!norm_check(fn, x, gamma, beta, eps) || !ts_open(fn))
         return NULL;
     int ax = -1;
-    rlx_tensor *xf = as_float(x);
+    rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *d = rlx_sub(xf, rlx_mean(xf, &ax, 1, true));
     rlx_tensor *var = rlx_mean(rlx_mul(d, d), &ax, 1, true); /* population variance */
     rlx_tensor *y = rlx_mul(d, rlx_rsqrt(rlx_add_s(var, eps)));
@@ -129,7 +114,7 @@ rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps)
     if (!norm_check(fn, x, gamma, NULL, eps) || !ts_open(fn))
         return NULL;
     int ax = -1;
-    rlx_tensor *xf = as_float(x);
+    rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *y = rlx_mul(xf, rlx_rsqrt(rlx_add_s(rlx_mean(rlx_mul(xf, xf), &ax, 1, true), eps)));
     return ts_close(gamma ? rlx_mul(y, gamma) : y);
 }
@@ -139,7 +124,7 @@ rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps)
 rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs)
 {
     const char *fn = "rlx_cross_entropy";
-    if (ts_null(fn, "logits", logits) || ts_null(fn, "probs", probs) || !numeric(fn, "logits", logits))
+    if (ts_null(fn, "logits", logits) || ts_null(fn, "probs", probs) || !ts_numeric(fn, "logits", logits))
         return NULL;
     ir_node *ln = ts_node(logits), *pn = ts_node(probs);
     if (ln->rank < 1 || !ir_shape_eq(ln->rank, ln->shape, pn->rank, pn->shape)) {
@@ -163,7 +148,7 @@ rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs)
 rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor *labels)
 {
     const char *fn = "rlx_softmax_cross_entropy_with_logits";
-    if (ts_null(fn, "logits", logits) || ts_null(fn, "labels", labels) || !numeric(fn, "logits", logits))
+    if (ts_null(fn, "logits", logits) || ts_null(fn, "labels", labels) || !ts_numeric(fn, "logits", logits))
         return NULL;
     ir_node *ln = ts_node(logits), *yn = ts_node(labels);
     if (yn->dtype == RLX_BOOL) {
@@ -197,8 +182,8 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
 /* Checks q [B, Sq, H*D], k and v [B, Sk, Hkv*D], heads and head_dim. */
 static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int hk, int d)
 {
-    if (ts_null(fn, "q", q) || ts_null(fn, "k", k) || ts_null(fn, "v", v) || !numeric(fn, "q", q) ||
-        !numeric(fn, "k", k) || !numeric(fn, "v", v))
+    if (ts_null(fn, "q", q) || ts_null(fn, "k", k) || ts_null(fn, "v", v) || !ts_numeric(fn, "q", q) ||
+        !ts_numeric(fn, "k", k) || !ts_numeric(fn, "v", v))
         return false;
     if (h < 1 || d < 1 || hk < 1) {
         ts_error(RLX_E_ARG, fn, "num_heads %d, num_kv_heads %d and head_dim %d must be >= 1", h, hk, d);
@@ -396,7 +381,7 @@ static rlx_tensor *rope_make(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, in
     ir_node *xn = ts_node(x);
     int64_t rot = o->rotary_dim ? o->rotary_dim : d, half = rot / 2;
     int64_t xs[4] = {xn->shape[0], xn->shape[1], xn->shape[2] / d, d};
-    rlx_tensor *xr = rlx_reshape(as_float(x), 4, xs), *xrot = rot < d ? rlx_narrow(xr, 3, 0, rot) : xr;
+    rlx_tensor *xr = rlx_reshape(ts_as_float(x), 4, xs), *xrot = rot < d ? rlx_narrow(xr, 3, 0, rot) : xr;
     rlx_tensor *c = rope_rows(cos, xs[1], half, o->offset, o->positions);
     rlx_tensor *s = rope_rows(sin, xs[1], half, o->offset, o->positions), *y;
     if (!o->interleaved) { /* NeoX: pairs (x[i], x[i + R/2]) */
@@ -423,8 +408,8 @@ static rlx_tensor *rope_make(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, in
 static bool rope_check(const char *fn, rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim,
                        const rlx_rope_opts *o, bool exact_rows)
 {
-    if (ts_null(fn, "x", x) || ts_null(fn, "cos", cos) || ts_null(fn, "sin", sin) || !numeric(fn, "x", x) ||
-        !numeric(fn, "cos", cos) || !numeric(fn, "sin", sin))
+    if (ts_null(fn, "x", x) || ts_null(fn, "cos", cos) || ts_null(fn, "sin", sin) || !ts_numeric(fn, "x", x) ||
+        !ts_numeric(fn, "cos", cos) || !ts_numeric(fn, "sin", sin))
         return false;
     if (head_dim < 2 || head_dim % 2) {
         ts_error(RLX_E_ARG, fn, "head_dim must be even and >= 2, got %d", head_dim);
@@ -522,8 +507,8 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
                        const int dilation[2], int groups)
 {
     const char *fn = "rlx_conv2d";
-    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !numeric(fn, "x", x) || !numeric(fn, "w", w) ||
-        (b && !numeric(fn, "b", b)) || !check_nchw(fn, x))
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !ts_numeric(fn, "x", x) || !ts_numeric(fn, "w", w) ||
+        (b && !ts_numeric(fn, "b", b)) || !check_nchw(fn, x))
         return NULL;
     ir_node *xn = ts_node(x), *wn = ts_node(w);
     if (wn->rank != 4) {
@@ -713,8 +698,8 @@ rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, co
                                  int groups)
 {
     const char *fn = "rlx_conv_transpose2d";
-    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !numeric(fn, "x", x) || !numeric(fn, "w", w) ||
-        (b && !numeric(fn, "b", b)) || !check_nchw(fn, x))
+    if (ts_null(fn, "x", x) || ts_null(fn, "w", w) || !ts_numeric(fn, "x", x) || !ts_numeric(fn, "w", w) ||
+        (b && !ts_numeric(fn, "b", b)) || !check_nchw(fn, x))
         return NULL;
     ir_node *xn = ts_node(x), *wn = ts_node(w);
     if (wn->rank != 4) {
@@ -796,7 +781,7 @@ rlx_tensor *rlx_conv_transpose1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, in
 static rlx_tensor *pool(const char *fn, int kind, rlx_tensor *x, const int kernel[2], const int stride[2],
                         const int padding[2])
 {
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x) || !check_nchw(fn, x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x) || !check_nchw(fn, x))
         return NULL;
     if (!kernel) {
         ts_error(RLX_E_ARG, fn, "kernel is NULL");

@@ -16,21 +16,6 @@
 
 #include "tensor/ts.h"
 
-/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
-static bool numeric(const char *fn, const char *arg, rlx_tensor *t)
-{
-    if (ts_node(t)->dtype != RLX_BOOL)
-        return true;
-    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
-    return false;
-}
-
-/* x as floats: integers compute in f32. */
-static rlx_tensor *as_float(rlx_tensor *x)
-{
-    return ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
-}
-
 static bool eps_ok(const char *fn, double eps)
 {
     if (eps >= 0 && !isinf(eps))
@@ -44,7 +29,7 @@ static bool channel_param(const char *fn, const char *arg, rlx_tensor *p, int64_
 {
     if (!p)
         return true;
-    if (!numeric(fn, arg, p))
+    if (!ts_numeric(fn, arg, p))
         return false;
     ir_node *pn = ts_node(p);
     if (pn->rank == 1 && pn->shape[0] == c)
@@ -106,7 +91,7 @@ static bool required(const char *fn, const char *arg, rlx_tensor *t, const char 
 static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_tensor *rv, rlx_tensor *w,
                              rlx_tensor *b, bool training, double momentum, double eps, bool want_stats)
 {
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
         return false;
     ir_node *xn = ts_node(x);
     if (xn->rank < 2) {
@@ -145,7 +130,7 @@ static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_
 /* (1 - m) * running + m * batch, in running's dtype (f32 for integers). */
 static rlx_tensor *blend(rlx_tensor *running, rlx_tensor *batch, double m)
 {
-    rlx_tensor *r = as_float(running);
+    rlx_tensor *r = ts_as_float(running);
     rlx_tensor *v = rlx_add(rlx_mul_s(r, 1 - m), rlx_mul_s(batch, m));
     return rlx_cast(v, ts_node(r)->dtype);
 }
@@ -189,10 +174,10 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
         !ts_open(fn))
         return NULL;
     int rank = ts_node(x)->rank;
-    rlx_tensor *xf = as_float(x), *y, *m_out = running_mean, *v_out = running_var;
+    rlx_tensor *xf = ts_as_float(x), *y, *m_out = running_mean, *v_out = running_var;
     if (!training) {
         rlx_tensor *mean = per_channel(running_mean, rank), *var = per_channel(running_var, rank);
-        y = rlx_mul(rlx_sub(xf, mean), rlx_rsqrt(rlx_add_s(as_float(var), eps)));
+        y = rlx_mul(rlx_sub(xf, mean), rlx_rsqrt(rlx_add_s(ts_as_float(var), eps)));
     } else {
         int axes[RLX_MAX_RANK], na = 0;
         for (int i = 0; i < rank; i++)
@@ -230,7 +215,7 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
 rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rlx_tensor *bias, double eps)
 {
     const char *fn = "rlx_group_norm";
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
         return NULL;
     ir_node *xn = ts_node(x);
     if (xn->rank < 2) {
@@ -256,7 +241,7 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
      * layer norm; an empty batch or group stays empty. */
     int64_t g[3] = {xn->shape[0], num_groups, c / num_groups * rest};
     int ax = -1;
-    rlx_tensor *xg = rlx_reshape(as_float(x), 3, g);
+    rlx_tensor *xg = rlx_reshape(ts_as_float(x), 3, g);
     rlx_tensor *d = rlx_sub(xg, rlx_mean(xg, &ax, 1, true));
     rlx_tensor *var = rlx_mean(rlx_mul(d, d), &ax, 1, true); /* population variance, as PyTorch */
     rlx_tensor *y = rlx_reshape(rlx_mul(d, rlx_rsqrt(rlx_add_s(var, eps))), xn->rank, xn->shape);
@@ -268,7 +253,7 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
 rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
 {
     const char *fn = "rlx_dropout";
-    if (ts_null(fn, "x", x) || !numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
         return NULL;
     if (!(p >= 0 && p <= 1)) {
         ts_error(RLX_E_ARG, fn, "p must be in [0, 1], got %g", p);
@@ -281,7 +266,7 @@ rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
     }
     if (!ts_open(fn))
         return NULL;
-    rlx_tensor *xf = as_float(x);
+    rlx_tensor *xf = ts_as_float(x);
     if (p == 0)
         return ts_close(rlx_retain(xf));
     /* keep where u >= p, u ~ U[0,1) in f32 whatever x's dtype, so one

@@ -43,23 +43,7 @@ static rlx_tensor *take_along(const char *fn, rlx_tensor *x, int ax, rlx_tensor 
 {
     if (!idx)
         return NULL;
-    ir_node *xn = ts_node(x), *in = ts_node(idx);
-    int64_t st[IR_MAX_RANK], acc = 1;
-    for (int d = xn->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= xn->shape[d];
-    }
-    rlx_tensor *lin = rlx_mul_s(idx, (double)st[ax]);
-    for (int d = 0; d < in->rank; d++) {
-        if (d == ax || in->shape[d] == 1)
-            continue;
-        ir_attrs a;
-        memset(&a, 0, sizeof a);
-        a.iota.step = (double)st[d];
-        a.iota.axis = d;
-        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, in->rank, in->shape)));
-    }
-    return rlx_gather(rlx_flatten(x), lin, 0);
+    return rlx_gather(rlx_flatten(x), ts_along_positions(fn, idx, ax, ts_node(x)), 0);
 }
 
 /* Checks x and the axis (rank 0 takes 0 or -1); the normalized axis, or

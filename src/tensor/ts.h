@@ -63,8 +63,17 @@ ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *sh
 
 /* elementwise.c: the shared bodies of the unary and binary entry points. */
 rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x);
+/* x as floats: integers and bools compute in f32, like every float math. */
+rlx_tensor *ts_as_float(rlx_tensor *x);
+/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
+bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t);
 rlx_tensor *ts_binary(const char *fn, ir_op op, rlx_tensor *a, rlx_tensor *b);
 rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
+
+/* datamove.c: for k (i64) of x's rank, the flat positions in x of x[p with
+ * its axis coordinate replaced by k[p]] (k's size-1 dims broadcast to 0):
+ * NumPy take_along_axis as a gather of x's flattened elements. */
+rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x);
 
 /* reduce.c: reduction over an axis mask (bit i = axis i); keepdim as rlx_sum. */
 rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim);
