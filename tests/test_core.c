@@ -265,7 +265,8 @@ TEST(random_seeded_values)
                     int64_t s = seeds[k];
                     int32_t s32 = (int32_t)s;
                     /* i64 rank 0, i64 [1], and i32 where the value fits */
-                    rlx_tensor *st[3] = {rlx_from_data(RLX_I64, 0, NULL, &s), rlx_from_data(RLX_I64, 1, (int64_t[]){1}, &s),
+                    rlx_tensor *st[3] = {rlx_from_data(RLX_I64, 0, NULL, &s),
+                                         rlx_from_data(RLX_I64, 1, (int64_t[]){1}, &s),
                                          s32 == s ? rlx_from_data(RLX_I32, 0, NULL, &s32) : NULL};
                     for (int f = 0; f < 3 && st[f]; f++) {
                         rlx_dtype d = (rlx_dtype)dt;
@@ -422,4 +423,5 @@ TEST(threads_share_graphs)
 
 TEST_MAIN(T(version_and_names), T(retain_release_and_scopes), T(scope_end_without_scope), T(introspection),
           T(storage_sharing), T(from_data_every_dtype), T(from_blob_zero_copy), T(constants), T(arange_and_eye),
-          T(random_values), T(random_seeded_values), T(random_seeded_compiled), T(random_seeded_errors), T(inputs), T(hash_consing), T(deep_chain), T(threads_share_graphs))
+          T(random_values), T(random_seeded_values), T(random_seeded_compiled), T(random_seeded_errors),
+          T(inputs), T(hash_consing), T(deep_chain), T(threads_share_graphs))
