@@ -659,5 +659,6 @@ TEST(allocation_failures)
 TEST_MAIN(T(batch_norm_hand_values), T(batch_norm_random), T(batch_norm_empty_and_dynamic_batch),
           T(batch_norm_errors), T(group_norm_random), T(group_norm_fixed_and_errors), T(dropout_values),
           T(dropout_statistics_and_seeds), T(dropout_new_seed_compiles_nothing), T(dropout_gradient_is_the_mask),
-          T(dropout_errors), T(dropout_seeded_values), T(dropout_seeded_compiled_step), T(dropout_seeded_gradient), T(dropout_seeded_errors),
+          T(dropout_errors), T(dropout_seeded_values), T(dropout_seeded_compiled_step), T(dropout_seeded_gradient),
+          T(dropout_seeded_errors),
           T(allocation_failures))
