@@ -170,6 +170,18 @@ RLX_API rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n); /* [n, n] identity */
  * same values, whatever the backend or thread count. Float dtypes only. */
 RLX_API rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed);  /* U[0,1) */
 RLX_API rlx_tensor *rlx_randn(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed); /* N(0,1) */
+/* rlx_rand and rlx_randn with the seed a tensor whose value is read when
+ * the result is realized, not when the graph is built: a compiled program
+ * whose seed is an rlx_input draws new numbers for each seed it is bound
+ * to, with no new compilation (the seed's value is not part of the
+ * program's structure). seed is an i32 or i64 scalar, shape [] or [1];
+ * its value s gives exactly rlx_rand(dt, rank, shape, (uint64_t)s) (a
+ * negative i32 sign-extends, as C's conversion does), on either backend.
+ * The result has no gradient. Errors: seed NULL propagates; seed not
+ * i32/i64 RLX_E_DTYPE, any other shape RLX_E_SHAPE; dt and shape as
+ * rlx_rand's. */
+RLX_API rlx_tensor *rlx_rand_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed);
+RLX_API rlx_tensor *rlx_randn_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed);
 RLX_API rlx_tensor *rlx_full_like(rlx_tensor *t, double value);
 RLX_API rlx_tensor *rlx_zeros_like(rlx_tensor *t);
 RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
@@ -542,14 +554,19 @@ RLX_API rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *we
  * f32), so one (shape, seed) gives one mask on either backend, for f32
  * and f64 alike; it is computed at realization from the seed, not stored
  * in the graph. The gradient is the same mask times 1/(1-p) times the
- * incoming gradient. The seed is fixed when the graph is built: a program
- * from rlx_compile replays the same mask every run, so a training loop
- * that needs a new mask per step builds its step with a new seed (the
- * kernels are cached, so only the schedule is redone) or binds a mask it
- * makes itself as an rlx_input. Integer x computes in f32. p outside
- * [0, 1] or NaN RLX_E_ARG; bool RLX_E_DTYPE; a dynamic dim
- * RLX_E_UNSUPPORTED. */
+ * incoming gradient. The seed is fixed when the graph is built, so a
+ * program from rlx_compile replays the same mask every run: for a new
+ * mask per step, use rlx_dropout_seeded with the seed as an rlx_input.
+ * Integer x computes in f32. p outside [0, 1] or NaN RLX_E_ARG; bool
+ * RLX_E_DTYPE; a dynamic dim RLX_E_UNSUPPORTED. */
 RLX_API rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed);
+/* rlx_dropout with the seed a tensor read at realization (as
+ * rlx_rand_seeded's): for a seed of value s the result equals
+ * rlx_dropout(x, p, (uint64_t)s), gradient included, and a compiled
+ * program with seed an rlx_input draws a new mask per binding without
+ * compiling again. The seed is checked as rlx_rand_seeded checks it, also
+ * when p = 0. Errors as rlx_dropout's, plus those of the seed. */
+RLX_API rlx_tensor *rlx_dropout_seeded(rlx_tensor *x, double p, rlx_tensor *seed);
 /* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...].
  * A zero probability against a -inf logit contributes 0 (not NaN). The
  * gradient with respect to probs is -log_softmax(logits), zeros included. */

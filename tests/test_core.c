@@ -248,6 +248,104 @@ TEST(random_values)
     CHECK_NULL_ERR(rlx_randn(RLX_F32, -1, NULL, 7), RLX_E_SHAPE, "rlx_randn");
 }
 
+/* The seed as a tensor: exactly rlx_rand/rlx_randn of its value, i32 and
+ * i64, shape [] and [1], on both backends and thread counts. */
+TEST(random_seeded_values)
+{
+    static const char *const be[2] = {"jit", "ref"};
+    const int64_t shapes[5][3] = {{0}, {0}, {3, 0}, {257}, {4, 5, 6}};
+    const int ranks[5] = {0, 1, 2, 1, 3};
+    const int64_t seeds[5] = {0, 1, 42, ((int64_t)1 << 40) + 3, -1};
+    for (int b = 0; b < 4; b++) {
+        CHECK(rlx_set_option("backend", be[b % 2]) == RLX_OK);
+        rlx_set_num_threads(b < 2 ? 0 : 3);
+        for (int dt = RLX_F32; dt <= RLX_F64; dt++)
+            for (int sh = 0; sh < 5; sh++)
+                for (int k = 0; k < 5; k++) {
+                    int64_t s = seeds[k];
+                    int32_t s32 = (int32_t)s;
+                    /* i64 rank 0, i64 [1], and i32 where the value fits */
+                    rlx_tensor *st[3] = {rlx_from_data(RLX_I64, 0, NULL, &s),
+                                         rlx_from_data(RLX_I64, 1, (int64_t[]){1}, &s),
+                                         s32 == s ? rlx_from_data(RLX_I32, 0, NULL, &s32) : NULL};
+                    for (int f = 0; f < 3 && st[f]; f++) {
+                        rlx_dtype d = (rlx_dtype)dt;
+                        EXPECT_SAME(rlx_rand_seeded(d, ranks[sh], shapes[sh], st[f]),
+                                    rlx_rand(d, ranks[sh], shapes[sh], (uint64_t)s), 0);
+                        EXPECT_SAME(rlx_randn_seeded(d, ranks[sh], shapes[sh], st[f]),
+                                    rlx_randn(d, ranks[sh], shapes[sh], (uint64_t)s), 0);
+                    }
+                }
+    }
+    rlx_set_num_threads(0);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    /* a computed seed (a graph, not a buffer) is read as well */
+    rlx_tensor *seed = rlx_add_s(rlx_scalar(RLX_I64, 5), 2);
+    EXPECT_SAME(rlx_rand_seeded(RLX_F64, 1, (int64_t[]){9}, seed), rlx_rand(RLX_F64, 1, (int64_t[]){9}, 7), 0);
+    /* no gradient flows to or through the seed */
+    rlx_tensor *fs = rlx_scalar(RLX_F64, 3), *g = NULL;
+    rlx_tensor *u = rlx_rand_seeded(RLX_F64, 1, (int64_t[]){4}, rlx_cast(fs, RLX_I64));
+    CHECK(rlx_grad(rlx_sum_all(rlx_mul(u, fs)), &fs, 1, &g) == RLX_OK);
+    double gv = 0, uv[4], sum = 0;
+    CHECK(rlx_item(g, &gv) == RLX_OK && rlx_read_f64(u, uv, 4) == RLX_OK);
+    for (int i = 0; i < 4; i++)
+        sum += uv[i];
+    CHECK_NEAR(gv, sum, 1e-12);
+}
+
+/* A compiled program with the seed as an input: a new seed gives new
+ * numbers, the same seed the same numbers, and nothing is compiled again. */
+TEST(random_seeded_compiled)
+{
+    rlx_tensor *seed = rlx_input("seed", RLX_I64, 0, NULL);
+    rlx_tensor *outs[2] = {rlx_rand_seeded(RLX_F32, 2, (int64_t[]){8, 16}, seed),
+                           rlx_exp(rlx_randn_seeded(RLX_F64, 1, (int64_t[]){33}, seed))};
+    rlx_program *p = rlx_compile(outs, 2);
+    CHECK(p != NULL);
+    double runs[3][128];
+    const int64_t seeds[3] = {1, 2, 1};
+    for (int r = 0; p && r < 3; r++) {
+        rlx_binding bind = {"seed", rlx_from_data(RLX_I64, 0, NULL, &seeds[r])};
+        rlx_tensor *res[2] = {NULL, NULL};
+        rlx_stats_t st;
+        rlx_stats_reset();
+        CHECK_EQ_INT(rlx_program_run(p, &bind, 1, res), RLX_OK);
+        CHECK(rlx_read_f64(res[0], runs[r], 128) == RLX_OK);
+        rlx_stats(&st);
+        if (r > 0)
+            CHECK_EQ_INT(st.kernels_compiled, 0);
+        EXPECT_SAME(res[0], rlx_rand(RLX_F32, 2, (int64_t[]){8, 16}, (uint64_t)seeds[r]), 0);
+        EXPECT_SAME(res[1], rlx_exp(rlx_randn(RLX_F64, 1, (int64_t[]){33}, (uint64_t)seeds[r])), 0);
+    }
+    CHECK(memcmp(runs[0], runs[2], sizeof runs[0]) == 0);
+    CHECK(memcmp(runs[0], runs[1], sizeof runs[0]) != 0);
+    rlx_program_free(p);
+}
+
+TEST(random_seeded_errors)
+{
+    const char *fn = "rlx_rand_seeded";
+    rlx_tensor *s = rlx_scalar(RLX_I64, 1);
+    const int64_t n[1] = {4};
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, NULL), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_scalar(RLX_F32, 1)), RLX_E_DTYPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_scalar(RLX_BOOL, 1)), RLX_E_DTYPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_ones(RLX_I64, 1, (int64_t[]){2})), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_ones(RLX_I64, 2, (int64_t[]){1, 1})), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_ones(RLX_I64, 1, (int64_t[]){0})), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, n, rlx_input("s", RLX_I64, 1, (int64_t[]){-1})), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_I32, 1, n, s), RLX_E_DTYPE, fn);
+    CHECK_NULL_ERR(rlx_rand_seeded(RLX_F32, 1, (int64_t[]){-2}, s), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_randn_seeded(RLX_BOOL, 1, n, s), RLX_E_DTYPE, "rlx_randn_seeded");
+    CHECK_NULL_ERR(rlx_randn_seeded(RLX_F64, -1, NULL, s), RLX_E_SHAPE, "rlx_randn_seeded");
+    CHECK_NULL_ERR(rlx_randn_seeded(RLX_F64, 1, n, rlx_scalar(RLX_F64, 1)), RLX_E_DTYPE, "rlx_randn_seeded");
+    /* NULL propagation keeps the first error */
+    rlx_clear_error();
+    CHECK(rlx_rand_seeded(RLX_F32, 1, n, rlx_reshape(s, 1, (int64_t[]){5})) == NULL);
+    CHECK(strncmp(rlx_last_error(), "rlx_reshape", 11) == 0);
+    rlx_clear_error();
+}
+
 TEST(inputs)
 {
     rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 3});
@@ -325,4 +423,5 @@ TEST(threads_share_graphs)
 
 TEST_MAIN(T(version_and_names), T(retain_release_and_scopes), T(scope_end_without_scope), T(introspection),
           T(storage_sharing), T(from_data_every_dtype), T(from_blob_zero_copy), T(constants), T(arange_and_eye),
-          T(random_values), T(inputs), T(hash_consing), T(deep_chain), T(threads_share_graphs))
+          T(random_values), T(random_seeded_values), T(random_seeded_compiled), T(random_seeded_errors),
+          T(inputs), T(hash_consing), T(deep_chain), T(threads_share_graphs))

@@ -493,6 +493,137 @@ TEST(dropout_errors)
     rlx_clear_error();
 }
 
+/* ------------------------------------------------ dropout with a seed tensor */
+
+TEST(dropout_seeded_values)
+{
+    int64_t n = 257;
+    double *x = rnd(n, -3, 3);
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int c = 0; c < 8; c++) {
+            rlx_dtype dt = c % 2 ? RLX_F32 : RLX_F64;
+            double p = (double[]){0.1, 0.5, 0.75, 0.3}[c / 2];
+            int64_t seed = 1000 + c;
+            double *want = expected_dropout(x, n, p, (uint64_t)seed, dt);
+            rlx_tensor *xt = rlx_cast(tf64(1, &n, x), dt), *st = rlx_from_data(RLX_I64, 0, NULL, &seed);
+            EXPECT(rlx_dropout_seeded(xt, p, st), dt, 1, &n, want, dt == RLX_F32 ? 1e-6 : 1e-15);
+            EXPECT_SAME(rlx_dropout_seeded(xt, p, st), rlx_dropout(xt, p, (uint64_t)seed), 0);
+            free(want);
+        }
+        /* a transposed view, an i32 seed of shape [1]; rank 0, empty, p = 0 and 1 */
+        int32_t s3 = 3;
+        rlx_tensor *s1 = rlx_from_data(RLX_I32, 1, SH(1), &s3);
+        rlx_tensor *xt = rlx_t(rlx_contiguous(rlx_t(tf64(2, SH(3, 4), x))));
+        EXPECT_SAME(rlx_dropout_seeded(xt, 0.5, s1), rlx_dropout(xt, 0.5, 3), 0);
+        rlx_tensor *x0 = rlx_scalar(RLX_F64, 2), *xe = rlx_zeros(RLX_F32, 2, SH(0, 3));
+        for (int k = 0; k < 4; k++) {
+            double p = (double[]){0, 0.5, 0.9, 1}[k];
+            EXPECT_SAME(rlx_dropout_seeded(x0, p, s1), rlx_dropout(x0, p, 3), 0);
+            EXPECT_SAME(rlx_dropout_seeded(xt, p, s1), rlx_dropout(xt, p, 3), 0);
+            EXPECT(rlx_dropout_seeded(xe, p, s1), RLX_F32, 2, SH(0, 3), NULL, 0);
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    free(x);
+}
+
+/* What the seed tensor is for: a compiled training step whose seed is an
+ * input draws a new mask per run, and the same mask for the same seed,
+ * without compiling anything after the first run. */
+TEST(dropout_seeded_compiled_step)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, SH(8, 16)), *seed = rlx_input("seed", RLX_I64, 0, NULL);
+    rlx_tensor *w = rlx_add_s(rlx_rand(RLX_F32, 2, SH(16, 16), 3), -0.5), *g = NULL;
+    rlx_tensor *h = rlx_dropout_seeded(rlx_relu(rlx_matmul(x, w)), 0.5, seed);
+    rlx_tensor *loss = rlx_sum_all(rlx_mul(h, h));
+    CHECK(rlx_grad(loss, &w, 1, &g) == RLX_OK);
+    rlx_tensor *outs[3] = {loss, g, h};
+    rlx_program *p = rlx_compile(outs, 3);
+    CHECK(p != NULL);
+    rlx_tensor *xv = rlx_rand(RLX_F32, 2, SH(8, 16), 4);
+    const int64_t seeds[3] = {1, 2, 1};
+    double hv[3][128];
+    for (int r = 0; p && r < 3; r++) {
+        rlx_binding bind[2] = {{"x", xv}, {"seed", rlx_from_data(RLX_I64, 0, NULL, &seeds[r])}};
+        rlx_tensor *res[3] = {NULL, NULL, NULL};
+        rlx_stats_t st;
+        rlx_stats_reset();
+        CHECK_EQ_INT(rlx_program_run(p, bind, 2, res), RLX_OK);
+        rlx_stats(&st);
+        if (r > 0)
+            CHECK_EQ_INT(st.kernels_compiled, 0);
+        CHECK(rlx_read_f64(res[2], hv[r], 128) == RLX_OK);
+        /* the eager graph with the attribute seed agrees */
+        rlx_tensor *he = rlx_dropout(rlx_relu(rlx_matmul(xv, w)), 0.5, (uint64_t)seeds[r]);
+        EXPECT_SAME(res[2], he, 1e-6);
+    }
+    CHECK(memcmp(hv[0], hv[2], sizeof hv[0]) == 0);
+    CHECK(memcmp(hv[0], hv[1], sizeof hv[0]) != 0);
+    rlx_program_free(p);
+}
+
+/* The gradient is mask/(1-p), checked against the mask and by central
+ * differences (dropout is linear in x at a fixed seed). */
+TEST(dropout_seeded_gradient)
+{
+    int64_t n = 64, seed = 77;
+    double p = 0.25;
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        rlx_tensor *st = rlx_from_data(RLX_I64, 0, NULL, &seed);
+        rlx_tensor *x = rlx_add_s(rlx_rand(RLX_F64, 1, &n, 1), 0.5), *r = rlx_rand(RLX_F64, 1, &n, 2), *g = NULL;
+        CHECK(rlx_grad(rlx_sum_all(rlx_mul(rlx_dropout_seeded(x, p, st), r)), &x, 1, &g) == RLX_OK);
+        double *u = test_values(rlx_rand(RLX_F32, 1, &n, (uint64_t)seed), &n), *rv = test_values(r, &n);
+        double *xv = test_values(x, &n), *want = malloc((size_t)n * sizeof *want), *fd = malloc((size_t)n * sizeof *fd);
+        int64_t kept = 0;
+        for (int64_t i = 0; u && rv && xv && i < n; i++) {
+            want[i] = u[i] >= (double)(float)p ? rv[i] / (1 - p) : 0;
+            kept += want[i] != 0;
+            double h = 1e-4, lv[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                xv[i] += sgn ? -h : h;
+                rlx_tensor *l = rlx_sum_all(rlx_mul(rlx_dropout_seeded(tf64(1, &n, xv), p, st), r));
+                lv[sgn] = NAN;
+                CHECK(rlx_item(l, &lv[sgn]) == RLX_OK);
+                xv[i] -= sgn ? -h : h;
+            }
+            fd[i] = (lv[0] - lv[1]) / (2 * h);
+        }
+        CHECK(kept > 0 && kept < n);
+        EXPECT(g, RLX_F64, 1, &n, want, 1e-15);
+        EXPECT(g, RLX_F64, 1, &n, fd, 1e-7);
+        free(u), free(rv), free(xv), free(want), free(fd);
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+TEST(dropout_seeded_errors)
+{
+    const char *fn = "rlx_dropout_seeded";
+    rlx_tensor *x = rlx_ones(RLX_F32, 1, SH(4)), *s = rlx_scalar(RLX_I64, 1);
+    CHECK_NULL_ERR(rlx_dropout_seeded(NULL, 0.5, s), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(x, 0.5, NULL), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(x, -0.1, s), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(x, NAN, s), RLX_E_ARG, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(rlx_ones(RLX_BOOL, 1, SH(4)), 0.5, s), RLX_E_DTYPE, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(rlx_input("x", RLX_F32, 2, SH(-1, 4)), 0.5, s), RLX_E_UNSUPPORTED, fn);
+    /* the seed is checked whatever p is */
+    for (int k = 0; k < 2; k++) {
+        double p = k ? 0.5 : 0;
+        CHECK_NULL_ERR(rlx_dropout_seeded(x, p, rlx_scalar(RLX_F32, 1)), RLX_E_DTYPE, fn);
+        CHECK_NULL_ERR(rlx_dropout_seeded(x, p, rlx_scalar(RLX_BOOL, 1)), RLX_E_DTYPE, fn);
+        CHECK_NULL_ERR(rlx_dropout_seeded(x, p, rlx_ones(RLX_I32, 1, SH(2))), RLX_E_SHAPE, fn);
+    }
+    /* NULL propagation keeps the first error */
+    rlx_clear_error();
+    CHECK(rlx_dropout_seeded(rlx_reshape(x, 1, SH(5)), 0.5, s) == NULL);
+    CHECK(strncmp(rlx_last_error(), "rlx_reshape", 11) == 0);
+    CHECK(rlx_dropout_seeded(x, 0.5, rlx_reshape(s, 1, SH(5))) == NULL);
+    CHECK(strncmp(rlx_last_error(), "rlx_reshape", 11) == 0);
+    rlx_clear_error();
+}
+
 /* ------------------------------------------------- allocation failures */
 
 /* Every op here, the updated statistics included, built and realized under
@@ -505,13 +636,14 @@ static int norm_workload(void)
         v[i] = sin(i);
     rlx_tensor *x = rlx_from_data(RLX_F64, 3, SH(2, 3, 4), v), *p = rlx_from_data(RLX_F64, 1, SH(3), v);
     rlx_tensor *m = NULL, *var = NULL;
-    rlx_tensor *outs[6] = {rlx_batch_norm(x, p, rlx_exp(p), p, p, true, 0.1, 1e-5, &m, &var), m, var,
+    rlx_tensor *outs[7] = {rlx_batch_norm(x, p, rlx_exp(p), p, p, true, 0.1, 1e-5, &m, &var), m, var,
                            rlx_group_norm(rlx_t(x), 2, NULL, NULL, 1e-5), rlx_dropout(x, 0.5, 1),
+                           rlx_dropout_seeded(x, 0.5, rlx_scalar(RLX_I64, 1)),
                            rlx_pad_mode(x, 2, 2, 3, RLX_PAD_REFLECT)};
     int ok = 1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         ok = ok && outs[i];
-    ok = ok && rlx_realize_many(outs, 6) == RLX_OK;
+    ok = ok && rlx_realize_many(outs, 7) == RLX_OK;
     rlx_scope_end();
     return ok;
 }
@@ -526,5 +658,7 @@ TEST(allocation_failures)
 
 TEST_MAIN(T(batch_norm_hand_values), T(batch_norm_random), T(batch_norm_empty_and_dynamic_batch),
           T(batch_norm_errors), T(group_norm_random), T(group_norm_fixed_and_errors), T(dropout_values),
-          T(dropout_statistics_and_seeds), T(dropout_new_seed_compiles_nothing), T(dropout_gradient_is_the_mask), T(dropout_errors),
+          T(dropout_statistics_and_seeds), T(dropout_new_seed_compiles_nothing), T(dropout_gradient_is_the_mask),
+          T(dropout_errors), T(dropout_seeded_values), T(dropout_seeded_compiled_step), T(dropout_seeded_gradient),
+          T(dropout_seeded_errors),
           T(allocation_failures))

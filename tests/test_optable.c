@@ -356,6 +356,17 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
         w = w12;
         *n = 4;
         break;
+    case IR_OP_RAND_SEEDED: { /* seed 7 read from a buffer: rlx_rand's numbers for seed 7 */
+        static double w13[6];
+        at.rands.dtype = dt;
+        at.rands.rank = 2;
+        memcpy(at.rands.dims, S23, sizeof S23);
+        r = make(op, 1, (ir_node *[]){input_shape(RLX_I64, 0, NULL, (const double[]){7})}, &at);
+        CHECK(rlx_read_f64(rlx_rand(dt, 2, S23, 7), w13, 6) == RLX_OK);
+        w = w13;
+        *n = 6;
+        break;
+    }
     default: test_fail(__FILE__, __LINE__, "%s is not a library case", ir_ops[op].name); break;
     }
     if (want && w)
@@ -400,6 +411,7 @@ static const opcase CASES[] = {
     {IR_OP_POOL2D, NULL, b_library, FLT, 0}, {IR_OP_MXQUANT, NULL, b_library, FLT, 0},
     {IR_OP_ATTENTION, NULL, b_library, FLT, 0},
     {IR_OP_ARGSORT, NULL, b_index, ALL, 0}, {IR_OP_MULTINOMIAL, NULL, b_library, FLT, 0},
+    {IR_OP_RAND_SEEDED, NULL, b_library, FLT, 0},
 };
 #define NCASES ((int)(sizeof CASES / sizeof *CASES))
 

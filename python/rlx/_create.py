@@ -8,7 +8,7 @@ import numpy as np
 
 from ._base import _lib, _clear, _i64s, _builtin_bool, _builtin_int, _builtin_float
 from ._dtypes import _dtype, _py_scalar, bool_, int64, float32
-from ._tensor import tensor, _wrap, _tt, _shape_arg
+from ._tensor import Tensor, tensor, _wrap, _tt, _shape_arg
 
 
 def scalar(value, dtype=None):
@@ -88,21 +88,29 @@ def _seed(seed):
     return _random.getrandbits(64) if seed is None else operator.index(seed) & (2**64 - 1)
 
 
-def _random_tensor(fn, shape, seed, dtype):
+def _random_tensor(fn, fn_seeded, shape, seed, dtype):
     shp, n = _i64s(_shape_arg(shape))
+    if isinstance(seed, Tensor):  # read at realization: an rlx.input seed varies per run
+        _clear()
+        return _wrap(fn_seeded(_dtype(dtype).code, n, shp, seed._h))
+    s = _seed(seed)
     _clear()
-    return _wrap(fn(_dtype(dtype).code, n, shp, _seed(seed)))
+    return _wrap(fn(_dtype(dtype).code, n, shp, s))
 
 
 def rand(*shape, seed=None, dtype=float32):
     """U[0, 1) samples; the same (dtype, shape, seed) always gives the same
-    values. seed=None draws one from Python's `random`."""
-    return _random_tensor(_lib.rlx_rand, shape, seed, dtype)
+    values. seed=None draws one from Python's `random`. A Tensor seed (int32
+    or int64, shape () or (1,), e.g. an rlx.input of a compiled program) is
+    read when the result is realized (rlx_rand_seeded): its value s gives
+    exactly rand(..., seed=s)."""
+    return _random_tensor(_lib.rlx_rand, _lib.rlx_rand_seeded, shape, seed, dtype)
 
 
 def randn(*shape, seed=None, dtype=float32):
-    """N(0, 1) samples; deterministic per (dtype, shape, seed)."""
-    return _random_tensor(_lib.rlx_randn, shape, seed, dtype)
+    """N(0, 1) samples; deterministic per (dtype, shape, seed). seed may be a
+    Tensor, as for rand (rlx_randn_seeded)."""
+    return _random_tensor(_lib.rlx_randn, _lib.rlx_randn_seeded, shape, seed, dtype)
 
 
 def input(name, shape, dtype=float32):

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _ffi
 from ._base import _lib, _clear, _axis_arg, _pair, _mask, _fmt, _builtin_int, _builtin_float, _builtin_bool, Mask
-from ._tensor import _wrap, _tt, _opt, _h, _apply
+from ._tensor import Tensor, _wrap, _tt, _opt, _h, _apply
 
 
 # ----------------------------------------------------------- neural nets
@@ -87,10 +87,16 @@ def dropout(x, p=0.5, seed=0, training=True):
     """Zero each element with probability p and scale the rest by 1/(1-p)
     (rlx_dropout); training=False returns x. The mask depends only on
     (shape, seed), so call with a new seed each step for new masks
-    (seed=None draws one from Python's `random`)."""
+    (seed=None draws one from Python's `random`). A Tensor seed (int32 or
+    int64, shape () or (1,)) is read when the result is realized
+    (rlx_dropout_seeded): in a compiled step, make it an rlx.input and bind
+    a new value per run; its value s gives the mask of seed=s."""
     x = _tt(x)
     if not training:
         return x
+    if isinstance(seed, Tensor):
+        _clear()
+        return _wrap(_lib.rlx_dropout_seeded(x._h, _builtin_float(p), seed._h))
     s = _random.getrandbits(64) if seed is None else operator.index(seed) & (2**64 - 1)
     _clear()
     return _wrap(_lib.rlx_dropout(x._h, _builtin_float(p), s))

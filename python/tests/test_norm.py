@@ -151,6 +151,71 @@ def test_dropout_gradient_is_the_mask():
     np.testing.assert_allclose(g.numpy(), mask / 0.7, rtol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [rlx.float32, rlx.float64])
+def test_rand_tensor_seed(backend, dtype):
+    """A Tensor seed gives exactly the numbers of its value as an int seed."""
+    for shape in [(), (0,), (3, 0), (257,), (4, 5, 6)]:
+        for s in (0, 1, 42, 2**40 + 3, -1):
+            for seed in (rlx.tensor(np.int64(s)), rlx.tensor(np.array([s], np.int64)),
+                         rlx.tensor(np.int32(s)) if -2**31 <= s < 2**31 else None):
+                if seed is None:
+                    continue
+                for f in (rlx.rand, rlx.randn):
+                    got = f(*shape, seed=seed, dtype=dtype).numpy()
+                    want = f(*shape, seed=s, dtype=dtype).numpy()
+                    assert got.shape == shape and np.array_equal(got, want)
+    u = rlx.rand(1000, seed=rlx.tensor(np.int64(9)), dtype=dtype).numpy()
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.05
+
+
+def test_dropout_tensor_seed(backend):
+    x = np.linspace(-2, 2, 300).reshape(20, 15)
+    for p in (0.0, 0.3, 0.5, 1.0):
+        for s in (3, 4):
+            got = rlx.dropout(x, p, seed=rlx.tensor(np.int64(s))).numpy()
+            # NumPy reference of the documented mask: rand(float32, shape, seed) >= p
+            u = rlx.rand(*x.shape, seed=s, dtype=rlx.float32).numpy()
+            want = np.where(u >= np.float32(p), x / (1 - p) if p < 1 else 0.0, 0.0)
+            np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+            assert np.array_equal(got, rlx.dropout(x, p, seed=s).numpy())
+    xt = rlx.tensor(x)
+    y = rlx.dropout(xt, 0.3, seed=rlx.tensor(np.int32(5)))
+    g = rlx.grad((y * y).sum(), xt)
+    mask = rlx.rand(*x.shape, seed=5, dtype=rlx.float32).numpy() >= np.float32(0.3)
+    np.testing.assert_allclose(g.numpy(), 2 * x * mask / 0.7 ** 2, rtol=1e-12)
+
+
+def test_dropout_seed_input_compiled():
+    """A compiled step with the seed as an input: a new mask per run, the
+    same for the same seed, and no kernel compiled after the first run."""
+    x = rlx.input("x", (16, 32))
+    seed = rlx.input("seed", (), dtype=rlx.int64)
+    h = rlx.dropout((x * 2).relu(), 0.5, seed=seed)
+    prog = rlx.compile([h, h.sum()])
+    xv = np.abs(np.random.default_rng(0).standard_normal((16, 32))).astype(np.float32) + 0.1
+    outs = []
+    for r, s in enumerate((1, 2, 1)):
+        rlx.stats_reset()
+        hv, _ = prog.run(x=xv, seed=np.array(s, np.int64))
+        if r:
+            assert rlx.stats()["kernels_compiled"] == 0
+        outs.append(hv.numpy().copy())
+        np.testing.assert_allclose(outs[-1], rlx.dropout(xv * 2, 0.5, seed=s).numpy(), rtol=1e-6)
+    assert np.array_equal(outs[0], outs[2]) and not np.array_equal(outs[0], outs[1])
+
+
+def test_tensor_seed_errors():
+    x = np.ones(4, np.float32)
+    for bad, err in ((rlx.tensor(np.float32(1)), "rlx_dropout_seeded: seed must be i32 or i64"),
+                     (rlx.tensor(np.array([1, 2], np.int64)), "rlx_dropout_seeded: seed must be a scalar")):
+        with pytest.raises(rlx.RlxError, match=err):
+            rlx.dropout(x, 0.5, seed=bad)
+    with pytest.raises(rlx.RlxError, match="rlx_rand_seeded: seed must be i32 or i64"):
+        rlx.rand(3, seed=rlx.tensor(np.array(True)))
+    with pytest.raises(rlx.RlxError, match="rlx_randn_seeded: seed must be a scalar"):
+        rlx.randn(3, seed=rlx.tensor(np.zeros((1, 1), np.int32)))
+
+
 @pytest.mark.parametrize("p", [-0.1, 1.5, float("nan")])
 def test_dropout_bad_p(p):
     with pytest.raises(rlx.RlxError, match="rlx_dropout: p must be in"):

@@ -730,6 +730,7 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
 
     ZERO(IR_OP_ARGSORT),     /* integer positions; sort's values get theirs through GATHER */
     ZERO(IR_OP_MULTINOMIAL), /* integer samples */
+    ZERO(IR_OP_RAND_SEEDED), /* no gradient for the integer seed */
 };
 
 #undef LEAF

@@ -85,6 +85,7 @@ typedef struct {
         struct { double value; } cst;                            /* CONST */
         struct { double start, step; int axis; } iota;           /* IOTA */
         struct { uint64_t seed; int normal; } rand;              /* RAND */
+        struct { int normal; rlx_dtype dtype; int rank; int64_t dims[IR_MAX_RANK]; } rands; /* RAND_SEEDED */
         struct { char *name; } input;                            /* INPUT, owns */
         struct { uint32_t mask; } red;                           /* SUM..ARGMIN: reduced axes */
         struct { int axis; } ax;                                 /* CAT, GATHER */

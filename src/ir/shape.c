@@ -232,6 +232,17 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         *dt = RLX_I64;
         shape[x->rank - 1] = a->multinomial.samples;
         return true;
+    case IR_OP_RAND_SEEDED:
+        if (x->rank != 0 || (x->dtype != RLX_I32 && x->dtype != RLX_I64) || !ir_dtype_is_float(a->rands.dtype) ||
+            a->rands.rank < 0 || a->rands.rank > IR_MAX_RANK || (unsigned)a->rands.normal > 1)
+            FAIL("rand_seeded needs a rank-0 i32/i64 seed and a float dtype");
+        for (int d = 0; d < a->rands.rank; d++)
+            if (a->rands.dims[d] < 0)
+                FAIL("rand_seeded needs static dims");
+        *dt = a->rands.dtype;
+        *rank = a->rands.rank;
+        memcpy(shape, a->rands.dims, sizeof a->rands.dims);
+        return true;
     case IR_OP_MXQUANT:
         if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || a->quant.fmt < 0 || a->quant.fmt > 4 || a->quant.block < 0)
             FAIL("mxquant needs float input and a format");

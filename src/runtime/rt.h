@@ -120,6 +120,7 @@ typedef rlx_status (*rt_eval_fn)(rt_ctx *ctx, const ir_node *n, const rt_view *i
 /* The reference evaluator of op (NULL if none): also the fallback of the JIT. */
 rt_eval_fn rt_ref_eval_fn(ir_op op);
 rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_rand_seeded(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_movement(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

@@ -190,6 +190,53 @@ static rlx_tensor *random_leaf(const char *fn, rlx_dtype dt, int rank, const int
     return ts_wrap(ts_leaf(fn, IR_OP_RAND, &a, dt, rank, shape));
 }
 
+/* The seed as a RAND_SEEDED source: an i32/i64 scalar, rank 0 or [1]
+ * (the shape a one-element input or a slice of a seed vector has). */
+static rlx_tensor *random_seeded(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed,
+                                 int normal)
+{
+    if (ts_null(fn, "seed", seed))
+        return NULL;
+    if (!check_leaf(fn, dt, rank, shape))
+        return NULL;
+    if (!ir_dtype_is_float(dt)) {
+        ts_error(RLX_E_DTYPE, fn, "random values need f32 or f64, got %s", rlx_dtype_name(dt));
+        return NULL;
+    }
+    ir_node *s = ts_node(seed);
+    if (s->dtype != RLX_I32 && s->dtype != RLX_I64) {
+        ts_error(RLX_E_DTYPE, fn, "seed must be i32 or i64, got %s", rlx_dtype_name(s->dtype));
+        return NULL;
+    }
+    if (s->rank > 1 || (s->rank == 1 && s->shape[0] != 1)) {
+        ts_error(RLX_E_SHAPE, fn, "seed must be a scalar (shape [] or [1]), got %s", ts_shape_str(s));
+        return NULL;
+    }
+    ir_node *src = s->rank ? ts_reshape_node(fn, s, 0, NULL) : ir_retain(s);
+    if (!src)
+        return NULL;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.rands.normal = normal;
+    a.rands.dtype = dt;
+    a.rands.rank = rank;
+    for (int d = 0; d < rank; d++)
+        a.rands.dims[d] = shape[d];
+    ir_node *out = ts_make(fn, IR_OP_RAND_SEEDED, 1, &src, &a);
+    ir_release(src);
+    return ts_wrap(out);
+}
+
+rlx_tensor *rlx_rand_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed)
+{
+    return random_seeded("rlx_rand_seeded", dt, rank, shape, seed, 0);
+}
+
+rlx_tensor *rlx_randn_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed)
+{
+    return random_seeded("rlx_randn_seeded", dt, rank, shape, seed, 1);
+}
+
 rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed)
 {
     return random_leaf("rlx_rand", dt, rank, shape, seed, 0);

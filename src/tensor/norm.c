@@ -250,10 +250,11 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
 
 /* ---------------------------------------------------------------- dropout */
 
-rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
+/* Both dropouts: the mask from the seed value, or from seed_t (a scalar
+ * tensor read at run time) when it is given. */
+static rlx_tensor *dropout(const char *fn, rlx_tensor *x, double p, uint64_t seed, rlx_tensor *seed_t, bool by_tensor)
 {
-    const char *fn = "rlx_dropout";
-    if (ts_null(fn, "x", x) || !ts_numeric(fn, "x", x))
+    if (ts_null(fn, "x", x) || (by_tensor && ts_null(fn, "seed", seed_t)) || !ts_numeric(fn, "x", x))
         return NULL;
     if (!(p >= 0 && p <= 1)) {
         ts_error(RLX_E_ARG, fn, "p must be in [0, 1], got %g", p);
@@ -266,6 +267,11 @@ rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
     }
     if (!ts_open(fn))
         return NULL;
+    /* the seed tensor is checked even when p = 0 makes it unused, so a
+     * wrong seed is found whatever p a caller tries first */
+    rlx_tensor *u = by_tensor ? rlx_rand_seeded(RLX_F32, xn->rank, xn->shape, seed_t) : NULL;
+    if (by_tensor && !u)
+        return ts_close(NULL);
     rlx_tensor *xf = ts_as_float(x);
     if (p == 0)
         return ts_close(rlx_retain(xf));
@@ -273,8 +279,19 @@ rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
      * (shape, seed) gives one mask for f32 and f64 alike. The where (not
      * x * mask) gives exact zeros even for inf/NaN inputs, and its
      * gradient is the same mask times the incoming gradient. */
-    rlx_tensor *u = rlx_rand(RLX_F32, xn->rank, xn->shape, seed);
+    if (!by_tensor)
+        u = rlx_rand(RLX_F32, xn->rank, xn->shape, seed);
     rlx_tensor *keep = rlx_ge_s(u, p);
     rlx_tensor *kept = p < 1 ? rlx_mul_s(xf, 1 / (1 - p)) : rlx_zeros_like(xf);
     return ts_close(rlx_where(keep, kept, rlx_zeros_like(xf)));
+}
+
+rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)
+{
+    return dropout("rlx_dropout", x, p, seed, NULL, false);
+}
+
+rlx_tensor *rlx_dropout_seeded(rlx_tensor *x, double p, rlx_tensor *seed)
+{
+    return dropout("rlx_dropout_seeded", x, p, 0, seed, true);
 }

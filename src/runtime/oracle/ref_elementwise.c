@@ -181,6 +181,23 @@ rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_vie
     return RLX_OK;
 }
 
+/* RAND_SEEDED: RAND's numbers with the seed read from the source now, so
+ * one compiled program draws new numbers per binding. The seed converts
+ * as C's (uint64_t) of its signed value, as rlx_rand's argument would. */
+rlx_status rt_eval_rand_seeded(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    if (rt_alloc_out(ctx, n, out, false))
+        return ctx->status;
+    uint64_t seed = (uint64_t)rt_ld_i(in[0].st->data, n->src[0]->dtype, in[0].off);
+    void *p = out->st->data;
+    int64_t numel = ir_node_numel(n);
+    int normal = n->attr.rands.normal;
+    for (int64_t i = 0; i < numel; i++)
+        rt_st_f(p, n->dtype, i,
+                normal ? rt_rand_normal(seed, (uint64_t)i) : rt_rand_uniform(seed, (uint64_t)i, n->dtype));
+    return RLX_OK;
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)

@@ -124,6 +124,7 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
     [IR_OP_CONV2D] = rt_eval_conv2d, [IR_OP_POOL2D] = rt_eval_pool2d, [IR_OP_MXQUANT] = rt_eval_mxquant,
     [IR_OP_ATTENTION] = rt_eval_attention,
     [IR_OP_ARGSORT] = rt_eval_argsort, [IR_OP_MULTINOMIAL] = rt_eval_multinomial,
+    [IR_OP_RAND_SEEDED] = rt_eval_rand_seeded,
 };
 
 rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }
