@@ -268,8 +268,14 @@ static rlx_tensor *make_leaf(fz_reader *r)
         return checked(rlx_arange((rlx_dtype)dt, a, b, s), "rlx_arange");
     }
     case 8: return checked(rlx_eye((rlx_dtype)dt, fz_dim(r)), "rlx_eye");
-    case 9: return checked(rlx_rand((rlx_dtype)dt, rank, sp, fz_u8(r)), "rlx_rand");
-    case 10: return checked(rlx_randn((rlx_dtype)dt, rank, sp, fz_u8(r)), "rlx_randn");
+    case 9:
+        if (fz_u8(r) < 64) /* the seed a tensor from a slot: any dtype and shape */
+            return checked(rlx_rand_seeded((rlx_dtype)dt, rank, sp, get(r)), "rlx_rand_seeded");
+        return checked(rlx_rand((rlx_dtype)dt, rank, sp, fz_u8(r)), "rlx_rand");
+    case 10:
+        if (fz_u8(r) < 64)
+            return checked(rlx_randn_seeded((rlx_dtype)dt, rank, sp, get(r)), "rlx_randn_seeded");
+        return checked(rlx_randn((rlx_dtype)dt, rank, sp, fz_u8(r)), "rlx_randn");
     case 11: {
         static const char *names[] = {"x", "y", "z", "", NULL};
         uint8_t b = fz_u8(r);
@@ -443,7 +449,12 @@ static void do_nn(fz_reader *r)
         break;
     }
     case 27: y = checked(rlx_group_norm(a, i1, b, nul ? NULL : c, fz_double(r)), "rlx_group_norm"); break;
-    case 28: y = checked(rlx_dropout(a, fz_double(r), fz_u8(r)), "rlx_dropout"); break;
+    case 28:
+        if (fz_u8(r) & 1)
+            y = checked(rlx_dropout(a, fz_double(r), fz_u8(r)), "rlx_dropout");
+        else
+            y = checked(rlx_dropout_seeded(a, fz_double(r), b), "rlx_dropout_seeded");
+        break;
     case 29: {
         int64_t bf = fz_i64(r), af = fz_i64(r);
         y = checked(rlx_pad_mode(a, i1, bf, af, (rlx_padding)(fz_u8(r) % 4)), "rlx_pad_mode");
