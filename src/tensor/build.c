@@ -58,7 +58,8 @@ ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *sh
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.shape.rank = rank;
-    memcpy(a.shape.dims, shape, (size_t)rank * sizeof *shape);
+    if (rank) /* rank 0 may come with no shape array */
+        memcpy(a.shape.dims, shape, (size_t)rank * sizeof *shape);
     return ts_make(fn, IR_OP_RESHAPE, 1, &x, &a);
 }
 

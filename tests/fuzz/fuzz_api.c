@@ -29,6 +29,9 @@ typedef struct {
 
 static slot slots[NSLOT];
 static int depth;
+/* failed rlx_scope_begin calls whose rlx_scope_end has not come: the
+ * library counts them as open, innermost, and hands out no handle */
+static int unopened;
 static struct {
     rlx_program *p;
     int nout;
@@ -96,6 +99,7 @@ static void put(fz_reader *r, rlx_tensor *t)
 {
     if (!t)
         return;
+    FUZZ_ASSERT(unopened == 0, "a handle was handed out inside a scope whose rlx_scope_begin failed");
     int i = fz_u8(r) % NSLOT;
     if (slots[i].t && slots[i].depth == 0)
         rlx_release(slots[i].t);
@@ -565,6 +569,8 @@ static void do_introspect(fz_reader *r)
 static void release_all(void)
 {
     ir_alloc_fail_after(-1);
+    for (; unopened > 0; unopened--)
+        rlx_scope_end();
     while (depth > 0) {
         rlx_scope_end();
         for (int i = 0; i < NSLOT; i++)
@@ -689,10 +695,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             case 0:
                 rlx_scope_begin();
                 if (rlx_last_status() == RLX_OK)
-                    depth++; /* else out of memory: no scope opened */
+                    depth++;
+                else
+                    unopened++; /* out of memory: counted, poisoned until its end */
                 break;
             case 1:
-                if (depth > 0) {
+                if (unopened > 0) {
+                    rlx_scope_end(); /* closes the one that never opened */
+                    FUZZ_ASSERT(rlx_last_status() == RLX_OK, "rlx_scope_end of a failed scope: %s", rlx_last_error());
+                    unopened--;
+                } else if (depth > 0) {
                     rlx_scope_end();
                     for (int i = 0; i < NSLOT; i++)
                         if (slots[i].t && slots[i].depth == depth)
@@ -705,7 +717,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
             case 2: {
                 int i = fz_u8(r) % NSLOT;
-                if (slots[i].t && depth > 0 && slots[i].depth == depth) {
+                if (slots[i].t && unopened > 0) {
+                    FUZZ_ASSERT(rlx_escape(slots[i].t) == slots[i].t, "rlx_escape inside a failed scope");
+                } else if (slots[i].t && depth > 0 && slots[i].depth == depth) {
                     rlx_tensor *t = rlx_escape(slots[i].t);
                     if (t)
                         slots[i].depth--;
