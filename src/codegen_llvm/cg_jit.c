@@ -28,9 +28,6 @@
  * process, so a failure injected there would turn the JIT off for good.
  */
 #include <pthread.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,15 +393,6 @@ static void trim(void)
         if (J.evictions % 64 == 0)
             LLVMOrcSymbolStringPoolClearDeadEntries(
                 LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(J.jit)));
-#ifdef __GLIBC__
-        /* A compile allocates and frees many small blocks on whichever
-         * thread compiles; glibc keeps the freed pages of its arenas
-         * resident (rlx-soak: heap in use flat, resident +3 MiB/hour).
-         * Handing them back now and then keeps a process that compiles
-         * forever flat; a trim walks every arena, so once per 1024. */
-        if (J.evictions % 1024 == 0)
-            malloc_trim(0);
-#endif
     }
 }
 
