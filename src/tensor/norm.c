@@ -240,12 +240,8 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
     /* [N, C, *] -> [N, G, C/G * prod(*)]: each group is one row of a
      * layer norm; an empty batch or group stays empty. */
     int64_t g[3] = {xn->shape[0], num_groups, c / num_groups * rest};
-    int ax = -1;
-    rlx_tensor *xg = rlx_reshape(ts_as_float(x), 3, g);
-    rlx_tensor *d = rlx_sub(xg, rlx_mean(xg, &ax, 1, true));
-    rlx_tensor *var = rlx_mean(rlx_mul(d, d), &ax, 1, true); /* population variance, as PyTorch */
-    rlx_tensor *y = rlx_reshape(rlx_mul(d, rlx_rsqrt(rlx_add_s(var, eps))), xn->rank, xn->shape);
-    return ts_close(affine(y, weight, bias, xn->rank));
+    rlx_tensor *y = rlx_layer_norm(rlx_reshape(ts_as_float(x), 3, g), NULL, NULL, eps);
+    return ts_close(affine(rlx_reshape(y, xn->rank, xn->shape), weight, bias, xn->rank));
 }
 
 /* ---------------------------------------------------------------- dropout */

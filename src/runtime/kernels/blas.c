@@ -332,6 +332,8 @@ static void mm_rows(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1) { mm_
  * 208). One thread pays for the extra calls: 2048^3 in 4 row blocks costs
  * +1%, 512 x 256 x 768 +4% against one call (Haswell kernels, best of 5).
  * tests/test_threads.c checks both dtypes. */
+/* Block starts stay multiples of SPLIT_ALIGN rows or columns (whole
+ * 64-byte lines of f32 output rows). */
 enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, SPLIT_BLOCKS = 4 };
 
 typedef struct {
