@@ -70,8 +70,39 @@ typedef enum {
     RLX_E_INTERNAL = 9     /* a bug in librlx: please report it */
 } rlx_status;
 
-typedef enum { RLX_BOOL = 0, RLX_I32 = 1, RLX_I64 = 2, RLX_F32 = 3, RLX_F64 = 4 } rlx_dtype;
-/* later types take new numbers (e.g. RLX_F16 = 5, RLX_BF16 = 6); never renumber */
+typedef enum {
+    RLX_BOOL = 0, RLX_I32 = 1, RLX_I64 = 2, RLX_F32 = 3, RLX_F64 = 4,
+    RLX_F16 = 5,  /* IEEE binary16 */
+    RLX_BF16 = 6, /* bfloat16: f32's exponent, 8 significant bits */
+    RLX_I8 = 7, RLX_U8 = 8, RLX_I16 = 9, RLX_U32 = 10
+} rlx_dtype;
+/* Later types take new numbers (RLX_C64 = 11 is reserved); never renumber.
+ *
+ * The narrow dtypes, once for all:
+ * - Storage is the C/NumPy layout: f16 is IEEE binary16, bf16 the high
+ *   half of an f32 (both as uint16_t bit patterns), i8/u8/i16/u32 the C
+ *   integer types.
+ * - Promotion follows PyTorch (and NumPy for the pairs PyTorch lacks):
+ *   bool < every integer < every float; two integers of one signedness give
+ *   the wider; an unsigned with a wider signed gives the signed one, with a
+ *   signed of its width or narrower the signed type of twice its width
+ *   (u8+i8 -> i16, u32+i32 -> i64, u32+i64 -> i64); an integer with a float
+ *   gives the float (i64+f16 -> f16); f16+bf16 -> f32; other float pairs the
+ *   wider.
+ * - Casts: to f16/bf16 round once to nearest even from the exact value (an
+ *   f64 is not rounded through f32), overflow gives +-inf, NaN stays NaN;
+ *   float to any integer truncates toward zero and saturates at the
+ *   target's range (NaN gives 0, -1.5 to u8 gives 0); integer to a narrower
+ *   integer wraps modulo 2^bits (300 to u8 is 44, -1 to u32 is 4294967295).
+ * - Compute: integer arithmetic wraps in the result's dtype (C, NumPy);
+ *   f16 and bf16 ops compute in f32 or wider and round to the result's
+ *   dtype. Inside one fused JIT kernel, intermediates stay in f32 and are
+ *   rounded once on store (PyTorch's compiled CPU semantics); the reference
+ *   evaluator rounds each op's result. Reductions of f16/bf16 accumulate in
+ *   f32 or wider and round the result once.
+ * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
+ *   compute f16/bf16 in f32 and round the result; narrow integers go
+ *   through i64 (or f32 where the op needs floats). */
 
 typedef enum {
     RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,
@@ -103,7 +134,8 @@ RLX_API const char *rlx_version(void);
  * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f, OpenBLAS Zen".
  * Owned by the library. */
 RLX_API const char *rlx_host_info(void);
-/* "bool", "i32", "i64", "f32", "f64"; "?" (and RLX_E_ARG) for other values. */
+/* "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16",
+ * "u32"; "?" (and RLX_E_ARG) for other values. */
 RLX_API const char *rlx_dtype_name(rlx_dtype dt);
 
 /* -------------------------------------------------------------- lifecycle */

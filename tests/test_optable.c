@@ -561,7 +561,7 @@ TEST(every_primitive_has_every_layer)
         rows++;
     }
     CHECK(rows == NCASES);
-    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)9));
+    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)11));
 }
 
 TEST(every_case_on_every_dtype_matches_its_row)

@@ -7,25 +7,52 @@ const ir_op_info ir_ops[IR_OP_COUNT] = {
 #undef IR_OP
 };
 
-size_t ir_dtype_size(rlx_dtype dt)
+/* One row per dtype: its size, name, class and, for integers, width and
+ * signedness (what promotion and wrapping read). */
+static const struct {
+    size_t size;
+    const char *name;
+    char cls; /* 'b'ool, 'i'nteger, 'f'loat */
+    bool is_signed;
+} dtypes[] = {
+    [RLX_BOOL] = {1, "bool", 'b', false}, [RLX_I32] = {4, "i32", 'i', true}, [RLX_I64] = {8, "i64", 'i', true},
+    [RLX_F32] = {4, "f32", 'f', true},    [RLX_F64] = {8, "f64", 'f', true}, [RLX_F16] = {2, "f16", 'f', true},
+    [RLX_BF16] = {2, "bf16", 'f', true},  [RLX_I8] = {1, "i8", 'i', true},   [RLX_U8] = {1, "u8", 'i', false},
+    [RLX_I16] = {2, "i16", 'i', true},    [RLX_U32] = {4, "u32", 'i', false},
+};
+
+bool ir_dtype_valid(int dt) { return dt >= RLX_BOOL && dt <= RLX_U32; }
+size_t ir_dtype_size(rlx_dtype dt) { return ir_dtype_valid((int)dt) ? dtypes[dt].size : 0; }
+bool ir_dtype_is_float(rlx_dtype dt) { return ir_dtype_valid((int)dt) && dtypes[dt].cls == 'f'; }
+bool ir_dtype_is_int(rlx_dtype dt) { return ir_dtype_valid((int)dt) && dtypes[dt].cls == 'i'; }
+bool ir_dtype_is_unsigned(rlx_dtype dt) { return ir_dtype_is_int(dt) && !dtypes[dt].is_signed; }
+bool ir_dtype_is_index(rlx_dtype dt) { return dt == RLX_I32 || dt == RLX_I64; }
+bool ir_dtype_is_narrow(rlx_dtype dt) { return ir_dtype_valid((int)dt) && dt >= RLX_F16; }
+const char *ir_dtype_name(rlx_dtype dt) { return ir_dtype_valid((int)dt) ? dtypes[dt].name : "?"; }
+
+/* The signed integer dtype of a byte width (1, 2, 4, 8; wider is i64). */
+static rlx_dtype signed_of_size(size_t bytes)
 {
-    static const size_t size[] = {[RLX_BOOL] = 1, [RLX_I32] = 4, [RLX_I64] = 8, [RLX_F32] = 4, [RLX_F64] = 8};
-    return ir_dtype_valid((int)dt) ? size[dt] : 0;
+    return bytes <= 1 ? RLX_I8 : bytes == 2 ? RLX_I16 : bytes == 4 ? RLX_I32 : RLX_I64;
 }
 
-bool ir_dtype_valid(int dt) { return dt >= RLX_BOOL && dt <= RLX_F64; }
-bool ir_dtype_is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
-bool ir_dtype_is_int(rlx_dtype dt) { return dt == RLX_I32 || dt == RLX_I64; }
-
-/* The enum is ordered bool < i32 < i64 < f32 < f64, which is the lattice;
- * "any integer with f32 gives f32" falls out of taking the larger. */
-rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b) { return a > b ? a : b; }
-
-const char *ir_dtype_name(rlx_dtype dt)
+/* PyTorch's promotion (rlx.h spells it out): bool < integers < floats. */
+rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b)
 {
-    static const char *const name[] = {[RLX_BOOL] = "bool", [RLX_I32] = "i32", [RLX_I64] = "i64",
-                                       [RLX_F32] = "f32", [RLX_F64] = "f64"};
-    return ir_dtype_valid((int)dt) ? name[dt] : "?";
+    if (a == b || b == RLX_BOOL)
+        return a;
+    if (a == RLX_BOOL)
+        return b;
+    bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
+    if (fa != fb)
+        return fa ? a : b;
+    size_t sa = dtypes[a].size, sb = dtypes[b].size;
+    if (fa) /* f16 with bf16: neither holds the other */
+        return sa == sb ? RLX_F32 : sa > sb ? a : b;
+    if (dtypes[a].is_signed == dtypes[b].is_signed)
+        return sa > sb ? a : b;
+    rlx_dtype u = dtypes[a].is_signed ? b : a, s = dtypes[a].is_signed ? a : b;
+    return dtypes[s].size > dtypes[u].size ? s : signed_of_size(2 * dtypes[u].size);
 }
 
 bool ir_op_jits(ir_op op, rlx_dtype dt)

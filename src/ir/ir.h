@@ -140,7 +140,13 @@ struct ir_node {
 size_t ir_dtype_size(rlx_dtype dt);
 bool ir_dtype_valid(int dt);
 bool ir_dtype_is_float(rlx_dtype dt);
-bool ir_dtype_is_int(rlx_dtype dt); /* i32 or i64 (not bool) */
+bool ir_dtype_is_int(rlx_dtype dt); /* any integer dtype (not bool) */
+bool ir_dtype_is_unsigned(rlx_dtype dt); /* u8, u32 */
+bool ir_dtype_is_index(rlx_dtype dt);    /* i32, i64: what gather, scatter and friends take */
+/* f16, bf16, i8, u8, i16, u32: the dtypes library kernels do not take (the
+ * tensor layer converts around them) and the JIT loads and stores by
+ * converting. */
+bool ir_dtype_is_narrow(rlx_dtype dt);
 rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
 /* "f32", ...; "?" for a value that is not a dtype (records no error). */
 const char *ir_dtype_name(rlx_dtype dt);

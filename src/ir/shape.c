@@ -283,7 +283,7 @@ static bool infer_scatter(ir_node *const *src, const ir_attrs *a, char *err, siz
     int ax = a->scatter.axis;
     if (ax < 0 || ax >= x->rank || (a->scatter.mode != IR_SCATTER_ADD && a->scatter.mode != IR_SCATTER_SET))
         FAIL("scatter axis or mode");
-    if (!ir_dtype_is_int(idx->dtype) || v->dtype != x->dtype || idx->rank != x->rank ||
+    if (!ir_dtype_is_index(idx->dtype) || v->dtype != x->dtype || idx->rank != x->rank ||
         !ir_shape_eq(idx->rank, idx->shape, v->rank, v->shape))
         FAIL("scatter needs an integer index and a src of one shape, of base's rank and dtype");
     for (int d = 0; d < x->rank; d++)
@@ -304,6 +304,11 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     *dt = x->dtype;
     *rank = x->rank;
     memcpy(shape, x->shape, sizeof x->shape);
+    /* library kernels are written for the wide dtypes; the tensor layer
+     * converts narrow ones around them (rlx.h) */
+    for (int s = 0; s < nsrc && info->emit == IR_EMIT_LIB; s++)
+        if (ir_dtype_is_narrow(src[s]->dtype))
+            FAIL("%s of %s (library kernels take wide dtypes)", info->name, ir_dtype_name(src[s]->dtype));
     switch (info->cls) {
     case IR_CLS_UNARY:
         if ((info->flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(x->dtype))
@@ -355,7 +360,7 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
         if (op == IR_OP_GATHER) {
             ir_node *idx = src[1];
             int ax = attr->ax.axis;
-            if (ax < 0 || ax >= x->rank || !ir_dtype_is_int(idx->dtype) || x->rank - 1 + idx->rank > IR_MAX_RANK)
+            if (ax < 0 || ax >= x->rank || !ir_dtype_is_index(idx->dtype) || x->rank - 1 + idx->rank > IR_MAX_RANK)
                 FAIL("gather axis/index dtype/rank");
             *rank = x->rank - 1 + idx->rank;
             memcpy(shape + ax, idx->shape, (size_t)idx->rank * sizeof *shape);

@@ -946,7 +946,7 @@ static int collect_affines(sched_kernel *k, sched_affine **out)
 
 /* Drops dims of extent 1, merges dims that step through memory as one,
  * orders reduced dims after the kept ones, and makes dim 0 a kept dim. */
-static bool canonicalize(sched_kernel *k)
+static bool canonicalize_kernel(sched_kernel *k)
 {
     sched_affine **aff = ir_alloc((size_t)(k->ninstr + 1) * sizeof *aff);
     if (!aff)
@@ -1220,7 +1220,7 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
     }
     k->rank = c->lrank;
     memcpy(k->shape, c->lshape, (size_t)c->lrank * sizeof *c->lshape);
-    if (!canonicalize(k)) {
+    if (!canonicalize_kernel(k)) {
         c->oom = true;
         return false;
     }

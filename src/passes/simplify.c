@@ -250,9 +250,12 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
 {
     switch (dt) {
     case RLX_BOOL: *v = 1; return true; /* a bool sum of n >= 1 copies of b is b */
-    case RLX_I32: *v = (double)ir_cast_wrap_i32(n); return true; /* products wrap mod 2^32 anyway */
-    case RLX_F32: *v = (double)(float)n; return *v == (double)n;
-    default: *v = (double)n; return n <= ((int64_t)1 << 53);
+    case RLX_I64: *v = (double)n; return n <= ((int64_t)1 << 53);
+    case RLX_F32:
+    case RLX_F64:
+    case RLX_F16:
+    case RLX_BF16: *v = ir_cast_const((double)n, dt); return n <= ((int64_t)1 << 53) && *v == (double)n;
+    default: *v = (double)ir_cast_wrap(n, dt); return true; /* products wrap mod 2^bits anyway */
     }
 }
 
@@ -263,9 +266,7 @@ static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
     if (ir_dtype_is_float(dt)) {
         if (n > ((int64_t)1 << 53))
             return false;
-        double r = c * (double)n;
-        if (dt == RLX_F32)
-            r = (double)(float)r;
+        double r = ir_cast_const(c * (double)n, dt);
         *v = r + 0.0; /* the reference's sum starts at +0: -0 copies sum to +0 */
         return true;
     }
@@ -276,7 +277,7 @@ static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
     /* the integer c holds: the reference stores a CONST as CAST does, so c
      * may be out of range */
     uint64_t p = (uint64_t)ir_cast_f2i(c, dt) * (uint64_t)n;
-    int64_t r = dt == RLX_I32 ? ir_cast_wrap_i32((int64_t)p) : (int64_t)p;
+    int64_t r = ir_cast_wrap((int64_t)p, dt);
     double d = (double)r;
     if (!(d >= -0x1p63 && d < 0x1p63) || (int64_t)d != r)
         return false; /* an i64 beyond 2^53 that a double does not hold */

@@ -61,8 +61,15 @@ static inline double rt_ld_f(const void *p, rlx_dtype dt, int64_t i)
     case RLX_I32: return ((const int32_t *)p)[i];
     case RLX_I64: return (double)((const int64_t *)p)[i];
     case RLX_F32: return ((const float *)p)[i];
-    default: return ((const double *)p)[i];
+    case RLX_F64: return ((const double *)p)[i];
+    case RLX_F16: return ir_f16_value(((const uint16_t *)p)[i]);
+    case RLX_BF16: return ir_bf16_value(((const uint16_t *)p)[i]);
+    case RLX_I8: return ((const int8_t *)p)[i];
+    case RLX_U8: return ((const uint8_t *)p)[i];
+    case RLX_I16: return ((const int16_t *)p)[i];
+    case RLX_U32: return ((const uint32_t *)p)[i];
     }
+    return 0;
 }
 static inline int64_t rt_ld_i(const void *p, rlx_dtype dt, int64_t i)
 {
@@ -70,28 +77,45 @@ static inline int64_t rt_ld_i(const void *p, rlx_dtype dt, int64_t i)
     case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
     case RLX_I32: return ((const int32_t *)p)[i];
     case RLX_I64: return ((const int64_t *)p)[i];
+    case RLX_I8: return ((const int8_t *)p)[i];
+    case RLX_U8: return ((const uint8_t *)p)[i];
+    case RLX_I16: return ((const int16_t *)p)[i];
+    case RLX_U32: return ((const uint32_t *)p)[i];
     default: return (int64_t)rt_ld_f(p, dt, i); /* callers convert floats with ir_cast_f2i */
+    }
+}
+/* Integer v (already in dt's range) into element i of integer dtype dt. */
+static inline void rt_put_int(void *p, rlx_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case RLX_BOOL: ((unsigned char *)p)[i] = (unsigned char)v; break;
+    case RLX_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case RLX_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case RLX_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((int64_t *)p)[i] = v; break;
     }
 }
 static inline void rt_st_f(void *p, rlx_dtype dt, int64_t i, double v)
 {
     switch (dt) {
     case RLX_BOOL: ((unsigned char *)p)[i] = (unsigned char)ir_cast_bool(v); break;
-    case RLX_I32: ((int32_t *)p)[i] = (int32_t)ir_cast_f2i(v, RLX_I32); break;
-    case RLX_I64: ((int64_t *)p)[i] = ir_cast_f2i(v, RLX_I64); break;
     case RLX_F32: ((float *)p)[i] = (float)v; break;
-    default: ((double *)p)[i] = v; break;
+    case RLX_F64: ((double *)p)[i] = v; break;
+    case RLX_F16: ((uint16_t *)p)[i] = ir_f16_bits(v); break;
+    case RLX_BF16: ((uint16_t *)p)[i] = ir_bf16_bits(v); break;
+    default: rt_put_int(p, dt, i, ir_cast_f2i(v, dt)); break;
     }
 }
 static inline void rt_st_i(void *p, rlx_dtype dt, int64_t i, int64_t v)
 {
-    switch (dt) {
-    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
-    case RLX_I32: ((int32_t *)p)[i] = ir_cast_wrap_i32(v); break;
-    case RLX_I64: ((int64_t *)p)[i] = v; break;
-    case RLX_F32: ((float *)p)[i] = (float)v; break;
-    default: ((double *)p)[i] = (double)v; break;
-    }
+    if (dt == RLX_F32)
+        ((float *)p)[i] = (float)v; /* one rounding, also past 2^53 */
+    else if (ir_dtype_is_float(dt))
+        rt_st_f(p, dt, i, (double)v);
+    else
+        rt_put_int(p, dt, i, ir_cast_wrap(v, dt));
 }
 
 /* An odometer over a shape carrying element offsets of up to 4 views. */

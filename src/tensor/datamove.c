@@ -265,7 +265,7 @@ static rlx_tensor *gather(const char *fn, rlx_tensor *x, rlx_tensor *indices, in
     int ax = ts_axis(fn, axis, n->rank);
     if (ax < 0)
         return NULL;
-    if (!ir_dtype_is_int(idx->dtype)) {
+    if (!ir_dtype_is_index(idx->dtype)) {
         ts_error(RLX_E_DTYPE, fn, "indices must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
         return NULL;
     }
@@ -323,7 +323,7 @@ static int scatter_check(const char *fn, rlx_tensor *base, int axis, rlx_tensor 
         return -1;
     ir_node *idx = ts_node(index);
     int ax = ts_axis(fn, axis, ts_node(base)->rank);
-    if (ax >= 0 && !ir_dtype_is_int(idx->dtype)) {
+    if (ax >= 0 && !ir_dtype_is_index(idx->dtype)) {
         ts_error(RLX_E_DTYPE, fn, "index must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
         return -1;
     }

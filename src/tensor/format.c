@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt.h"
@@ -48,22 +49,40 @@ static void put(strbuf *s, const char *fmt, ...)
     }
 }
 
+/* Significant digits to print v of float dtype dt with: 15 and 7 for f64
+ * and f32 (NumPy's defaults), the fewest that read back to the same value
+ * for f16 and bf16. */
+static int digits(double v, rlx_dtype dt)
+{
+    if (dt == RLX_F64 || dt == RLX_F32)
+        return dt == RLX_F64 ? 15 : 7;
+    char buf[32];
+    for (int p = 1; p < 5; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, v);
+        if (ir_cast_const(strtod(buf, NULL), dt) == v)
+            return p;
+    }
+    return 5;
+}
+
 static void put_value(strbuf *s, const void *p, rlx_dtype dt, int64_t i)
 {
     double v;
     switch (dt) {
     case RLX_BOOL: put(s, "%s", rt_ld_i(p, dt, i) ? "true" : "false"); return;
-    case RLX_I32:
-    case RLX_I64: put(s, "%lld", (long long)rt_ld_i(p, dt, i)); return;
-    default:
+    case RLX_F32:
+    case RLX_F64:
+    case RLX_F16:
+    case RLX_BF16:
         v = rt_ld_f(p, dt, i);
         if (v != v)
             put(s, "nan");
         else if (v > -1e16 && v < 1e16 && v == (double)(int64_t)v)
             put(s, "%.0f.", v); /* NumPy writes integral floats as "2." */
         else
-            put(s, dt == RLX_F32 ? "%.7g" : "%.15g", v);
+            put(s, "%.*g", digits(v, dt), v);
         return;
+    default: put(s, "%lld", (long long)rt_ld_i(p, dt, i)); return;
     }
 }
 

@@ -84,7 +84,7 @@ static bool check_synth(const char *fn, rlx_tensor *indices, rlx_tensor *codeboo
     if (!check_rank(fn, "indices", indices, 2) || !check_rank(fn, "codebook", codebook, 2))
         return false;
     ir_node *in = ts_node(indices), *cb = ts_node(codebook);
-    if (!ir_dtype_is_int(in->dtype)) {
+    if (!ir_dtype_is_index(in->dtype)) {
         ts_error(RLX_E_DTYPE, fn, "indices must be i32 or i64, got %s", rlx_dtype_name(in->dtype));
         return false;
     }

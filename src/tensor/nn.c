@@ -453,7 +453,7 @@ static bool rope_check(const char *fn, rlx_tensor *x, rlx_tensor *cos, rlx_tenso
         return true;
     }
     ir_node *pn = ts_node(o->positions);
-    if (!ir_dtype_is_int(pn->dtype)) {
+    if (!ir_dtype_is_index(pn->dtype)) {
         ts_error(RLX_E_DTYPE, fn, "positions must be i32 or i64, got %s", rlx_dtype_name(pn->dtype));
         return false;
     }

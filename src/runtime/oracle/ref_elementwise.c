@@ -139,7 +139,8 @@ double rt_rand_uniform(uint64_t seed, uint64_t i, rlx_dtype dt)
 {
     uint64_t r = rand_bits(seed, i);
     /* As many random bits as the type holds, so rounding never gives 1. */
-    return dt == RLX_F32 ? (double)(r >> 40) * 0x1p-24 : (double)(r >> 11) * 0x1p-53;
+    int bits = dt == RLX_F32 ? 24 : dt == RLX_F16 ? 11 : dt == RLX_BF16 ? 8 : 53;
+    return ldexp((double)(r >> (64 - bits)), -bits);
 }
 
 double rt_rand_normal(uint64_t seed, uint64_t i)

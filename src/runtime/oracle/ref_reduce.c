@@ -8,16 +8,10 @@
 
 #include "runtime/rt.h"
 
-static double lowest_f(rlx_dtype dt)
-{
-    return dt == RLX_BOOL ? 0 : dt == RLX_I32 ? INT32_MIN : dt == RLX_I64 ? (double)INT64_MIN : -INFINITY;
-}
-static double highest_f(rlx_dtype dt)
-{
-    return dt == RLX_BOOL ? 1 : dt == RLX_I32 ? INT32_MAX : dt == RLX_I64 ? (double)INT64_MAX : INFINITY;
-}
-static int64_t lowest_i(rlx_dtype dt) { return dt == RLX_BOOL ? 0 : dt == RLX_I32 ? INT32_MIN : INT64_MIN; }
-static int64_t highest_i(rlx_dtype dt) { return dt == RLX_BOOL ? 1 : dt == RLX_I32 ? INT32_MAX : INT64_MAX; }
+static double lowest_f(rlx_dtype dt) { return ir_dtype_is_float(dt) ? -INFINITY : (double)ir_int_lo(dt); }
+static double highest_f(rlx_dtype dt) { return ir_dtype_is_float(dt) ? INFINITY : (double)ir_int_hi(dt); }
+static int64_t lowest_i(rlx_dtype dt) { return ir_int_lo(dt); }
+static int64_t highest_i(rlx_dtype dt) { return ir_int_hi(dt); }
 
 typedef struct {
     double f;
