@@ -1,0 +1,352 @@
+/*
+ * test_dtypes.c — the narrow dtypes' rules of rlx.h checked through the
+ * public API on both backends: names and sizes, the promotion table (written
+ * out here, not derived from the library's), f16/bf16 casts bit for bit
+ * (every 16-bit pattern; edge and 10^7 random f32 values; f64 values that
+ * double-round through f32), integer wrap and saturation, narrow integer
+ * arithmetic.
+ *
+ * The independent references: gcc's _Float16 conversions for f16, integer
+ * round-to-nearest-even on the bit pattern for f32 -> bf16, and a
+ * nearest-of-two-neighbours search for f64 -> bf16. Handles live in the
+ * harness scope of each test, which releases them.
+ */
+#include <float.h>
+
+#include "harness.h"
+
+static const char *const backends[] = {"ref", "jit"};
+
+static const rlx_dtype all[] = {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16,
+                                RLX_BF16, RLX_I8,  RLX_U8,  RLX_I16, RLX_U32};
+enum { NDT = sizeof all / sizeof all[0] };
+
+TEST(names_and_sizes)
+{
+    static const char *const names[] = {"bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "u32"};
+    static const int sizes[] = {1, 4, 8, 4, 8, 2, 2, 1, 1, 2, 4};
+    for (int i = 0; i < NDT; i++) {
+        CHECK(strcmp(rlx_dtype_name(all[i]), names[i]) == 0);
+        rlx_tensor *z = rlx_zeros(all[i], 1, (int64_t[]){3});
+        unsigned char buf[32];
+        CHECK(z && rlx_dtype_of(z) == all[i]);
+        CHECK(rlx_read(z, buf, (size_t)(3 * sizes[i])) == RLX_OK);
+        CHECK_ERR(rlx_read(z, buf, (size_t)(3 * sizes[i] - 1)), RLX_E_ARG, "rlx_read");
+    }
+    rlx_clear_error();
+    CHECK(strcmp(rlx_dtype_name((rlx_dtype)11), "?") == 0 && rlx_last_status() == RLX_E_ARG);
+    CHECK_NULL_ERR(rlx_zeros((rlx_dtype)11, 0, NULL), RLX_E_DTYPE, "rlx_zeros");
+}
+
+/* PyTorch's promotion (NumPy's where PyTorch has no u32), row and column
+ * in the order of `all`. */
+static const rlx_dtype promoted[NDT][NDT] = {
+    /*          bool      i32      i64      f32      f64      f16      bf16     i8       u8       i16      u32 */
+    /* bool */ {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I8, RLX_U8, RLX_I16, RLX_U32},
+    /* i32 */ {RLX_I32, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I32, RLX_I32, RLX_I32, RLX_I64},
+    /* i64 */ {RLX_I64, RLX_I64, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I64, RLX_I64, RLX_I64, RLX_I64},
+    /* f32 */ {RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F64, RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32},
+    /* f64 */ {RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64, RLX_F64},
+    /* f16 */ {RLX_F16, RLX_F16, RLX_F16, RLX_F32, RLX_F64, RLX_F16, RLX_F32, RLX_F16, RLX_F16, RLX_F16, RLX_F16},
+    /* bf16 */ {RLX_BF16, RLX_BF16, RLX_BF16, RLX_F32, RLX_F64, RLX_F32, RLX_BF16, RLX_BF16, RLX_BF16, RLX_BF16, RLX_BF16},
+    /* i8 */ {RLX_I8, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I8, RLX_I16, RLX_I16, RLX_I64},
+    /* u8 */ {RLX_U8, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I16, RLX_U8, RLX_I16, RLX_U32},
+    /* i16 */ {RLX_I16, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I16, RLX_I16, RLX_I16, RLX_I64},
+    /* u32 */ {RLX_U32, RLX_I64, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I64, RLX_U32, RLX_I64, RLX_U32},
+};
+
+/* [0, 1, 2, 3] (bool: [0, 1, 1, 0]) of dt, built by casting from f64. */
+static rlx_tensor *small(rlx_dtype dt, int bool_pattern)
+{
+    double v[4] = {0, 1, 2, 3}, b[4] = {0, 1, 1, 0};
+    rlx_tensor *d = rlx_from_data(RLX_F64, 1, (int64_t[]){4}, bool_pattern ? b : v);
+    rlx_tensor *r = rlx_cast(d, dt);
+    return r;
+}
+
+TEST(promotion_table)
+{
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int i = 0; i < NDT; i++)
+            for (int j = 0; j < NDT; j++) {
+                rlx_tensor *a = small(all[i], all[i] == RLX_BOOL), *b = small(all[j], all[j] == RLX_BOOL);
+                rlx_tensor *s = rlx_add(a, b), *m = rlx_maximum(a, b);
+                CHECK(s && rlx_dtype_of(s) == promoted[i][j]);
+                CHECK(m && rlx_dtype_of(m) == promoted[i][j]);
+                if (!s || !m)
+                    continue;
+                rlx_tensor *sf = rlx_cast(s, RLX_F64), *mf = rlx_cast(m, RLX_F64);
+                double got[4], gotm[4];
+                CHECK(rlx_read(sf, got, sizeof got) == RLX_OK && rlx_read(mf, gotm, sizeof gotm) == RLX_OK);
+                for (int k = 0; k < 4; k++) {
+                    double x = all[i] == RLX_BOOL ? (k == 1 || k == 2) : k;
+                    double y = all[j] == RLX_BOOL ? (k == 1 || k == 2) : k;
+                    double want = promoted[i][j] == RLX_BOOL ? (x || y) : x + y;
+                    if (got[k] != want || gotm[k] != (x > y ? x : y))
+                        test_fail(__FILE__, __LINE__, "%s: %s + %s at %d gives %g (max %g), expected %g", backends[be],
+                                  rlx_dtype_name(all[i]), rlx_dtype_name(all[j]), k, got[k], gotm[k], want);
+                }
+            }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+/* The independent references. */
+static uint16_t f16_of_double(double d)
+{
+    _Float16 h = (_Float16)d; /* gcc: one rounding, to nearest even */
+    uint16_t u;
+    memcpy(&u, &h, 2);
+    return u;
+}
+static float float_of_f16(uint16_t u)
+{
+    _Float16 h;
+    memcpy(&h, &u, 2);
+    return (float)h;
+}
+static uint16_t bf16_of_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f != f)
+        return (uint16_t)((u >> 16) | 0x40); /* any quiet NaN; callers compare NaN as NaN */
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+static float float_of_bf16(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static bool is_nan16(uint16_t u, rlx_dtype dt)
+{
+    return dt == RLX_F16 ? (u & 0x7c00) == 0x7c00 && (u & 0x3ff) : (u & 0x7f80) == 0x7f80 && (u & 0x7f);
+}
+
+/* Casts n values of `from` (raw, in `from`'s layout) to `to` and reads them. */
+static bool cast_read(rlx_dtype from, rlx_dtype to, int64_t n, const void *src, void *dst, size_t dst_bytes)
+{
+    rlx_tensor *x = rlx_from_data(from, 1, (int64_t[]){n}, src);
+    rlx_tensor *y = rlx_cast(x, to);
+    bool ok = y && rlx_read(y, dst, dst_bytes) == RLX_OK;
+    return ok;
+}
+
+/* Every f16 and bf16 pattern to f32 exactly, and back unchanged. */
+TEST(half_patterns_exhaustive)
+{
+    uint16_t *pat = malloc(65536 * 2), *back = malloc(65536 * 2);
+    float *f = malloc(65536 * sizeof *f);
+    for (int i = 0; i < 65536; i++)
+        pat[i] = (uint16_t)i;
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int h = 0; h < 2; h++) {
+            rlx_dtype dt = h ? RLX_BF16 : RLX_F16;
+            CHECK(cast_read(dt, RLX_F32, 65536, pat, f, 65536 * sizeof *f));
+            CHECK(cast_read(RLX_F32, dt, 65536, f, back, 65536 * 2));
+            int bad = 0;
+            for (int i = 0; i < 65536 && bad < 5; i++) {
+                float want = h ? float_of_bf16(pat[i]) : float_of_f16(pat[i]);
+                bool nan = is_nan16(pat[i], dt);
+                bool ok = nan ? f[i] != f[i] && is_nan16(back[i], dt)
+                              : memcmp(&f[i], &want, 4) == 0 && back[i] == pat[i];
+                if (!ok)
+                    bad++, test_fail(__FILE__, __LINE__, "%s %s pattern %04x: f32 %a (want %a), back %04x", backends[be],
+                                     rlx_dtype_name(dt), i, f[i], want, back[i]);
+            }
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    free(pat);
+    free(back);
+    free(f);
+}
+
+static uint32_t xorshift32(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+/* f32 -> f16 and bf16: edge values (ties both ways, the overflow
+ * threshold, subnormals, zeros, infinities, NaN) and 10^7 random bit
+ * patterns, bit for bit. */
+TEST(f32_to_half_random)
+{
+    enum { N = 10000000, NEDGE = 24 };
+    float *f = malloc(N * sizeof *f);
+    uint16_t *got = malloc(N * 2);
+    const float edge[NEDGE] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, FLT_MIN, 1e-45f,
+                               65504.0f, 65519.99f, 65520.0f, -65520.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-23f,
+                               1.0f + 3 * 0x1p-11f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 1.0f + 0x1p-8f,
+                               1.0f + 3 * 0x1p-8f, 0x1.fffffep127f, 0x1.ff8p127f, 5.96e-8f};
+    uint32_t s = 0x9e3779b9u;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = i < NEDGE ? 0 : xorshift32(&s);
+        if (i < NEDGE)
+            f[i] = edge[i];
+        else if (i % 4 == 0) /* near ties of f16 and bf16: few low bits set */
+            u &= 0xffffe000u | (u & 1), memcpy(&f[i], &u, 4);
+        else
+            memcpy(&f[i], &u, 4);
+    }
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int h = 0; h < 2; h++) {
+            rlx_dtype dt = h ? RLX_BF16 : RLX_F16;
+            CHECK(cast_read(RLX_F32, dt, N, f, got, (size_t)N * 2));
+            int bad = 0;
+            for (int i = 0; i < N && bad < 5; i++) {
+                uint16_t want = h ? bf16_of_float(f[i]) : f16_of_double(f[i]);
+                bool ok = f[i] != f[i] ? is_nan16(got[i], dt) : got[i] == want;
+                if (!ok)
+                    bad++, test_fail(__FILE__, __LINE__, "%s f32 %a to %s gives %04x, expected %04x", backends[be], f[i],
+                                     rlx_dtype_name(dt), got[i], want);
+            }
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    free(f);
+    free(got);
+}
+
+/* The bf16 nearest to d (ties to even), by comparing the two bf16
+ * neighbours of d's f32 truncation: independent of the library's rounding. */
+static uint16_t bf16_of_double(double d)
+{
+    if (fabs(d) >= 0x1.ff8p127) /* the tie between the largest bf16 and 2^128 rounds up (odd largest) */
+        return d < 0 ? 0xff80 : 0x7f80;
+    float t = (float)d;
+    if ((double)t != d && fabs((double)t) > fabs(d))
+        t = nextafterf(t, 0.0f); /* toward zero: t's bits truncate d */
+    uint32_t u;
+    memcpy(&u, &t, 4);
+    uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+    double dl = fabs(d - (double)float_of_bf16(lo)), dh = fabs((double)float_of_bf16(hi) - d);
+    return dl < dh ? lo : dh < dl ? hi : (lo & 1) ? hi : lo;
+}
+
+/* f64 -> f16/bf16 rounds once: values a hair above a tie of the narrow
+ * type round up, where rounding through f32 would see the tie and go to
+ * even. */
+TEST(f64_to_half_rounds_once)
+{
+    enum { N = 200000 };
+    double *d = malloc(N * sizeof *d);
+    uint16_t *got = malloc(N * 2);
+    uint32_t s = 12345;
+    for (int h = 0; h < 2; h++) {
+        rlx_dtype dt = h ? RLX_BF16 : RLX_F16;
+        for (int i = 0; i < N; i++) {
+            /* a random narrow value with even last bit, plus half a unit, plus
+             * or minus a tiny relative amount (or exactly the tie) */
+            uint16_t b = (uint16_t)(xorshift32(&s) & (h ? 0x7f7e : 0x7bfe));
+            double v = h ? float_of_bf16(b) : float_of_f16(b), next = h ? float_of_bf16(b + 1) : float_of_f16(b + 1);
+            double tie = v + (next - v) / 2, eps = (next - v) * 0x1p-30;
+            int k = (int)(xorshift32(&s) % 3);
+            d[i] = (xorshift32(&s) & 1 ? -1 : 1) * (k == 0 ? tie : k == 1 ? tie + eps : tie - eps);
+        }
+        for (int be = 0; be < 2; be++) {
+            CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+            CHECK(cast_read(RLX_F64, dt, N, d, got, N * 2));
+            int bad = 0;
+            for (int i = 0; i < N && bad < 5; i++) {
+                uint16_t want = h ? bf16_of_double(d[i]) : f16_of_double(d[i]);
+                if (got[i] != want)
+                    bad++, test_fail(__FILE__, __LINE__, "%s f64 %a to %s gives %04x, expected %04x", backends[be], d[i],
+                                     rlx_dtype_name(dt), got[i], want);
+            }
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    free(d);
+    free(got);
+}
+
+/* Float to integer truncates and saturates at the target's range; integer
+ * to a narrower integer wraps. */
+TEST(integer_casts)
+{
+    enum { NF = 12, NI = 8 };
+    const double fv[NF] = {-1.5, 0.99, 255.9, 256.0, 300.7, -200.0, 1e10, -1e10, NAN, INFINITY, -INFINITY, 32767.5};
+    const int64_t iv[NI] = {300, -1, 65541, 2147483655LL, -1099511627779LL, 127, -129, 4294967296LL + 7};
+    const rlx_dtype to[] = {RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    const double lo[] = {-128, 0, -32768, 0}, hi[] = {127, 255, 32767, 4294967295.0};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int t = 0; t < 4; t++) {
+            rlx_tensor *xf = rlx_from_data(RLX_F64, 1, (int64_t[]){NF}, fv);
+            rlx_tensor *xi = rlx_from_data(RLX_I64, 1, (int64_t[]){NI}, iv);
+            rlx_tensor *cf = rlx_cast(rlx_cast(xf, to[t]), RLX_F64), *ci = rlx_cast(rlx_cast(xi, to[t]), RLX_I64);
+            double gf[NF];
+            int64_t gi[NI];
+            CHECK(rlx_read(cf, gf, sizeof gf) == RLX_OK && rlx_read(ci, gi, sizeof gi) == RLX_OK);
+            for (int k = 0; k < NF; k++) {
+                double v = fv[k], want = v != v ? 0 : v <= lo[t] ? lo[t] : v >= hi[t] ? hi[t] : trunc(v);
+                if (gf[k] != want)
+                    test_fail(__FILE__, __LINE__, "%s: f64 %g to %s gives %g, expected %g", backends[be], v,
+                              rlx_dtype_name(to[t]), gf[k], want);
+            }
+            for (int k = 0; k < NI; k++) {
+                int64_t v = iv[k];
+                int64_t want = t == 0 ? (int8_t)v : t == 1 ? (uint8_t)v : t == 2 ? (int16_t)v : (int64_t)(uint32_t)v;
+                if (gi[k] != want)
+                    test_fail(__FILE__, __LINE__, "%s: i64 %lld to %s gives %lld, expected %lld", backends[be],
+                              (long long)v, rlx_dtype_name(to[t]), (long long)gi[k], (long long)want);
+            }
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+/* Narrow integers wrap in their dtype; unsigned compare and divide. */
+TEST(narrow_integer_arithmetic)
+{
+    const uint8_t ua[4] = {200, 3, 255, 17}, ub[4] = {100, 5, 255, 4};
+    const int8_t ia[4] = {-128, 100, 127, -7}, ib[4] = {-1, 3, 2, 2};
+    const uint32_t wa[3] = {4000000000u, 3000000000u, 7}, wb[3] = {4000000000u, 1, 2};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        rlx_tensor *a = rlx_from_data(RLX_U8, 1, (int64_t[]){4}, ua), *b = rlx_from_data(RLX_U8, 1, (int64_t[]){4}, ub);
+        uint8_t sum[4], diff[4], prod[4], quot[4];
+        CHECK(rlx_read(rlx_add(a, b), sum, 4) == RLX_OK && rlx_read(rlx_sub(a, b), diff, 4) == RLX_OK);
+        CHECK(rlx_read(rlx_mul(a, b), prod, 4) == RLX_OK && rlx_read(rlx_div(a, b), quot, 4) == RLX_OK);
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ_INT(sum[k], (uint8_t)(ua[k] + ub[k]));
+            CHECK_EQ_INT(diff[k], (uint8_t)(ua[k] - ub[k]));
+            CHECK_EQ_INT(prod[k], (uint8_t)(ua[k] * ub[k]));
+            CHECK_EQ_INT(quot[k], ua[k] / ub[k]);
+        }
+        rlx_tensor *c = rlx_from_data(RLX_I8, 1, (int64_t[]){4}, ia), *d = rlx_from_data(RLX_I8, 1, (int64_t[]){4}, ib);
+        int8_t isum[4], iprod[4], iquot[4];
+        CHECK(rlx_read(rlx_add(c, d), isum, 4) == RLX_OK && rlx_read(rlx_mul(c, d), iprod, 4) == RLX_OK);
+        CHECK(rlx_read(rlx_div(c, d), iquot, 4) == RLX_OK);
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ_INT(isum[k], (int8_t)(ia[k] + ib[k]));
+            CHECK_EQ_INT(iprod[k], (int8_t)(ia[k] * ib[k]));
+            CHECK_EQ_INT(iquot[k], (int8_t)(ia[k] / ib[k])); /* -128 / -1 wraps to -128 */
+        }
+        rlx_tensor *e = rlx_from_data(RLX_U32, 1, (int64_t[]){3}, wa), *f = rlx_from_data(RLX_U32, 1, (int64_t[]){3}, wb);
+        uint32_t wsum[3];
+        unsigned char gt[3];
+        CHECK(rlx_read(rlx_add(e, f), wsum, sizeof wsum) == RLX_OK && rlx_read(rlx_gt(e, f), gt, 3) == RLX_OK);
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_INT(wsum[k], (uint32_t)(wa[k] + wb[k]));
+            CHECK_EQ_INT(gt[k], wa[k] > wb[k]);
+        }
+        /* sums of integers are i64, whatever the width (PyTorch) */
+        rlx_tensor *s = rlx_sum(a, NULL, 0, false);
+        int64_t total = 0;
+        CHECK(s && rlx_dtype_of(s) == RLX_I64 && rlx_read(s, &total, 8) == RLX_OK && total == 200 + 3 + 255 + 17);
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+TEST_MAIN(T(names_and_sizes), T(promotion_table), T(half_patterns_exhaustive), T(f32_to_half_random),
+          T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic))
