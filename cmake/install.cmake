@@ -24,7 +24,7 @@ endforeach()
 
 # Libs.private: what a static link of librlx.a needs.
 set(RLX_PC_LIBS_PRIVATE "")
-foreach(_rlx_lib IN ITEMS ${RLX_OPENBLAS} ${RLX_LAPACKE} ${RLX_ZLIB})
+foreach(_rlx_lib IN ITEMS ${RLX_OPENBLAS} ${RLX_LAPACKE} ${RLX_ZLIB} ${RLX_DNNL} ${RLX_GOMP})
   get_filename_component(_rlx_name "${_rlx_lib}" NAME_WE)
   string(REGEX REPLACE "^lib" "" _rlx_name "${_rlx_name}")
   string(APPEND RLX_PC_LIBS_PRIVATE " -l${_rlx_name}")

@@ -924,6 +924,10 @@ RLX_API int rlx_get_num_threads(void);
  *   "grain"               loop iterations per parallel chunk, 64..2^26 (32768)
  *   "gemm_block"          rows per block of a fused GEMM epilogue: 0 auto
  *   "small_matmul"        m*n*k at or below which a matmul skips BLAS: 0 auto
+ *   "bf16_gemm"           bf16 matmul: 0 auto (oneDNN's AVX512-BF16 kernels when
+ *                         librlx was built with oneDNN and the CPU has them),
+ *                         1 widen each block to f32 for sgemm (either way f32
+ *                         accumulation, the result rounded once)
  *   "fuse_elementwise", "fuse_reduce", "fuse_phases"   1 (default) or 0:
  *                         fusion rules of the scheduler, for ablation:
  *                         elementwise chains, a reduction absorbing its

@@ -3,7 +3,7 @@
 # Does nothing (one line of output) when they are all installed already.
 set -euo pipefail
 
-pkgs=(cmake gcc libc6-dev make pkg-config llvm-19-dev libopenblas-dev liblapacke-dev zlib1g-dev
+pkgs=(cmake gcc libc6-dev make pkg-config llvm-19-dev libopenblas-dev liblapacke-dev libdnnl-dev zlib1g-dev
       python3-numpy python3-pytest valgrind)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

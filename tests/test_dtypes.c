@@ -348,5 +348,74 @@ TEST(narrow_integer_arithmetic)
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
 }
 
+/* Element-wise |got - ref| <= 2^-8 |ref| + k 2^-23 (|a| @ |b|): the one
+ * rounding of the result and f32 accumulation over k terms. */
+static void check_bf16_product(const char *what, rlx_tensor *got, rlx_tensor *a, rlx_tensor *b, int64_t k)
+{
+    rlx_tensor *a64 = rlx_cast(a, RLX_F64), *b64 = rlx_cast(b, RLX_F64);
+    rlx_tensor *ref = rlx_matmul(a64, b64), *sabs = rlx_matmul(rlx_abs(a64), rlx_abs(b64));
+    rlx_tensor *g64 = rlx_cast(got, RLX_F64);
+    int64_t n = rlx_numel(ref);
+    double *r = malloc((size_t)(3 * n + 1) * sizeof *r), *sa = r + n, *g = sa + n;
+    CHECK(got && rlx_dtype_of(got) == RLX_BF16 && rlx_numel(got) == n);
+    if (rlx_read(ref, r, (size_t)n * 8) != RLX_OK || rlx_read(sabs, sa, (size_t)n * 8) != RLX_OK ||
+        rlx_read(g64, g, (size_t)n * 8) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "%s: read failed: %s", what, rlx_last_error());
+        n = 0;
+    }
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 3; i++)
+        if (!(fabs(g[i] - r[i]) <= 0x1p-8 * fabs(r[i]) + (double)k * 0x1p-23 * sa[i]))
+            bad++, test_fail(__FILE__, __LINE__, "%s: element %lld is %.9g, f64 product %.9g", what, (long long)i,
+                             g[i], r[i]);
+    free(r);
+}
+
+/* bf16 matmul: bf16 result, f32 accumulation, rounded once; contiguous,
+ * transposed, strided and broadcast-batched operands; small products (the
+ * loop), large ones (oneDNN, or sgemm on widened blocks with bf16_gemm 1);
+ * both backends; bitwise the same at 1 and 2 threads. */
+TEST(bf16_matmul)
+{
+    static const int64_t mkn[][3] = {{1, 1, 1}, {3, 5, 2}, {7, 64, 33}, {70, 300, 90}, {257, 129, 300}};
+    const char *knob[] = {"0", "1"};
+    for (int be = 0; be < 2; be++)
+        for (int kb = 0; kb < 2; kb++) {
+            CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+            CHECK(rlx_set_option("bf16_gemm", knob[kb]) == RLX_OK);
+            for (size_t t = 0; t < sizeof mkn / sizeof mkn[0]; t++) {
+                int64_t m = mkn[t][0], k = mkn[t][1], n = mkn[t][2];
+                char what[96];
+                snprintf(what, sizeof what, "%s bf16_gemm=%s %lldx%lldx%lld", backends[be], knob[kb], (long long)m,
+                         (long long)k, (long long)n);
+                rlx_tensor *a = rlx_randn(RLX_BF16, 2, (int64_t[]){m, k}, 10 + t);
+                rlx_tensor *b = rlx_randn(RLX_BF16, 2, (int64_t[]){k, n}, 20 + t);
+                check_bf16_product(what, rlx_matmul(a, b), a, b, k);
+                rlx_tensor *bt = rlx_randn(RLX_BF16, 2, (int64_t[]){n, k}, 30 + t); /* b given as [n, k] */
+                check_bf16_product(what, rlx_matmul_t(a, bt), a, rlx_transpose(bt, 0, NULL), k);
+                rlx_tensor *a2 = rlx_slice(rlx_randn(RLX_BF16, 2, (int64_t[]){2 * m, k}, 40 + t), 0, 0, RLX_END, 2);
+                check_bf16_product(what, rlx_matmul(a2, b), a2, b, k);
+                rlx_tensor *ab = rlx_randn(RLX_BF16, 3, (int64_t[]){3, m, k}, 50 + t); /* batch over one b */
+                check_bf16_product(what, rlx_matmul(ab, b), ab, b, k);
+            }
+        }
+    /* thread counts: the split depends on the shape only */
+    rlx_tensor *a = rlx_randn(RLX_BF16, 2, (int64_t[]){512, 384}, 1), *b = rlx_randn(RLX_BF16, 2, (int64_t[]){384, 640}, 2);
+    uint16_t *c1 = malloc(512 * 640 * 2), *c2 = malloc(512 * 640 * 2);
+    for (int kb = 0; kb < 2; kb++) {
+        CHECK(rlx_set_option("bf16_gemm", knob[kb]) == RLX_OK);
+        CHECK(rlx_set_option("num_threads", "1") == RLX_OK);
+        CHECK(rlx_read(rlx_matmul(a, b), c1, 512 * 640 * 2) == RLX_OK);
+        CHECK(rlx_set_option("num_threads", "2") == RLX_OK);
+        CHECK(rlx_read(rlx_matmul(rlx_add_s(a, 0), b), c2, 512 * 640 * 2) == RLX_OK); /* a new node: computed again */
+        CHECK(memcmp(c1, c2, 512 * 640 * 2) == 0);
+    }
+    free(c1);
+    free(c2);
+    CHECK(rlx_set_option("num_threads", "0") == RLX_OK);
+    CHECK(rlx_set_option("bf16_gemm", "default") == RLX_OK);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
 TEST_MAIN(T(names_and_sizes), T(promotion_table), T(half_patterns_exhaustive), T(f32_to_half_random),
-          T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic))
+          T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic), T(bf16_matmul))

@@ -15,6 +15,13 @@
  * small_matmul, default SMALL_MATMUL_FLOPS). Integer matmul is a plain
  * loop with wrapping int64 accumulation.
  *
+ * bf16 products (bf16 in and out, f32 accumulation, rounded once) go to
+ * oneDNN's matmul when the build has it (RLX_HAVE_DNNL: its AVX512-BF16
+ * kernels, about 3.6x cblas_sgemm at 2048^3 here), one oneDNN thread per
+ * block of our split; without oneDNN, on a CPU where it declines, or with
+ * the knob bf16_gemm 1, each block is converted to f32, multiplied by
+ * sgemm and rounded.
+ *
  * Solve factors with getrf and finishes with two trsm (trsv for one
  * column) on the output, which starts as a copy of b: a row-major a is
  * factored as the column-major a^T it already is, so neither a nor b is
@@ -33,6 +40,10 @@
 
 #include <cblas.h>
 #include <lapacke.h>
+#ifdef RLX_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+void omp_set_num_threads(int n); /* libgomp, oneDNN's threading runtime */
+#endif
 
 #include "runtime/exec/pool.h"
 #include "passes/knobs.h"
@@ -103,8 +114,11 @@ typedef struct {
     int64_t m, k, n;
     int64_t small; /* m*n*k at or below which the plain loop runs */
     int threads;   /* the realization's thread budget */
+    bool widen_bf16; /* knob bf16_gemm: bf16 blocks through sgemm, not oneDNN */
     mm_opnd a, b;
     char *c; /* contiguous [batch, m, n] */
+    _Atomic bool nomem_flag;
+    _Atomic bool *nomem; /* &nomem_flag: set when a bf16 block found no scratch memory */
 } mm_plan;
 
 /* Element offset of batch item bi (row-major over bshape[0..nb)) of an
@@ -228,9 +242,11 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
     pl->k = n->src[0]->shape[r - 1];
     pl->n = n->shape[r - 1];
     pl->c = c;
+    pl->nomem = &pl->nomem_flag;
     long kv = knob_value(sched_knobs(ctx), KNOB_SMALL_MATMUL, KCLASS_ANY, -1); /* 0: the measured default */
     pl->threads = rt_threads(ctx); /* our budget: the same one the JIT's kernels use */
     pl->small = kv > 0 ? kv : SMALL_MATMUL_FLOPS;
+    pl->widen_bf16 = knob_value(sched_knobs(ctx), KNOB_BF16_GEMM, KCLASS_ANY, -1) == 1;
     if (pl->m > INT_MAX || pl->k > INT_MAX || pl->n > INT_MAX)
         return rt_fail(ctx, RLX_E_UNSUPPORTED, "matmul dims %lld x %lld x %lld exceed the BLAS int range",
                        (long long)pl->m, (long long)pl->k, (long long)pl->n);
@@ -275,6 +291,94 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
 SMALL_KERNEL(small_f32, float)
 SMALL_KERNEL(small_f64, double)
 
+/* The bf16 small kernel: f32 accumulation, one rounding per element. */
+static void small_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
+                       const uint16_t *b, int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (float)ir_bf16_value(a[i * ars + p * acs]) * (float)ir_bf16_value(b[p * brs + j * bcs]);
+            c[i * ldc + j] = ir_bf16_bits(s);
+        }
+}
+
+#ifdef RLX_HAVE_DNNL
+static dnnl_engine_t dnnl_cpu_engine;
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static void dnnl_init(void)
+{
+    if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success)
+        dnnl_cpu_engine = NULL;
+}
+
+/* A (m x k) with strides (ars, acs) times B (k x n) with (brs, bcs) into C
+ * (m x n, row stride ldc) through oneDNN at one thread; false when oneDNN
+ * declines (no kernel for this CPU, no memory). The primitive is created
+ * per call: oneDNN's primitive cache makes a repeated shape a lookup. */
+static bool onednn_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
+                        const uint16_t *b, int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
+{
+    pthread_once(&dnnl_once, dnnl_init);
+    if (!dnnl_cpu_engine)
+        return false;
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_matmul_desc_t mmd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
+    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, (dnnl_dims_t){m, k}, dnnl_bf16, (dnnl_dims_t){ars, acs}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, 2, (dnnl_dims_t){k, n}, dnnl_bf16, (dnnl_dims_t){brs, bcs}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, 2, (dnnl_dims_t){m, n}, dnnl_bf16, (dnnl_dims_t){ldc, 1}) ==
+                  dnnl_success &&
+              dnnl_matmul_desc_init(&mmd, &amd, &bmd, NULL, &cmd) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &mmd, NULL, dnnl_cpu_engine, NULL) == dnnl_success &&
+              dnnl_primitive_create(&prim, pd) == dnnl_success &&
+              dnnl_stream_create(&stream, dnnl_cpu_engine, dnnl_stream_default_flags) == dnnl_success &&
+              dnnl_memory_create(&mem[0], &amd, dnnl_cpu_engine, (void *)(uintptr_t)a) == dnnl_success &&
+              dnnl_memory_create(&mem[1], &bmd, dnnl_cpu_engine, (void *)(uintptr_t)b) == dnnl_success &&
+              dnnl_memory_create(&mem[2], &cmd, dnnl_cpu_engine, c) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+        omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
+        ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    }
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(mem[i]);
+    dnnl_stream_destroy(stream);
+    dnnl_primitive_destroy(prim);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+#endif
+
+/* A bf16 block the plain way: operands widened to f32, sgemm, rounded. */
+static bool f32_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b,
+                     int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
+{
+    float *a32 = ir_alloc((size_t)(m * k + k * n + m * n) * sizeof(float));
+    if (!a32)
+        return false;
+    float *b32 = a32 + m * k, *c32 = b32 + k * n;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            a32[i * k + p] = (float)ir_bf16_value(a[i * ars + p * acs]);
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++)
+            b32[p * n + j] = (float)ir_bf16_value(b[p * brs + j * bcs]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a32, (int)k, b32, (int)n,
+                0.0f, c32, (int)n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * ldc + j] = ir_bf16_bits(c32[i * n + j]);
+    ir_free(a32);
+    return true;
+}
+
 /* Rows [i0, i1) and columns [j0, j1) of batch item bi (or of the folded
  * product). */
 static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
@@ -295,9 +399,23 @@ static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int6
             memset(cp + i * ldc * (int64_t)es, 0, (size_t)n * es);
         return;
     }
-    if ((double)m * (double)n * (double)k <= (double)pl->small) { /* in double: no overflow */
-        int64_t ars = A->tr == CblasNoTrans ? A->ld : 1, acs = A->tr == CblasNoTrans ? 1 : A->ld;
-        int64_t brs = B->tr == CblasNoTrans ? B->ld : 1, bcs = B->tr == CblasNoTrans ? 1 : B->ld;
+    int64_t ars = A->tr == CblasNoTrans ? A->ld : 1, acs = A->tr == CblasNoTrans ? 1 : A->ld;
+    int64_t brs = B->tr == CblasNoTrans ? B->ld : 1, bcs = B->tr == CblasNoTrans ? 1 : B->ld;
+    bool small = (double)m * (double)n * (double)k <= (double)pl->small; /* in double: no overflow */
+    if (pl->dt == RLX_BF16) {
+        const uint16_t *a16 = (const uint16_t *)(const void *)ap, *b16 = (const uint16_t *)(const void *)bp;
+        uint16_t *c16 = (uint16_t *)(void *)cp;
+        if (small)
+            small_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc);
+#ifdef RLX_HAVE_DNNL
+        else if (!pl->widen_bf16 && onednn_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
+            ;
+#endif
+        else if (!f32_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
+            *pl->nomem = true;
+        return;
+    }
+    if (small) {
         if (pl->dt == RLX_F32)
             small_f32(m, n, k, (const float *)ap, ars, acs, (const float *)bp, brs, bcs, (float *)cp, ldc);
         else
@@ -468,7 +586,7 @@ rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     mm_fold(&pl);
     mm_run(&pl);
     mm_free(&pl);
-    return RLX_OK;
+    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
 }
 
 rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out, int64_t row_begin,
@@ -488,7 +606,7 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         mm_fold(&pl);
         mm_run(&pl);
         mm_free(&pl);
-        return RLX_OK;
+        return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
     }
     /* The rows of batch item bi are [bi*m, (bi+1)*m) of the flattened
      * output; a block may start and end inside an item. */
@@ -498,7 +616,7 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         row = bi * m + i1;
     }
     mm_free(&pl);
-    return RLX_OK;
+    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
 }
 
 /* -------------------------------------------------------------- solve */
