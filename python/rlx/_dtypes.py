@@ -80,7 +80,7 @@ for _d in _DTYPES:
     _BY_NAME[_d.short] = _d
 _BY_NAME.update({"bool_": bool_, "half": float16, "short": int16})  # NumPy's and PyTorch's aliases
 # bfloat16 has no NumPy dtype (its storage, uint16, is not an rlx dtype);
-# ml_dtypes' bfloat16, whose NumPy kind is 'V', is recognized by name
+# ml_dtypes' bfloat16, a NumPy extension dtype, is recognized by its name
 _BY_NP = {d.np: d for d in _DTYPES if d is not bfloat16}
 del _d
 

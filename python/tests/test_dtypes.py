@@ -365,3 +365,13 @@ def test_every_dtype_prints_and_gives_items():
     assert repr(rlx.tensor([1.5, -2.0], dtype=rlx.bfloat16)).startswith("tensor([1.5, -2.")
     assert rlx.tensor(np.array(7, np.uint32)).__index__() == 7
     assert_close(rlx.tensor([1, 2], dtype=rlx.float16) * 2, [2, 4], dtype=rlx.float16)
+
+
+def test_ml_dtypes_bfloat16_arrays_map_to_bfloat16():
+    ml = pytest.importorskip("ml_dtypes")  # optional: JAX's NumPy bfloat16
+    a = np.array([1.0, -2.5, 3.140625], dtype=ml.bfloat16)
+    t = rlx.from_numpy(a)
+    assert t.dtype is rlx.bfloat16 and t.data_ptr() == a.ctypes.data
+    assert t.tolist() == [1.0, -2.5, 3.140625] and np.array_equal(t.bits(), a.view(np.uint16))
+    assert rlx.tensor(a).bits().tolist() == a.view(np.uint16).tolist()
+    assert rlx.bfloat16 == a.dtype
