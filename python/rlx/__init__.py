@@ -10,11 +10,20 @@
 Semantics worth knowing (NumPy / PyTorch users):
   * Tensors are immutable and lazy; reading values realizes. ``x[...] = v``
     raises TypeError: use rlx.where / masked_fill.
-  * dtypes: rlx.bool, int32, int64, float32, float64 only; anything else is a
-    TypeError naming the dtype. Python floats become float32, ints int64
-    (PyTorch's rule); NumPy arrays keep their dtype exactly.
+  * dtypes: rlx.bool, int8, uint8, int16, int32, uint32, int64, float16,
+    bfloat16, float32, float64 (aliases as in PyTorch: rlx.half, rlx.short,
+    rlx.float, rlx.double, rlx.long, rlx.int); anything else is a TypeError
+    naming the dtype. Python floats become float32, ints int64 (PyTorch's
+    rule); NumPy arrays keep their dtype exactly. Two tensors promote as
+    PyTorch does (rlx.h: u8+i8 -> int16, int64+float16 -> float16,
+    float16+bfloat16 -> float32), which differs from NumPy for some pairs.
   * A Python scalar takes the tensor's dtype unless it is a float next to an
-    integer/bool tensor (then float32) or an int next to a bool tensor (int64).
+    integer/bool tensor (then float32), an int next to a bool tensor, or an
+    int outside an integer tensor's range (then int64: u8 + 300 is not wrapped).
+  * bfloat16 (NumPy has none): t.numpy() gives its values as a float32
+    copy; t.bits() the zero-copy uint16 bit patterns. rlx.tensor(x,
+    dtype=rlx.bfloat16) and rlx.from_numpy(a, dtype=rlx.bfloat16) round
+    float values to nearest even; a uint16 array is taken as bit patterns.
   * ``/`` is true division: integer/bool operands are cast to float32 first.
     ``//`` and ``%`` round toward -inf like Python/NumPy. rlx.div / rlx.rem
     (= fmod) keep librlx's C semantics (truncation).
@@ -48,6 +57,14 @@ int32 = _core.int32
 int64 = _core.int64
 float32 = _core.float32
 float64 = _core.float64
+float16 = _core.float16
+bfloat16 = _core.bfloat16
+int8 = _core.int8
+uint8 = _core.uint8
+int16 = _core.int16
+uint32 = _core.uint32
+half = float16    # torch.half
+short = int16     # torch.short
 float = float32   # torch.float
 double = float64
 long = int64

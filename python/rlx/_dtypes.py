@@ -1,5 +1,11 @@
-"""rlx dtypes (bool, int32, int64, float32, float64) and the rules mapping
-Python and NumPy scalars and dtypes onto them."""
+"""rlx dtypes and the rules mapping Python and NumPy scalars and dtypes onto
+them: bool, int32, int64, float32, float64 and the narrow ones float16,
+bfloat16, int8, uint8, int16, uint32 (rlx.h states their storage, PyTorch
+promotion, casts and compute rules).
+
+NumPy has every one of them but bfloat16. A bfloat16 DType's ``np`` is
+uint16, the NumPy type of its storage (the bit patterns); ``values_np`` is
+float32, the NumPy type its values are read out as."""
 
 import numpy as np
 
@@ -9,18 +15,26 @@ from . import _ffi
 
 class DType:
     """An rlx dtype. Compares equal to itself, its names ('float32', 'f32'),
-    the NumPy dtype and the NumPy scalar type."""
-    __slots__ = ("name", "code", "short", "np", "itemsize", "is_float", "is_int", "is_bool")
+    the NumPy dtype and the NumPy scalar type (bfloat16: its names only).
 
-    def __init__(self, name, code, npdt):
+    is_int is true for signed and unsigned integers (is_unsigned tells them
+    apart); np is the NumPy dtype of the storage, values_np that of the
+    values (they differ for bfloat16 only: uint16 bits, float32 values)."""
+    __slots__ = ("name", "code", "short", "np", "values_np", "itemsize", "is_float", "is_int", "is_unsigned",
+                 "is_bool")
+
+    def __init__(self, name, code, npdt, kind=None, values=None):
         self.name = name
         self.code = code
         self.short = _lib.rlx_dtype_name(code).decode()
         self.np = np.dtype(npdt)
+        self.values_np = np.dtype(values or npdt)
         self.itemsize = self.np.itemsize
-        self.is_float = self.np.kind == "f"
-        self.is_int = self.np.kind == "i"
-        self.is_bool = self.np.kind == "b"
+        kind = kind or self.np.kind
+        self.is_float = kind == "f"
+        self.is_int = kind in "iu"
+        self.is_unsigned = kind == "u"
+        self.is_bool = kind == "b"
 
     def __repr__(self):
         return "rlx." + self.name
@@ -51,14 +65,23 @@ int32 = DType("int32", _DTYPE_ENUM["RLX_I32"], np.int32)
 int64 = DType("int64", _DTYPE_ENUM["RLX_I64"], np.int64)
 float32 = DType("float32", _DTYPE_ENUM["RLX_F32"], np.float32)
 float64 = DType("float64", _DTYPE_ENUM["RLX_F64"], np.float64)
-_DTYPES = (bool_, int32, int64, float32, float64)
+float16 = DType("float16", _DTYPE_ENUM["RLX_F16"], np.float16)
+bfloat16 = DType("bfloat16", _DTYPE_ENUM["RLX_BF16"], np.uint16, kind="f", values=np.float32)
+int8 = DType("int8", _DTYPE_ENUM["RLX_I8"], np.int8)
+uint8 = DType("uint8", _DTYPE_ENUM["RLX_U8"], np.uint8)
+int16 = DType("int16", _DTYPE_ENUM["RLX_I16"], np.int16)
+uint32 = DType("uint32", _DTYPE_ENUM["RLX_U32"], np.uint32)
+_DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, int8, uint8, int16, uint32)
+_SUPPORTED = ", ".join(d.name for d in _DTYPES)
 _BY_CODE = {d.code: d for d in _DTYPES}
 _BY_NAME = {}
 for _d in _DTYPES:
     _BY_NAME[_d.name] = _d
     _BY_NAME[_d.short] = _d
-_BY_NAME["bool_"] = bool_
-_BY_NP = {d.np: d for d in _DTYPES}
+_BY_NAME.update({"bool_": bool_, "half": float16, "short": int16})  # NumPy's and PyTorch's aliases
+# bfloat16 has no NumPy dtype (its storage, uint16, is not an rlx dtype);
+# ml_dtypes' bfloat16, a NumPy extension dtype, is recognized by its name
+_BY_NP = {d.np: d for d in _DTYPES if d is not bfloat16}
 del _d
 
 
@@ -79,16 +102,18 @@ def _dtype(dt):
     try:
         npdt = np.dtype(dt)
     except TypeError:
-        raise TypeError("rlx: %r is not a dtype (supported: bool, int32, int64, float32, float64)" % (dt,))
-    d = _BY_NP.get(npdt.newbyteorder("=")) if npdt.kind in "bif" else None
+        raise TypeError("rlx: %r is not a dtype (supported: %s)" % (dt, _SUPPORTED))
+    if npdt.name == "bfloat16" and npdt.itemsize == 2:
+        return bfloat16
+    d = _BY_NP.get(npdt.newbyteorder("=")) if npdt.kind in "biuf" else None
     if d is None:
-        raise TypeError("rlx: dtype %s is not supported (supported: bool, int32, int64, float32, float64)"
-                        % npdt.name)
+        raise TypeError("rlx: dtype %s is not supported (supported: %s)" % (npdt.name, _SUPPORTED))
     return d
 
 
 def dtype_name(dt):
-    """The C library's short name of a dtype: 'bool', 'i32', 'i64', 'f32', 'f64'."""
+    """The C library's short name of a dtype: 'bool', 'i32', 'i64', 'f32',
+    'f64', 'f16', 'bf16', 'i8', 'u8', 'i16', 'u32'."""
     code = _dtype(dt).code if not isinstance(dt, _builtin_int) else dt
     _clear()
     r = _lib.rlx_dtype_name(code)
@@ -97,25 +122,35 @@ def dtype_name(dt):
     return r.decode()
 
 
+def _int_range(d):
+    """[lo, hi] of an integer dtype."""
+    bits = d.itemsize * 8
+    return (0, 2**bits - 1) if d.is_unsigned else (-2**(bits - 1), 2**(bits - 1) - 1)
+
+
 def _scalar_dtype(s, d):
     """Dtype that a Python scalar takes next to a tensor of dtype d (the
     PyTorch rule: a scalar never widens a tensor of its own kind; a float
     scalar with an integer/bool tensor gives float32, an int scalar with a
-    bool tensor int64)."""
+    bool tensor int64). An int outside the range of an integer d (300 next
+    to uint8, -1 next to uint32) gives int64, so that it is neither wrapped
+    nor saturated: x + 300 and x < 300 mean what they say."""
     if isinstance(s, _builtin_bool):
         return d
     if isinstance(s, _builtin_int):
         if d.is_bool:
             return int64
-        if d is int32 and not (-2**31 <= s < 2**31):
-            return int64
+        if d is not int64 and d.is_int:
+            lo, hi = _int_range(d)
+            if not lo <= s <= hi:
+                return int64
         return d
     return d if d.is_float else float32
 
 
 def _is_scalar(x):
     return isinstance(x, (_builtin_int, _builtin_float)) or (
-        isinstance(x, np.generic) and x.dtype.kind in "bif")
+        isinstance(x, np.generic) and x.dtype.kind in "biuf")
 
 
 def _py_scalar(x):

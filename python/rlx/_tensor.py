@@ -15,7 +15,8 @@ import numpy as np
 from ._base import (_lib, _c, _c_void_p, _c_int64, _object_new, _builtin_bool, _builtin_int, _builtin_float,
                     _builtin_abs, _builtin_max, _clear, _last_status, _release, _raise, _check, _i64s,
                     MAX_RANK, RlxError)
-from ._dtypes import (_dtype, _BY_CODE, _py_scalar, bool_, int32, int64, float32, float64)
+from ._dtypes import (_dtype, _BY_CODE, _py_scalar, bool_, int32, int64, float32, float64, float16, bfloat16,
+                      int8, uint8, int16)
 from . import _ffi
 
 
@@ -250,28 +251,51 @@ class Tensor:
     def numpy(self, copy=False):
         """The values as a NumPy array. Without copy it is a read-only view of
         the realized payload (zero-copy; it keeps this Tensor alive); with
-        copy=True a writable copy made by rlx_read."""
-        if copy:
-            return self.read()
-        shape = self.shape
+        copy=True a writable copy made by rlx_read.
+
+        bfloat16, which NumPy lacks, reads out as float32 values: always a
+        new writable copy (exact: every bfloat16 is a float32). Its bit
+        patterns, zero-copy, are ``bits()``."""
         d = self.dtype
+        if copy or d is bfloat16:
+            return self.read()
+        return self._view(d.np)
+
+    def bits(self):
+        """The realized payload, zero-copy and read-only, as unsigned integers
+        of the element's width: the bit patterns of a bfloat16 or float16
+        tensor as uint16 (uint8 for bool, int8, uint8; uint32 for float32,
+        int32, uint32; uint64 for the 8-byte types). It keeps this Tensor
+        alive; rlx.from_numpy(b, dtype=rlx.bfloat16) reads such bits back."""
+        return self._view(np.dtype("u%d" % self.dtype.itemsize))
+
+    def _view(self, npdt):
+        shape = self.shape
         _clear()
         p = _lib.rlx_data(self._h)
         if not p:
             if _last_status():
                 _raise()
-            return np.zeros(shape, d.np)  # empty payload
-        view = _ArrayView(self, p, shape, d.np.str, True)
+            return np.zeros(shape, npdt)  # empty payload
+        view = _ArrayView(self, p, shape, npdt.str, True)
         return np.asarray(view)
 
     def read(self, dtype=None):
         """A new writable NumPy copy (rlx_read; rlx_read_f32 / rlx_read_f64
-        convert to float32 / float64 in the library)."""
+        convert to float32 / float64 in the library). A bfloat16 tensor, or
+        dtype=bfloat16 (the library's cast first), reads as float32 values."""
         shape = self.shape
         n = 1
         for s in shape:
             n *= s
         d = self.dtype if dtype is None else _dtype(dtype)
+        if d is bfloat16 and self.dtype is not bfloat16:
+            return self.astype(bfloat16).read()
+        if self.dtype is bfloat16 and d is not float64:
+            # a bfloat16 is the high half of a float32 (rlx.h): its value is
+            # its bits shifted, exact for every pattern (NaN payloads too)
+            v = (self.bits().astype(np.uint32) << 16).view(np.float32)
+            return v if d is bfloat16 or d is float32 else v.astype(d.np)
         if dtype is not None and d is float32:
             out = np.empty(shape, np.float32)
             _clear()
@@ -377,7 +401,8 @@ class Tensor:
         return self  # immutable
 
     def __reduce__(self):
-        return (tensor, (self.numpy().copy(), self.dtype.name))
+        d = self.dtype  # bfloat16 travels as its bits (tensor() takes uint16 as bits)
+        return (tensor, ((self.bits() if d is bfloat16 else self.numpy()).copy(), d.name))
 
     def __setitem__(self, key, value):
         raise TypeError("rlx tensors are immutable; build a new one, e.g. with rlx.where(mask, value, x) "
@@ -409,6 +434,21 @@ class Tensor:
     def bool(self):
         return self.astype(bool_)
 
+    def half(self):
+        return self.astype(float16)
+
+    def bfloat16(self):
+        return self.astype(bfloat16)
+
+    def char(self):  # torch: int8
+        return self.astype(int8)
+
+    def byte(self):  # torch: uint8
+        return self.astype(uint8)
+
+    def short(self):
+        return self.astype(int16)
+
 
 def _attach(members):
     """Make members (a class whose body defines Tensor operators or
@@ -437,16 +477,46 @@ def _new_from_data(d, shape, arr):
     return _wrap(_lib.rlx_from_data(d.code, n, shp, arr.ctypes.data if arr.size else None))
 
 
+def _is_bits(a, d):
+    """A uint16 array given for a 16-bit float dtype holds its bit patterns."""
+    return d is not None and d.np.itemsize == 2 and d.is_float and isinstance(a, np.ndarray) \
+        and a.dtype.newbyteorder("=") == np.uint16
+
+
+def _as_bits(a, d):
+    """The uint16 patterns of a in native byte order, typed as d's storage."""
+    return a.astype(np.uint16, copy=False).view(d.np)
+
+
+def _bf16_values(arr):
+    """A realized bfloat16 tensor of arr's values, rounded by the library's
+    cast (to nearest even, once, from the exact value)."""
+    try:
+        src = _dtype(arr.dtype)
+    except TypeError:
+        src = float64  # e.g. uint64, float128: through float64
+    if src is bfloat16:  # ml_dtypes' bfloat16: already the bits
+        return _new_from_data(bfloat16, arr.shape, _c_order(arr.view(np.uint16), bfloat16))
+    return cast(_new_from_data(src, arr.shape, _c_order(arr, src)), bfloat16).realize()
+
+
 def tensor(data, dtype=None):
     """A tensor holding a copy of data (a list, tuple, NumPy array, Python or
     NumPy scalar, or Tensor). Without dtype: NumPy arrays keep their dtype
-    (only bool, int32, int64, float32, float64 are accepted); Python floats
-    give float32, ints int64, bools bool (PyTorch's rule)."""
+    (bool, int8, uint8, int16, int32, uint32, int64, float16, float32,
+    float64 are accepted; ml_dtypes' bfloat16 too); Python floats give
+    float32, ints int64, bools bool (PyTorch's rule).
+
+    dtype=bfloat16 (NumPy has none): values are rounded to nearest even by
+    the library's cast; a uint16 NumPy array is taken as the bit patterns
+    instead (for float16 too: the inverse of Tensor.bits())."""
     if isinstance(data, Tensor):
         return data if dtype is None else data.astype(dtype)
     d = None if dtype is None else _dtype(dtype)
+    if _is_bits(data, d):
+        return _new_from_data(d, data.shape, _c_order(_as_bits(data, d), d))
     if isinstance(data, (_builtin_bool, _builtin_int, _builtin_float, np.generic)) and not (
-            isinstance(data, np.generic) and data.dtype.kind not in "bif"):
+            isinstance(data, np.generic) and data.dtype.kind not in "biuf"):
         v = _py_scalar(data)
         if d is None:
             d = data.dtype if isinstance(data, np.generic) else (
@@ -460,6 +530,8 @@ def tensor(data, dtype=None):
     if isinstance(data, np.ndarray):
         if d is None:
             d = _dtype(data.dtype)
+        if d is bfloat16:
+            return _bf16_values(data)
         arr = _c_order(data, d)
     else:
         if isinstance(data, (list, tuple)) and _has_tensor(data):
@@ -472,6 +544,8 @@ def tensor(data, dtype=None):
         if d is None:
             k = arr.dtype.kind
             d = float32 if k == "f" else int64 if k in "iu" else bool_ if k == "b" else _dtype(arr.dtype)
+        if d is bfloat16:
+            return _bf16_values(arr)
         arr = _c_order(arr, d)
     return _new_from_data(d, arr.shape, arr)
 
@@ -488,15 +562,31 @@ def _has_tensor(seq):
 asarray = tensor
 
 
-def from_numpy(a):
+def from_numpy(a, dtype=None):
     """A tensor reading the NumPy array's memory in place (rlx_from_blob; no
     copy). The array stays alive while any tensor reads it; writing to the
     array before the tensor (or an expression over it) is realized is
     visible in the results. Non-contiguous or byte-swapped arrays are copied
-    first. Dtypes map exactly; others raise TypeError."""
+    first. Dtypes map exactly (ml_dtypes' bfloat16 to bfloat16); others
+    raise TypeError.
+
+    dtype: a uint16 array with dtype=bfloat16 or float16 is read in place as
+    the bit patterns (Tensor.bits() gives them). Any other dtype differing
+    from a's is the library's cast of the in-place tensor: lazy, rounded to
+    nearest even for float16 and bfloat16, wrapping or saturating for
+    integers as rlx.h says (from float32 values: from_numpy(a, dtype=rlx.bfloat16))."""
     if not isinstance(a, np.ndarray):
         raise TypeError("rlx.from_numpy expects a numpy.ndarray, got %s" % type(a).__name__)
-    d = _dtype(a.dtype)
+    want = None if dtype is None else _dtype(dtype)
+    if _is_bits(a, want):
+        d = want
+        a = _as_bits(a, d)
+    else:
+        d = _dtype(a.dtype)
+        if want is not None and want is not d:
+            return cast(from_numpy(a), want)
+        if d is bfloat16:
+            a = a.view(np.uint16)  # ml_dtypes' bfloat16: its storage
     if not a.flags.c_contiguous or a.dtype != d.np:
         a = _c_order(a, d)
     shp, n = _i64s(a.shape)

@@ -8,8 +8,9 @@ import pytest
 
 import rlx
 
-DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
-ST_NAMES = {np.bool_: "BOOL", np.int32: "I32", np.int64: "I64", np.float32: "F32", np.float64: "F64"}
+DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.float16, np.int8, np.uint8, np.int16, np.uint32]
+ST_NAMES = {np.bool_: "BOOL", np.int32: "I32", np.int64: "I64", np.float32: "F32", np.float64: "F64",
+            np.float16: "F16", np.int8: "I8", np.uint8: "U8", np.int16: "I16", np.uint32: "U32"}
 SHAPES = [(), (0,), (1,), (5, 7, 11), (3, 0, 2)]
 
 
@@ -110,11 +111,18 @@ def test_safetensors_errors(tmp_path):
     with pytest.raises(rlx.RlxError) as e:
         rlx.load_safetensors(p)
     assert e.value.status == rlx.E_IO and str(p) in e.value.message and "past the end" in e.value.message
-    h = b'{"a":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}}'
+    h = b'{"a":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}}'
     p.write_bytes(struct.pack("<Q", len(h)) + h + b"\0\0")
     with pytest.raises(rlx.RlxError) as e:
         rlx.load_safetensors(p)
     assert e.value.status == rlx.E_UNSUPPORTED
+    # a dtype string whose size does not fit the data, and one of the wrong case
+    for dt in (b"BF16", b"F16", b"I8", b"U32", b"f16", b"bfloat16"):
+        h = b'{"a":{"dtype":"' + dt + b'","shape":[3],"data_offsets":[0,4]}}'
+        p.write_bytes(struct.pack("<Q", len(h)) + h + b"\0" * 4)
+        with pytest.raises(rlx.RlxError) as e:
+            rlx.load_safetensors(p)
+        assert e.value.status == rlx.E_IO and str(p) in e.value.message
     with pytest.raises(rlx.RlxError) as e:
         rlx.load_safetensors(tmp_path / "missing")
     assert e.value.status == rlx.E_IO
@@ -206,3 +214,62 @@ def test_npy_npz_errors(tmp_path):
     assert e.value.status == rlx.E_IO
     with pytest.raises(rlx.RlxError):
         rlx.save_npy(tmp_path / "dir-missing" / "a.npy", np.zeros(1))
+
+
+# ------------------------------------------------------ the narrow dtypes
+
+def test_every_float16_pattern_through_every_format(tmp_path):
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    h = bits.view(np.float16)  # NaN payloads, -0, subnormals, infinities
+    t = rlx.from_numpy(h)
+    rlx.save_safetensors(tmp_path / "h.safetensors", {"h": t})
+    rlx.save_npz(tmp_path / "h.npz", h=t)
+    rlx.save_npy(tmp_path / "h.npy", t)
+    got, header = st_read(tmp_path / "h.safetensors")
+    assert header["h"]["dtype"] == "F16" and got["h"].tobytes() == h.tobytes()
+    with np.load(tmp_path / "h.npz") as z:
+        assert z["h"].dtype == np.float16 and z["h"].tobytes() == h.tobytes()
+    assert np.load(tmp_path / "h.npy").tobytes() == h.tobytes()
+    for load in (lambda: rlx.load_safetensors(tmp_path / "h.safetensors")["h"],
+                 lambda: rlx.load_npz(tmp_path / "h.npz")["h"], lambda: rlx.load_npy(tmp_path / "h.npy")):
+        r = load()
+        assert r.dtype is rlx.float16 and r.bits().tobytes() == bits.tobytes()
+
+
+def test_bfloat16_in_safetensors_both_ways(tmp_path):
+    bits = np.array([[0x3F80, 0xC020, 0x7F80], [0xFF80, 0x7FC1, 0x0001]], np.uint16)
+    t = rlx.from_numpy(bits, dtype=rlx.bfloat16)
+    rlx.save_safetensors(tmp_path / "b.safetensors", {"b": t, "f": rlx.ones(3)})
+    with open(tmp_path / "b.safetensors", "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    e = json.loads(blob[8:8 + n])["b"]
+    assert e["dtype"] == "BF16" and e["shape"] == [2, 3]
+    b0, b1 = e["data_offsets"]
+    assert blob[8 + n + b0:8 + n + b1] == bits.astype("<u2").tobytes()
+    # a file written here, read by librlx in place
+    h = json.dumps({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    (tmp_path / "w.safetensors").write_bytes(struct.pack("<Q", len(h)) + h + bits.astype("<u2").tobytes())
+    w = rlx.load_safetensors(tmp_path / "w.safetensors")["w"]
+    assert w.dtype is rlx.bfloat16 and np.array_equal(w.bits(), bits)
+    assert w.numpy()[0].tolist() == [1.0, -2.5, np.inf]
+
+
+def test_bfloat16_has_no_npy_descr(tmp_path):
+    t = rlx.tensor([1.0, 2.0], dtype=rlx.bfloat16)
+    with pytest.raises(rlx.RlxError) as e:
+        rlx.save_npy(tmp_path / "b.npy", t)
+    assert e.value.status == rlx.E_DTYPE and "rlx_save_npy" in e.value.message and "bf16" in e.value.message
+    assert not (tmp_path / "b.npy").exists()
+    with pytest.raises(rlx.RlxError) as e:
+        rlx.save_npz(tmp_path / "b.npz", a=np.zeros(2), b=t)
+    assert e.value.status == rlx.E_DTYPE and "rlx_save_npz" in e.value.message and "tensors[1]" in e.value.message
+    assert not (tmp_path / "b.npz").exists()
+    rlx.save_npy(tmp_path / "b.npy", t.float())  # as float32 values it saves
+    assert np.load(tmp_path / "b.npy").tolist() == [1.0, 2.0]
+    # NumPy arrays of dtypes librlx lacks: a uint16 .npy stays unsupported
+    np.save(tmp_path / "u.npy", np.zeros(2, np.uint16))
+    with pytest.raises(rlx.RlxError) as e:
+        rlx.load_npy(tmp_path / "u.npy")
+    assert e.value.status == rlx.E_UNSUPPORTED

@@ -220,7 +220,10 @@ def test_enums_match_header():
     assert [(m.name, int(m)) for m in rlx.Status] == [
         ("OK", 0), ("E_ARG", 1), ("E_SHAPE", 2), ("E_DTYPE", 3), ("E_NOMEM", 4), ("E_JIT", 5),
         ("E_LINALG", 6), ("E_UNSUPPORTED", 7), ("E_IO", 8), ("E_INTERNAL", 9)]
-    assert [int(d.code) for d in (rlx.bool, rlx.int32, rlx.int64, rlx.float32, rlx.float64)] == [0, 1, 2, 3, 4]
+    assert [int(d.code) for d in (rlx.bool, rlx.int32, rlx.int64, rlx.float32, rlx.float64, rlx.float16,
+                                  rlx.bfloat16, rlx.int8, rlx.uint8, rlx.int16, rlx.uint32)] == list(range(11))
+    # every dtype of the header has a DType
+    assert sorted(_ffi.ENUMS["rlx_dtype"].values()) == sorted(int(d.code) for d in rlx._dtypes._DTYPES)
     assert int(rlx.Act.SIGMOID) == 6 and int(rlx.Mask.SLIDING) == 2 and int(rlx.Minifloat.FP4_E2M1) == 4
     assert rlx.END == 2**63 - 1 and rlx.MAX_RANK == 8
 

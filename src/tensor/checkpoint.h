@@ -103,13 +103,12 @@ bool ck_npy_parse(const char *fn, const char *path, const char *what, const unsi
 /* The node of a parsed image whose data starts at p (fortran order becomes
  * a transposed view). */
 ir_node *ck_npy_node(const char *fn, ck_map *m, const unsigned char *p, const ck_npy *h);
+/* False with RLX_E_DTYPE "fn: what is DT, which has no .npy descr" for a
+ * dtype NumPy lacks (bf16): the .npy and .npz savers refuse it. */
+bool ck_npy_dtype_ok(const char *fn, const char *what, rlx_dtype dt);
 /* Formats the .npy header of t's dtype and shape into buf (cap >= 256);
  * returns its length (a multiple of 64), 0 when it does not fit. */
 size_t ck_npy_header(char *buf, size_t cap, rlx_dtype dt, int rank, const int64_t *shape);
-
-/* npz.c: write every member with zip64 fields (tests reach the zip64
- * reader and writer with small files through it). */
-extern bool ck_zip64_always;
 
 /* npz.c: write every member with zip64 fields (tests reach the zip64
  * reader and writer with small files through it). */

@@ -230,6 +230,15 @@ ir_node *ck_npy_node(const char *fn, ck_map *m, const unsigned char *p, const ck
     return r;
 }
 
+bool ck_npy_dtype_ok(const char *fn, const char *what, rlx_dtype dt)
+{
+    if (ck_dtype_of(dt)->np_kind)
+        return true;
+    ts_error(RLX_E_DTYPE, fn, "%s is %s, which has no NumPy .npy descr (NumPy has no such type): save it with "
+             "rlx_save_safetensors, or cast it to f32 first", what, rlx_dtype_name(dt));
+    return false;
+}
+
 size_t ck_npy_header(char *buf, size_t cap, rlx_dtype dt, int rank, const int64_t *shape)
 {
     const ck_dtype *d = ck_dtype_of(dt);
@@ -273,7 +282,7 @@ rlx_status rlx_save_npy(const char *path, rlx_tensor *t)
     const char *fn = "rlx_save_npy";
     const char *name = "t";
     const unsigned char *pay;
-    if (ts_null(fn, "t", t) || !ck_payloads(fn, 1, &name, &t, &pay))
+    if (ts_null(fn, "t", t) || !ck_npy_dtype_ok(fn, "t", ts_node(t)->dtype) || !ck_payloads(fn, 1, &name, &t, &pay))
         return rlx_last_status();
     ir_node *n = ts_node(t);
     char head[512];

@@ -409,7 +409,7 @@ static bool write_end(ck_writer *w, uint64_t n, uint64_t cd, uint64_t cd_size)
     return ck_write(w, e, (size_t)(p - e));
 }
 
-static bool check_npz_names(const char *fn, int n, const char *const *names)
+static bool check_npz_members(const char *fn, int n, const char *const *names, rlx_tensor *const *tensors)
 {
     for (int i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
@@ -417,6 +417,10 @@ static bool check_npz_names(const char *fn, int n, const char *const *names)
             ts_error(RLX_E_ARG, fn, "names[%d] is %s", i, len > 60000 ? "longer than 60000 bytes" : "not valid UTF-8");
             return false;
         }
+        char what[48];
+        snprintf(what, sizeof what, "tensors[%d]", i);
+        if (!ck_npy_dtype_ok(fn, what, ts_node(tensors[i])->dtype))
+            return false;
     }
     return true;
 }
@@ -432,7 +436,7 @@ rlx_status rlx_save_npz(const char *path, int n, const char *const *names, rlx_t
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         goto out;
     }
-    if (!ck_payloads(fn, n, names, tensors, pay) || !check_npz_names(fn, n, names) || !ck_writer_open(&w, fn, path)) {
+    if (!ck_payloads(fn, n, names, tensors, pay) || !check_npz_members(fn, n, names, tensors) || !ck_writer_open(&w, fn, path)) {
         st = rlx_last_status();
         goto out;
     }
