@@ -276,8 +276,9 @@ RLX_API rlx_tensor *rlx_log_sigmoid(rlx_tensor *x);
 RLX_API rlx_tensor *rlx_logical_not(rlx_tensor *x);
 
 /* ----------------------------------------------------------------- binary */
-/* Broadcast like NumPy, promote like NumPy (bool < i32 < i64 < f32 < f64;
- * any integer with f32 gives f32). The _s forms convert the scalar to the
+/* Broadcast like NumPy, promote like NumPy for the five wide dtypes (bool <
+ * i32 < i64 < f32 < f64; any integer with f32 gives f32) and like PyTorch
+ * for the narrow ones (the table at rlx_dtype). The _s forms convert the scalar to the
  * tensor's dtype first (0.5 on an i32 tensor is 0). Integer add/sub/mul
  * wrap; integer div and rem truncate like C, and dividing an integer by zero
  * gives 0 (NumPy's value; no trap), as does integer rem by zero. Float rem
@@ -822,8 +823,11 @@ RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx
 
 /* ------------------------------------------------------------ checkpoints */
 /* Tensors to and from files: safetensors, NumPy .npy and .npz. Every dtype
- * of rlx_dtype is read and written: safetensors BOOL I32 I64 F32 F64, NumPy
- * '|b1' '<i4' '<i8' '<f4' '<f8'. Files are written atomically (a temporary
+ * of rlx_dtype is read and written: safetensors BOOL I32 I64 F32 F64 F16
+ * BF16 I8 U8 I16 U32, NumPy '|b1' '<i4' '<i8' '<f4' '<f8' '<f2' '|i1' '|u1'
+ * '<i2' '<u4' -- except that NumPy has no bfloat16: rlx_save_npy and
+ * rlx_save_npz refuse a bf16 tensor with RLX_E_DTYPE before writing (save
+ * it as safetensors, or cast it to f32). Files are written atomically (a temporary
  * file beside path, renamed over it), little-endian, row-major; unrealized
  * tensors are realized, views written contiguous. Loading maps the file
  * read-only: a tensor whose bytes are aligned for its dtype and in native
@@ -833,15 +837,15 @@ RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx
  * are copied. A loaded tensor is realized, except Fortran-order .npy data,
  * which is a transposed view. Don't modify a file while tensors map it.
  * A corrupt, truncated or hostile file is RLX_E_IO with a message naming
- * the path and the problem; a type librlx lacks (F16, '<u2', ...) is
- * RLX_E_UNSUPPORTED; nothing outside the file is ever read. Saving: n < 0,
+ * the path and the problem; a type librlx lacks (U16, U64, F8_E4M3,
+ * '<u2', '<c8', ...) is RLX_E_UNSUPPORTED; nothing outside the file is ever read. Saving: n < 0,
  * NULL, empty or repeated names, or a NULL tensor are RLX_E_ARG; a failing
  * write RLX_E_IO with the system's reason (the old file stays as it was). */
 
 typedef struct rlx_checkpoint rlx_checkpoint; /* the tensors of one loaded file */
 
 /* Writes names[i] -> tensors[i], i < n, as safetensors (no __metadata__;
- * data ordered 8-, 4-, then 1-byte types so each is aligned). Names must be
+ * data ordered 8-, 4-, 2-, then 1-byte types so each is aligned). Names must be
  * UTF-8 and not "__metadata__" (RLX_E_ARG). */
 RLX_API rlx_status rlx_save_safetensors(const char *path, int n, const char *const *names,
                                         rlx_tensor *const *tensors);
