@@ -18,6 +18,7 @@ KNOBS = {
     "grain": ("32768", "4096", "63"),
     "gemm_block": ("0", "64", "x"),
     "small_matmul": ("0", "1000", "1.5"),
+    "bf16_gemm": ("0", "1", "2"),
     "fuse_elementwise": ("1", "0", "2"),
     "fuse_reduce": ("1", "0", "2"),
     "fuse_phases": ("1", "0", "2"),
