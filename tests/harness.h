@@ -115,6 +115,14 @@ void test_expect(const char *file, int line, const char *what, rlx_tensor *t, rl
 void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *want, double rtol, double atol);
 #define EXPECT_SAME(got, want, tol) test_expect_same(__FILE__, __LINE__, (got), (want), (tol), (tol))
 
+/* Runs the statement after it with the backend set to "ref" (b = 0), then
+ * "jit" (b = 1); restores the backend after. Not reentrant. */
+#define EACH_BACKEND(b)                                                                      \
+    for (int b = 0, once_ = (test_backend_save(), 1); once_; once_ = 0, test_backend_restore()) \
+        for (; b < 2 && rlx_set_option("backend", b ? "jit" : "ref") == RLX_OK; b++)
+void test_backend_save(void);
+void test_backend_restore(void);
+
 int test_main(int argc, char **argv, const test_case *cases, int ncases);
 #define TEST_MAIN(...)                                                      \
     int main(int argc, char **argv)                                         \

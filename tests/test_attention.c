@@ -9,15 +9,6 @@
  */
 #include "harness.h"
 
-/* Runs body with the backend set to "ref", then "jit"; restores it. */
-#define EACH_BACKEND(b)                                                       \
-    for (int b = 0, once_ = (backend_save(), 1); once_; once_ = 0, backend_restore()) \
-        for (; b < 2 && rlx_set_option("backend", b ? "jit" : "ref") == RLX_OK; b++)
-
-static char saved_backend[16];
-static void backend_save(void) { CHECK_EQ_INT(rlx_get_option("backend", saved_backend, sizeof saved_backend), RLX_OK); }
-static void backend_restore(void) { CHECK_EQ_INT(rlx_set_option("backend", saved_backend), RLX_OK); }
-
 static double *rnd(int64_t n, double lo, double hi)
 {
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);

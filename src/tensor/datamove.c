@@ -309,7 +309,7 @@ static rlx_tensor *scatter_node(const char *fn, ir_node *base, int ax, ir_node *
         memset(&a, 0, sizeof a);
         a.scatter.axis = ax;
         a.scatter.mode = mode;
-        out = ts_make(fn, IR_OP_SCATTER, 3, (ir_node *[]){b, idx, v}, &a);
+        out = ts_make_lib(fn, IR_OP_SCATTER, 3, (ir_node *[]){b, idx, v}, &a, dt);
     }
     ir_release(b);
     ir_release(v);

@@ -41,7 +41,7 @@ static rlx_tensor *mxquant(const char *fn, rlx_tensor *t, int fmt, int block)
     memset(&a, 0, sizeof a);
     a.quant.fmt = fmt;
     a.quant.block = block;
-    return ts_wrap(ts_make(fn, IR_OP_MXQUANT, 1, &src, &a));
+    return ts_wrap(ts_make_lib(fn, IR_OP_MXQUANT, 1, &src, &a, RLX_F32));
 }
 
 rlx_tensor *rlx_scaled_matmul(rlx_tensor *x, rlx_tensor *w, rlx_minifloat fmt, int block)
