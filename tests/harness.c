@@ -273,3 +273,43 @@ void test_backend_restore(void)
     if (rlx_set_option("backend", saved_backend) != RLX_OK)
         test_fail(__FILE__, __LINE__, "rlx_set_option(backend): %s", rlx_last_error());
 }
+
+void test_narrow_vs_f32(const char *file, int line, const char *what, test_narrow_fn f, rlx_dtype dt, int n,
+                        const int *ranks, const int64_t *const *shapes, double lo, double hi, double ulps)
+{
+    rlx_tensor *in[8], *in32[8];
+    for (int i = 0; i < n && i < 8; i++) {
+        int64_t m = test_numel(ranks[i], shapes[i]);
+        double *v = malloc((size_t)(m ? m : 1) * sizeof *v);
+        for (int64_t k = 0; k < m; k++)
+            v[k] = test_uniform(lo, hi);
+        in[i] = test_tensor(dt, ranks[i], shapes[i], v); /* v now holds what dt stores */
+        in32[i] = test_tensor(RLX_F32, ranks[i], shapes[i], v);
+        free(v);
+    }
+    int64_t nr = 0, ng = 0;
+    double *ref = test_values(rlx_cast(f(in32), dt), &nr);
+    double scale = 0, ulp = dt == RLX_BF16 ? 0x1p-7 : 0x1p-10; /* the spacing above 1 of bf16, f16 */
+    for (int64_t k = 0; ref && k < nr; k++)
+        scale = fmax(scale, fabs(ref[k]));
+    EACH_BACKEND(b) {
+        rlx_tensor *r = f(in);
+        if (!r || rlx_dtype_of(r) != dt) {
+            test_fail(file, line, "%s on %s (%s): %s", what, rlx_dtype_name(dt), b ? "jit" : "ref",
+                      r ? rlx_dtype_name(rlx_dtype_of(r)) : rlx_last_error());
+            continue;
+        }
+        double *got = test_values(r, &ng);
+        for (int64_t k = 0; got && ref && k < ng && ng == nr; k++)
+            if (!test_close(got[k], ref[k], ulps * ulp, ulps * ulp * scale)) {
+                test_fail(file, line, "%s on %s (%s) [%lld]: %.6g, f32 rounded gives %.6g", what, rlx_dtype_name(dt),
+                          b ? "jit" : "ref", (long long)k, got[k], ref[k]);
+                break;
+            }
+        if (ng != nr)
+            test_fail(file, line, "%s on %s: %lld values, f32 gives %lld", what, rlx_dtype_name(dt), (long long)ng,
+                      (long long)nr);
+        free(got);
+    }
+    free(ref);
+}

@@ -648,9 +648,32 @@ TEST(rope_ex_bad_arguments)
     }
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_attention(rlx_tensor *const *in) { return rlx_attention(in[0], in[1], in[2], 2, 4, RLX_MASK_CAUSAL, 0); }
+static rlx_tensor *nf_attention_mask(rlx_tensor *const *in)
+{
+    rlx_attention_opts o = {0};
+    o.attn_mask = in[3]; /* additive, of the operands' dtype */
+    return rlx_attention_ex(in[0], in[1], in[2], 2, 4, &o);
+}
+
+/* Attention on f16/bf16 (q, k, v and an additive mask of that dtype):
+ * computed in f32 and rounded once. */
+TEST(attention_narrow_floats_match_f32)
+{
+    const int64_t q[3] = {2, 5, 8}, kv[3] = {2, 6, 8}, m[4] = {1, 2, 5, 6};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_NARROW(nf_attention, NARROW_FLOATS[i], 3, ((int[]){3, 3, 3}), ((const int64_t *const[]){q, kv, kv}),
+                      -2, 2, 1);
+        EXPECT_NARROW(nf_attention_mask, NARROW_FLOATS[i], 4, ((int[]){3, 3, 3, 4}),
+                      ((const int64_t *const[]){q, kv, kv, m}), -2, 2, 1);
+    }
+}
+
 TEST_MAIN(T(attention_ex_defaults_are_plain_attention), T(attention_ex_additive_mask_by_hand),
           T(attention_ex_causal_bottom_right), T(attention_ex_grouped_kv_heads), T(attention_ex_mask_shapes),
           T(attention_ex_masks_across_blocks), T(attention_ex_padding_skips_blocks),
           T(attention_ex_grouped_gradient_is_repeated_heads), T(attention_ex_allocation_failures),
           T(attention_ex_bad_arguments), T(rope_ex_layouts_offsets_positions), T(rope_ex_defaults_and_views),
-          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments))
+          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments), T(attention_narrow_floats_match_f32))
