@@ -844,11 +844,12 @@ static rlx_dtype result_dtype(int res, rlx_dtype dt)
 }
 
 
-static void expect_refused(const apicase *c, rlx_dtype dt, rlx_tensor *r)
+/* r must be NULL with RLX_E_DTYPE recorded, the message naming fn and dt. */
+static void expect_refused(const char *fn, rlx_dtype dt, rlx_tensor *r)
 {
     const char *msg = rlx_last_error();
-    if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, c->fn) || !strstr(msg, rlx_dtype_name(dt)))
-        test_fail(__FILE__, __LINE__, "%s on %s: want RLX_E_DTYPE naming both, got %s (status %d: %s)", c->fn,
+    if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, fn) || !strstr(msg, rlx_dtype_name(dt)))
+        test_fail(__FILE__, __LINE__, "%s on %s: want RLX_E_DTYPE naming both, got %s (status %d: %s)", fn,
                   rlx_dtype_name(dt), r ? "a result" : "NULL", (int)rlx_last_status(), msg);
     rlx_clear_error();
 }
@@ -883,7 +884,7 @@ static void check_api(const apicase *c, rlx_dtype dt)
     if (c->skip >> dt & 1)
         return;
     if (c->refuse >> dt & 1) {
-        EACH_BACKEND(be) expect_refused(c, dt, c->f(a, b));
+        EACH_BACKEND(be) expect_refused(c->fn, dt, c->f(a, b));
         return;
     }
     rlx_dtype want = result_dtype(c->res, dt);
@@ -935,5 +936,70 @@ TEST(every_public_op_on_every_dtype)
     printf("  %d public functions, %d (function, dtype) runs on both backends\n", NAPI, runs);
 }
 
+
+/* The constructors on every dtype: full/zeros/ones/scalar hold the value
+ * as a cast gives it (2.5 on u8 is 2, 1e6 on f16 is inf, -1 on u32 is 0:
+ * a double converts as a float does), arange and eye on every numeric
+ * dtype, the random constructors on the four floats (values in [0, 1) of
+ * the dtype, the seeded form equal to the plain one) and RLX_E_DTYPE
+ * naming the function and the dtype on the others. Both backends. */
+TEST(constructors_on_every_dtype)
+{
+    const int64_t s3[1] = {3}, s22[2] = {2, 2};
+    EACH_BACKEND(be) for (int d = RLX_BOOL; d <= RLX_U32; d++) {
+        rlx_dtype dt = (rlx_dtype)d;
+        const char *name = rlx_dtype_name(dt);
+        const double vals[3] = {2.5, 1e6, -1};
+        for (int i = 0; i < 3; i++) {
+            double q = test_quantize(dt, vals[i]), want[3] = {q, q, q};
+            EXPECT_V(name, rlx_full(dt, 1, s3, vals[i]), dt, 1, s3, want, 0, 0);
+            EXPECT_V(name, rlx_scalar(dt, vals[i]), dt, 0, NULL, want, 0, 0);
+        }
+        EXPECT_V(name, rlx_zeros(dt, 1, s3), dt, 1, s3, ((const double[]){0, 0, 0}), 0, 0);
+        EXPECT_V(name, rlx_ones(dt, 1, s3), dt, 1, s3, ((const double[]){1, 1, 1}), 0, 0);
+        EXPECT_V(name, rlx_eye(dt, 2), dt, 2, s22, ((const double[]){1, 0, 0, 1}), 0, 0);
+        rlx_clear_error();
+        if (dt == RLX_BOOL)
+            expect_refused("rlx_arange", dt, rlx_arange(dt, 0, 3, 1));
+        else
+            EXPECT_V(name, rlx_arange(dt, 0, 3, 1), dt, 1, s3, ((const double[]){0, 1, 2}), 0, 0);
+        rlx_tensor *seed = ti64(0, NULL, (const int64_t[]){5});
+        if (!ir_dtype_is_float(dt)) {
+            expect_refused("rlx_rand", dt, rlx_rand(dt, 1, s3, 5));
+            expect_refused("rlx_randn", dt, rlx_randn(dt, 1, s3, 5));
+            expect_refused("rlx_rand_seeded", dt, rlx_rand_seeded(dt, 1, s3, seed));
+            continue;
+        }
+        double u[3], v[3];
+        rlx_tensor *r = rlx_rand(dt, 1, s3, 5);
+        CHECK(r && rlx_dtype_of(r) == dt && rlx_read_f64(r, u, 3) == RLX_OK);
+        for (int i = 0; i < 3; i++)
+            if (!(u[i] >= 0 && u[i] < 1) || test_quantize(dt, u[i]) != u[i])
+                test_fail(__FILE__, __LINE__, "rand(%s) drew %.17g", name, u[i]);
+        CHECK(rlx_read_f64(rlx_rand_seeded(dt, 1, s3, seed), v, 3) == RLX_OK && memcmp(u, v, sizeof u) == 0);
+        rlx_tensor *n = rlx_randn(dt, 1, s3, 5);
+        CHECK(n && rlx_dtype_of(n) == dt && rlx_read_f64(n, v, 3) == RLX_OK && isfinite(v[0]));
+    }
+}
+
+/* Index operands are i32 or i64 (PyTorch takes int64 and int32): a
+ * narrow integer index is RLX_E_DTYPE naming the function and the dtype. */
+TEST(narrow_index_operands_are_refused)
+{
+    const int64_t s2[1] = {2}, s22[2] = {2, 2};
+    const rlx_dtype ints[4] = {RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    rlx_tensor *x = tf32(2, S23, (const float[]){1, 2, 3, 4, 5, 6}), *src = tf32(2, s22, (const float[]){1, 2, 3, 4});
+    for (int i = 0; i < 4; i++) {
+        rlx_tensor *i1 = rlx_cast(ti64(1, s2, (const int64_t[]){1, 0}), ints[i]);
+        rlx_tensor *i2 = rlx_cast(ti64(2, s22, (const int64_t[]){1, 0, 0, 2}), ints[i]);
+        rlx_clear_error();
+        expect_refused("rlx_gather", ints[i], rlx_gather(x, i2, 1));
+        expect_refused("rlx_index_select", ints[i], rlx_index_select(x, 1, i1));
+        expect_refused("rlx_scatter", ints[i], rlx_scatter(x, 1, i2, src));
+        expect_refused("rlx_scatter_add", ints[i], rlx_scatter_add(x, 1, i2, src));
+        expect_refused("rlx_index_add", ints[i], rlx_index_add(x, 1, i1, src));
+    }
+}
+
 TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row), T(input_is_reported_unbound),
-          T(dtype_names_record_no_error), T(every_public_op_on_every_dtype))
+          T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype), T(narrow_index_operands_are_refused))

@@ -189,7 +189,10 @@ rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
     const char *fn = "rlx_linear";
     if (!linear_check(fn, x, w, b) || !ts_open(fn))
         return NULL;
-    return ts_close_as(linear_body(widen(x), widen(w), widen(b)), linear_dtype(x, w, b));
+    rlx_tensor *bw = widen(b);
+    if (b && !bw) /* out of memory: NULL must not mean "no bias" */
+        return ts_close(NULL);
+    return ts_close_as(linear_body(widen(x), widen(w), bw), linear_dtype(x, w, b));
 }
 
 rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act)
@@ -206,7 +209,10 @@ rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act 
     rlx_dtype out = linear_dtype(x, w, b);
     if (act != RLX_ACT_NONE && act != RLX_ACT_RELU)
         out = ts_float_dtype(out);
-    rlx_tensor *y = linear_body(widen(x), widen(w), widen(b));
+    rlx_tensor *bw = widen(b);
+    if (b && !bw) /* out of memory: NULL must not mean "no bias" */
+        return ts_close(NULL);
+    rlx_tensor *y = linear_body(widen(x), widen(w), bw);
     switch (act) {
     case RLX_ACT_RELU: y = rlx_relu(y); break;
     case RLX_ACT_GELU: y = rlx_gelu(y); break;
