@@ -44,6 +44,8 @@ rlx_dtype ts_wide_dtype(rlx_dtype dt)
 
 rlx_dtype ts_float_dtype(rlx_dtype dt) { return ir_dtype_is_float(dt) ? dt : RLX_F32; }
 
+rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t) { return t ? ir_promote(dt, ts_node(t)->dtype) : dt; }
+
 ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype back)
 {
     ir_node *wide[4] = {NULL, NULL, NULL, NULL}, *r = NULL, *out = NULL;

@@ -173,8 +173,7 @@ static rlx_tensor *linear_body(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
 /* The dtype linear returns: x, w and b promoted. */
 static rlx_dtype linear_dtype(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
 {
-    rlx_dtype dt = ir_promote(ts_node(x)->dtype, ts_node(w)->dtype);
-    return b ? ir_promote(dt, ts_node(b)->dtype) : dt;
+    return ts_promote_opt(ir_promote(ts_node(x)->dtype, ts_node(w)->dtype), b);
 }
 
 /* t in its wide dtype (ts_wide_dtype), NULL passing: linear and its bias

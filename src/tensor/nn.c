@@ -95,9 +95,7 @@ static bool norm_check(const char *fn, rlx_tensor *x, rlx_tensor *gamma, rlx_ten
  * (what computing in those dtypes gives), rounded to once at the end. */
 static rlx_dtype norm_dtype(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta)
 {
-    rlx_dtype dt = ts_float_dtype(ts_node(x)->dtype);
-    dt = gamma ? ir_promote(dt, ts_node(gamma)->dtype) : dt;
-    return beta ? ir_promote(dt, ts_node(beta)->dtype) : dt;
+    return ts_promote_opt(ts_promote_opt(ts_float_dtype(ts_node(x)->dtype), gamma), beta);
 }
 
 rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps)
@@ -571,7 +569,7 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
     ir_release(src[0]);
     ir_release(src[1]);
     int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */
-    rlx_dtype out = b ? ir_promote(dt, ts_node(b)->dtype) : dt;
+    rlx_dtype out = ts_promote_opt(dt, b);
     return ts_close_as(y && b ? rlx_add(y, rlx_cast(rlx_reshape(b, 4, bs), ts_wide_dtype(out))) : y, out);
 }
 

@@ -127,9 +127,6 @@ static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_
     return true;
 }
 
-/* dt promoted with t's dtype; dt when t is NULL. */
-static rlx_dtype promote_opt(rlx_dtype dt, rlx_tensor *t) { return t ? ir_promote(dt, ts_node(t)->dtype) : dt; }
-
 /* (1 - m) * running + m * batch, in running's float dtype (f32 for
  * integers; f16/bf16 computed in f32 and rounded once). */
 static rlx_tensor *blend(rlx_tensor *running, rlx_tensor *batch, double m)
@@ -195,9 +192,9 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
             running_update(xf, axes, na, mean, var, running_mean, running_var, momentum, &m_out, &v_out);
     }
     y = affine(y, weight, bias, rank);
-    rlx_dtype out = promote_opt(promote_opt(ts_float_dtype(ts_node(x)->dtype), weight), bias);
+    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(ts_node(x)->dtype), weight), bias);
     if (!training)
-        out = promote_opt(promote_opt(out, running_mean), running_var);
+        out = ts_promote_opt(ts_promote_opt(out, running_mean), running_var);
     /* The statistics leave the internal scope as new references, both
      * retained there first. An escape fails only for want of memory in an
      * enclosing scope, which then owns (and frees) what escaped before;
@@ -248,7 +245,7 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
      * layer norm; an empty batch or group stays empty. */
     int64_t g[3] = {xn->shape[0], num_groups, c / num_groups * rest};
     rlx_tensor *y = rlx_layer_norm(rlx_reshape(ts_as_float(x), 3, g), NULL, NULL, eps);
-    rlx_dtype out = promote_opt(promote_opt(ts_float_dtype(xn->dtype), weight), bias);
+    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(xn->dtype), weight), bias);
     return ts_close_as(affine(rlx_reshape(y, xn->rank, xn->shape), weight, bias, xn->rank), out);
 }
 

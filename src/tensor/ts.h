@@ -67,6 +67,8 @@ ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *sh
 rlx_dtype ts_wide_dtype(rlx_dtype dt);
 /* The dtype float math on dt returns: dt when it is a float, else f32. */
 rlx_dtype ts_float_dtype(rlx_dtype dt);
+/* dt promoted with t's dtype; dt when t is NULL (an optional operand). */
+rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t);
 /* ts_make for a library primitive (an IR_EMIT_LIB row, whose shape rule
  * takes no narrow dtype): each narrow source is cast to its wide dtype,
  * the primitive made, and its result cast to back (the dtype the public
