@@ -671,9 +671,21 @@ TEST(attention_narrow_floats_match_f32)
     }
 }
 
+
+static rlx_tensor *nf_rope(rlx_tensor *const *in) { return rlx_rope(in[0], in[1], in[2], 4); }
+
+/* rope on f16/bf16 x and tables: computed in f32, rounded once. */
+TEST(rope_narrow_floats_match_f32)
+{
+    const int64_t x[3] = {2, 3, 8}, t[2] = {3, 2};
+    const rlx_dtype dts[2] = {RLX_BF16, RLX_F16};
+    for (int i = 0; i < 2; i++)
+        EXPECT_NARROW(nf_rope, dts[i], 3, ((int[]){3, 2, 2}), ((const int64_t *const[]){x, t, t}), -1, 1, 1);
+}
+
 TEST_MAIN(T(attention_ex_defaults_are_plain_attention), T(attention_ex_additive_mask_by_hand),
           T(attention_ex_causal_bottom_right), T(attention_ex_grouped_kv_heads), T(attention_ex_mask_shapes),
           T(attention_ex_masks_across_blocks), T(attention_ex_padding_skips_blocks),
           T(attention_ex_grouped_gradient_is_repeated_heads), T(attention_ex_allocation_failures),
           T(attention_ex_bad_arguments), T(rope_ex_layouts_offsets_positions), T(rope_ex_defaults_and_views),
-          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments), T(attention_narrow_floats_match_f32))
+          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments), T(attention_narrow_floats_match_f32), T(rope_narrow_floats_match_f32))
