@@ -116,9 +116,10 @@ void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *w
 #define EXPECT_SAME(got, want, tol) test_expect_same(__FILE__, __LINE__, (got), (want), (tol), (tol))
 
 /* Narrow floats against f32: f over n random inputs of dtype dt (values
- * in [lo, hi), shapes[i] of rank ranks[i]) must have dtype dt and, on both
- * backends, the values of f over the same values in f32 rounded once to
- * dt, within ulps of dt relative to the largest |value| of the result. */
+ * in [lo, hi), shapes[i] of rank ranks[i]) must have dtype dt and the
+ * values of f over the same values in f32 rounded once to dt: exactly on
+ * the reference backend, within ulps of dt (relative to the largest
+ * |value|) on the JIT, which may fuse the two computations differently. */
 typedef rlx_tensor *(*test_narrow_fn)(rlx_tensor *const *in);
 void test_narrow_vs_f32(const char *file, int line, const char *what, test_narrow_fn f, rlx_dtype dt, int n,
                         const int *ranks, const int64_t *const *shapes, double lo, double hi, double ulps);
