@@ -688,4 +688,5 @@ TEST_MAIN(T(attention_ex_defaults_are_plain_attention), T(attention_ex_additive_
           T(attention_ex_masks_across_blocks), T(attention_ex_padding_skips_blocks),
           T(attention_ex_grouped_gradient_is_repeated_heads), T(attention_ex_allocation_failures),
           T(attention_ex_bad_arguments), T(rope_ex_layouts_offsets_positions), T(rope_ex_defaults_and_views),
-          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments), T(attention_narrow_floats_match_f32), T(rope_narrow_floats_match_f32))
+          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments),
+          T(attention_narrow_floats_match_f32), T(rope_narrow_floats_match_f32))

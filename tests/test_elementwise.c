@@ -985,4 +985,5 @@ TEST_MAIN(T(unary_f64_shapes), T(unary_f32_shapes), T(unary_special_values), T(u
           T(unary_integer_and_bool_inputs), T(round_half_to_even), T(unary_bad_input), T(binary_f64_shapes),
           T(binary_f32_shapes), T(binary_scalar_forms), T(binary_dtype_promotion), T(binary_integer_semantics),
           T(binary_bool_semantics), T(binary_nan_inf), T(binary_bad_input), T(where_broadcast_and_promotion),
-          T(masked_fill), T(clamp_integers), T(promotion_table_through_add), T(narrow_integers_wrap), T(casts_saturate_wrap_and_round_once))
+          T(masked_fill), T(clamp_integers), T(promotion_table_through_add), T(narrow_integers_wrap),
+          T(casts_saturate_wrap_and_round_once))

@@ -1399,5 +1399,6 @@ TEST_MAIN(T(kinks_scatter_overwrite), T(cross_entropy_gradient_at_zero_targets),
           T(kinks_max_reduction_ties_split_evenly), T(kinks_max_pool_ties), T(kinks_prod_with_zeros),
           T(kinks_round_floor_ceil_sign_compare_stop), T(kinks_pow_at_zero), T(scaled_matmul_straight_through),
           T(wrt_unreachable_intermediate_and_repeated), T(f32_gradients_and_realize_together),
-          T(deep_chain_100000), T(bad_arguments), T(allocation_failures), T(empty_tensors), T(finite_differences_every_function),
+          T(deep_chain_100000), T(bad_arguments), T(allocation_failures), T(empty_tensors),
+          T(finite_differences_every_function),
           T(vjp_table_covers_every_primitive), T(narrow_float_gradients_known))

@@ -1259,4 +1259,5 @@ TEST_MAIN(T(matmul_hand_values), T(einsum_values), T(einsum_allocation_failures)
           T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
           T(linear_and_activations), T(gemm_epilogues_match_reference), T(solve_known_system), T(solve_random_batched),
           T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),
-          T(linalg_allocation_failures), T(linalg_bad_arguments), T(matmul_narrow_floats_match_f32), T(matmul_narrow_integers_wrap))
+          T(linalg_allocation_failures), T(linalg_bad_arguments), T(matmul_narrow_floats_match_f32),
+          T(matmul_narrow_integers_wrap))

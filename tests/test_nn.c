@@ -1289,4 +1289,5 @@ TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_no
           T(attention_fused_same_bits_any_threads_and_backend), T(attention_fused_allocation_failures),
           T(rope_values), T(conv2d_values), T(pool_values), T(conv2d_random_shapes), T(pool_random_shapes),
           T(conv_transpose_values), T(conv1d_values),
-          T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments), T(conv_pool_norm_narrow_floats_match_f32))
+          T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments),
+          T(conv_pool_norm_narrow_floats_match_f32))

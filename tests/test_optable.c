@@ -1001,5 +1001,7 @@ TEST(narrow_index_operands_are_refused)
     }
 }
 
-TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row), T(input_is_reported_unbound),
-          T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype), T(narrow_index_operands_are_refused))
+TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row),
+          T(input_is_reported_unbound),
+          T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype),
+          T(narrow_index_operands_are_refused))
