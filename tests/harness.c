@@ -1,6 +1,8 @@
 /* harness.c — the implementation of harness.h. */
 #include "harness.h"
 
+#include "ir/cast.h"
+
 #include <stdarg.h>
 
 long ir_live_nodes(void); /* internal: tests link the static library */
@@ -137,14 +139,23 @@ double *test_values(rlx_tensor *t, int64_t *n)
     return v;
 }
 
-double test_quantize(rlx_dtype dt, double v)
+double test_quantize(rlx_dtype dt, double v) { return ir_cast_const(v, dt); }
+
+/* Stores v (already quantized to dt) as element i of a dt buffer. */
+static void store(rlx_dtype dt, void *buf, int64_t i, double v)
 {
     switch (dt) {
-    case RLX_BOOL: return v != 0;
-    case RLX_I32: return (double)(int32_t)v;
-    case RLX_I64: return (double)(int64_t)v;
-    case RLX_F32: return (double)(float)v;
-    default: return v;
+    case RLX_BOOL: ((unsigned char *)buf)[i] = (unsigned char)(v != 0); break;
+    case RLX_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case RLX_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case RLX_F32: ((float *)buf)[i] = (float)v; break;
+    case RLX_F16: ((uint16_t *)buf)[i] = ir_f16_bits(v); break;
+    case RLX_BF16: ((uint16_t *)buf)[i] = ir_bf16_bits(v); break;
+    case RLX_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case RLX_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case RLX_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
+    case RLX_U32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    default: ((double *)buf)[i] = v; break;
     }
 }
 
@@ -162,13 +173,7 @@ rlx_tensor *test_tensor(rlx_dtype dt, int rank, const int64_t *shape, double *v)
     void *buf = malloc((size_t)(n ? n : 1) * 8);
     for (int64_t i = 0; i < n; i++) {
         v[i] = test_quantize(dt, v[i]);
-        switch (dt) {
-        case RLX_BOOL: ((unsigned char *)buf)[i] = (unsigned char)(v[i] != 0); break;
-        case RLX_I32: ((int32_t *)buf)[i] = (int32_t)v[i]; break;
-        case RLX_I64: ((int64_t *)buf)[i] = (int64_t)v[i]; break;
-        case RLX_F32: ((float *)buf)[i] = (float)v[i]; break;
-        default: ((double *)buf)[i] = v[i]; break;
-        }
+        store(dt, buf, i, v[i]);
     }
     rlx_tensor *t = make(dt, rank, shape, buf);
     free(buf);
@@ -255,4 +260,59 @@ int test_main(int argc, char **argv, const test_case *cases, int ncases)
     }
     printf("%d tests, %d failures\n", run, test_failures);
     return test_failures ? 1 : 0;
+}
+
+static char saved_backend[16];
+void test_backend_save(void)
+{
+    if (rlx_get_option("backend", saved_backend, sizeof saved_backend) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "rlx_get_option(backend): %s", rlx_last_error());
+}
+void test_backend_restore(void)
+{
+    if (rlx_set_option("backend", saved_backend) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "rlx_set_option(backend): %s", rlx_last_error());
+}
+
+void test_narrow_vs_f32(const char *file, int line, const char *what, test_narrow_fn f, rlx_dtype dt, int n,
+                        const int *ranks, const int64_t *const *shapes, double lo, double hi, double ulps)
+{
+    rlx_tensor *in[8], *in32[8];
+    for (int i = 0; i < n && i < 8; i++) {
+        int64_t m = test_numel(ranks[i], shapes[i]);
+        double *v = malloc((size_t)(m ? m : 1) * sizeof *v);
+        for (int64_t k = 0; k < m; k++)
+            v[k] = test_uniform(lo, hi);
+        in[i] = test_tensor(dt, ranks[i], shapes[i], v); /* v now holds what dt stores */
+        in32[i] = test_tensor(RLX_F32, ranks[i], shapes[i], v);
+        free(v);
+    }
+    int64_t nr = 0, ng = 0;
+    double ulp = dt == RLX_BF16 ? 0x1p-7 : 0x1p-10; /* the spacing above 1 of bf16, f16 */
+    EACH_BACKEND(b) {
+        rlx_tensor *r = f(in);
+        if (!r || rlx_dtype_of(r) != dt) {
+            test_fail(file, line, "%s on %s (%s): %s", what, rlx_dtype_name(dt), b ? "jit" : "ref",
+                      r ? rlx_dtype_name(rlx_dtype_of(r)) : rlx_last_error());
+            continue;
+        }
+        /* the f32 values on the same backend: the reference evaluator
+         * computes both the same way, so there they must round to the
+         * same bits; the JIT may fuse the two differently */
+        double *ref = test_values(rlx_cast(f(in32), dt), &nr), *got = test_values(r, &ng), scale = 0;
+        for (int64_t k = 0; ref && k < nr; k++)
+            scale = fmax(scale, fabs(ref[k]));
+        double tol = b ? ulps * ulp : 0;
+        for (int64_t k = 0; got && ref && k < ng && ng == nr; k++)
+            if (!test_close(got[k], ref[k], tol, tol * scale)) {
+                test_fail(file, line, "%s on %s (%s) [%lld]: %.6g, f32 rounded gives %.6g", what, rlx_dtype_name(dt),
+                          b ? "jit" : "ref", (long long)k, got[k], ref[k]);
+                break;
+            }
+        if (ng != nr)
+            test_fail(file, line, "%s on %s: %lld values, f32 gives %lld", what, rlx_dtype_name(dt), (long long)ng,
+                      (long long)nr);
+        free(got);
+        free(ref);
+    }
 }

@@ -115,6 +115,25 @@ void test_expect(const char *file, int line, const char *what, rlx_tensor *t, rl
 void test_expect_same(const char *file, int line, rlx_tensor *got, rlx_tensor *want, double rtol, double atol);
 #define EXPECT_SAME(got, want, tol) test_expect_same(__FILE__, __LINE__, (got), (want), (tol), (tol))
 
+/* Narrow floats against f32: f over n random inputs of dtype dt (values
+ * in [lo, hi), shapes[i] of rank ranks[i]) must have dtype dt and the
+ * values of f over the same values in f32 rounded once to dt: exactly on
+ * the reference backend, within ulps of dt (relative to the largest
+ * |value|) on the JIT, which may fuse the two computations differently. */
+typedef rlx_tensor *(*test_narrow_fn)(rlx_tensor *const *in);
+void test_narrow_vs_f32(const char *file, int line, const char *what, test_narrow_fn f, rlx_dtype dt, int n,
+                        const int *ranks, const int64_t *const *shapes, double lo, double hi, double ulps);
+#define EXPECT_NARROW(f, dt, n, ranks, shapes, lo, hi, ulps) \
+    test_narrow_vs_f32(__FILE__, __LINE__, #f, (f), (dt), (n), (ranks), (shapes), (lo), (hi), (ulps))
+
+/* Runs the statement after it with the backend set to "ref" (b = 0), then
+ * "jit" (b = 1); restores the backend after. Not reentrant. */
+#define EACH_BACKEND(b)                                                                      \
+    for (int b = 0, once_ = (test_backend_save(), 1); once_; once_ = 0, test_backend_restore()) \
+        for (; b < 2 && rlx_set_option("backend", b ? "jit" : "ref") == RLX_OK; b++)
+void test_backend_save(void);
+void test_backend_restore(void);
+
 int test_main(int argc, char **argv, const test_case *cases, int ncases);
 #define TEST_MAIN(...)                                                      \
     int main(int argc, char **argv)                                         \

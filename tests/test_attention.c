@@ -9,15 +9,6 @@
  */
 #include "harness.h"
 
-/* Runs body with the backend set to "ref", then "jit"; restores it. */
-#define EACH_BACKEND(b)                                                       \
-    for (int b = 0, once_ = (backend_save(), 1); once_; once_ = 0, backend_restore()) \
-        for (; b < 2 && rlx_set_option("backend", b ? "jit" : "ref") == RLX_OK; b++)
-
-static char saved_backend[16];
-static void backend_save(void) { CHECK_EQ_INT(rlx_get_option("backend", saved_backend, sizeof saved_backend), RLX_OK); }
-static void backend_restore(void) { CHECK_EQ_INT(rlx_set_option("backend", saved_backend), RLX_OK); }
-
 static double *rnd(int64_t n, double lo, double hi)
 {
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
@@ -657,9 +648,45 @@ TEST(rope_ex_bad_arguments)
     }
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_attention(rlx_tensor *const *in) { return rlx_attention(in[0], in[1], in[2], 2, 4, RLX_MASK_CAUSAL, 0); }
+static rlx_tensor *nf_attention_mask(rlx_tensor *const *in)
+{
+    rlx_attention_opts o = {0};
+    o.attn_mask = in[3]; /* additive, of the operands' dtype */
+    return rlx_attention_ex(in[0], in[1], in[2], 2, 4, &o);
+}
+
+/* Attention on f16/bf16 (q, k, v and an additive mask of that dtype):
+ * computed in f32 and rounded once. */
+TEST(attention_narrow_floats_match_f32)
+{
+    const int64_t q[3] = {2, 5, 8}, kv[3] = {2, 6, 8}, m[4] = {1, 2, 5, 6};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_NARROW(nf_attention, NARROW_FLOATS[i], 3, ((int[]){3, 3, 3}), ((const int64_t *const[]){q, kv, kv}),
+                      -2, 2, 1);
+        EXPECT_NARROW(nf_attention_mask, NARROW_FLOATS[i], 4, ((int[]){3, 3, 3, 4}),
+                      ((const int64_t *const[]){q, kv, kv, m}), -2, 2, 1);
+    }
+}
+
+
+static rlx_tensor *nf_rope(rlx_tensor *const *in) { return rlx_rope(in[0], in[1], in[2], 4); }
+
+/* rope on f16/bf16 x and tables: computed in f32, rounded once. */
+TEST(rope_narrow_floats_match_f32)
+{
+    const int64_t x[3] = {2, 3, 8}, t[2] = {3, 2};
+    const rlx_dtype dts[2] = {RLX_BF16, RLX_F16};
+    for (int i = 0; i < 2; i++)
+        EXPECT_NARROW(nf_rope, dts[i], 3, ((int[]){3, 2, 2}), ((const int64_t *const[]){x, t, t}), -1, 1, 1);
+}
+
 TEST_MAIN(T(attention_ex_defaults_are_plain_attention), T(attention_ex_additive_mask_by_hand),
           T(attention_ex_causal_bottom_right), T(attention_ex_grouped_kv_heads), T(attention_ex_mask_shapes),
           T(attention_ex_masks_across_blocks), T(attention_ex_padding_skips_blocks),
           T(attention_ex_grouped_gradient_is_repeated_heads), T(attention_ex_allocation_failures),
           T(attention_ex_bad_arguments), T(rope_ex_layouts_offsets_positions), T(rope_ex_defaults_and_views),
-          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments))
+          T(rope_ex_decoding_matches_prefill), T(rope_ex_positions_in_a_program), T(rope_ex_bad_arguments),
+          T(attention_narrow_floats_match_f32), T(rope_narrow_floats_match_f32))

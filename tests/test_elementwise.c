@@ -849,8 +849,141 @@ TEST(clamp_integers)
     }
 }
 
+
+/* The value v of an integer dtype dt wrapped modulo 2^bits, as integer
+ * arithmetic leaves it (C, NumPy, PyTorch). */
+static double wrap_to(double v, rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_I8: return (double)(int8_t)(uint8_t)(int64_t)v;
+    case RLX_U8: return (double)(uint8_t)(int64_t)v;
+    case RLX_I16: return (double)(int16_t)(uint16_t)(int64_t)v;
+    case RLX_U32: return (double)(uint32_t)(int64_t)v;
+    case RLX_I32: return (double)(int32_t)(uint32_t)(int64_t)v;
+    default: return v;
+    }
+}
+
+/* PyTorch's promotion, written out pair by pair for the narrow dtypes
+ * (torch.promote_types; NumPy's for u32, which PyTorch lacks in part). */
+static rlx_dtype torch_promote(rlx_dtype a, rlx_dtype b)
+{
+    enum { B = RLX_BOOL, I32 = RLX_I32, I64 = RLX_I64, F32 = RLX_F32, F64 = RLX_F64, F16 = RLX_F16, BF = RLX_BF16,
+           I8 = RLX_I8, U8 = RLX_U8, I16 = RLX_I16, U32 = RLX_U32 };
+    /* rows and columns in enum order: bool i32 i64 f32 f64 f16 bf16 i8 u8 i16 u32 */
+    static const unsigned char T[11][11] = {
+        [B] = {B, I32, I64, F32, F64, F16, BF, I8, U8, I16, U32},
+        [I32] = {I32, I32, I64, F32, F64, F16, BF, I32, I32, I32, I64},
+        [I64] = {I64, I64, I64, F32, F64, F16, BF, I64, I64, I64, I64},
+        [F32] = {F32, F32, F32, F32, F64, F32, F32, F32, F32, F32, F32},
+        [F64] = {F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64},
+        [F16] = {F16, F16, F16, F32, F64, F16, F32, F16, F16, F16, F16},
+        [BF] = {BF, BF, BF, F32, F64, F32, BF, BF, BF, BF, BF},
+        [I8] = {I8, I32, I64, F32, F64, F16, BF, I8, I16, I16, I64},
+        [U8] = {U8, I32, I64, F32, F64, F16, BF, I16, U8, I16, U32},
+        [I16] = {I16, I32, I64, F32, F64, F16, BF, I16, I16, I16, I64},
+        [U32] = {U32, I64, I64, F32, F64, F16, BF, I64, U32, I64, U32},
+    };
+    return (rlx_dtype)T[a][b];
+}
+
+/* rlx_add of every pair of the eleven dtypes: the promoted dtype (PyTorch's
+ * table, written out here) and a + b computed exactly and rounded once to
+ * it (integers: wrapped), on both backends. */
+TEST(promotion_table_through_add)
+{
+    const int64_t s4[1] = {4};
+    int pairs = 0;
+    EACH_BACKEND(be) for (int a = RLX_BOOL; a <= RLX_U32; a++) for (int b = RLX_BOOL; b <= RLX_U32; b++) {
+        double av[4] = {1, 100, 3.25, 70000}, bv[4] = {-3, 27.5, 0, 65504};
+        rlx_tensor *x = test_tensor((rlx_dtype)a, 1, s4, av), *y = test_tensor((rlx_dtype)b, 1, s4, bv);
+        rlx_dtype want = torch_promote((rlx_dtype)a, (rlx_dtype)b);
+        rlx_tensor *r = rlx_add(x, y);
+        if (!r || rlx_dtype_of(r) != want) {
+            test_fail(__FILE__, __LINE__, "%s + %s gives %s, want %s", rlx_dtype_name((rlx_dtype)a),
+                      rlx_dtype_name((rlx_dtype)b), r ? rlx_dtype_name(rlx_dtype_of(r)) : rlx_last_error(),
+                      rlx_dtype_name(want));
+            continue;
+        }
+        double e[4];
+        for (int i = 0; i < 4; i++) {
+            double s = av[i] + bv[i]; /* exact: the stored values are small */
+            e[i] = want == RLX_BOOL ? (av[i] != 0 || bv[i] != 0)
+                   : want == RLX_F32 || want == RLX_F64 || want == RLX_F16 || want == RLX_BF16 ? test_quantize(want, s)
+                                                                                                : wrap_to(s, want);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s + %s", rlx_dtype_name((rlx_dtype)a), rlx_dtype_name((rlx_dtype)b));
+        EXPECT_V(what, r, want, 1, s4, e, 0, 0);
+        pairs++;
+    }
+    CHECK_EQ_INT(pairs, 2 * 121);
+}
+
+/* Narrow integer arithmetic wraps in the result's dtype; the _s forms
+ * take the tensor's dtype: the scalar, a double, converts as a float does
+ * (300 saturates to 255 on u8; NumPy and PyTorch refuse it). */
+TEST(narrow_integers_wrap)
+{
+    const int64_t s3[1] = {3};
+    EACH_BACKEND(be) {
+        double a[3] = {200, 255, 3}, b[3] = {100, 1, 250};
+        rlx_tensor *x = test_tensor(RLX_U8, 1, s3, a), *y = test_tensor(RLX_U8, 1, s3, b);
+        EXPECT(rlx_add(x, y), RLX_U8, 1, s3, ((const double[]){44, 0, 253}), 0);
+        EXPECT(rlx_sub(x, y), RLX_U8, 1, s3, ((const double[]){100, 254, 9}), 0);
+        EXPECT(rlx_add_s(x, 300), RLX_U8, 1, s3, ((const double[]){199, 254, 2}), 0);
+        EXPECT(rlx_mul_s(x, 2), RLX_U8, 1, s3, ((const double[]){144, 254, 6}), 0);
+        EXPECT(rlx_neg(x), RLX_U8, 1, s3, ((const double[]){56, 1, 253}), 0);
+        double c[3] = {100, 120, -128}, d[3] = {3, 2, -1};
+        rlx_tensor *p = test_tensor(RLX_I8, 1, s3, c), *q = test_tensor(RLX_I8, 1, s3, d);
+        EXPECT(rlx_mul(p, q), RLX_I8, 1, s3, ((const double[]){44, -16, -128}), 0);
+        EXPECT(rlx_div(p, q), RLX_I8, 1, s3, ((const double[]){33, 60, -128}), 0); /* -128 / -1 wraps */
+        EXPECT(rlx_abs(p), RLX_I8, 1, s3, ((const double[]){100, 120, -128}), 0);
+        double e[3] = {30000, -30000, 1}, f[3] = {30000, -30000, 0};
+        EXPECT(rlx_add(test_tensor(RLX_I16, 1, s3, e), test_tensor(RLX_I16, 1, s3, f)), RLX_I16, 1, s3,
+               ((const double[]){-5536, 5536, 1}), 0);
+        double g[3] = {0, 4294967295.0, 65536}, h[3] = {1, 1, 65536};
+        rlx_tensor *u = test_tensor(RLX_U32, 1, s3, g), *v = test_tensor(RLX_U32, 1, s3, h);
+        EXPECT(rlx_sub(u, v), RLX_U32, 1, s3, ((const double[]){4294967295.0, 4294967294.0, 0}), 0);
+        EXPECT(rlx_mul(u, v), RLX_U32, 1, s3, ((const double[]){0, 4294967295.0, 0}), 0);
+        EXPECT(rlx_gt(u, v), RLX_BOOL, 1, s3, ((const double[]){0, 1, 0}), 0); /* unsigned compare */
+    }
+}
+
+/* float -> integer casts truncate and saturate per dtype (NaN is 0);
+ * integer -> narrower integer wraps; f64 -> f16/bf16 rounds once to nearest
+ * even from the exact value (not through f32). */
+TEST(casts_saturate_wrap_and_round_once)
+{
+    const int64_t s8[1] = {8};
+    double in[8] = {-1.5, 300.7, 255.9, NAN, 1e10, 3.9, -200, -0.5};
+    EACH_BACKEND(be) {
+        rlx_tensor *x = tf64(1, s8, in);
+        EXPECT(rlx_cast(x, RLX_U8), RLX_U8, 1, s8, ((const double[]){0, 255, 255, 0, 255, 3, 0, 0}), 0);
+        EXPECT(rlx_cast(x, RLX_I8), RLX_I8, 1, s8, ((const double[]){-1, 127, 127, 0, 127, 3, -128, 0}), 0);
+        EXPECT(rlx_cast(x, RLX_I16), RLX_I16, 1, s8, ((const double[]){-1, 300, 255, 0, 32767, 3, -200, 0}), 0);
+        EXPECT(rlx_cast(x, RLX_U32), RLX_U32, 1, s8, ((const double[]){0, 300, 255, 0, 4294967295.0, 3, 0, 0}), 0);
+        EXPECT(rlx_cast(rlx_cast(x, RLX_F32), RLX_U8), RLX_U8, 1, s8, ((const double[]){0, 255, 255, 0, 255, 3, 0, 0}), 0);
+        const int64_t s4[1] = {4};
+        double iv[4] = {300, -1, 65536 + 7, -129};
+        rlx_tensor *i = test_tensor(RLX_I64, 1, s4, iv);
+        EXPECT(rlx_cast(i, RLX_U8), RLX_U8, 1, s4, ((const double[]){44, 255, 7, 127}), 0);
+        EXPECT(rlx_cast(i, RLX_U32), RLX_U32, 1, s4, ((const double[]){300, 4294967295.0, 65543, 4294967167.0}), 0);
+        EXPECT(rlx_cast(i, RLX_I8), RLX_I8, 1, s4, ((const double[]){44, -1, 7, 127}), 0);
+        /* 1 + 2^-11 + 2^-40 is above the f16 tie: up to 1 + 2^-10 (through
+         * f32 it would be the tie 1 + 2^-11, rounding to 1); 65520 is inf */
+        double fv[4] = {1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11, 65520, -1e-9};
+        rlx_tensor *f = tf64(1, s4, fv);
+        EXPECT(rlx_cast(f, RLX_F16), RLX_F16, 1, s4, ((const double[]){1 + 0x1p-10, 1, INFINITY, -0.0}), 0);
+        double bv[4] = {1 + 0x1p-8 + 0x1p-40, 1 + 0x1p-8, 3.5e38, 0.1};
+        EXPECT(rlx_cast(tf64(1, s4, bv), RLX_BF16), RLX_BF16, 1, s4,
+               ((const double[]){1 + 0x1p-7, 1, INFINITY, 0.10009765625}), 0);
+    }
+}
+
 TEST_MAIN(T(unary_f64_shapes), T(unary_f32_shapes), T(unary_special_values), T(unary_extreme_values),
           T(unary_integer_and_bool_inputs), T(round_half_to_even), T(unary_bad_input), T(binary_f64_shapes),
           T(binary_f32_shapes), T(binary_scalar_forms), T(binary_dtype_promotion), T(binary_integer_semantics),
           T(binary_bool_semantics), T(binary_nan_inf), T(binary_bad_input), T(where_broadcast_and_promotion),
-          T(masked_fill), T(clamp_integers))
+          T(masked_fill), T(clamp_integers), T(promotion_table_through_add), T(narrow_integers_wrap),
+          T(casts_saturate_wrap_and_round_once))

@@ -1211,9 +1211,53 @@ TEST(einsum_bad_arguments)
     CHECK(rlx_einsum("abcd,efgh,abcdefgh,i->i", four, 4) != NULL); /* the same in an order that fits */
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_matmul(rlx_tensor *const *in) { return rlx_matmul(in[0], in[1]); }
+static rlx_tensor *nf_linear(rlx_tensor *const *in) { return rlx_linear(in[0], in[1], in[2]); }
+static rlx_tensor *nf_solve(rlx_tensor *const *in)
+{
+    /* diagonally dominant, and exact in every dtype: 8 on the diagonal */
+    rlx_tensor *a = rlx_where(rlx_eye(RLX_BOOL, 6), rlx_full_like(in[0], 8), in[0]);
+    return rlx_solve(a, in[1]);
+}
+static rlx_tensor *nf_einsum(rlx_tensor *const *in) { return rlx_einsum("bij,bjk->bik", in, 2); }
+
+/* f16/bf16 matmul, linear, solve and einsum compute in f32 and round once
+ * (PyTorch returns bf16 for a bf16 matmul): the values of f32 on the same
+ * rounded inputs, rounded, on both backends. */
+TEST(matmul_narrow_floats_match_f32)
+{
+    const int64_t a[3] = {3, 5, 7}, b[3] = {3, 7, 4}, x[2] = {5, 7}, w[2] = {4, 7}, bias[1] = {4}, m[2] = {6, 6},
+                  r[2] = {6, 2};
+    for (int i = 0; i < 2; i++) {
+        rlx_dtype dt = NARROW_FLOATS[i];
+        EXPECT_NARROW(nf_matmul, dt, 2, ((int[]){3, 3}), ((const int64_t *const[]){a, b}), -2, 2, 1);
+        EXPECT_NARROW(nf_linear, dt, 3, ((int[]){2, 2, 1}), ((const int64_t *const[]){x, w, bias}), -2, 2, 1);
+        EXPECT_NARROW(nf_solve, dt, 2, ((int[]){2, 2}), ((const int64_t *const[]){m, r}), -1, 1, 2);
+        EXPECT_NARROW(nf_einsum, dt, 2, ((int[]){3, 3}), ((const int64_t *const[]){a, b}), -2, 2, 1);
+    }
+}
+
+/* Narrow integers go through i64 and wrap back: i8 @ i8 is i8, as PyTorch. */
+TEST(matmul_narrow_integers_wrap)
+{
+    const int64_t s22[2] = {2, 2};
+    double a[4] = {100, 2, -3, 1}, b[4] = {3, 0, 1, 1};
+    EACH_BACKEND(be) {
+        rlx_tensor *r = rlx_matmul(test_tensor(RLX_I8, 2, s22, a), test_tensor(RLX_I8, 2, s22, b));
+        /* [[302, 2], [-8, 1]]: 302 wraps to 46 */
+        EXPECT(r, RLX_I8, 2, s22, ((const double[]){46, 2, -8, 1}), 0);
+        double u[4] = {4000000000.0, 1, 0, 1}, v[4] = {2, 0, 0, 1};
+        EXPECT(rlx_matmul(test_tensor(RLX_U32, 2, s22, u), test_tensor(RLX_U32, 2, s22, v)), RLX_U32, 2, s22,
+               ((const double[]){8000000000.0 - 4294967296.0, 1, 0, 1}), 0);
+    }
+}
+
 TEST_MAIN(T(matmul_hand_values), T(einsum_values), T(einsum_allocation_failures),
           T(einsum_bad_arguments), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
           T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
           T(linear_and_activations), T(gemm_epilogues_match_reference), T(solve_known_system), T(solve_random_batched),
           T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),
-          T(linalg_allocation_failures), T(linalg_bad_arguments))
+          T(linalg_allocation_failures), T(linalg_bad_arguments), T(matmul_narrow_floats_match_f32),
+          T(matmul_narrow_integers_wrap))

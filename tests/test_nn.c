@@ -1245,6 +1245,43 @@ TEST(nn_bad_arguments)
     CHECK(rlx_last_status() == RLX_OK);
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_conv2d(rlx_tensor *const *in)
+{
+    return rlx_conv2d(in[0], in[1], in[2], (const int[]){1, 2}, (const int[]){1, 1}, NULL, 1);
+}
+static rlx_tensor *nf_conv_t(rlx_tensor *const *in)
+{
+    return rlx_conv_transpose2d(in[0], in[1], NULL, (const int[]){2, 2}, NULL, NULL, NULL, 1);
+}
+static rlx_tensor *nf_max_pool(rlx_tensor *const *in) { return rlx_max_pool2d(in[0], (const int[]){2, 2}, NULL, NULL); }
+static rlx_tensor *nf_avg_pool(rlx_tensor *const *in)
+{
+    return rlx_avg_pool2d(in[0], (const int[]){3, 3}, (const int[]){1, 1}, (const int[]){1, 1});
+}
+static rlx_tensor *nf_softmax(rlx_tensor *const *in) { return rlx_softmax(in[0], -1); }
+static rlx_tensor *nf_layer_norm(rlx_tensor *const *in) { return rlx_layer_norm(in[0], in[1], in[2], 1e-5); }
+static rlx_tensor *nf_gelu(rlx_tensor *const *in) { return rlx_gelu(in[0]); }
+
+/* conv2d (bias added in f32), the transposed conv, the pools and the
+ * composites on f16/bf16: f32 on the same rounded values, rounded once. */
+TEST(conv_pool_norm_narrow_floats_match_f32)
+{
+    const int64_t x[4] = {2, 3, 6, 7}, w[4] = {4, 3, 3, 3}, b[1] = {4}, wt[4] = {3, 2, 2, 2}, r[2] = {5, 9},
+                  d[1] = {9};
+    for (int i = 0; i < 2; i++) {
+        rlx_dtype dt = NARROW_FLOATS[i];
+        EXPECT_NARROW(nf_conv2d, dt, 3, ((int[]){4, 4, 1}), ((const int64_t *const[]){x, w, b}), -1, 1, 1);
+        EXPECT_NARROW(nf_conv_t, dt, 2, ((int[]){4, 4}), ((const int64_t *const[]){x, wt}), -1, 1, 1);
+        EXPECT_NARROW(nf_max_pool, dt, 1, ((int[]){4}), ((const int64_t *const[]){x}), -1, 1, 0);
+        EXPECT_NARROW(nf_avg_pool, dt, 1, ((int[]){4}), ((const int64_t *const[]){x}), -1, 1, 1);
+        EXPECT_NARROW(nf_softmax, dt, 1, ((int[]){2}), ((const int64_t *const[]){r}), -3, 3, 1);
+        EXPECT_NARROW(nf_layer_norm, dt, 3, ((int[]){2, 1, 1}), ((const int64_t *const[]){r, d, d}), -3, 3, 1);
+        EXPECT_NARROW(nf_gelu, dt, 1, ((int[]){2}), ((const int64_t *const[]){r}), -3, 3, 1);
+    }
+}
+
 TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_norm), T(cross_entropies),
           T(attention_every_mask), T(attention_sliding_window_sees_window_keys),
           T(attention_fully_masked_rows_are_zero), T(attention_masked_values),
@@ -1252,4 +1289,5 @@ TEST_MAIN(T(softmax_values), T(softmax_rows_sum_to_one), T(layer_norm_and_rms_no
           T(attention_fused_same_bits_any_threads_and_backend), T(attention_fused_allocation_failures),
           T(rope_values), T(conv2d_values), T(pool_values), T(conv2d_random_shapes), T(pool_random_shapes),
           T(conv_transpose_values), T(conv1d_values),
-          T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments))
+          T(conv2d_pool_same_bits_any_threads), T(conv2d_pool_allocation_failures), T(nn_bad_arguments),
+          T(conv_pool_norm_narrow_floats_match_f32))

@@ -649,9 +649,45 @@ TEST(allocation_failures)
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
 }
 
+
+static rlx_tensor *nf_bn_eval(rlx_tensor *const *in)
+{
+    /* |v| is exact in every dtype: both computations see one variance */
+    return rlx_batch_norm(in[0], in[1], rlx_abs(in[2]), in[3], in[4], false, 0.1, 1e-5, NULL, NULL);
+}
+static rlx_tensor *nf_bn_train(rlx_tensor *const *in)
+{
+    return rlx_batch_norm(in[0], in[1], rlx_abs(in[2]), in[3], in[4], true, 0.1, 1e-5, NULL, NULL);
+}
+static rlx_tensor *nf_bn_new_var(rlx_tensor *const *in)
+{
+    rlx_tensor *m = NULL, *v = NULL;
+    return rlx_batch_norm(in[0], in[1], rlx_abs(in[2]), in[3], in[4], true, 0.1, 1e-5, &m, &v) ? v : NULL;
+}
+static rlx_tensor *nf_group_norm(rlx_tensor *const *in) { return rlx_group_norm(in[0], 2, in[3], in[4], 1e-5); }
+static rlx_tensor *nf_dropout(rlx_tensor *const *in) { return rlx_dropout(in[0], 0.3, 11); }
+
+/* batch_norm (eval and training, its running variance update), group_norm
+ * and dropout on f16/bf16 x, statistics and affine parameters: computed in
+ * f32, rounded once to the dtype. */
+TEST(norms_narrow_floats_match_f32)
+{
+    const int64_t x[4] = {3, 4, 5, 2}, c[1] = {4};
+    const int ranks[5] = {4, 1, 1, 1, 1};
+    const int64_t *const shapes[5] = {x, c, c, c, c};
+    const rlx_dtype dts[2] = {RLX_BF16, RLX_F16};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_NARROW(nf_bn_eval, dts[i], 5, ranks, shapes, -2, 2, 1);
+        EXPECT_NARROW(nf_bn_train, dts[i], 5, ranks, shapes, -2, 2, 1);
+        EXPECT_NARROW(nf_bn_new_var, dts[i], 5, ranks, shapes, -2, 2, 1);
+        EXPECT_NARROW(nf_group_norm, dts[i], 5, ranks, shapes, -2, 2, 1);
+        EXPECT_NARROW(nf_dropout, dts[i], 1, ranks, shapes, -2, 2, 1);
+    }
+}
+
 TEST_MAIN(T(batch_norm_hand_values), T(batch_norm_random), T(batch_norm_empty_and_dynamic_batch),
           T(batch_norm_errors), T(group_norm_random), T(group_norm_fixed_and_errors), T(dropout_values),
           T(dropout_statistics_and_seeds), T(dropout_new_seed_compiles_nothing), T(dropout_gradient_is_the_mask),
           T(dropout_errors), T(dropout_seeded_values), T(dropout_seeded_compiled_step), T(dropout_seeded_gradient),
           T(dropout_seeded_errors),
-          T(allocation_failures))
+          T(allocation_failures), T(norms_narrow_floats_match_f32))

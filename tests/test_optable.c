@@ -27,7 +27,7 @@
 int ad_vjp_kind(int op);
 enum { AD_MISSING = 0 };
 
-static void use_jit(bool on) { setenv("RLX_BACKEND", on ? "jit" : "ref", 1); }
+static void use_jit(bool on) { CHECK(rlx_set_option("backend", on ? "jit" : "ref") == RLX_OK); }
 
 /* ------------------------------------------------------------ inputs */
 
@@ -36,11 +36,22 @@ static const double AV[6] = {-1.5, -0.5, 0.25, 0.5, 1, 2.5};
 static const double POSV[6] = {0.25, 0.5, 1, 1.5, 2, 3}; /* log, sqrt, ... */
 static const double BV[6] = {0.5, 2, -1, 1.5, -2, 3};
 
+/* While a narrow dtype's case is rebuilt on its wide dtype (the value
+ * reference), the narrow dtype: every input holds what it would hold. */
+static rlx_dtype as_narrow = (rlx_dtype)-1;
+
+static void quantize_as_narrow(double *v, int64_t n)
+{
+    for (int64_t i = 0; (int)as_narrow >= 0 && i < n; i++)
+        v[i] = test_quantize(as_narrow, v[i]);
+}
+
 /* A fresh [2,3] buffer of dt holding v (quantized into q). */
 static ir_node *input(rlx_dtype dt, const double *v, double *q)
 {
     double tmp[6];
     memcpy(tmp, v, sizeof tmp);
+    quantize_as_narrow(tmp, 6);
     rlx_tensor *t = test_tensor(dt, 2, S23, tmp);
     if (q)
         memcpy(q, tmp, sizeof tmp);
@@ -51,6 +62,7 @@ static ir_node *input_shape(rlx_dtype dt, int rank, const int64_t *shape, const 
 {
     double tmp[16];
     memcpy(tmp, v, (size_t)test_numel(rank, shape) * sizeof *tmp);
+    quantize_as_narrow(tmp, test_numel(rank, shape));
     return ts_node(test_tensor(dt, rank, shape, tmp));
 }
 
@@ -128,7 +140,7 @@ static rlx_tensor *b_elementwise(ir_op op, rlx_dtype dt, double *want, int *n)
     ir_node *src[2] = {input(dt, (cur_flags & C_POS) ? POSV : AV, a), input(dt, BV, b)};
     ir_attrs at;
     memset(&at, 0, sizeof at);
-    at.cast.dtype = dt == RLX_F64 ? RLX_I32 : RLX_F64;
+    at.cast.dtype = dt == RLX_F64 && (int)as_narrow < 0 ? RLX_I32 : RLX_F64;
     *n = 6;
     for (int i = 0; want && i < 6; i++)
         want[i] = op == IR_OP_CAST ? trunc(a[i]) : cur_ref(a[i], b[i]);
@@ -376,9 +388,11 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
 
 #define EW(op, ref) {op, ref, NULL, 0, C_PLAIN}
 #define EWP(op, ref) {op, ref, NULL, 0, C_POS}
-#define ALL ((1u << RLX_BOOL) | (1u << RLX_I32) | (1u << RLX_I64) | (1u << RLX_F32) | (1u << RLX_F64))
-#define NUM ((1u << RLX_I32) | (1u << RLX_I64) | (1u << RLX_F32) | (1u << RLX_F64))
-#define FLT ((1u << RLX_F32) | (1u << RLX_F64))
+#define NFLT ((1u << RLX_F16) | (1u << RLX_BF16))
+#define NINT ((1u << RLX_I8) | (1u << RLX_U8) | (1u << RLX_I16) | (1u << RLX_U32))
+#define ALL ((1u << RLX_BOOL) | (1u << RLX_I32) | (1u << RLX_I64) | (1u << RLX_F32) | (1u << RLX_F64) | NFLT | NINT)
+#define NUM ((1u << RLX_I32) | (1u << RLX_I64) | (1u << RLX_F32) | (1u << RLX_F64) | NFLT | NINT)
+#define FLT ((1u << RLX_F32) | (1u << RLX_F64) | NFLT)
 static const opcase CASES[] = {
     {IR_OP_BUFFER, NULL, b_leaf, ALL, 0},
     {IR_OP_CONST, NULL, b_leaf, ALL, 0},
@@ -479,20 +493,83 @@ static kinds expected_kinds(const opcase *c, rlx_tensor *t)
 {
     const ir_node *n = ts_node(t);
     ir_emit e = ir_ops[c->op].emit;
+    bool jits = ir_op_jits(n->op, n->dtype);
+    for (int s = 0; s < n->nsrc; s++)
+        jits = jits && ir_op_jits(n->op, n->src[s]->dtype);
+    if (e == IR_EMIT_VIEW && !jits && !(c->flags & C_GONE))
+        return (kinds){0, 1}; /* a view on a dtype the JIT does not load: a REF kernel */
     if (e == IR_EMIT_VIEW && c->op == IR_OP_PAD && !(c->flags & C_GONE))
         return (kinds){1, 0}; /* a pad writes its fill: a root pad is a LOOP kernel, not a published view */
     if ((c->flags & C_GONE) || e == IR_EMIT_LOAD || e == IR_EMIT_VIEW)
         return (kinds){0, 0}; /* nothing computed; a root view is published as a view */
-    bool jits = ir_op_jits(n->op, n->dtype);
-    for (int s = 0; s < n->nsrc; s++)
-        jits = jits && ir_op_jits(n->op, n->src[s]->dtype);
-    return jits ? (kinds){1, 0} : (kinds){0, 1};
+    kinds k = jits ? (kinds){1, 0} : (kinds){0, 1};
+    for (int s = 0; s < n->nsrc; s++) { /* a computed source the JIT cannot fuse is a REF kernel of its own */
+        const ir_node *src = n->src[s];
+        if (ir_ops[src->op].cls != IR_CLS_LEAF && !ir_op_jits(src->op, src->src[0]->dtype))
+            k.refs++;
+    }
+    return k;
 }
 
 static double tol_of(rlx_dtype dt) { return dt == RLX_F32 ? 1e-5 : dt == RLX_F64 ? 1e-12 : 0; }
 
+/* Relative spacing of dt's floats (0 for integers and bool: exact). */
+static double ulp_of(rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_F16: return 0x1p-10;
+    case RLX_BF16: return 0x1p-7;
+    case RLX_F32: return 0x1p-23;
+    case RLX_F64: return 0x1p-52;
+    default: return 0;
+    }
+}
+
+/* A library row on a narrow dtype: its shape rule refuses it, naming the
+ * primitive and the dtype (the tensor layer converts around it). */
+static void check_lib_refuses(const opcase *c, rlx_dtype dt)
+{
+    double want[16];
+    int n = 0;
+    rlx_clear_error();
+    rlx_tensor *t = build(c, dt, want, &n);
+    const char *msg = rlx_last_error();
+    if (t || !strstr(msg, ir_ops[c->op].name) || !strstr(msg, rlx_dtype_name(dt)))
+        test_fail(__FILE__, __LINE__, "library %s on %s: want a refusal naming both, got %s (%s)", ir_ops[c->op].name,
+                  rlx_dtype_name(dt), t ? "a node" : "NULL", msg);
+    rlx_clear_error();
+}
+
+/* A narrow dtype's values: the case rebuilt on the wide dtype from the
+ * values the narrow inputs hold, by the reference evaluator, then cast to
+ * the result's dtype (rounded once, or wrapped): what computing in double
+ * (integers in 64 bits) and rounding once gives. got from the reference
+ * evaluator must match it exactly; from the JIT within 2 ulps. */
+static void check_narrow_values(const opcase *c, rlx_dtype dt, rlx_tensor *got, bool jit)
+{
+    if (c->op == IR_OP_RAND || c->op == IR_OP_RAND_SEEDED)
+        return; /* draws per precision: checked against rlx_rand of dt itself */
+    double want[16];
+    int n = 0;
+    kinds k;
+    as_narrow = dt;
+    rlx_tensor *w = run(c, ir_dtype_is_float(dt) ? RLX_F64 : RLX_I64, false, want, &n, &k);
+    as_narrow = (rlx_dtype)-1;
+    if (!w)
+        return;
+    rlx_dtype rd = rlx_dtype_of(got);
+    double tol = jit ? 2 * ulp_of(rd) : 0;
+    use_jit(false);
+    test_expect_same(__FILE__, __LINE__, got, rlx_cast(w, rd), tol, 0);
+    use_jit(true);
+}
+
 static void check_case(const opcase *c, rlx_dtype dt)
 {
+    if (ir_dtype_is_narrow(dt) && ir_ops[c->op].emit == IR_EMIT_LIB) {
+        check_lib_refuses(c, dt);
+        return;
+    }
     const char *name = ir_ops[c->op].name;
     double want[16];
     int n = 0;
@@ -519,6 +596,10 @@ static void check_case(const opcase *c, rlx_dtype dt)
         EXPECT_V(what, ref, rlx_dtype_of(ref), rank, shape, want, 1e-12, 1e-12);
     }
     test_expect_same(__FILE__, __LINE__, got, ref, tol_of(rlx_dtype_of(ref)), tol_of(rlx_dtype_of(ref)));
+    if (ir_dtype_is_narrow(dt)) {
+        check_narrow_values(c, dt, ref, false);
+        check_narrow_values(c, dt, got, true);
+    }
 }
 
 /* A VIEW row fuses into its reader: cast(view(x)) is one LOOP kernel. */
@@ -570,7 +651,7 @@ TEST(every_case_on_every_dtype_matches_its_row)
     for (int i = 0; i < NCASES; i++) {
         const opcase *c = &CASES[i];
         unsigned dts = dtypes_of(c);
-        for (int dt = RLX_BOOL; dt <= RLX_F64; dt++) {
+        for (int dt = RLX_BOOL; dt <= RLX_U32; dt++) {
             if (!(dts >> dt & 1))
                 continue;
             check_case(c, (rlx_dtype)dt);
@@ -604,5 +685,323 @@ TEST(dtype_names_record_no_error)
     rlx_clear_error();
 }
 
-TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row), T(input_is_reported_unbound),
-          T(dtype_names_record_no_error))
+
+/* --------------------------------------- the public API on every dtype */
+
+/* Every public function over [2,3] operands a and b of one dtype, on all
+ * eleven dtypes and both backends. Accepted: the result has the dtype the
+ * function's rule gives, and its values are those of the same call on the
+ * operands' values widened to f64 (integer results: i64, then wrapped),
+ * computed by the reference evaluator and rounded once to the result's
+ * dtype, within a few ulps of it (integers exact). Refused: RLX_E_DTYPE
+ * with a message naming the function and the dtype. */
+
+typedef rlx_tensor *(*api_fn)(rlx_tensor *a, rlx_tensor *b);
+enum { R_SAME, R_FLOAT, R_BOOL, R_I64, R_ACC, R_F32 }; /* ACC: integers and bool give i64 */
+typedef struct {
+    const char *fn; /* the public function named in errors */
+    api_fn f;
+    int res;
+    unsigned refuse; /* dtypes it refuses */
+    unsigned skip;   /* dtypes on which the case's own operands mean another thing (bool 2 I is I) */
+} apicase;
+
+static const int64_t S32[2] = {3, 2}, S6[1] = {6}, S1123[4] = {1, 1, 2, 3}, S123[3] = {1, 2, 3}, S223[3] = {2, 2, 3},
+                     S231[3] = {2, 3, 1}, S22[2] = {2, 2}, S1122[4] = {1, 1, 2, 2}, S122[3] = {1, 2, 2};
+static const int AXIS1 = 1;
+static const int PERM10[2] = {1, 0}, K22[2] = {2, 2}, ONE2[2] = {1, 1};
+
+static rlx_tensor *idx2(void) { return ti64(2, S22, (const int64_t[]){2, 0, 0, 0}); }
+static rlx_tensor *idx1(void) { return ti64(1, (const int64_t[]){2}, (const int64_t[]){2, 0}); }
+static rlx_tensor *first4(rlx_tensor *t, int rank, const int64_t *shape)
+{
+    return rlx_reshape(rlx_narrow(rlx_flatten(t), 0, 0, 4), rank, shape);
+}
+/* An invertible [2,2] of a's dtype: 2 I + a's first four values (no
+ * integer wraps: i8 holds 120 + 2). */
+static rlx_tensor *square(rlx_tensor *a)
+{
+    return rlx_add(rlx_mul_s(rlx_eye(rlx_dtype_of(a), 2), 2), first4(a, 2, S22));
+}
+static rlx_tensor *topk_values(rlx_tensor *a)
+{
+    rlx_tensor *v = NULL, *i = NULL;
+    return rlx_topk(a, 2, 1, true, &v, &i) == RLX_OK ? v : NULL;
+}
+
+#define API(name, call) \
+    static rlx_tensor *api_##name(rlx_tensor *a, rlx_tensor *b) { (void)a; (void)b; return call; }
+API(neg, rlx_neg(a)) API(abs, rlx_abs(a)) API(sign, rlx_sign(a)) API(relu, rlx_relu(a)) API(round, rlx_round(a))
+API(floor, rlx_floor(a)) API(ceil, rlx_ceil(a)) API(exp, rlx_exp(a)) API(log, rlx_log(a)) API(sqrt, rlx_sqrt(a))
+API(rsqrt, rlx_rsqrt(a)) API(sigmoid, rlx_sigmoid(a)) API(sin, rlx_sin(a)) API(cos, rlx_cos(a)) API(tan, rlx_tan(a))
+API(atan, rlx_atan(a)) API(recip, rlx_recip(a)) API(erf, rlx_erf(a)) API(tanh, rlx_tanh(a)) API(gelu, rlx_gelu(a))
+API(gelu_tanh, rlx_gelu_tanh(a)) API(silu, rlx_silu(a)) API(softplus, rlx_softplus(a)) API(elu, rlx_elu(a))
+API(hard_swish, rlx_hard_swish(a)) API(hard_sigmoid, rlx_hard_sigmoid(a)) API(mish, rlx_mish(a))
+API(softsign, rlx_softsign(a)) API(log_sigmoid, rlx_log_sigmoid(a)) API(logical_not, rlx_logical_not(a))
+API(add, rlx_add(a, b)) API(sub, rlx_sub(a, b)) API(mul, rlx_mul(a, b)) API(div, rlx_div(a, b)) API(pow, rlx_pow(a, b))
+API(maximum, rlx_maximum(a, b)) API(minimum, rlx_minimum(a, b)) API(atan2, rlx_atan2(a, b)) API(rem, rlx_rem(a, b))
+API(eq, rlx_eq(a, b)) API(ne, rlx_ne(a, b)) API(lt, rlx_lt(a, b)) API(le, rlx_le(a, b)) API(gt, rlx_gt(a, b))
+API(ge, rlx_ge(a, b)) API(logical_and, rlx_logical_and(a, b)) API(logical_or, rlx_logical_or(a, b))
+API(add_s, rlx_add_s(a, 3)) API(sub_s, rlx_sub_s(a, 2)) API(mul_s, rlx_mul_s(a, 3)) API(div_s, rlx_div_s(a, 2))
+API(pow_s, rlx_pow_s(a, 2)) API(maximum_s, rlx_maximum_s(a, 0.5)) API(minimum_s, rlx_minimum_s(a, 0.5))
+API(rem_s, rlx_rem_s(a, 3)) API(eq_s, rlx_eq_s(a, 1)) API(lt_s, rlx_lt_s(a, 1)) API(rsub_s, rlx_rsub_s(a, 1))
+API(rdiv_s, rlx_rdiv_s(a, 2)) API(clamp, rlx_clamp(a, -1, 2)) API(clamp_min, rlx_clamp_min(a, 0))
+API(clamp_max, rlx_clamp_max(a, 1)) API(masked_fill, rlx_masked_fill(a, rlx_gt_s(b, 0), 7))
+API(where, rlx_where(rlx_gt_s(b, 0), a, b))
+API(sum, rlx_sum(a, &AXIS1, 1, false)) API(prod, rlx_prod(a, &AXIS1, 1, false)) API(mean, rlx_mean(a, &AXIS1, 1, false))
+API(var, rlx_var(a, &AXIS1, 1, false)) API(std, rlx_std(a, &AXIS1, 1, false)) API(norm, rlx_norm(a, &AXIS1, 1, false))
+API(max, rlx_max(a, &AXIS1, 1, false)) API(min, rlx_min(a, &AXIS1, 1, false)) API(argmax, rlx_argmax(a, 1, false))
+API(argmin, rlx_argmin(a, 1, false)) API(logsumexp, rlx_logsumexp(a, 1, false)) API(cumsum, rlx_cumsum(a, 1, false))
+API(sum_all, rlx_sum_all(a)) API(mean_all, rlx_mean_all(a))
+API(transpose, rlx_transpose(a, 2, PERM10)) API(reshape, rlx_reshape(a, 2, S32)) API(flip, rlx_flip(a, 1))
+API(roll, rlx_roll(a, 1, 1)) API(tile, rlx_tile(a, 0, 2)) API(pad, rlx_pad(a, 1, 1, 2, 7))
+API(pad_mode, rlx_pad_mode(a, 1, 1, 1, RLX_PAD_REFLECT)) API(cat, rlx_cat((rlx_tensor *[]){a, b}, 2, 0))
+API(stack, rlx_stack((rlx_tensor *[]){a, b}, 2, 1)) API(narrow, rlx_narrow(a, 1, 1, 2))
+API(slice, rlx_slice(a, 1, 2, -4, -2)) API(select, rlx_select(a, 0, 1)) API(gather, rlx_gather(a, idx2(), 1))
+API(index_select, rlx_index_select(a, 1, idx1())) API(broadcast_to, rlx_broadcast_to(rlx_unsqueeze(a, 0), 3, S223))
+API(flatten, rlx_flatten(a)) API(contiguous, rlx_contiguous(a)) API(full_like, rlx_full_like(a, 2.5))
+API(ones_like, rlx_ones_like(a))
+API(scatter_add, rlx_scatter_add(a, 1, idx2(), rlx_narrow(b, 1, 0, 2)))
+API(scatter, rlx_scatter(a, 1, idx2(), rlx_narrow(b, 1, 0, 2)))
+API(index_add, rlx_index_add(a, 1, idx1(), rlx_narrow(b, 1, 0, 2)))
+API(softmax, rlx_softmax(a, 1)) API(log_softmax, rlx_log_softmax(a, 1))
+API(layer_norm, rlx_layer_norm(a, NULL, NULL, 1e-5)) API(rms_norm, rlx_rms_norm(a, NULL, 1e-5))
+API(cross_entropy, rlx_cross_entropy(a, rlx_abs(b))) API(dropout, rlx_dropout(a, 0.5, 7))
+API(group_norm, rlx_group_norm(rlx_reshape(a, 3, S231), 1, NULL, NULL, 1e-5))
+API(batch_norm, rlx_batch_norm(rlx_reshape(a, 3, S231), NULL, NULL, NULL, NULL, true, 0.1, 1e-5, NULL, NULL))
+API(matmul, rlx_matmul(a, rlx_transpose(b, 2, PERM10))) API(matmul_t, rlx_matmul_t(a, b))
+API(linear, rlx_linear(a, b, rlx_select(b, 1, 0)))
+API(linear_act, rlx_linear_act(a, b, NULL, RLX_ACT_GELU))
+API(einsum, rlx_einsum("ij,kj->ik", (rlx_tensor *[]){a, b}, 2))
+API(solve, rlx_solve(square(a), rlx_select(b, 1, 0))) API(inv, rlx_inv(square(a)))
+API(fft, rlx_fft(rlx_reshape(a, 1, S6))) API(ifft, rlx_ifft(rlx_reshape(a, 1, S6)))
+API(conv2d, rlx_conv2d(rlx_reshape(a, 4, S1123), first4(b, 4, S1122), rlx_narrow(rlx_flatten(b), 0, 5, 1), NULL, NULL,
+                       NULL, 1))
+API(conv1d, rlx_conv1d(rlx_reshape(a, 3, S123), first4(b, 3, S122), NULL, 1, 0, 1, 1))
+API(conv_transpose2d, rlx_conv_transpose2d(rlx_reshape(a, 4, S1123), first4(b, 4, S1122), NULL, NULL, NULL, NULL, NULL, 1))
+API(max_pool2d, rlx_max_pool2d(rlx_reshape(a, 4, S1123), K22, ONE2, NULL))
+API(avg_pool2d, rlx_avg_pool2d(rlx_reshape(a, 4, S1123), K22, ONE2, NULL))
+API(attention, rlx_attention(rlx_reshape(a, 3, S123), rlx_reshape(b, 3, S123), rlx_reshape(a, 3, S123), 1, 3,
+                             RLX_MASK_CAUSAL, 0))
+API(sort, rlx_sort(a, 1, false)) API(argsort, rlx_argsort(a, 1, true)) API(topk, topk_values(a))
+API(scaled_matmul, rlx_scaled_matmul(a, b, RLX_FP8_E4M3, 0))
+#undef API
+
+#define BOOL_ (1u << RLX_BOOL)
+#define AC(name, res, refuse) {"rlx_" #name, api_##name, res, refuse, 0}
+#define SKIP(name, res, skip) {"rlx_" #name, api_##name, res, 0, skip}
+static const apicase API_CASES[] = {
+    AC(neg, R_SAME, BOOL_), AC(abs, R_SAME, 0), AC(sign, R_SAME, 0), AC(relu, R_SAME, 0), AC(round, R_SAME, 0),
+    AC(floor, R_SAME, 0), AC(ceil, R_SAME, 0), AC(exp, R_FLOAT, 0), AC(log, R_FLOAT, 0), AC(sqrt, R_FLOAT, 0),
+    AC(rsqrt, R_FLOAT, 0), AC(sigmoid, R_FLOAT, 0), AC(sin, R_FLOAT, 0), AC(cos, R_FLOAT, 0), AC(tan, R_FLOAT, 0),
+    AC(atan, R_FLOAT, 0), AC(recip, R_FLOAT, 0), AC(erf, R_FLOAT, 0), AC(tanh, R_FLOAT, 0), AC(gelu, R_FLOAT, 0),
+    AC(gelu_tanh, R_FLOAT, 0), AC(silu, R_FLOAT, 0), AC(softplus, R_FLOAT, 0), AC(elu, R_FLOAT, 0),
+    AC(hard_swish, R_FLOAT, 0), AC(hard_sigmoid, R_FLOAT, 0), AC(mish, R_FLOAT, 0), AC(softsign, R_FLOAT, 0),
+    AC(log_sigmoid, R_FLOAT, 0), AC(logical_not, R_BOOL, 0),
+    AC(add, R_SAME, 0), AC(sub, R_SAME, BOOL_), AC(mul, R_SAME, 0), AC(div, R_SAME, BOOL_), AC(pow, R_SAME, BOOL_),
+    AC(maximum, R_SAME, 0), AC(minimum, R_SAME, 0), AC(atan2, R_FLOAT, 0), AC(rem, R_SAME, BOOL_),
+    AC(eq, R_BOOL, 0), AC(ne, R_BOOL, 0), AC(lt, R_BOOL, 0), AC(le, R_BOOL, 0), AC(gt, R_BOOL, 0), AC(ge, R_BOOL, 0),
+    AC(logical_and, R_BOOL, 0), AC(logical_or, R_BOOL, 0),
+    AC(add_s, R_SAME, 0), AC(sub_s, R_SAME, BOOL_), AC(mul_s, R_SAME, 0), AC(div_s, R_SAME, BOOL_),
+    AC(pow_s, R_SAME, BOOL_), AC(maximum_s, R_SAME, 0), AC(minimum_s, R_SAME, 0), AC(rem_s, R_SAME, BOOL_),
+    AC(eq_s, R_BOOL, 0), AC(lt_s, R_BOOL, 0), AC(rsub_s, R_SAME, BOOL_), AC(rdiv_s, R_SAME, BOOL_),
+    AC(clamp, R_SAME, 0), AC(clamp_min, R_SAME, 0), AC(clamp_max, R_SAME, 0), AC(masked_fill, R_SAME, 0),
+    AC(where, R_SAME, 0),
+    AC(sum, R_ACC, 0), AC(prod, R_ACC, 0), AC(mean, R_FLOAT, 0), AC(var, R_FLOAT, 0), AC(std, R_FLOAT, 0),
+    AC(norm, R_FLOAT, 0), AC(max, R_SAME, 0), AC(min, R_SAME, 0), AC(argmax, R_I64, 0), AC(argmin, R_I64, 0),
+    AC(logsumexp, R_FLOAT, 0), AC(cumsum, R_ACC, 0), AC(sum_all, R_ACC, 0), AC(mean_all, R_FLOAT, 0),
+    AC(transpose, R_SAME, 0), AC(reshape, R_SAME, 0), AC(flip, R_SAME, 0), AC(roll, R_SAME, 0), AC(tile, R_SAME, 0),
+    AC(pad, R_SAME, 0), AC(pad_mode, R_SAME, 0), AC(cat, R_SAME, 0), AC(stack, R_SAME, 0), AC(narrow, R_SAME, 0),
+    AC(slice, R_SAME, 0), AC(select, R_SAME, 0), AC(gather, R_SAME, 0), AC(index_select, R_SAME, 0),
+    AC(broadcast_to, R_SAME, 0), AC(flatten, R_SAME, 0), AC(contiguous, R_SAME, 0), AC(full_like, R_SAME, 0),
+    AC(ones_like, R_SAME, 0), AC(scatter_add, R_SAME, 0), AC(scatter, R_SAME, 0), AC(index_add, R_SAME, 0),
+    AC(softmax, R_FLOAT, BOOL_), AC(log_softmax, R_FLOAT, BOOL_), AC(layer_norm, R_FLOAT, BOOL_),
+    AC(rms_norm, R_FLOAT, BOOL_), AC(cross_entropy, R_FLOAT, BOOL_), AC(dropout, R_FLOAT, BOOL_),
+    AC(group_norm, R_FLOAT, BOOL_), AC(batch_norm, R_FLOAT, BOOL_),
+    AC(matmul, R_SAME, BOOL_), AC(matmul_t, R_SAME, BOOL_), AC(linear, R_SAME, BOOL_), AC(linear_act, R_FLOAT, BOOL_),
+    AC(einsum, R_SAME, BOOL_), SKIP(solve, R_FLOAT, BOOL_), SKIP(inv, R_FLOAT, BOOL_), AC(fft, R_FLOAT, 0),
+    AC(ifft, R_FLOAT, 0), AC(conv2d, R_FLOAT, BOOL_), AC(conv1d, R_FLOAT, BOOL_), AC(conv_transpose2d, R_FLOAT, BOOL_),
+    AC(max_pool2d, R_FLOAT, BOOL_), AC(avg_pool2d, R_FLOAT, BOOL_), AC(attention, R_FLOAT, BOOL_), AC(sort, R_SAME, 0),
+    AC(argsort, R_I64, 0), AC(topk, R_SAME, 0), AC(scaled_matmul, R_F32, BOOL_),
+};
+#undef AC
+#undef SKIP
+#define NAPI ((int)(sizeof API_CASES / sizeof *API_CASES))
+
+static const double IA[6] = {100, -3, 0, 120, -128, 250}; /* integers: wraps in the narrow ones */
+static const double IB[6] = {3, 0, -7, 2, 9, 100};
+
+static rlx_dtype result_dtype(int res, rlx_dtype dt)
+{
+    switch (res) {
+    case R_FLOAT: return ir_dtype_is_float(dt) ? dt : RLX_F32;
+    case R_BOOL: return RLX_BOOL;
+    case R_I64: return RLX_I64;
+    case R_ACC: return ir_dtype_is_float(dt) ? dt : RLX_I64;
+    case R_F32: return RLX_F32;
+    default: return dt;
+    }
+}
+
+
+/* r must be NULL with RLX_E_DTYPE recorded, the message naming fn and dt. */
+static void expect_refused(const char *fn, rlx_dtype dt, rlx_tensor *r)
+{
+    const char *msg = rlx_last_error();
+    if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, fn) || !strstr(msg, rlx_dtype_name(dt)))
+        test_fail(__FILE__, __LINE__, "%s on %s: want RLX_E_DTYPE naming both, got %s (status %d: %s)", fn,
+                  rlx_dtype_name(dt), r ? "a result" : "NULL", (int)rlx_last_status(), msg);
+    rlx_clear_error();
+}
+
+/* The reference: c on a and b widened (floats to f64; integers and bool to
+ * f64 when the result is a float or bool, else to i64), by the reference
+ * evaluator, then rounded once (or wrapped) to want; NULL on failure. */
+static double *api_reference(const apicase *c, rlx_tensor *a, rlx_tensor *b, rlx_dtype want, int64_t *n)
+{
+    rlx_dtype dt = rlx_dtype_of(a);
+    rlx_dtype w = ir_dtype_is_float(dt) || ir_dtype_is_float(want) || want == RLX_BOOL ? RLX_F64 : RLX_I64;
+    if (dt == RLX_BOOL && want == RLX_BOOL)
+        w = RLX_BOOL; /* bool ops are logical: widening would change them */
+    use_jit(false);
+    rlx_tensor *r = c->f(rlx_cast(a, w), rlx_cast(b, w));
+    double *v = r ? test_values(rlx_cast(r, want), n) : NULL;
+    use_jit(true);
+    if (!v)
+        test_fail(__FILE__, __LINE__, "%s on %s widened to %s: %s", c->fn, rlx_dtype_name(dt), rlx_dtype_name(w),
+                  rlx_last_error());
+    return v;
+}
+
+static void check_api(const apicase *c, rlx_dtype dt)
+{
+    double av[6], bv[6];
+    bool fl = ir_dtype_is_float(dt);
+    memcpy(av, fl ? AV : IA, sizeof av);
+    memcpy(bv, fl ? BV : IB, sizeof bv);
+    rlx_tensor *a = test_tensor(dt, 2, S23, av), *b = test_tensor(dt, 2, S23, bv);
+    rlx_clear_error();
+    if (c->skip >> dt & 1)
+        return;
+    if (c->refuse >> dt & 1) {
+        EACH_BACKEND(be) expect_refused(c->fn, dt, c->f(a, b));
+        return;
+    }
+    rlx_dtype want = result_dtype(c->res, dt);
+    int64_t n = 0;
+    double *ref = api_reference(c, a, b, want, &n);
+    if (!ref)
+        return;
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++)
+        scale = isfinite(ref[i]) && fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+    double tol = 8 * ulp_of(want);
+    EACH_BACKEND(be) {
+        rlx_tensor *r = c->f(a, b);
+        if (!r) {
+            test_fail(__FILE__, __LINE__, "%s on %s (%s): %s", c->fn, rlx_dtype_name(dt), be ? "jit" : "ref",
+                      rlx_last_error());
+            rlx_clear_error();
+            continue;
+        }
+        if (rlx_dtype_of(r) != want) {
+            test_fail(__FILE__, __LINE__, "%s on %s gives %s, want %s", c->fn, rlx_dtype_name(dt),
+                      rlx_dtype_name(rlx_dtype_of(r)), rlx_dtype_name(want));
+            continue;
+        }
+        int64_t m = 0;
+        double *got = test_values(r, &m);
+        for (int64_t i = 0; got && i < m && m == n; i++)
+            if (!test_close(got[i], ref[i], tol, tol * scale))
+                test_fail(__FILE__, __LINE__, "%s on %s (%s) [%lld]: %.9g, want %.9g (%s)", c->fn, rlx_dtype_name(dt),
+                          be ? "jit" : "ref", (long long)i, got[i], ref[i], rlx_dtype_name(want));
+        if (got && m != n)
+            test_fail(__FILE__, __LINE__, "%s on %s: %lld values, want %lld", c->fn, rlx_dtype_name(dt), (long long)m,
+                      (long long)n);
+        free(got);
+    }
+    free(ref);
+}
+
+TEST(every_public_op_on_every_dtype)
+{
+    int runs = 0;
+    for (int i = 0; i < NAPI; i++)
+        for (int dt = RLX_BOOL; dt <= RLX_U32; dt++) {
+            rlx_scope_begin();
+            check_api(&API_CASES[i], (rlx_dtype)dt);
+            rlx_scope_end();
+            runs++;
+        }
+    printf("  %d public functions, %d (function, dtype) runs on both backends\n", NAPI, runs);
+}
+
+
+/* The constructors on every dtype: full/zeros/ones/scalar hold the value
+ * as a cast gives it (2.5 on u8 is 2, 1e6 on f16 is inf, -1 on u32 is 0:
+ * a double converts as a float does), arange and eye on every numeric
+ * dtype, the random constructors on the four floats (values in [0, 1) of
+ * the dtype, the seeded form equal to the plain one) and RLX_E_DTYPE
+ * naming the function and the dtype on the others. Both backends. */
+TEST(constructors_on_every_dtype)
+{
+    const int64_t s3[1] = {3}, s22[2] = {2, 2};
+    EACH_BACKEND(be) for (int d = RLX_BOOL; d <= RLX_U32; d++) {
+        rlx_dtype dt = (rlx_dtype)d;
+        const char *name = rlx_dtype_name(dt);
+        const double vals[3] = {2.5, 1e6, -1};
+        for (int i = 0; i < 3; i++) {
+            double q = test_quantize(dt, vals[i]), want[3] = {q, q, q};
+            EXPECT_V(name, rlx_full(dt, 1, s3, vals[i]), dt, 1, s3, want, 0, 0);
+            EXPECT_V(name, rlx_scalar(dt, vals[i]), dt, 0, NULL, want, 0, 0);
+        }
+        EXPECT_V(name, rlx_zeros(dt, 1, s3), dt, 1, s3, ((const double[]){0, 0, 0}), 0, 0);
+        EXPECT_V(name, rlx_ones(dt, 1, s3), dt, 1, s3, ((const double[]){1, 1, 1}), 0, 0);
+        EXPECT_V(name, rlx_eye(dt, 2), dt, 2, s22, ((const double[]){1, 0, 0, 1}), 0, 0);
+        rlx_clear_error();
+        if (dt == RLX_BOOL)
+            expect_refused("rlx_arange", dt, rlx_arange(dt, 0, 3, 1));
+        else
+            EXPECT_V(name, rlx_arange(dt, 0, 3, 1), dt, 1, s3, ((const double[]){0, 1, 2}), 0, 0);
+        rlx_tensor *seed = ti64(0, NULL, (const int64_t[]){5});
+        if (!ir_dtype_is_float(dt)) {
+            expect_refused("rlx_rand", dt, rlx_rand(dt, 1, s3, 5));
+            expect_refused("rlx_randn", dt, rlx_randn(dt, 1, s3, 5));
+            expect_refused("rlx_rand_seeded", dt, rlx_rand_seeded(dt, 1, s3, seed));
+            continue;
+        }
+        double u[3], v[3];
+        rlx_tensor *r = rlx_rand(dt, 1, s3, 5);
+        CHECK(r && rlx_dtype_of(r) == dt && rlx_read_f64(r, u, 3) == RLX_OK);
+        for (int i = 0; i < 3; i++)
+            if (!(u[i] >= 0 && u[i] < 1) || test_quantize(dt, u[i]) != u[i])
+                test_fail(__FILE__, __LINE__, "rand(%s) drew %.17g", name, u[i]);
+        CHECK(rlx_read_f64(rlx_rand_seeded(dt, 1, s3, seed), v, 3) == RLX_OK && memcmp(u, v, sizeof u) == 0);
+        rlx_tensor *n = rlx_randn(dt, 1, s3, 5);
+        CHECK(n && rlx_dtype_of(n) == dt && rlx_read_f64(n, v, 3) == RLX_OK && isfinite(v[0]));
+    }
+}
+
+/* Index operands are i32 or i64 (PyTorch takes int64 and int32): a
+ * narrow integer index is RLX_E_DTYPE naming the function and the dtype. */
+TEST(narrow_index_operands_are_refused)
+{
+    const int64_t s2[1] = {2}, s22[2] = {2, 2};
+    const rlx_dtype ints[4] = {RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    rlx_tensor *x = tf32(2, S23, (const float[]){1, 2, 3, 4, 5, 6}), *src = tf32(2, s22, (const float[]){1, 2, 3, 4});
+    for (int i = 0; i < 4; i++) {
+        rlx_tensor *i1 = rlx_cast(ti64(1, s2, (const int64_t[]){1, 0}), ints[i]);
+        rlx_tensor *i2 = rlx_cast(ti64(2, s22, (const int64_t[]){1, 0, 0, 2}), ints[i]);
+        rlx_clear_error();
+        expect_refused("rlx_gather", ints[i], rlx_gather(x, i2, 1));
+        expect_refused("rlx_index_select", ints[i], rlx_index_select(x, 1, i1));
+        expect_refused("rlx_scatter", ints[i], rlx_scatter(x, 1, i2, src));
+        expect_refused("rlx_scatter_add", ints[i], rlx_scatter_add(x, 1, i2, src));
+        expect_refused("rlx_index_add", ints[i], rlx_index_add(x, 1, i1, src));
+    }
+}
+
+TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row),
+          T(input_is_reported_unbound),
+          T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype),
+          T(narrow_index_operands_are_refused))

@@ -635,6 +635,48 @@ TEST(reduce_bad_input)
     check_kept(__LINE__, rlx_mean(rlx_sum(rlx_cumsum(bad, 0, false), NULL, 0, false), NULL, 0, false), "chain");
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_mean(rlx_tensor *const *in) { return rlx_mean(in[0], (const int[]){1}, 1, false); }
+static rlx_tensor *nf_var(rlx_tensor *const *in) { return rlx_var(in[0], NULL, 0, false); }
+static rlx_tensor *nf_std(rlx_tensor *const *in) { return rlx_std(in[0], (const int[]){0}, 1, true); }
+static rlx_tensor *nf_norm(rlx_tensor *const *in) { return rlx_norm(in[0], (const int[]){1}, 1, false); }
+static rlx_tensor *nf_lse(rlx_tensor *const *in) { return rlx_logsumexp(in[0], 1, false); }
+static rlx_tensor *nf_sum(rlx_tensor *const *in) { return rlx_sum(in[0], (const int[]){1}, 1, false); }
+
+/* Statistics of f16/bf16 are computed in f32 and rounded once, so they
+ * match f32's rounded (a mean summed in f16 would drift by many ulps over
+ * 300 elements); sum keeps the dtype (accumulated wide by the evaluator). */
+TEST(reduce_narrow_floats)
+{
+    const int64_t s[2] = {3, 300};
+    for (int i = 0; i < 2; i++) {
+        rlx_dtype dt = NARROW_FLOATS[i];
+        EXPECT_NARROW(nf_mean, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), 0, 2, 1);
+        EXPECT_NARROW(nf_var, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), 0, 2, 1);
+        EXPECT_NARROW(nf_std, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), 0, 2, 1);
+        EXPECT_NARROW(nf_norm, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), 0, 2, 1);
+        EXPECT_NARROW(nf_lse, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), -3, 3, 1);
+        EXPECT_NARROW(nf_sum, dt, 1, ((int[]){2}), ((const int64_t *const[]){s}), 0, 2, 1);
+    }
+}
+
+/* sum and prod of every integer dtype are i64 (PyTorch), mean of one f32. */
+TEST(reduce_narrow_integers)
+{
+    const int64_t s4[1] = {4};
+    const rlx_dtype ints[4] = {RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    EACH_BACKEND(be) for (int i = 0; i < 4; i++) {
+        double v[4] = {100, 120, 90, 7};
+        rlx_tensor *x = test_tensor(ints[i], 1, s4, v);
+        EXPECT(rlx_sum_all(x), RLX_I64, 0, NULL, ((const double[]){317}), 0);
+        EXPECT(rlx_prod(x, NULL, 0, false), RLX_I64, 0, NULL, ((const double[]){7560000}), 0);
+        EXPECT(rlx_mean_all(x), RLX_F32, 0, NULL, ((const double[]){79.25}), 0);
+        EXPECT(rlx_cumsum(x, 0, false), RLX_I64, 1, s4, ((const double[]){100, 220, 310, 317}), 0);
+        EXPECT(rlx_max(x, NULL, 0, false), ints[i], 0, NULL, ((const double[]){120}), 0);
+    }
+}
+
 TEST_MAIN(T(reduce_random_shapes_f64), T(reduce_random_shapes_f32), T(reduce_transposed_views), T(reduce_axes_forms),
           T(reduce_dtypes), T(reduce_empty), T(reduce_nan_inf), T(argmax_argmin), T(logsumexp), T(cumsum),
-          T(sum_all_mean_all), T(reduce_bad_input))
+          T(sum_all_mean_all), T(reduce_bad_input), T(reduce_narrow_floats), T(reduce_narrow_integers))

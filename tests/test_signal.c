@@ -434,8 +434,23 @@ static int fft_workload(void)
 
 TEST(fft_allocation_failures) { ALLOC_WALK(fft_workload, 5); }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_fft(rlx_tensor *const *in) { return rlx_fft(in[0]); }
+static rlx_tensor *nf_ifft_axis0(rlx_tensor *const *in) { return rlx_fft_axis(in[0], 0, true); }
+
+/* The transforms of f16/bf16 compute in f32 and round once. */
+TEST(fft_narrow_floats_match_f32)
+{
+    const int64_t a[2] = {3, 32}, b[2] = {10, 3};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_NARROW(nf_fft, NARROW_FLOATS[i], 1, ((int[]){2}), ((const int64_t *const[]){a}), -1, 1, 1);
+        EXPECT_NARROW(nf_ifft_axis0, NARROW_FLOATS[i], 1, ((int[]){2}), ((const int64_t *const[]){b}), -1, 1, 1);
+    }
+}
+
 TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
           T(fft_strided_input), T(fft_round_trip), T(fft_four_step_lengths), T(fft_many_lines_any_layout),
           T(fft_large_primes), T(fft_same_bits_any_threads), T(fft_concurrent_realizations),
           T(fft_integer_input_and_empty), T(fft_errors),
-          T(fft_allocation_failures))
+          T(fft_allocation_failures), T(fft_narrow_floats_match_f32))

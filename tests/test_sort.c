@@ -634,7 +634,37 @@ TEST(multinomial_errors)
     rlx_clear_error();
 }
 
+static const rlx_dtype NARROW_FLOATS[2] = {RLX_BF16, RLX_F16};
+
+static rlx_tensor *nf_sort(rlx_tensor *const *in) { return rlx_sort(in[0], -1, true); }
+static rlx_tensor *nf_topk(rlx_tensor *const *in)
+{
+    rlx_tensor *v = NULL, *i = NULL;
+    return rlx_topk(in[0], 3, 0, false, &v, &i) == RLX_OK ? v : NULL;
+}
+
+/* Sorting f16/bf16 is exact: the sorted values are f32's on the same
+ * values; the positions are argsort's of those values; narrow integers
+ * sort as their values (u8 200 after 100, i8 -1 before 0). */
+TEST(sort_narrow_dtypes)
+{
+    const int64_t a[2] = {4, 33};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_NARROW(nf_sort, NARROW_FLOATS[i], 1, ((int[]){2}), ((const int64_t *const[]){a}), -4, 4, 0);
+        EXPECT_NARROW(nf_topk, NARROW_FLOATS[i], 1, ((int[]){2}), ((const int64_t *const[]){a}), -4, 4, 0);
+    }
+    const int64_t s5[1] = {5};
+    EACH_BACKEND(be) {
+        double u[5] = {200, 100, 7, 255, 0}, s[5] = {-1, 0, 100, -128, 5};
+        EXPECT(rlx_sort(test_tensor(RLX_U8, 1, s5, u), 0, false), RLX_U8, 1, s5, ((const double[]){0, 7, 100, 200, 255}), 0);
+        EXPECT(rlx_argsort(test_tensor(RLX_I8, 1, s5, s), 0, false), RLX_I64, 1, s5, ((const double[]){3, 0, 1, 4, 2}), 0);
+        double w[5] = {0, 0, 3, 0, 0};
+        EXPECT(rlx_multinomial(test_tensor(RLX_F16, 1, s5, w), 2, true, 9), RLX_I64, 1, ((const int64_t[]){2}),
+               ((const double[]){2, 2}), 0);
+    }
+}
+
 TEST_MAIN(T(sort_fixed), T(sort_rank0_and_empty), T(sort_random), T(argsort_bits_do_not_depend_on_threads),
           T(topk_long_lines), T(sort_allocation_failures),
           T(sort_errors), T(multinomial_exact), T(multinomial_statistics), T(multinomial_runtime_errors),
-          T(multinomial_errors))
+          T(multinomial_errors), T(sort_narrow_dtypes))

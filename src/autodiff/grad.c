@@ -175,7 +175,8 @@ static rlx_status check_args(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rl
     if (ts_null(FN, "loss", loss))
         return rlx_last_status();
     if (!ir_dtype_is_float(ts_node(loss)->dtype)) {
-        ts_error(RLX_E_DTYPE, FN, "loss must be f32 or f64, got %s", rlx_dtype_name(ts_node(loss)->dtype));
+        ts_error(RLX_E_DTYPE, FN, "loss must be a float (f32, f64, f16, bf16), got %s",
+                 rlx_dtype_name(ts_node(loss)->dtype));
         return RLX_E_DTYPE;
     }
     for (int i = 0; i < n; i++) {
@@ -185,7 +186,8 @@ static rlx_status check_args(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rl
             return rlx_last_status();
         }
         if (!ir_dtype_is_float(ts_node(wrt[i])->dtype)) {
-            ts_error(RLX_E_DTYPE, FN, "wrt[%d] must be f32 or f64, got %s", i, rlx_dtype_name(ts_node(wrt[i])->dtype));
+            ts_error(RLX_E_DTYPE, FN, "wrt[%d] must be a float (f32, f64, f16, bf16), got %s", i,
+                     rlx_dtype_name(ts_node(wrt[i])->dtype));
             return RLX_E_DTYPE;
         }
     }

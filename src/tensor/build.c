@@ -37,6 +37,34 @@ ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *sh
     return ts_leaf(fn, IR_OP_CONST, &a, dt, rank, shape);
 }
 
+rlx_dtype ts_wide_dtype(rlx_dtype dt)
+{
+    return !ir_dtype_is_narrow(dt) ? dt : ir_dtype_is_float(dt) ? RLX_F32 : RLX_I64;
+}
+
+rlx_dtype ts_float_dtype(rlx_dtype dt) { return ir_dtype_is_float(dt) ? dt : RLX_F32; }
+
+rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t) { return t ? ir_promote(dt, ts_node(t)->dtype) : dt; }
+
+ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype back)
+{
+    ir_node *wide[4] = {NULL, NULL, NULL, NULL}, *r = NULL, *out = NULL;
+    if (nsrc > 4) {
+        ts_error(RLX_E_INTERNAL, fn, "%s with %d sources", ir_ops[op].name, nsrc);
+        return NULL;
+    }
+    int k = 0;
+    for (; k < nsrc; k++)
+        if (!(wide[k] = ts_cast_node(fn, src[k], ts_wide_dtype(src[k]->dtype))))
+            break;
+    if (k == nsrc && (r = ts_make(fn, op, nsrc, wide, a)))
+        out = ts_cast_node(fn, r, back);
+    ir_release(r);
+    for (int i = 0; i < k; i++)
+        ir_release(wide[i]);
+    return out;
+}
+
 ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
 {
     if (x->dtype == dt)

@@ -180,7 +180,7 @@ static rlx_tensor *random_leaf(const char *fn, rlx_dtype dt, int rank, const int
     if (!check_leaf(fn, dt, rank, shape))
         return NULL;
     if (!ir_dtype_is_float(dt)) {
-        ts_error(RLX_E_DTYPE, fn, "random values need f32 or f64, got %s", rlx_dtype_name(dt));
+        ts_error(RLX_E_DTYPE, fn, "random values need a float dtype (f32, f64, f16, bf16), got %s", rlx_dtype_name(dt));
         return NULL;
     }
     ir_attrs a;
@@ -200,7 +200,7 @@ static rlx_tensor *random_seeded(const char *fn, rlx_dtype dt, int rank, const i
     if (!check_leaf(fn, dt, rank, shape))
         return NULL;
     if (!ir_dtype_is_float(dt)) {
-        ts_error(RLX_E_DTYPE, fn, "random values need f32 or f64, got %s", rlx_dtype_name(dt));
+        ts_error(RLX_E_DTYPE, fn, "random values need a float dtype (f32, f64, f16, bf16), got %s", rlx_dtype_name(dt));
         return NULL;
     }
     ir_node *s = ts_node(seed);

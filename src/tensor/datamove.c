@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "ir/cast.h"
 #include "tensor/ts.h"
 
 /* A list of n >= 1 tensors, none NULL (NULL entries keep their error). */
@@ -193,7 +194,7 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
     memset(&a, 0, sizeof a);
     a.pad.before[ax] = before;
     a.pad.after[ax] = after;
-    a.pad.value = value;
+    a.pad.value = ir_cast_const(value, n->dtype); /* the fill as x's dtype holds it, one value for every backend */
     return ts_wrap(ts_make(fn, IR_OP_PAD, 1, &n, &a));
 }
 
@@ -309,7 +310,7 @@ static rlx_tensor *scatter_node(const char *fn, ir_node *base, int ax, ir_node *
         memset(&a, 0, sizeof a);
         a.scatter.axis = ax;
         a.scatter.mode = mode;
-        out = ts_make(fn, IR_OP_SCATTER, 3, (ir_node *[]){b, idx, v}, &a);
+        out = ts_make_lib(fn, IR_OP_SCATTER, 3, (ir_node *[]){b, idx, v}, &a, dt);
     }
     ir_release(b);
     ir_release(v);

@@ -206,7 +206,8 @@ rlx_tensor *rlx_clamp(rlx_tensor *x, double lo, double hi)
 
 rlx_tensor *ts_as_float(rlx_tensor *x)
 {
-    return ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+    rlx_dtype dt = ts_wide_dtype(ts_float_dtype(ts_node(x)->dtype));
+    return ts_node(x)->dtype == dt ? x : rlx_cast(x, dt);
 }
 
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t)
@@ -230,14 +231,15 @@ rlx_tensor *rlx_relu(rlx_tensor *x)
     return ts_close(rlx_where(rlx_le_s(x, 0), rlx_zeros_like(x), x));
 }
 
-/* Each composite below: open a scope, compute on floats, close. */
+/* Each composite below: open a scope, compute on floats (f16/bf16 in
+ * f32), round to the float dtype of x once, close. */
 #define COMPOSITE(name, body)                                   \
     rlx_tensor *rlx_##name(rlx_tensor *x_)                      \
     {                                                           \
         if (ts_null("rlx_" #name, "x", x_) || !ts_open("rlx_" #name)) \
             return NULL;                                        \
         rlx_tensor *x = ts_as_float(x_);                        \
-        return ts_close(body);                                  \
+        return ts_close_as(body, ts_float_dtype(ts_node(x_)->dtype)); \
     }
 
 COMPOSITE(gelu, rlx_mul(rlx_mul_s(x, 0.5), rlx_add_s(rlx_erf(rlx_mul_s(x, M_SQRT1_2)), 1)))

@@ -205,3 +205,8 @@ rlx_tensor *ts_close(rlx_tensor *result)
     scope_pop();
     return result;
 }
+
+rlx_tensor *ts_close_as(rlx_tensor *result, rlx_dtype dt)
+{
+    return ts_close(result && ts_node(result)->dtype != dt ? rlx_cast(result, dt) : result);
+}

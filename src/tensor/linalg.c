@@ -60,7 +60,7 @@ static ir_node *batched(const char *fn, ir_op op, ir_node *a2, ir_node *b2, rlx_
     ir_node *src[2];
     src[0] = prep_operand(fn, a2, dt, nb, batch);
     src[1] = src[0] ? prep_operand(fn, b2, dt, nb, batch) : NULL;
-    ir_node *out = src[1] ? ts_make(fn, op, 2, src, NULL) : NULL;
+    ir_node *out = src[1] ? ts_make_lib(fn, op, 2, src, NULL, dt) : NULL;
     ir_release(src[0]);
     ir_release(src[1]);
     return out;
@@ -170,12 +170,28 @@ static rlx_tensor *linear_body(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
     return b ? rlx_add(y, b) : y;
 }
 
+/* The dtype linear returns: x, w and b promoted. */
+static rlx_dtype linear_dtype(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
+{
+    return ts_promote_opt(ir_promote(ts_node(x)->dtype, ts_node(w)->dtype), b);
+}
+
+/* t in its wide dtype (ts_wide_dtype), NULL passing: linear and its bias
+ * compute f16/bf16 in f32 (narrow integers in i64) and round once. */
+static rlx_tensor *widen(rlx_tensor *t)
+{
+    return t ? rlx_cast(t, ts_wide_dtype(ts_node(t)->dtype)) : NULL;
+}
+
 rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b)
 {
     const char *fn = "rlx_linear";
     if (!linear_check(fn, x, w, b) || !ts_open(fn))
         return NULL;
-    return ts_close(linear_body(x, w, b));
+    rlx_tensor *bw = widen(b);
+    if (b && !bw) /* out of memory: NULL must not mean "no bias" */
+        return ts_close(NULL);
+    return ts_close_as(linear_body(widen(x), widen(w), bw), linear_dtype(x, w, b));
 }
 
 rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act)
@@ -189,7 +205,13 @@ rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act 
     }
     if (!ts_open(fn))
         return NULL;
-    rlx_tensor *y = linear_body(x, w, b);
+    rlx_dtype out = linear_dtype(x, w, b);
+    if (act != RLX_ACT_NONE && act != RLX_ACT_RELU)
+        out = ts_float_dtype(out);
+    rlx_tensor *bw = widen(b);
+    if (b && !bw) /* out of memory: NULL must not mean "no bias" */
+        return ts_close(NULL);
+    rlx_tensor *y = linear_body(widen(x), widen(w), bw);
     switch (act) {
     case RLX_ACT_RELU: y = rlx_relu(y); break;
     case RLX_ACT_GELU: y = rlx_gelu(y); break;
@@ -199,7 +221,7 @@ rlx_tensor *rlx_linear_act(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act 
     case RLX_ACT_SIGMOID: y = rlx_sigmoid(y); break;
     default: break;
     }
-    return ts_close(y);
+    return ts_close_as(y, out);
 }
 
 /* The float dtype solve computes in: promotion, with integers and bool in f32. */

@@ -23,14 +23,6 @@ static bool check_rank(const char *fn, const char *arg, rlx_tensor *t, int rank)
     return false;
 }
 
-/* t as float: bool and integers in f32, floats as they are (a handle in
- * the open composite scope). */
-static rlx_tensor *as_float(const char *fn, rlx_tensor *t)
-{
-    ir_node *n = ts_node(t);
-    return ir_dtype_is_float(n->dtype) ? t : ts_wrap(ts_cast_node(fn, n, RLX_F32));
-}
-
 /* mxquant(t) in the open composite scope; NULL passes through. */
 static rlx_tensor *mxquant(const char *fn, rlx_tensor *t, int fmt, int block)
 {
@@ -41,7 +33,7 @@ static rlx_tensor *mxquant(const char *fn, rlx_tensor *t, int fmt, int block)
     memset(&a, 0, sizeof a);
     a.quant.fmt = fmt;
     a.quant.block = block;
-    return ts_wrap(ts_make(fn, IR_OP_MXQUANT, 1, &src, &a));
+    return ts_wrap(ts_make_lib(fn, IR_OP_MXQUANT, 1, &src, &a, RLX_F32));
 }
 
 rlx_tensor *rlx_scaled_matmul(rlx_tensor *x, rlx_tensor *w, rlx_minifloat fmt, int block)
@@ -72,8 +64,8 @@ rlx_tensor *rlx_scaled_matmul(rlx_tensor *x, rlx_tensor *w, rlx_minifloat fmt, i
     }
     if (!ts_open(fn))
         return NULL;
-    rlx_tensor *qx = mxquant(fn, as_float(fn, x), (int)fmt, block);
-    rlx_tensor *qw = mxquant(fn, as_float(fn, w), (int)fmt, block);
+    rlx_tensor *qx = mxquant(fn, ts_as_float(x), (int)fmt, block);
+    rlx_tensor *qw = mxquant(fn, ts_as_float(w), (int)fmt, block);
     return ts_close(qx && qw ? rlx_matmul_t(qx, qw) : NULL);
 }
 
@@ -173,12 +165,13 @@ rlx_tensor *rlx_spline_activation(rlx_tensor *x, rlx_tensor *coeff, int num_basi
         return NULL;
     }
     int64_t gshape[1] = {num_basis};
-    rlx_tensor *xf = as_float(fn, x);
+    rlx_tensor *xf = ts_as_float(x); /* f16/bf16 in f32, rounded once at the end */
     rlx_tensor *centers = xf ? rlx_cast(rlx_from_data(RLX_F64, 1, gshape, ctr), ts_node(xf)->dtype) : NULL;
     ir_free(ctr);
     /* [..., C, 1] - [G] -> [..., C, G]; coeff [C, G] broadcasts over the batch. */
     rlx_tensor *t = rlx_div_s(rlx_sub(rlx_unsqueeze(xf, -1), centers), h);
     rlx_tensor *basis = rlx_exp(rlx_neg(rlx_mul(t, t)));
     int last = -1;
-    return ts_close(rlx_sum(rlx_mul(basis, as_float(fn, coeff)), &last, 1, false));
+    rlx_dtype out = ir_promote(ts_float_dtype(xn->dtype), ts_float_dtype(cn->dtype));
+    return ts_close_as(rlx_sum(rlx_mul(basis, ts_as_float(coeff)), &last, 1, false), out);
 }

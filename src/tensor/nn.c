@@ -44,7 +44,7 @@ rlx_tensor *rlx_softmax(rlx_tensor *x, int axis)
         return NULL;
     rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *e = rlx_exp(rlx_sub(xf, row_shift(xf, ax)));
-    return ts_close(rlx_div(e, rlx_sum(e, &ax, 1, true)));
+    return ts_close_as(rlx_div(e, rlx_sum(e, &ax, 1, true)), ts_float_dtype(ts_node(x)->dtype));
 }
 
 rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis)
@@ -54,7 +54,7 @@ rlx_tensor *rlx_log_softmax(rlx_tensor *x, int axis)
         return NULL;
     rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *d = rlx_sub(xf, row_shift(xf, ax));
-    return ts_close(rlx_sub(d, rlx_log(rlx_sum(rlx_exp(d), &ax, 1, true))));
+    return ts_close_as(rlx_sub(d, rlx_log(rlx_sum(rlx_exp(d), &ax, 1, true))), ts_float_dtype(ts_node(x)->dtype));
 }
 
 /* ------------------------------------------------------------------ norms */
@@ -91,6 +91,13 @@ static bool norm_check(const char *fn, rlx_tensor *x, rlx_tensor *gamma, rlx_ten
     return true;
 }
 
+/* The dtype a norm returns: x's float dtype promoted with its parameters'
+ * (what computing in those dtypes gives), rounded to once at the end. */
+static rlx_dtype norm_dtype(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta)
+{
+    return ts_promote_opt(ts_promote_opt(ts_float_dtype(ts_node(x)->dtype), gamma), beta);
+}
+
 rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, double eps)
 {
     const char *fn = "rlx_layer_norm";
@@ -105,7 +112,7 @@ rlx_tensor *rlx_layer_norm(rlx_tensor *x, rlx_tensor *gamma, rlx_tensor *beta, d
         y = rlx_mul(y, gamma);
     if (beta)
         y = rlx_add(y, beta);
-    return ts_close(y);
+    return ts_close_as(y, norm_dtype(x, gamma, beta));
 }
 
 rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps)
@@ -116,7 +123,7 @@ rlx_tensor *rlx_rms_norm(rlx_tensor *x, rlx_tensor *gamma, double eps)
     int ax = -1;
     rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *y = rlx_mul(xf, rlx_rsqrt(rlx_add_s(rlx_mean(rlx_mul(xf, xf), &ax, 1, true), eps)));
-    return ts_close(gamma ? rlx_mul(y, gamma) : y);
+    return ts_close_as(gamma ? rlx_mul(y, gamma) : y, norm_dtype(x, gamma, NULL));
 }
 
 /* --------------------------------------------------------- cross entropy */
@@ -139,10 +146,10 @@ rlx_tensor *rlx_cross_entropy(rlx_tensor *logits, rlx_tensor *probs)
      * (0 log 0 = 0), rather than NaN. Only that pair is masked, inside the
      * product: the gradient with respect to probs stays -log_softmax at a
      * zero target too (PyTorch's), where masking the product made it 0. */
-    rlx_tensor *ls = rlx_log_softmax(logits, -1);
+    rlx_tensor *ls = rlx_log_softmax(ts_as_float(logits), -1); /* f16/bf16 in f32: the loss rounds once */
     rlx_tensor *zero_inf = rlx_logical_and(rlx_eq_s(probs, 0), rlx_eq_s(ls, -INFINITY));
     rlx_tensor *t = rlx_mul(probs, rlx_where(zero_inf, rlx_zeros_like(ls), ls));
-    return ts_close(rlx_neg(rlx_sum(t, &ax, 1, false)));
+    return ts_close_as(rlx_neg(rlx_sum(t, &ax, 1, false)), ir_promote(ts_float_dtype(ln->dtype), pn->dtype));
 }
 
 rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor *labels)
@@ -282,7 +289,7 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
     for (; ok < 3; ok++)
         if (!(src[ok] = ts_cast_node(fn, ts_node(in[ok]), dt)))
             break;
-    ir_node *y = ok == 3 ? ts_make(fn, IR_OP_ATTENTION, mask ? 4 : 3, src, &a) : NULL;
+    ir_node *y = ok == 3 ? ts_make_lib(fn, IR_OP_ATTENTION, mask ? 4 : 3, src, &a, dt) : NULL;
     for (int i = 0; i < ok; i++)
         ir_release(src[i]);
     return ts_wrap(y);
@@ -472,7 +479,7 @@ rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_d
     static const rlx_rope_opts none;
     if (!rope_check(fn, x, cos, sin, head_dim, &none, true) || !ts_open(fn))
         return NULL;
-    return ts_close(rope_make(x, cos, sin, head_dim, &none));
+    return ts_close_as(rope_make(x, cos, sin, head_dim, &none), norm_dtype(x, cos, sin));
 }
 
 rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim, const rlx_rope_opts *opts)
@@ -482,7 +489,7 @@ rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int hea
     const rlx_rope_opts *o = opts ? opts : &none;
     if (!rope_check(fn, x, cos, sin, head_dim, o, false) || !ts_open(fn))
         return NULL;
-    return ts_close(rope_make(x, cos, sin, head_dim, o));
+    return ts_close_as(rope_make(x, cos, sin, head_dim, o), norm_dtype(x, cos, sin));
 }
 
 /* ---------------------------------------------------------- conv and pool */
@@ -557,11 +564,13 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
     ir_node *src[2];
     src[0] = ts_cast_node(fn, xn, dt);
     src[1] = src[0] ? ts_cast_node(fn, wn, dt) : NULL;
-    rlx_tensor *y = ts_wrap(src[1] ? ts_make(fn, IR_OP_CONV2D, 2, src, &a) : NULL);
+    /* f16/bf16: the bias is added in f32 too, so the result rounds once */
+    rlx_tensor *y = ts_wrap(src[1] ? ts_make_lib(fn, IR_OP_CONV2D, 2, src, &a, ts_wide_dtype(dt)) : NULL);
     ir_release(src[0]);
     ir_release(src[1]);
     int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */
-    return ts_close(y && b ? rlx_add(y, rlx_reshape(b, 4, bs)) : y);
+    rlx_dtype out = ts_promote_opt(dt, b);
+    return ts_close_as(y && b ? rlx_add(y, rlx_cast(rlx_reshape(b, 4, bs), ts_wide_dtype(out))) : y, out);
 }
 
 /* x [N, C, L] as conv2d on [N, C, 1, L]: the library kernel and its
@@ -809,8 +818,8 @@ static rlx_tensor *pool(const char *fn, int kind, rlx_tensor *x, const int kerne
             return NULL;
         }
     }
-    ir_node *src = ts_cast_node(fn, xn, ir_dtype_is_float(xn->dtype) ? xn->dtype : RLX_F32);
-    ir_node *y = src ? ts_make(fn, IR_OP_POOL2D, 1, &src, &a) : NULL;
+    ir_node *src = ts_cast_node(fn, xn, ts_float_dtype(xn->dtype));
+    ir_node *y = src ? ts_make_lib(fn, IR_OP_POOL2D, 1, &src, &a, src->dtype) : NULL;
     ir_release(src);
     return ts_wrap(y);
 }

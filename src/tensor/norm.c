@@ -127,12 +127,13 @@ static bool batch_norm_check(const char *fn, rlx_tensor *x, rlx_tensor *rm, rlx_
     return true;
 }
 
-/* (1 - m) * running + m * batch, in running's dtype (f32 for integers). */
+/* (1 - m) * running + m * batch, in running's float dtype (f32 for
+ * integers; f16/bf16 computed in f32 and rounded once). */
 static rlx_tensor *blend(rlx_tensor *running, rlx_tensor *batch, double m)
 {
     rlx_tensor *r = ts_as_float(running);
     rlx_tensor *v = rlx_add(rlx_mul_s(r, 1 - m), rlx_mul_s(batch, m));
-    return rlx_cast(v, ts_node(r)->dtype);
+    return rlx_cast(v, ts_float_dtype(ts_node(running)->dtype));
 }
 
 /* The running statistics after a training step, into *m_out and *v_out:
@@ -191,6 +192,9 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
             running_update(xf, axes, na, mean, var, running_mean, running_var, momentum, &m_out, &v_out);
     }
     y = affine(y, weight, bias, rank);
+    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(ts_node(x)->dtype), weight), bias);
+    if (!training)
+        out = ts_promote_opt(ts_promote_opt(out, running_mean), running_var);
     /* The statistics leave the internal scope as new references, both
      * retained there first. An escape fails only for want of memory in an
      * enclosing scope, which then owns (and frees) what escaped before;
@@ -207,7 +211,7 @@ rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_tensor *
         if (new_var)
             *new_var = NULL;
     }
-    return ts_close(ok ? y : NULL);
+    return ts_close_as(ok ? y : NULL, out);
 }
 
 /* ------------------------------------------------------------ group norm */
@@ -241,7 +245,8 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
      * layer norm; an empty batch or group stays empty. */
     int64_t g[3] = {xn->shape[0], num_groups, c / num_groups * rest};
     rlx_tensor *y = rlx_layer_norm(rlx_reshape(ts_as_float(x), 3, g), NULL, NULL, eps);
-    return ts_close(affine(rlx_reshape(y, xn->rank, xn->shape), weight, bias, xn->rank));
+    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(xn->dtype), weight), bias);
+    return ts_close_as(affine(rlx_reshape(y, xn->rank, xn->shape), weight, bias, xn->rank), out);
 }
 
 /* ---------------------------------------------------------------- dropout */
@@ -269,8 +274,9 @@ static rlx_tensor *dropout(const char *fn, rlx_tensor *x, double p, uint64_t see
     if (by_tensor && !u)
         return ts_close(NULL);
     rlx_tensor *xf = ts_as_float(x);
+    rlx_dtype out = ts_float_dtype(xn->dtype);
     if (p == 0)
-        return ts_close(rlx_retain(xf));
+        return ts_close_as(rlx_retain(xf), out);
     /* keep where u >= p, u ~ U[0,1) in f32 whatever x's dtype, so one
      * (shape, seed) gives one mask for f32 and f64 alike. The where (not
      * x * mask) gives exact zeros even for inf/NaN inputs, and its
@@ -279,7 +285,7 @@ static rlx_tensor *dropout(const char *fn, rlx_tensor *x, double p, uint64_t see
         u = rlx_rand(RLX_F32, xn->rank, xn->shape, seed);
     rlx_tensor *keep = rlx_ge_s(u, p);
     rlx_tensor *kept = p < 1 ? rlx_mul_s(xf, 1 / (1 - p)) : rlx_zeros_like(xf);
-    return ts_close(rlx_where(keep, kept, rlx_zeros_like(xf)));
+    return ts_close_as(rlx_where(keep, kept, rlx_zeros_like(xf)), out);
 }
 
 rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed)

@@ -109,13 +109,16 @@ static bool stat_begin(const char *fn, rlx_tensor *x, const int *axes, int naxes
 {
     if (ts_null(fn, "x", x) || !ts_axes_mask(fn, ts_node(x)->rank, axes, naxes, mask) || !ts_open(fn))
         return false;
-    *xf = ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+    *xf = ts_as_float(x); /* f16/bf16 in f32 too: the result rounds once, at stat_end */
     if (!*xf) { /* candidate fix: the cast failed (out of memory) */
         ts_close(NULL);
         return false;
     }
     return true;
 }
+
+/* Closes a statistic's scope with r in x's float dtype. */
+static rlx_tensor *stat_end(rlx_tensor *x, rlx_tensor *r) { return ts_close_as(r, ts_float_dtype(ts_node(x)->dtype)); }
 
 static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
@@ -151,7 +154,7 @@ rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_mean", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(mean_mask("rlx_mean", xf, mask, keepdim));
+    return stat_end(x, mean_mask("rlx_mean", xf, mask, keepdim));
 }
 
 rlx_tensor *rlx_var(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
@@ -160,7 +163,7 @@ rlx_tensor *rlx_var(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_var", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(var_mask("rlx_var", xf, mask, keepdim));
+    return stat_end(x, var_mask("rlx_var", xf, mask, keepdim));
 }
 
 rlx_tensor *rlx_std(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
@@ -169,7 +172,7 @@ rlx_tensor *rlx_std(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_std", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(sqrt_zero_grad(var_mask("rlx_std", xf, mask, keepdim)));
+    return stat_end(x, sqrt_zero_grad(var_mask("rlx_std", xf, mask, keepdim)));
 }
 
 rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
@@ -178,7 +181,7 @@ rlx_tensor *rlx_norm(rlx_tensor *x, const int *axes, int naxes, bool keepdim)
     rlx_tensor *xf;
     if (!stat_begin("rlx_norm", x, axes, naxes, &mask, &xf))
         return NULL;
-    return ts_close(sqrt_zero_grad(ts_reduce_mask("rlx_norm", IR_OP_SUM, rlx_mul(xf, xf), mask, keepdim)));
+    return stat_end(x, sqrt_zero_grad(ts_reduce_mask("rlx_norm", IR_OP_SUM, rlx_mul(xf, xf), mask, keepdim)));
 }
 
 rlx_tensor *rlx_sum_all(rlx_tensor *x) { return reduce("rlx_sum_all", IR_OP_SUM, x, NULL, 0, false); }
@@ -189,7 +192,7 @@ rlx_tensor *rlx_mean_all(rlx_tensor *x)
     rlx_tensor *xf;
     if (!stat_begin("rlx_mean_all", x, NULL, 0, &mask, &xf))
         return NULL;
-    return ts_close(mean_mask("rlx_mean_all", xf, mask, false));
+    return stat_end(x, mean_mask("rlx_mean_all", xf, mask, false));
 }
 
 static rlx_tensor *arg_reduce(const char *fn, ir_op op, rlx_tensor *x, int axis, bool keepdim)
@@ -223,11 +226,11 @@ rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim)
     if (ts_null(fn, "x", x))
         return NULL;
     if (ts_node(x)->rank == 0 && (axis == 0 || axis == -1))
-        return ir_dtype_is_float(ts_node(x)->dtype) ? rlx_retain(x) : rlx_cast(x, RLX_F32);
+        return rlx_cast(x, ts_float_dtype(ts_node(x)->dtype));
     int ax = ts_axis(fn, axis, ts_node(x)->rank);
     if (ax < 0 || !ts_open(fn))
         return NULL;
-    rlx_tensor *xf = ir_dtype_is_float(ts_node(x)->dtype) ? x : rlx_cast(x, RLX_F32);
+    rlx_tensor *xf = ts_as_float(x);
     rlx_tensor *m = rlx_max(xf, &ax, 1, true);
     /* Shift by the row max when it is finite; all -inf (or empty) rows
      * then give log(0) = -inf and +inf rows +inf, without NaN. */
@@ -235,7 +238,7 @@ rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim)
     rlx_tensor *shift = rlx_where(finite, m, rlx_zeros_like(m));
     rlx_tensor *s = rlx_sum(rlx_exp(rlx_sub(xf, shift)), &ax, 1, true);
     rlx_tensor *r = rlx_add(rlx_log(s), shift);
-    return ts_close(keepdim ? r : rlx_squeeze(r, ax));
+    return stat_end(x, keepdim ? r : rlx_squeeze(r, ax));
 }
 
 rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive)

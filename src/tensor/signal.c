@@ -41,7 +41,7 @@ static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool invers
     memset(&a, 0, sizeof a);
     a.fft.axis = ax;
     a.fft.inverse = inverse;
-    ir_node *out = ts_make(fn, IR_OP_FFT, 1, &src, &a);
+    ir_node *out = ts_make_lib(fn, IR_OP_FFT, 1, &src, &a, src->dtype);
     ir_release(src);
     return ts_wrap(out);
 }

@@ -33,7 +33,7 @@ static rlx_tensor *argsort_node(const char *fn, ir_node *n, int ax, bool descend
     a.sort.axis = ax;
     a.sort.descending = descending;
     a.sort.k = k;
-    return ts_wrap(ts_make(fn, IR_OP_ARGSORT, 1, &n, &a));
+    return ts_wrap(ts_make_lib(fn, IR_OP_ARGSORT, 1, &n, &a, RLX_I64));
 }
 
 /* out[p] = x[p with its axis coordinate replaced by idx[p]], idx i64 of
@@ -172,7 +172,7 @@ rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replace
     a.multinomial.seed = seed;
     a.multinomial.samples = num_samples;
     a.multinomial.replacement = replacement;
-    ir_node *out = ts_make(fn, IR_OP_MULTINOMIAL, 1, &src, &a);
+    ir_node *out = ts_make_lib(fn, IR_OP_MULTINOMIAL, 1, &src, &a, RLX_I64);
     ir_release(src);
     return ts_wrap(out);
 }

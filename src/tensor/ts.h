@@ -61,10 +61,28 @@ ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *sh
 ir_node *ts_expand_node(const char *fn, ir_node *x, int rank, const int64_t *shape);
 ir_node *ts_const_node(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, double v);
 
+/* Narrow dtypes (rlx.h): the dtype a library kernel or a composite
+ * computes dt in: f16/bf16 in f32, i8/u8/i16/u32 in i64, others as they
+ * are. */
+rlx_dtype ts_wide_dtype(rlx_dtype dt);
+/* The dtype float math on dt returns: dt when it is a float, else f32. */
+rlx_dtype ts_float_dtype(rlx_dtype dt);
+/* dt promoted with t's dtype; dt when t is NULL (an optional operand). */
+rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t);
+/* ts_make for a library primitive (an IR_EMIT_LIB row, whose shape rule
+ * takes no narrow dtype): each narrow source is cast to its wide dtype,
+ * the primitive made, and its result cast to back (the dtype the public
+ * function's rule gives; no cast when it already has it). */
+ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype back);
+
 /* elementwise.c: the shared bodies of the unary and binary entry points. */
 rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x);
-/* x as floats: integers and bools compute in f32, like every float math. */
+/* x as a composite computes it: integers and bools in f32, like every
+ * float math, f16/bf16 in f32 too (PyTorch's opmath), so a composite rounds
+ * to the narrow dtype once, at ts_close_as. */
 rlx_tensor *ts_as_float(rlx_tensor *x);
+/* Casts result (may be NULL) to dt unless it has it, then ts_close. */
+rlx_tensor *ts_close_as(rlx_tensor *result, rlx_dtype dt);
 /* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t);
 rlx_tensor *ts_binary(const char *fn, ir_op op, rlx_tensor *a, rlx_tensor *b);
