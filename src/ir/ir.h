@@ -150,6 +150,10 @@ bool ir_dtype_is_narrow(rlx_dtype dt);
 rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
 /* "f32", ...; "?" for a value that is not a dtype (records no error). */
 const char *ir_dtype_name(rlx_dtype dt);
+/* True when the library kernel of op computes dt itself: the wide dtypes,
+ * and bf16 matmul (oneDNN or widened blocks, runtime/kernels/blas.c); the
+ * tensor layer widens other narrow sources around it (ts_make_lib). */
+bool ir_lib_takes(ir_op op, rlx_dtype dt);
 /* True when ops.def says the JIT computes op on dt in a LOOP kernel. */
 bool ir_op_jits(ir_op op, rlx_dtype dt);
 

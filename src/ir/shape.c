@@ -307,7 +307,7 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     /* library kernels are written for the wide dtypes (and bf16 matmul);
      * the tensor layer converts narrow ones around them (rlx.h) */
     for (int s = 0; s < nsrc && info->emit == IR_EMIT_LIB; s++)
-        if (ir_dtype_is_narrow(src[s]->dtype) && !(op == IR_OP_MATMUL && src[s]->dtype == RLX_BF16))
+        if (!ir_lib_takes(op, src[s]->dtype))
             FAIL("%s of %s (library kernels take wide dtypes)", info->name, ir_dtype_name(src[s]->dtype));
     switch (info->cls) {
     case IR_CLS_UNARY:

@@ -55,7 +55,8 @@ ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, co
     }
     int k = 0;
     for (; k < nsrc; k++)
-        if (!(wide[k] = ts_cast_node(fn, src[k], ts_wide_dtype(src[k]->dtype))))
+        if (!(wide[k] = ts_cast_node(fn, src[k], ir_lib_takes(op, src[k]->dtype) ? src[k]->dtype
+                                                                                  : ts_wide_dtype(src[k]->dtype))))
             break;
     if (k == nsrc && (r = ts_make(fn, op, nsrc, wide, a)))
         out = ts_cast_node(fn, r, back);
