@@ -9,8 +9,7 @@
  * is checked against the error contract of rlx.h:
  *   - a call returning NULL (or a non-OK status) has recorded an error
  *     whose message starts with "rlx_", and that error is not
- *     RLX_E_INTERNAL (a librlx bug), but for one known case: see
- *     lib_kernel_refusal;
+ *     RLX_E_INTERNAL (a librlx bug);
  *   - a call returning a tensor has recorded none (errors are cleared
  *     before each call) and the tensor's rank, dims and dtype are sane;
  *   - a realized tensor reads back without error;
@@ -49,23 +48,10 @@ static void blob_free(void *ctx)
 
 /* ----------------------------------------------------------- contract */
 
-/* Every dtype, the six narrow ones included, is accepted everywhere except
- * by the library kernels (matmul, solve, fft, conv, pooling, attention,
- * mxquant, sort, multinomial, scatter), whose shape rules refuse narrow
- * dtypes until the tensor layer converts around them (rlx.h). Until a
- * function does, a call reaching such a rule fails: with RLX_E_DTYPE
- * when the tensor layer checks first, or with the shape rule's own
- * refusal, recorded as RLX_E_INTERNAL. Both are tolerated; the call
- * succeeding is too. Any other RLX_E_INTERNAL is a bug. */
-static bool lib_kernel_refusal(void)
-{
-    return strstr(rlx_last_error(), "(library kernels take wide dtypes)") != NULL;
-}
-
 static void check_failure(const char *what)
 {
     FUZZ_ASSERT(strncmp(rlx_last_error(), "rlx_", 4) == 0, "%s: message '%s'", what, rlx_last_error());
-    FUZZ_ASSERT(rlx_last_status() != RLX_E_INTERNAL || lib_kernel_refusal(), "%s: an internal error", what);
+    FUZZ_ASSERT(rlx_last_status() != RLX_E_INTERNAL, "%s: an internal error", what);
 }
 
 static void check_tensor(rlx_tensor *t, const char *what)
