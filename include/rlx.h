@@ -101,8 +101,19 @@ typedef enum {
  *   evaluator rounds each op's result. Reductions of f16/bf16 accumulate in
  *   f32 or wider and round the result once.
  * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
- *   compute f16/bf16 in f32 and round the result; narrow integers go
- *   through i64 (or f32 where the op needs floats). */
+ *   compute f16/bf16 in f32 and round the result (bf16 matmul multiplies
+ *   bf16 directly, accumulating in f32: see the option "bf16_gemm");
+ *   narrow integers go through i64 (or f32 where the op needs floats) and
+ *   come back in the dtype the op's rule gives (i8 @ i8 is i8, wrapping).
+ * - Composites (the activations, softmax, log_softmax, layer/rms/batch/
+ *   group norm, dropout, cross entropies, rope, spline_activation,
+ *   mean/var/std/norm/logsumexp, linear and conv2d with their bias) also
+ *   compute f16/bf16 in f32 and round their result once. sum, prod and
+ *   cumsum of bool or any integer give i64; mean/var/std/norm of integers
+ *   give f32. Index operands (gather, index_select, the scatter family,
+ *   rope positions) are i32 or i64; a narrow integer index is RLX_E_DTYPE.
+ * - rlx_rand/randn take the four float dtypes; rlx_grad any float loss and
+ *   wrt, each gradient in its wrt's dtype. */
 
 typedef enum {
     RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,
@@ -199,7 +210,8 @@ RLX_API rlx_tensor *rlx_scalar(rlx_dtype dt, double value); /* rank 0 */
 RLX_API rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step);
 RLX_API rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n); /* [n, n] identity */
 /* Counter-based random numbers: the same (dt, shape, seed) always gives the
- * same values, whatever the backend or thread count. Float dtypes only. */
+ * same values, whatever the backend or thread count. Float dtypes only
+ * (f16 and bf16 draw as many bits as they hold, so rand stays below 1). */
 RLX_API rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed);  /* U[0,1) */
 RLX_API rlx_tensor *rlx_randn(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed); /* N(0,1) */
 /* rlx_rand and rlx_randn with the seed a tensor whose value is read when
@@ -279,7 +291,8 @@ RLX_API rlx_tensor *rlx_logical_not(rlx_tensor *x);
 /* Broadcast like NumPy, promote like NumPy for the five wide dtypes (bool <
  * i32 < i64 < f32 < f64; any integer with f32 gives f32) and like PyTorch
  * for the narrow ones (the table at rlx_dtype). The _s forms convert the scalar to the
- * tensor's dtype first (0.5 on an i32 tensor is 0). Integer add/sub/mul
+ * tensor's dtype first, as a double converts (0.5 on an i32 tensor is 0,
+ * 300 on a u8 tensor saturates to 255). Integer add/sub/mul
  * wrap; integer div and rem truncate like C, and dividing an integer by zero
  * gives 0 (NumPy's value; no trap), as does integer rem by zero. Float rem
  * is fmod. pow of an integer by a negative integer exponent gives 1/x^n
@@ -816,8 +829,9 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * half to each operand; max/min reductions and max_pool2d split the
  * gradient evenly over tied extremes (PyTorch's rule). prod is exact with
  * zeros. pow: d/da = 0 where b == 0, d/db = 0 where a == 0 and b >= 0.
- * Errors: n < 0 or NULL entries RLX_E_ARG; non-float loss or wrt
- * RLX_E_DTYPE; a dynamic dim on the path RLX_E_UNSUPPORTED. On error every
+ * loss and wrt may be any float dtype (f32, f64, f16, bf16); each gradient
+ * has its wrt's dtype. Errors: n < 0 or NULL entries RLX_E_ARG; non-float
+ * loss or wrt RLX_E_DTYPE; a dynamic dim on the path RLX_E_UNSUPPORTED. On error every
  * grads[i] is NULL. */
 RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
 
