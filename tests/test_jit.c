@@ -12,10 +12,12 @@
 #include "harness.h"
 
 #include <stdbool.h>
+#include "ir/cast.h"
 #include "tensor/ts.h"
 
 void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
 void cg_cache_reset_for_tests(void);
+void rt_plan_cache_clear(void); /* internal: runtime/exec/jit_exec.h */
 /* internal: runtime/exec/jit_exec.h */
 typedef struct {
     uint64_t mapped, mapped_bytes, reused, unmapped, live_bytes, cached_bytes;
@@ -36,7 +38,8 @@ static rlx_stats_t stats_now(void)
 /* got (JIT) against want (reference): same shape and dtype, NaN where
  * want has NaN, values within rtol*|want| + atol; two values beyond 1e30 of
  * one sign count as equal (an approximation may overflow a hair earlier). */
-static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed)
+static int compare_ex(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed,
+                      bool nonfinite_ok)
 {
     if (!got || !want) {
         test_fail(__FILE__, __LINE__, "%s (seed %llu): NULL tensor: %s", what, (unsigned long long)seed,
@@ -60,7 +63,9 @@ static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, 
     for (int64_t i = 0; i < n && !bad; i++) {
         double a = g[i], b = w[i];
         bool ok;
-        if (isnan(a) || isnan(b))
+        if (nonfinite_ok && !isfinite(b))
+            ok = true;
+        else if (isnan(a) || isnan(b))
             ok = isnan(a) && isnan(b);
         else if (fabs(a) > 1e30 || fabs(b) > 1e30)
             ok = (a > 0) == (b > 0) && fabs(a) > 1e30 && fabs(b) > 1e30;
@@ -75,6 +80,25 @@ static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, 
     free(g);
     free(w);
     return bad;
+}
+
+/* nonfinite_ok: where want is inf or NaN, got may be anything (a 16-bit
+ * float intermediate overflowed in the reference, not in the JIT's f32). */
+static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed)
+{
+    return compare_ex(got, want, rtol, atol, what, seed, false);
+}
+
+static bool has_nonfinite(rlx_tensor *t)
+{
+    int64_t n = rlx_numel(t);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    bool any = false;
+    if (rlx_read_f64(t, v, (size_t)n) == RLX_OK)
+        for (int64_t i = 0; i < n; i++)
+            any |= !isfinite(v[i]);
+    free(v);
+    return any;
 }
 
 static double max_abs(rlx_tensor *t)
@@ -111,9 +135,21 @@ static rlx_tensor *rinput(rng *r, rlx_dtype dt, int rank, const int64_t *shape)
     for (int i = 0; i < rank; i++)
         n *= shape[i];
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = dt == RLX_I32 || dt == RLX_I64 ? (double)(rint_(r, 41) - 20) : runi(r, -2, 2);
-    if (n > 2 && dt != RLX_I32 && dt != RLX_I64 && rint_(r, 4) == 0)
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case RLX_I32:
+        case RLX_I64: v[i] = (double)(rint_(r, 41) - 20); break;
+        /* narrow integers over their whole range, so + - * wrap */
+        case RLX_I8: v[i] = (double)(rint_(r, 256) - 128); break;
+        case RLX_U8: v[i] = (double)rint_(r, 256); break;
+        case RLX_I16: v[i] = (double)(rint_(r, 65536) - 32768); break;
+        case RLX_U32: /* small ones divide, large ones (above 2^31) compare unsigned */
+            v[i] = rint_(r, 2) ? (double)rint_(r, 50) : (double)(rnext(r) >> 32);
+            break;
+        default: v[i] = runi(r, -2, 2); break;
+        }
+    }
+    if (n > 2 && ir_dtype_is_float(dt) && rint_(r, 4) == 0)
         v[rint_(r, (int)n)] = 0; /* exact zeros reach sign, division, compare */
     rlx_tensor *d = rlx_from_data(RLX_F64, rank, shape, v);
     free(v);
@@ -131,12 +167,40 @@ typedef struct {
 
 typedef struct {
     rng r;
-    rlx_dtype dt;
+    rlx_dtype dt; /* of the current value */
     val pool[24];
     int n;
     bool exact;  /* the result so far */
     int ref_ops; /* ops that run through the reference evaluator */
+    bool narrow; /* mixed dtypes: the narrow ones, promotion, casts */
+    double tol;  /* the relative tolerance of the least precise float met */
+    bool half_overflow; /* (reference copy) a 16-bit float value built is inf or NaN */
 } gen;
+
+static bool is_half(rlx_dtype dt) { return dt == RLX_F16 || dt == RLX_BF16; }
+
+/* The relative tolerance of a graph whose values pass through float dt:
+ * the JIT keeps f16/bf16 intermediates in f32 where the reference
+ * rounds each op, a few of their ulps over a chain (bf16 2^-8, f16 2^-10). */
+static double tol_of_dtype(rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_F32: return 3e-4;
+    case RLX_F64: return 1e-9;
+    case RLX_F16: return 1e-2;
+    case RLX_BF16: return 4e-2;
+    default: return 0;
+    }
+}
+
+static void meet(gen *g, rlx_dtype dt)
+{
+    if (tol_of_dtype(dt) > g->tol)
+        g->tol = tol_of_dtype(dt);
+}
+
+static const rlx_dtype floats_[4] = {RLX_F32, RLX_F64, RLX_F16, RLX_BF16};
+static const rlx_dtype ints_[6] = {RLX_I32, RLX_I64, RLX_I8, RLX_U8, RLX_I16, RLX_U32};
 
 static void push(gen *g, rlx_tensor *t, bool exact)
 {
@@ -163,7 +227,8 @@ static val partner(gen *g, rlx_tensor *cur)
     int start = rint_(&g->r, g->n ? g->n : 1);
     for (int k = 0; k < g->n; k++) {
         val v = g->pool[(start + k) % g->n];
-        if (rint_(&g->r, 3) && broadcasts(cur, v.t))
+        if (rint_(&g->r, 3) && broadcasts(cur, v.t) &&
+            ir_dtype_is_float(rlx_dtype_of(v.t)) == ir_dtype_is_float(g->dt))
             return v;
     }
     int64_t s[RLX_MAX_RANK];
@@ -172,12 +237,16 @@ static val partner(gen *g, rlx_tensor *cur)
         if (rint_(&g->r, 4) == 0)
             s[i] = 1;
     int drop = rank && rint_(&g->r, 4) == 0 ? 1 : 0;
-    val v = {rinput(&g->r, g->dt, rank - drop, s + drop), true};
+    rlx_dtype pdt = g->dt;
+    if (g->narrow && rint_(&g->r, 3) == 0) /* another dtype of its class: promotion */
+        pdt = ir_dtype_is_float(g->dt) ? floats_[rint_(&g->r, 4)] : ints_[rint_(&g->r, 6)];
+    meet(g, pdt);
+    val v = {rinput(&g->r, pdt, rank - drop, s + drop), true};
     push(g, v.t, true);
     return v;
 }
 
-static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
+static bool is_float(rlx_dtype dt) { return ir_dtype_is_float(dt); }
 
 static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
 {
@@ -192,6 +261,18 @@ static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
     int k = rint_(&g->r, 20);
     if (k >= 14 && !*exact)
         k = rint_(&g->r, 14); /* floor/compare-like ops need exact inputs */
+    if (is_half(g->dt)) {
+        /* the JIT holds the result unrounded, the reference rounds it: only
+         * ops that do not round keep it exact, and a floor sees x itself */
+        if (k != 0 && k != 1 && k != 10 && k < 14)
+            *exact = false;
+        switch (k) {
+        case 14: return rlx_floor(x);
+        case 15: return rlx_round(rlx_mul_s(x, 2)); /* x 2 is exact */
+        case 17: return rlx_cast(rlx_cast(x, RLX_I32), g->dt);
+        default: break;
+        }
+    }
     switch (k) {
     case 0: return rlx_neg(x);
     case 1: return rlx_abs(x);
@@ -220,6 +301,24 @@ static rlx_tensor *step_binary(gen *g, rlx_tensor *x, bool *exact)
 {
     val p = partner(g, x);
     *exact = *exact && p.exact;
+    if (is_half(g->dt) || is_half(rlx_dtype_of(p.t))) {
+        int k = rint_(&g->r, 8);
+        if (k != 4 && k != 5 && k != 6) /* all but maximum, minimum, where round */
+            *exact = false;
+        switch (k) {
+        case 0: return rlx_add(x, p.t);
+        case 1: return rlx_sub(x, p.t);
+        case 2: return rlx_mul(x, p.t);
+        case 3: return rlx_div(x, rlx_add_s(rlx_abs(p.t), 0.25));
+        case 4: return rlx_maximum(x, p.t);
+        case 5: return rlx_minimum(x, p.t);
+        case 6:
+            if (*exact)
+                return rlx_where(rlx_le(x, p.t), x, p.t);
+            return rlx_add(x, p.t);
+        default: return rlx_sub(rlx_mul_s(x, 0.75), rlx_mul_s(p.t, 1.25));
+        }
+    }
     if (!is_float(g->dt)) {
         switch (rint_(&g->r, 9)) {
         case 0: return rlx_add(x, p.t);
@@ -371,14 +470,28 @@ static rlx_tensor *step_ref(gen *g, rlx_tensor *x, bool *exact)
     return rlx_add(x, x);
 }
 
+/* A cast to another dtype (narrow graphs): floats become integers only
+ * when exact (truncation is discontinuous); never bool (neg refuses it). */
+static rlx_tensor *step_cast(gen *g, rlx_tensor *x, bool exact)
+{
+    bool to_float = !exact && is_float(g->dt) ? true : rint_(&g->r, 2);
+    rlx_dtype to = to_float ? floats_[rint_(&g->r, 4)] : ints_[rint_(&g->r, 6)];
+    return rlx_cast(x, to);
+}
+
 /* Builds random graph number seed; the same seed builds the same graph on
- * new input buffers. *scale gets the largest magnitude of its values. */
-static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double *scale, int *ref_ops)
+ * new input buffers. *scale gets the largest magnitude of its values;
+ * narrow: dtypes mix (promotion, casts, the narrow ones), *tol the
+ * relative tolerance its floats allow. */
+static rlx_tensor *random_graph_ex(uint64_t seed, rlx_dtype dt, bool narrow, bool *exact, double *scale, int *ref_ops,
+                                   double *tol)
 {
     gen g;
     memset(&g, 0, sizeof g);
     g.r.s = seed * 0x2545f4914f6cdd1dull + 1;
     g.dt = dt;
+    g.narrow = narrow;
+    meet(&g, dt);
     static const int64_t dims[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 33};
     int rank = rint_(&g.r, 5);
     int64_t shape[RLX_MAX_RANK];
@@ -401,9 +514,13 @@ static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double
             next = step_reduce(&g, cur, &ex);
         else
             next = step_ref(&g, cur, &ex);
+        if (narrow && next && rint_(&g.r, 5) == 0)
+            next = step_cast(&g, next, ex);
         if (!next)
             break;
         cur = next;
+        g.dt = rlx_dtype_of(cur);
+        meet(&g, g.dt);
         push(&g, cur, ex);
     }
     *exact = ex;
@@ -419,29 +536,38 @@ static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double
         double m = max_abs(cur);
         if (m > *scale)
             *scale = m;
+        for (int i = 0; i < g.n && narrow; i++)
+            g.half_overflow |= is_half(rlx_dtype_of(g.pool[i].t)) && has_nonfinite(g.pool[i].t);
     }
+    if (tol)
+        *tol = g.half_overflow ? -g.tol : g.tol; /* negative: see check_graph_ex */
     return cur;
 }
 
-static int check_graph(uint64_t seed, rlx_dtype dt)
+static int check_graph_ex(uint64_t seed, rlx_dtype dt, bool narrow)
 {
     bool exact, ex2;
-    double scale;
+    double scale, tol;
     int refs;
     rlx_scope_begin();
-    rlx_tensor *want = random_graph(seed, dt, &exact, &scale, &refs);
+    rlx_tensor *want = random_graph_ex(seed, dt, narrow, &exact, &scale, &refs, &tol);
     use_jit(false);
     rlx_realize(want);
-    rlx_tensor *got = random_graph(seed, dt, &ex2, NULL, &refs);
+    rlx_tensor *got = random_graph_ex(seed, dt, narrow, &ex2, NULL, &refs, NULL);
     use_jit(true);
     if (got && rlx_realize(got) != RLX_OK)
         test_fail(__FILE__, __LINE__, "seed %llu: JIT realize failed: %s", (unsigned long long)seed, rlx_last_error());
     use_jit(false);
-    double rtol = exact ? 0 : dt == RLX_F32 ? 3e-4 : 1e-9;
-    int bad = compare(got, want, rtol, rtol * scale, "random graph", seed);
+    /* a 16-bit intermediate past its range is inf in the reference and
+     * may be finite in the JIT's f32: such elements are not compared */
+    bool overflow = tol < 0;
+    tol = fabs(tol);
+    double rtol = exact || !ir_dtype_is_float(rlx_dtype_of(want)) ? 0 : tol;
+    int bad = compare_ex(got, want, rtol, rtol * scale, narrow ? "random narrow graph" : "random graph", seed, overflow);
     rlx_scope_end();
     return bad;
 }
+static int check_graph(uint64_t seed, rlx_dtype dt) { return check_graph_ex(seed, dt, false); }
 
 TEST(jit_random_graphs)
 {
@@ -457,6 +583,23 @@ TEST(jit_random_graphs)
     rlx_stats_t s = stats_now();
     printf("  %d random graphs: %llu kernels compiled (%.1f s), %llu cache hits\n", n,
            (unsigned long long)s.kernels_compiled, s.compile_seconds, (unsigned long long)s.cache_hits);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Random graphs over every dtype: inputs of the narrow ones, partners of
+ * another dtype of the class (promotion), casts between any two, the
+ * float tolerance that of the least precise float met (integers and
+ * exactly computed floats bit for bit). */
+TEST(jit_random_graphs_narrow)
+{
+    static const rlx_dtype start[6] = {RLX_BF16, RLX_F16, RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    int bad = 0, n = 0;
+    const char *env = getenv("RLX_TEST_GRAPHS");
+    uint64_t count = env ? (uint64_t)atoi(env) / 2 : 500;
+    uint64_t first = getenv("RLX_TEST_SEED") ? (uint64_t)atoll(getenv("RLX_TEST_SEED")) - 100000 : 1;
+    for (uint64_t seed = first; seed <= count && bad < 5; seed++, n++)
+        bad += check_graph_ex(seed + 100000, start[seed % 6], true);
+    printf("  %d random graphs over the narrow dtypes\n", n);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -1692,4 +1835,5 @@ TEST(jit_allocation_failures)
 TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
-          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
+          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs),
+          T(jit_random_graphs_narrow))
