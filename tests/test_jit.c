@@ -603,6 +603,7 @@ TEST(jit_random_graphs_narrow)
     CHECK_EQ_INT(bad, 0);
 }
 
+
 /* --------------------------------------------------------- kernel counts */
 
 static rlx_tensor *w2(rlx_tensor *x)
@@ -1832,8 +1833,298 @@ TEST(jit_allocation_failures)
     use_jit(false);
 }
 
+/* ------------------------------------------------------ narrow dtypes */
+
+/* LOOP kernels (lookups) and all kernels run by the last realizations. */
+typedef struct {
+    uint64_t lookups, run;
+} kcount;
+static kcount kcount_now(void)
+{
+    rlx_stats_t s = stats_now();
+    return (kcount){s.cache_hits + s.cache_misses, s.kernels_run};
+}
+
+/* x cast to `to` on the JIT as one LOOP kernel compiled now (inj: the
+ * cg_test_inject code for its compile, 0 none); its payload into out. */
+static void jit_cast_bits(rlx_dtype from, const void *data, int64_t n, rlx_dtype to, int inj, void *out,
+                          const char *what)
+{
+    rlx_scope_begin();
+    rlx_tensor *x = rlx_from_data(from, 1, &n, data);
+    rlx_tensor *y = rlx_cast(x, to);
+    cg_cache_reset_for_tests();
+    rt_plan_cache_clear();
+    if (inj)
+        cg_test_inject(inj);
+    use_jit(true);
+    kcount k0 = kcount_now();
+    rlx_status st = rlx_realize(y);
+    kcount k1 = kcount_now();
+    use_jit(false);
+    if (st != RLX_OK || k1.lookups - k0.lookups != 1 || k1.run - k0.run != 1)
+        test_fail(__FILE__, __LINE__, "%s: status %d, %llu LOOP kernels of %llu (want one): %s", what, (int)st,
+                  (unsigned long long)(k1.lookups - k0.lookups), (unsigned long long)(k1.run - k0.run),
+                  rlx_last_error());
+    if (rlx_read(y, out, (size_t)n * ir_dtype_size(to)) != RLX_OK)
+        memset(out, 0, (size_t)n * ir_dtype_size(to));
+    rlx_scope_end();
+}
+
+static uint16_t half_bits(rlx_dtype dt, double v) { return dt == RLX_F16 ? ir_f16_bits(v) : ir_bf16_bits(v); }
+static double half_value(rlx_dtype dt, uint16_t h) { return dt == RLX_F16 ? ir_f16_value(h) : ir_bf16_value(h); }
+
+/* Counts the elements of got that differ from want (16-bit patterns),
+ * reporting the first. */
+static int diff16(const uint16_t *got, const uint16_t *want, const double *src, int64_t n, const char *what)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != want[i] && !bad++)
+            test_fail(__FILE__, __LINE__, "%s: element %lld (%a) gives 0x%04x, reference 0x%04x", what, (long long)i,
+                      src[i], got[i], want[i]);
+    return bad;
+}
+
+/* f16 and bf16 casts on the JIT against ir/cast.h bit for bit: every
+ * pattern to f32 and back; 10^6 f32 values (random bits: NaN, inf,
+ * subnormals; ties and their neighbours; the overflow edge); f64 values
+ * next to ties (rounding through f32 to nearest would round twice);
+ * integers of every width. f16 also without F16C (integer code). */
+TEST(jit_half_cast_sweep)
+{
+    enum { NR = 1 << 20 };
+    uint16_t *pat = malloc(65536 * sizeof *pat), *h = malloc(NR * sizeof *h), *want = malloc(NR * sizeof *want);
+    float *f = malloc(NR * sizeof *f);
+    double *d = malloc(NR * sizeof *d);
+    int64_t *iv = malloc(NR * sizeof *iv);
+    for (int v = 0; v < 3; v++) {
+        rlx_dtype dt = v == 2 ? RLX_BF16 : RLX_F16;
+        int inj = v == 1 ? 3 : 0;
+        char what[96];
+        const char *nm = v == 0 ? "f16" : v == 1 ? "f16 (no F16C)" : "bf16";
+        /* every pattern to f32: the exact value (a quiet NaN of its sign for a NaN), and back */
+        for (int i = 0; i < 65536; i++)
+            pat[i] = (uint16_t)i;
+        jit_cast_bits(dt, pat, 65536, RLX_F32, inj, f, (snprintf(what, sizeof what, "%s -> f32", nm), what));
+        int bad = 0;
+        for (int i = 0; i < 65536 && bad < 3; i++) {
+            double e = half_value(dt, (uint16_t)i);
+            bool ok = isnan(e) ? isnan(f[i]) && !signbit(f[i]) == !signbit(e) : memcmp(&(float){(float)e}, &f[i], 4) == 0;
+            if (!ok && !bad++)
+                test_fail(__FILE__, __LINE__, "%s -> f32: 0x%04x gives %a, want %a", nm, i, (double)f[i], e);
+        }
+        jit_cast_bits(RLX_F32, f, 65536, dt, inj, h, (snprintf(what, sizeof what, "%s -> f32 -> %s", nm, nm), what));
+        for (int i = 0; i < 65536; i++) {
+            want[i] = half_bits(dt, half_value(dt, (uint16_t)i)); /* itself, NaN canonical */
+            d[i] = (double)f[i];
+        }
+        bad += diff16(h, want, d, 65536, what);
+        /* f32 values */
+        rng r = {(uint64_t)v + 11};
+        for (int64_t i = 0; i < NR; i++) {
+            uint32_t u = (uint32_t)rnext(&r);
+            uint16_t p = (uint16_t)rnext(&r);
+            int k = rint_(&r, 6);
+            float x;
+            if (k == 0) { /* any bits */
+                memcpy(&x, &u, 4);
+            } else if (k <= 3) { /* the tie between p and the next pattern, or next to it */
+                double lo = half_value(dt, (uint16_t)(p & 0x7fff)), hi = half_value(dt, (uint16_t)((p & 0x7fff) + 1));
+                x = (float)((lo + hi) / 2);
+                if (!isfinite(hi) || isnan(lo))
+                    x = (float)lo;
+                x = k == 1 ? x : k == 2 ? nextafterf(x, INFINITY) : nextafterf(x, 0);
+                if (p & 0x8000)
+                    x = -x;
+            } else if (k == 4) { /* the overflow edge (f16 65520) and the subnormals */
+                x = dt == RLX_F16 ? 65520.0f + (float)(rint_(&r, 65) - 32) * 0.5f
+                                  : ldexpf(1.0f + (float)rint_(&r, 1 << 23) * 0x1p-23f, -133 + rint_(&r, 12));
+            } else {
+                x = (float)ldexp(runi(&r, -1, 1), rint_(&r, 300) - 150);
+            }
+            f[i] = x;
+            d[i] = x;
+            want[i] = half_bits(dt, x);
+        }
+        jit_cast_bits(RLX_F32, f, NR, dt, inj, h, (snprintf(what, sizeof what, "f32 -> %s", nm), what));
+        bad += diff16(h, want, d, NR, what);
+        /* f64 values a hair off a tie: rounded once, not through f32 */
+        for (int64_t i = 0; i < NR; i++) {
+            uint16_t p = (uint16_t)(rnext(&r) & 0x7fff);
+            double lo = half_value(dt, p), hi = half_value(dt, (uint16_t)(p + 1));
+            double x = isfinite(hi) && !isnan(lo) ? (lo + hi) / 2 : runi(&r, -7e4, 7e4);
+            int k = rint_(&r, 4);
+            x = k == 0 ? x : k == 1 ? x * (1 + 0x1p-40) : k == 2 ? x * (1 - 0x1p-40) : ldexp(runi(&r, -1, 1), rint_(&r, 2200) - 1100);
+            d[i] = rint_(&r, 2) ? -x : x;
+            want[i] = half_bits(dt, d[i]);
+        }
+        jit_cast_bits(RLX_F64, d, NR, dt, inj, h, (snprintf(what, sizeof what, "f64 -> %s", nm), what));
+        bad += diff16(h, want, d, NR, what);
+        /* integers: (double)i rounded once */
+        static const rlx_dtype its[4] = {RLX_I32, RLX_U32, RLX_I64, RLX_I16};
+        for (int t = 0; t < 4; t++) {
+            int64_t n = 1 << 16;
+            void *buf = malloc((size_t)n * 8);
+            for (int64_t i = 0; i < n; i++) {
+                int sh = rint_(&r, 64);
+                int64_t x = (int64_t)(rnext(&r) >> sh);
+                if (rint_(&r, 2))
+                    x = -x;
+                switch (its[t]) {
+                case RLX_I32: ((int32_t *)buf)[i] = (int32_t)x; d[i] = (int32_t)x; break;
+                case RLX_U32: ((uint32_t *)buf)[i] = (uint32_t)x; d[i] = (uint32_t)x; break;
+                case RLX_I16: ((int16_t *)buf)[i] = (int16_t)x; d[i] = (int16_t)x; break;
+                default: ((int64_t *)buf)[i] = x; d[i] = (double)x; break;
+                }
+                want[i] = half_bits(dt, d[i]);
+            }
+            snprintf(what, sizeof what, "%s -> %s", rlx_dtype_name(its[t]), nm);
+            jit_cast_bits(its[t], buf, n, dt, inj, h, what);
+            bad += diff16(h, want, d, n, what);
+            free(buf);
+        }
+        (void)iv;
+        CHECK_EQ_INT(bad, 0);
+    }
+    free(pat);
+    free(h);
+    free(want);
+    free(f);
+    free(d);
+    free(iv);
+}
+
+/* Exact narrow integer and cast cases on the JIT: the value the rules
+ * give, and the reference's, each a LOOP kernel. */
+TEST(jit_narrow_int_semantics)
+{
+    uint8_t ua[6] = {200, 250, 0, 255, 7, 128}, ub[6] = {100, 7, 0, 2, 0, 255};
+    int8_t sa[6] = {-128, -128, 127, -7, 100, -1}, sb[6] = {-1, 2, 1, 2, 0, -1};
+    uint32_t wa[6] = {3000000000u, 4294967295u, 5, 2147483648u, 0, 7}, wb[6] = {1, 2, 3000000000u, 2147483647u, 9, 0};
+    int16_t ha[6] = {32767, -32768, 300, -300, 1, 0};
+    float fa[6] = {-1.5f, 300.7f, NAN, 255.9f, -0.0f, 1e10f};
+    int32_t ia[6] = {300, -1, 256, -129, 65535, 70000};
+    int64_t n = 6;
+    enum { NC = 26 };
+    /* the values the rules give, for the cases that have one written here */
+    static const double expect[][6] = {
+        {44, 1, 0, 1, 7, 127},                       /* u8 a + b */
+        {2, 35, 0, 127, 0, 0},                       /* u8 a / b (by 0: 0) */
+        {0, 5, 0, 1, 0, 128},                        /* u8 a % b */
+        {-128, -64, 127, -3, 0, 1},                  /* i8 a / b (-128 / -1 wraps) */
+        {-128, 0, 127, -14, 0, 1},                   /* i8 a * b */
+        {1, 1, 0, 1, 0, 1},                          /* u32 a > b */
+        {3000000000.0, 2147483647, 0, 1, 0, 0},      /* u32 a / b */
+        {0, 255, 0, 255, 0, 255},                    /* f32 -> u8: truncate, saturate, NaN 0 */
+        {44, 255, 0, 127, 255, 112},                 /* i32 -> u8: wrap */
+        {-32768, -32767, 301, -299, 2, 1},           /* i16 a + 1 */
+        {56, 6, 0, 1, 249, 128},                     /* u8 -a */
+    };
+    rlx_tensor *out[2][NC];
+    for (int k = 0; k < 2; k++) {
+        rlx_tensor *u = rlx_from_data(RLX_U8, 1, &n, ua), *v = rlx_from_data(RLX_U8, 1, &n, ub);
+        rlx_tensor *s = rlx_from_data(RLX_I8, 1, &n, sa), *t = rlx_from_data(RLX_I8, 1, &n, sb);
+        rlx_tensor *w = rlx_from_data(RLX_U32, 1, &n, wa), *x = rlx_from_data(RLX_U32, 1, &n, wb);
+        rlx_tensor *h = rlx_from_data(RLX_I16, 1, &n, ha), *f = tf32(1, &n, fa);
+        rlx_tensor *i = rlx_from_data(RLX_I32, 1, &n, ia);
+        int c = 0;
+        out[k][c++] = rlx_add(u, v);
+        out[k][c++] = rlx_div(u, v);
+        out[k][c++] = rlx_rem(u, v);
+        out[k][c++] = rlx_div(s, t);
+        out[k][c++] = rlx_mul(s, t);
+        out[k][c++] = rlx_gt(w, x);
+        out[k][c++] = rlx_div(w, x);
+        out[k][c++] = rlx_cast(f, RLX_U8);
+        out[k][c++] = rlx_cast(i, RLX_U8);
+        out[k][c++] = rlx_add(h, rlx_ones(RLX_I16, 1, &n));
+        out[k][c++] = rlx_neg(u);
+        /* compared with the reference only */
+        out[k][c++] = rlx_rem(w, x);
+        out[k][c++] = rlx_maximum(w, x);
+        out[k][c++] = rlx_minimum(u, v);
+        out[k][c++] = rlx_lt(u, v);
+        out[k][c++] = rlx_cast(t, RLX_U32); /* -1 is 4294967295 */
+        out[k][c++] = rlx_cast(w, RLX_I8);
+        out[k][c++] = rlx_cast(w, RLX_F32);
+        out[k][c++] = rlx_cast(f, RLX_I8);
+        out[k][c++] = rlx_cast(f, RLX_U32);
+        out[k][c++] = rlx_cast(u, RLX_I64);
+        out[k][c++] = rlx_abs(s);
+        out[k][c++] = rlx_sign(w);
+        out[k][c++] = rlx_max(w, NULL, 0, false);
+        out[k][c++] = rlx_min(rlx_cast(s, RLX_U8), NULL, 0, false);
+        out[k][c++] = rlx_add(s, u); /* promotion: i16 */
+        use_jit(k == 1);
+        kcount k0 = kcount_now();
+        CHECK_EQ_INT(rlx_realize_many(out[k], NC), RLX_OK);
+        kcount k1 = kcount_now();
+        if (k == 1 && k1.run - k0.run != k1.lookups - k0.lookups)
+            test_fail(__FILE__, __LINE__, "%llu of %llu kernels are not LOOP kernels",
+                      (unsigned long long)(k1.run - k0.run - (k1.lookups - k0.lookups)), (unsigned long long)(k1.run - k0.run));
+    }
+    use_jit(false);
+    for (int c = 0; c < NC; c++) {
+        compare(out[1][c], out[0][c], 0, 0, "narrow integer case", (uint64_t)c);
+        if (c < (int)(sizeof expect / sizeof *expect)) {
+            double got[6];
+            CHECK_EQ_INT(rlx_read_f64(out[1][c], got, 6), RLX_OK);
+            for (int e = 0; e < 6; e++)
+                if (got[e] != expect[c][e])
+                    test_fail(__FILE__, __LINE__, "case %d element %d: %.17g, want %.17g", c, e, got[e], expect[c][e]);
+        }
+    }
+}
+
+/* A bf16 (f16) elementwise chain is one LOOP kernel, computed in f32 and
+ * rounded once: the reference rounds each op, so a few ulps apart. */
+static rlx_tensor *narrow_chain(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *t = rlx_add_s(rlx_mul(x, y), 0.5);
+    return rlx_sub(rlx_mul_s(rlx_gelu_tanh(t), 1.5), rlx_div(y, rlx_add_s(rlx_abs(x), 1)));
+}
+
+TEST(jit_narrow_kernel_counts)
+{
+    int64_t n = 10001, rc[2] = {64, 33};
+    for (int v = 0; v < 2; v++) {
+        rlx_dtype dt = v ? RLX_F16 : RLX_BF16;
+        rlx_tensor *got = NULL, *want = NULL, *sgot = NULL, *swant = NULL;
+        for (int k = 0; k < 2; k++) {
+            rlx_tensor *x = rlx_cast(data_f32(n, 7), dt), *y = rlx_cast(data_f32(n, 8), dt);
+            rlx_tensor *m = rlx_cast(rlx_reshape(data_f32(rc[0] * rc[1], 9), 2, rc), dt);
+            use_jit(false);
+            rlx_realize(x);
+            rlx_realize(y);
+            rlx_realize(m);
+            rlx_tensor *r = narrow_chain(x, y), *sm = rlx_softmax(m, -1);
+            use_jit(k == 1);
+            rlx_stats_reset();
+            CHECK_EQ_INT(rlx_realize(r), RLX_OK);
+            rlx_stats_t s1 = stats_now();
+            CHECK_EQ_INT(rlx_realize(sm), RLX_OK);
+            rlx_stats_t s2 = stats_now();
+            if (k == 1 && (s1.kernels_run != 1 || s1.cache_hits + s1.cache_misses != 1))
+                test_fail(__FILE__, __LINE__, "%s chain: %llu kernels, want one LOOP kernel", rlx_dtype_name(dt),
+                          (unsigned long long)s1.kernels_run);
+            if (k == 1 && s2.kernels_run - s1.kernels_run != 1)
+                test_fail(__FILE__, __LINE__, "%s softmax: %llu kernels, want one", rlx_dtype_name(dt),
+                          (unsigned long long)(s2.kernels_run - s1.kernels_run));
+            *(k ? &got : &want) = r;
+            *(k ? &sgot : &swant) = sm;
+        }
+        use_jit(false);
+        /* 4 spacings of dt at 1: the chain's terms are of order 1 (its
+         * result may cancel), the softmax's values relative */
+        double sp = dt == RLX_BF16 ? 0x1p-7 : 0x1p-10;
+        compare(got, want, 4 * sp, 4 * sp, "narrow chain", (uint64_t)dt);
+        compare(sgot, swant, 4 * sp, 1e-6, "narrow softmax", (uint64_t)dt);
+    }
+}
+
 TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs),
-          T(jit_random_graphs_narrow))
+          T(jit_random_graphs_narrow), T(jit_half_cast_sweep), T(jit_narrow_int_semantics), T(jit_narrow_kernel_counts))

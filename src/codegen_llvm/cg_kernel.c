@@ -895,7 +895,15 @@ void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, in
     *interleave = nmath ? MATH_INTERLEAVE : 0;
     /* f32 (f16, bf16) rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
     rlx_dtype odt = k->node->dtype;
-    *width = red && (odt == RLX_F32 || odt == RLX_F16 || odt == RLX_BF16) ? 16 : 0;
+    *width = red && (odt == RLX_F32 || is_half(odt)) ? 16 : 0;
+    /* f16 in memory: LLVM's cost model widens its conversions to 4 lanes
+     * only (W1 on f16 ran 5x slower than on f32); 16 lanes are one
+     * vcvtph2ps/vcvtps2ph each */
+    bool half = is_half(odt);
+    for (int i = 0; i < k->ninstr; i++)
+        half |= k->instr[i].kind == SCHED_I_LOAD && is_half(k->instr[i].dtype);
+    if (half)
+        *width = 16;
     long w = knob_value(ks, KNOB_VECTOR_WIDTH, cls, elems);
     long u = knob_value(ks, red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
     if (w > 0)
