@@ -246,11 +246,11 @@ static LLVMValueRef sel(kctx *c, LLVMValueRef p, LLVMValueRef a, LLVMValueRef b)
 static LLVMValueRef half_to_f32(kctx *c, LLVMValueRef h, rlx_dtype dt)
 {
     cg_mod *m = c->m;
+    if (dt == RLX_F16 && m->f16c)
+        return LLVMBuildFPExt(c->b, LLVMBuildBitCast(c->b, h, m->f16, ""), m->f32, "");
     LLVMValueRef w = LLVMBuildZExt(c->b, h, m->i32, "");
     if (dt == RLX_BF16)
         return f32_of(c, LLVMBuildShl(c->b, w, k32(c, 16), ""));
-    if (m->f16c)
-        return LLVMBuildFPExt(c->b, LLVMBuildBitCast(c->b, h, m->f16, ""), m->f32, "");
     /* the exponent and fraction shifted into f32's places read as an f32
      * 2^112 times too small (half subnormals as f32 subnormals), scaled
      * exactly; inf and NaN keep their fraction under an all-ones exponent */
