@@ -1995,6 +1995,44 @@ TEST(jit_half_cast_sweep)
     free(iv);
 }
 
+/* Every cast between two dtypes on the JIT, bit for bit the reference's
+ * (NaN for NaN): values at the edges of every range (wrapping, saturating,
+ * rounding, overflowing), each first cast into the source dtype by the
+ * reference. */
+TEST(jit_cast_all_pairs)
+{
+    static const double vals[] = {0, -0.0, 1, -1, 2.5, -2.5, 0.1, 127, 128, -128, -129, 255, 256, 300.7, -1.5,
+                                  32767, 32768, -32769, 65504, 65519.99, 65520, 1e10, -1e10, 2147483648.0,
+                                  -2147483649.0, 4294967295.0, 4294967296.0, 3e38, 1e-8, 1e-40, 0x1.00801p0,
+                                  9007199254740993.0, INFINITY, -INFINITY, NAN};
+    int64_t n = (int64_t)(sizeof vals / sizeof *vals);
+    int bad = 0;
+    for (int from = RLX_BOOL; from <= RLX_U32; from++)
+        for (int to = RLX_BOOL; to <= RLX_U32; to++) {
+            if (from == to)
+                continue;
+            rlx_tensor *out[2];
+            for (int k = 0; k < 2; k++) {
+                use_jit(false);
+                rlx_tensor *x = rlx_cast(rlx_from_data(RLX_F64, 1, &n, vals), (rlx_dtype)from);
+                rlx_realize(x);
+                out[k] = rlx_cast(x, (rlx_dtype)to);
+                use_jit(k == 1);
+                kcount k0 = kcount_now();
+                CHECK_EQ_INT(rlx_realize(out[k]), RLX_OK);
+                kcount k1 = kcount_now();
+                if (k == 1 && k1.run - k0.run != k1.lookups - k0.lookups && !bad++)
+                    test_fail(__FILE__, __LINE__, "cast %s -> %s ran a REF kernel", rlx_dtype_name((rlx_dtype)from),
+                              rlx_dtype_name((rlx_dtype)to));
+            }
+            use_jit(false);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s -> %s", rlx_dtype_name((rlx_dtype)from), rlx_dtype_name((rlx_dtype)to));
+            bad += compare(out[1], out[0], 0, 0, what, 0);
+        }
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* Exact narrow integer and cast cases on the JIT: the value the rules
  * give, and the reference's, each a LOOP kernel. */
 TEST(jit_narrow_int_semantics)
@@ -2127,4 +2165,5 @@ TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs),
-          T(jit_random_graphs_narrow), T(jit_half_cast_sweep), T(jit_narrow_int_semantics), T(jit_narrow_kernel_counts))
+          T(jit_random_graphs_narrow), T(jit_half_cast_sweep), T(jit_narrow_int_semantics), T(jit_narrow_kernel_counts),
+          T(jit_cast_all_pairs))
