@@ -263,10 +263,18 @@ static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
         k = rint_(&g->r, 14); /* floor/compare-like ops need exact inputs */
     if (is_half(g->dt)) {
         /* the JIT holds the result unrounded, the reference rounds it: only
-         * ops that do not round keep it exact, and a floor sees x itself */
+         * ops that do not round keep it exact, and a floor sees x itself;
+         * sqrt would magnify a difference next to 0 (where the reference's
+         * rounding cancelled to 0 exactly), exp one in a large argument */
+        bool was = *exact;
         if (k != 0 && k != 1 && k != 10 && k < 14)
             *exact = false;
         switch (k) {
+        case 2: return rlx_exp(rlx_tanh(x));
+        case 4:
+            if (!was)
+                return rlx_sqrt(rlx_add_s(rlx_abs(x), 0.25));
+            break;
         case 14: return rlx_floor(x);
         case 15: return rlx_round(rlx_mul_s(x, 2)); /* x 2 is exact */
         case 17: return rlx_cast(rlx_cast(x, RLX_I32), g->dt);
