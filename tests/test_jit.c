@@ -265,12 +265,15 @@ static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
         /* the JIT holds the result unrounded, the reference rounds it: only
          * ops that do not round keep it exact, and a floor sees x itself;
          * sqrt would magnify a difference next to 0 (where the reference's
-         * rounding cancelled to 0 exactly), exp one in a large argument */
+         * rounding cancelled to 0 exactly), exp one in a large argument,
+         * log next to 0.1 and sin of 3x by 10 and 3: kept well conditioned */
         bool was = *exact;
         if (k != 0 && k != 1 && k != 10 && k < 14)
             *exact = false;
         switch (k) {
         case 2: return rlx_exp(rlx_tanh(x));
+        case 3: return rlx_log(rlx_add_s(rlx_abs(x), 1));
+        case 7: return rlx_sin(x);
         case 4:
             if (!was)
                 return rlx_sqrt(rlx_add_s(rlx_abs(x), 0.25));
