@@ -11,6 +11,11 @@
  *   W1  gelu_tanh(x*a + b), 16M                  peer: C traffic loop x+a+b
  *   W2  tanh(square(exp((relu(x*1.5+0.5)-0.25)*x)+x)-1), 16M   peer: x+1
  *   W3  relu(X + bias), [4096, 4096]             peer: X + bias
+ *   W1bf16, W1f16, W3bf16, W3f16: W1 and W3 on bf16 (f16) inputs, values
+ *       computed in f32 and rounded once on store, half the traffic
+ *   narrow: W1 and W3 in f32, bf16 and f16 interleaved, round after round
+ *       in one process, the best time of each; the f32/bf16 and f32/f16
+ *       time ratios (half the bytes: 2x at best)
  *   W4a row sums, [4096, 4096]                   peer: vector row sums
  *   W4b softmax over the last axis, [4096, 4096] peer: x+1
  *   W4c layer_norm, [8192, 1024], gamma, beta    peer: x*gamma+beta
@@ -148,6 +153,7 @@ enum { MAXIN = 10, MAXOUT = 8 };
 
 typedef struct {
     int64_t d[6];             /* the workload's dims */
+    double tol;               /* --quick's relative tolerance against the reference (0: 1e-3) */
     rlx_tensor *in[MAXIN];    /* realized inputs */
     int nin;
     float *out, *scratch;     /* peer buffers */
@@ -245,6 +251,28 @@ static int build_w3(state *s, rlx_tensor **o)
     return 1;
 }
 static void peer_w3(state *s) { traffic_w3(host(s, 0), host(s, 1), s->out, (size_t)s->d[0], (size_t)s->d[1]); }
+
+/* The inputs cast to dt (realized), the bytes scaled to its size; --quick
+ * allows 4 of its spacings at 1 (the reference rounds each op to dt, the
+ * JIT only the result). */
+static void narrow_inputs(state *s, rlx_dtype dt)
+{
+    for (int i = 0; i < s->nin; i++) {
+        rlx_tensor *t = rlx_cast(s->in[i], dt);
+        if (!t || rlx_realize(t) != RLX_OK) {
+            fprintf(stderr, "rlx-bench: input: %s\n", rlx_last_error());
+            exit(1);
+        }
+        rlx_release(s->in[i]);
+        s->in[i] = t;
+    }
+    s->bytes /= 2;
+    s->tol = dt == RLX_BF16 ? 4 * 0x1p-7 : 4 * 0x1p-10;
+}
+static void setup_w1bf16(state *s, bool q) { setup_w1(s, q); narrow_inputs(s, RLX_BF16); }
+static void setup_w1f16(state *s, bool q) { setup_w1(s, q); narrow_inputs(s, RLX_F16); }
+static void setup_w3bf16(state *s, bool q) { setup_w3(s, q); narrow_inputs(s, RLX_BF16); }
+static void setup_w3f16(state *s, bool q) { setup_w3(s, q); narrow_inputs(s, RLX_F16); }
 
 static void setup_w4a(state *s, bool q)
 {
@@ -473,6 +501,10 @@ static const workload workloads[] = {
     {"W2", "ew_math", "tanh(square(exp((relu(x*1.5+0.5)-0.25)*x)+x)-1), 16M", setup_w2, build_w2, peer_w2,
      "traffic x+1"},
     {"W3", "ew", "relu(X+bias), [4096,4096]", setup_w3, build_w3, peer_w3, "traffic X+bias"},
+    {"W1bf16", "ew_math", "W1 on bf16", setup_w1bf16, build_w1, NULL, NULL},
+    {"W1f16", "ew_math", "W1 on f16", setup_w1f16, build_w1, NULL, NULL},
+    {"W3bf16", "ew", "W3 on bf16", setup_w3bf16, build_w3, NULL, NULL},
+    {"W3f16", "ew", "W3 on f16", setup_w3f16, build_w3, NULL, NULL},
     {"W4a", "reduce", "row sums, [4096,4096]", setup_w4a, build_w4a, peer_w4a, "traffic row sums"},
     {"W4b", "rows", "softmax last axis, [4096,4096]", setup_w4b, build_w4b, peer_w4b, "traffic x+1"},
     {"W4c", "rows", "layer_norm, [8192,1024], gamma, beta", setup_w4c, build_w4c, peer_w4c, "traffic x*g+b"},
@@ -764,9 +796,10 @@ static bool check(const workload *w, state *s)
         double scale = 0;
         for (int64_t j = 0; j < nb[i]; j++)
             scale = fabs(b[i][j]) > scale ? fabs(b[i][j]) : scale;
+        double tol = s->tol > 0 ? s->tol : 1e-3;
         for (int64_t j = 0; ok && j < na[i]; j++) {
             double d = fabs((double)a[i][j] - b[i][j]);
-            if (!(d <= 1e-3 * fabs(b[i][j]) + 1e-4 * (scale > 1 ? scale : 1))) {
+            if (!(d <= tol * fabs(b[i][j]) + 0.1 * tol * (scale > 1 ? scale : 1))) {
                 fprintf(stderr, "rlx-bench: %s output %d [%lld]: %.8g on %s, %.8g on ref\n", w->name, i,
                         (long long)j, a[i][j], opt.backend, b[i][j]);
                 ok = false;
@@ -835,6 +868,59 @@ static void w7(void)
     rlx_release(ib);
     rlx_release(a);
     rlx_release(b);
+}
+
+/* --------------------------------------------------------------- narrow */
+
+/* W1 and W3 in f32, bf16 and f16: each round runs the three once, in
+ * turn, so a change in the machine's load falls on all of them; the best
+ * of the rounds is each one's time. */
+static void narrow_ratios(void)
+{
+    static const char *fam[2] = {"W1", "W3"};
+    for (int f = 0; f < 2; f++) {
+        const workload *w[3] = {0};
+        char nm[3][16];
+        snprintf(nm[0], sizeof nm[0], "%s", fam[f]);
+        snprintf(nm[1], sizeof nm[1], "%sbf16", fam[f]);
+        snprintf(nm[2], sizeof nm[2], "%sf16", fam[f]);
+        for (int v = 0; v < 3; v++)
+            for (int i = 0; i < NWORK; i++)
+                if (!strcmp(workloads[i].name, nm[v]))
+                    w[v] = &workloads[i];
+        state s[3];
+        memset(s, 0, sizeof s);
+        double best[3] = {INFINITY, INFINITY, INFINITY};
+        uint64_t kern[3] = {0};
+        bool ok = true;
+        for (int v = 0; v < 3; v++)
+            w[v]->setup(&s[v], opt.quick);
+        int rounds = opt.quick ? 2 : 3 * opt.repeat;
+        for (int r = -1; r < rounds && ok; r++) /* round -1 compiles */
+            for (int v = 0; v < 3 && ok; v++) {
+                double dt = run_once(w[v], &s[v], &kern[v]);
+                ok = dt >= 0;
+                if (r >= 0 && dt < best[v])
+                    best[v] = dt;
+            }
+        if (!ok)
+            failures++;
+        else if (opt.json)
+            printf("{\"type\":\"narrow\",\"workload\":\"%s\",\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"f32_ms\":%.4f,\"bf16_ms\":%.4f,\"f16_ms\":%.4f,\"f32_over_bf16\":%.3f,\"f32_over_f16\":%.3f,"
+                   "\"kernels\":[%llu,%llu,%llu]}\n",
+                   fam[f], opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1], 1e3 * best[2],
+                   best[0] / best[1], best[0] / best[2], (unsigned long long)kern[0], (unsigned long long)kern[1],
+                   (unsigned long long)kern[2]);
+        else
+            printf("narrow     %s best of %d interleaved rounds: f32 %.3f ms, bf16 %.3f ms, f16 %.3f ms; "
+                   "f32/bf16 %.2fx, f32/f16 %.2fx (kernels %llu, %llu, %llu)\n",
+                   fam[f], rounds, 1e3 * best[0], 1e3 * best[1], 1e3 * best[2], best[0] / best[1], best[0] / best[2],
+                   (unsigned long long)kern[0], (unsigned long long)kern[1], (unsigned long long)kern[2]);
+        fflush(stdout);
+        for (int v = 0; v < 3; v++)
+            teardown(&s[v]);
+    }
 }
 
 /* ------------------------------------------------- run, sweep and tune */
@@ -1205,7 +1291,7 @@ static int parse_args(int argc, char **argv)
         /* every name in the filter must be a workload, W7 or a probe */
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool known = !strcmp(t, "W7") || !strcmp(t, "probes");
+            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1234,6 +1320,7 @@ int main(int argc, char **argv)
             printf("%-10s %-8s %s%s%s\n", workloads[i].name, workloads[i].cls, workloads[i].desc,
                    workloads[i].peer ? "; peer: " : "", workloads[i].peer ? workloads[i].peer_name : "");
         printf("%-10s %-8s %s\n", "W7", "-", "a+b of 4 elements, build+realize+read, and through a program");
+        printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
             printf(" %s", knob_table[i].name);
@@ -1254,5 +1341,7 @@ int main(int argc, char **argv)
             run_workload(&workloads[i]);
     if (wanted("W7"))
         w7();
+    if (wanted("narrow"))
+        narrow_ratios();
     return failures ? 1 : 0;
 }

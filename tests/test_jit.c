@@ -12,10 +12,12 @@
 #include "harness.h"
 
 #include <stdbool.h>
+#include "ir/cast.h"
 #include "tensor/ts.h"
 
 void cg_test_inject(int what); /* internal: codegen_llvm/cg.h */
 void cg_cache_reset_for_tests(void);
+void rt_plan_cache_clear(void); /* internal: runtime/exec/jit_exec.h */
 /* internal: runtime/exec/jit_exec.h */
 typedef struct {
     uint64_t mapped, mapped_bytes, reused, unmapped, live_bytes, cached_bytes;
@@ -36,7 +38,8 @@ static rlx_stats_t stats_now(void)
 /* got (JIT) against want (reference): same shape and dtype, NaN where
  * want has NaN, values within rtol*|want| + atol; two values beyond 1e30 of
  * one sign count as equal (an approximation may overflow a hair earlier). */
-static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed)
+static int compare_ex(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed,
+                      bool nonfinite_ok)
 {
     if (!got || !want) {
         test_fail(__FILE__, __LINE__, "%s (seed %llu): NULL tensor: %s", what, (unsigned long long)seed,
@@ -60,7 +63,9 @@ static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, 
     for (int64_t i = 0; i < n && !bad; i++) {
         double a = g[i], b = w[i];
         bool ok;
-        if (isnan(a) || isnan(b))
+        if (nonfinite_ok && !isfinite(b))
+            ok = true;
+        else if (isnan(a) || isnan(b))
             ok = isnan(a) && isnan(b);
         else if (fabs(a) > 1e30 || fabs(b) > 1e30)
             ok = (a > 0) == (b > 0) && fabs(a) > 1e30 && fabs(b) > 1e30;
@@ -75,6 +80,25 @@ static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, 
     free(g);
     free(w);
     return bad;
+}
+
+/* nonfinite_ok: where want is inf or NaN, got may be anything (a 16-bit
+ * float intermediate overflowed in the reference, not in the JIT's f32). */
+static int compare(rlx_tensor *got, rlx_tensor *want, double rtol, double atol, const char *what, uint64_t seed)
+{
+    return compare_ex(got, want, rtol, atol, what, seed, false);
+}
+
+static bool has_nonfinite(rlx_tensor *t)
+{
+    int64_t n = rlx_numel(t);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    bool any = false;
+    if (rlx_read_f64(t, v, (size_t)n) == RLX_OK)
+        for (int64_t i = 0; i < n; i++)
+            any |= !isfinite(v[i]);
+    free(v);
+    return any;
 }
 
 static double max_abs(rlx_tensor *t)
@@ -111,9 +135,21 @@ static rlx_tensor *rinput(rng *r, rlx_dtype dt, int rank, const int64_t *shape)
     for (int i = 0; i < rank; i++)
         n *= shape[i];
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = dt == RLX_I32 || dt == RLX_I64 ? (double)(rint_(r, 41) - 20) : runi(r, -2, 2);
-    if (n > 2 && dt != RLX_I32 && dt != RLX_I64 && rint_(r, 4) == 0)
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case RLX_I32:
+        case RLX_I64: v[i] = (double)(rint_(r, 41) - 20); break;
+        /* narrow integers over their whole range, so + - * wrap */
+        case RLX_I8: v[i] = (double)(rint_(r, 256) - 128); break;
+        case RLX_U8: v[i] = (double)rint_(r, 256); break;
+        case RLX_I16: v[i] = (double)(rint_(r, 65536) - 32768); break;
+        case RLX_U32: /* small ones divide, large ones (above 2^31) compare unsigned */
+            v[i] = rint_(r, 2) ? (double)rint_(r, 50) : (double)(rnext(r) >> 32);
+            break;
+        default: v[i] = runi(r, -2, 2); break;
+        }
+    }
+    if (n > 2 && ir_dtype_is_float(dt) && rint_(r, 4) == 0)
         v[rint_(r, (int)n)] = 0; /* exact zeros reach sign, division, compare */
     rlx_tensor *d = rlx_from_data(RLX_F64, rank, shape, v);
     free(v);
@@ -131,12 +167,40 @@ typedef struct {
 
 typedef struct {
     rng r;
-    rlx_dtype dt;
+    rlx_dtype dt; /* of the current value */
     val pool[24];
     int n;
     bool exact;  /* the result so far */
     int ref_ops; /* ops that run through the reference evaluator */
+    bool narrow; /* mixed dtypes: the narrow ones, promotion, casts */
+    double tol;  /* the relative tolerance of the least precise float met */
+    bool half_overflow; /* (reference copy) a 16-bit float value built is inf or NaN */
 } gen;
+
+static bool is_half(rlx_dtype dt) { return dt == RLX_F16 || dt == RLX_BF16; }
+
+/* The relative tolerance of a graph whose values pass through float dt:
+ * the JIT keeps f16/bf16 intermediates in f32 where the reference
+ * rounds each op, a few of their ulps over a chain (bf16 2^-8, f16 2^-10). */
+static double tol_of_dtype(rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_F32: return 3e-4;
+    case RLX_F64: return 1e-9;
+    case RLX_F16: return 1e-2;
+    case RLX_BF16: return 4e-2;
+    default: return 0;
+    }
+}
+
+static void meet(gen *g, rlx_dtype dt)
+{
+    if (tol_of_dtype(dt) > g->tol)
+        g->tol = tol_of_dtype(dt);
+}
+
+static const rlx_dtype floats_[4] = {RLX_F32, RLX_F64, RLX_F16, RLX_BF16};
+static const rlx_dtype ints_[6] = {RLX_I32, RLX_I64, RLX_I8, RLX_U8, RLX_I16, RLX_U32};
 
 static void push(gen *g, rlx_tensor *t, bool exact)
 {
@@ -163,7 +227,8 @@ static val partner(gen *g, rlx_tensor *cur)
     int start = rint_(&g->r, g->n ? g->n : 1);
     for (int k = 0; k < g->n; k++) {
         val v = g->pool[(start + k) % g->n];
-        if (rint_(&g->r, 3) && broadcasts(cur, v.t))
+        if (rint_(&g->r, 3) && broadcasts(cur, v.t) &&
+            ir_dtype_is_float(rlx_dtype_of(v.t)) == ir_dtype_is_float(g->dt))
             return v;
     }
     int64_t s[RLX_MAX_RANK];
@@ -172,12 +237,16 @@ static val partner(gen *g, rlx_tensor *cur)
         if (rint_(&g->r, 4) == 0)
             s[i] = 1;
     int drop = rank && rint_(&g->r, 4) == 0 ? 1 : 0;
-    val v = {rinput(&g->r, g->dt, rank - drop, s + drop), true};
+    rlx_dtype pdt = g->dt;
+    if (g->narrow && rint_(&g->r, 3) == 0) /* another dtype of its class: promotion */
+        pdt = ir_dtype_is_float(g->dt) ? floats_[rint_(&g->r, 4)] : ints_[rint_(&g->r, 6)];
+    meet(g, pdt);
+    val v = {rinput(&g->r, pdt, rank - drop, s + drop), true};
     push(g, v.t, true);
     return v;
 }
 
-static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
+static bool is_float(rlx_dtype dt) { return ir_dtype_is_float(dt); }
 
 static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
 {
@@ -192,6 +261,29 @@ static rlx_tensor *step_unary(gen *g, rlx_tensor *x, bool *exact)
     int k = rint_(&g->r, 20);
     if (k >= 14 && !*exact)
         k = rint_(&g->r, 14); /* floor/compare-like ops need exact inputs */
+    if (is_half(g->dt)) {
+        /* the JIT holds the result unrounded, the reference rounds it: only
+         * ops that do not round keep it exact, and a floor sees x itself;
+         * sqrt would magnify a difference next to 0 (where the reference's
+         * rounding cancelled to 0 exactly), exp one in a large argument,
+         * log next to 0.1 and sin of 3x by 10 and 3: kept well conditioned */
+        bool was = *exact;
+        if (k != 0 && k != 1 && k != 10 && k < 14)
+            *exact = false;
+        switch (k) {
+        case 2: return rlx_exp(rlx_tanh(x));
+        case 3: return rlx_log(rlx_add_s(rlx_abs(x), 1));
+        case 7: return rlx_sin(x);
+        case 4:
+            if (!was)
+                return rlx_sqrt(rlx_add_s(rlx_abs(x), 0.25));
+            break;
+        case 14: return rlx_floor(x);
+        case 15: return rlx_round(rlx_mul_s(x, 2)); /* x 2 is exact */
+        case 17: return rlx_cast(rlx_cast(x, RLX_I32), g->dt);
+        default: break;
+        }
+    }
     switch (k) {
     case 0: return rlx_neg(x);
     case 1: return rlx_abs(x);
@@ -220,6 +312,24 @@ static rlx_tensor *step_binary(gen *g, rlx_tensor *x, bool *exact)
 {
     val p = partner(g, x);
     *exact = *exact && p.exact;
+    if (is_half(g->dt) || is_half(rlx_dtype_of(p.t))) {
+        int k = rint_(&g->r, 8);
+        if (k != 4 && k != 5 && k != 6) /* all but maximum, minimum, where round */
+            *exact = false;
+        switch (k) {
+        case 0: return rlx_add(x, p.t);
+        case 1: return rlx_sub(x, p.t);
+        case 2: return rlx_mul(x, p.t);
+        case 3: return rlx_div(x, rlx_add_s(rlx_abs(p.t), 0.25));
+        case 4: return rlx_maximum(x, p.t);
+        case 5: return rlx_minimum(x, p.t);
+        case 6:
+            if (*exact)
+                return rlx_where(rlx_le(x, p.t), x, p.t);
+            return rlx_add(x, p.t);
+        default: return rlx_sub(rlx_mul_s(x, 0.75), rlx_mul_s(p.t, 1.25));
+        }
+    }
     if (!is_float(g->dt)) {
         switch (rint_(&g->r, 9)) {
         case 0: return rlx_add(x, p.t);
@@ -371,14 +481,28 @@ static rlx_tensor *step_ref(gen *g, rlx_tensor *x, bool *exact)
     return rlx_add(x, x);
 }
 
+/* A cast to another dtype (narrow graphs): floats become integers only
+ * when exact (truncation is discontinuous); never bool (neg refuses it). */
+static rlx_tensor *step_cast(gen *g, rlx_tensor *x, bool exact)
+{
+    bool to_float = !exact && is_float(g->dt) ? true : rint_(&g->r, 2);
+    rlx_dtype to = to_float ? floats_[rint_(&g->r, 4)] : ints_[rint_(&g->r, 6)];
+    return rlx_cast(x, to);
+}
+
 /* Builds random graph number seed; the same seed builds the same graph on
- * new input buffers. *scale gets the largest magnitude of its values. */
-static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double *scale, int *ref_ops)
+ * new input buffers. *scale gets the largest magnitude of its values;
+ * narrow: dtypes mix (promotion, casts, the narrow ones), *tol the
+ * relative tolerance its floats allow. */
+static rlx_tensor *random_graph_ex(uint64_t seed, rlx_dtype dt, bool narrow, bool *exact, double *scale, int *ref_ops,
+                                   double *tol)
 {
     gen g;
     memset(&g, 0, sizeof g);
     g.r.s = seed * 0x2545f4914f6cdd1dull + 1;
     g.dt = dt;
+    g.narrow = narrow;
+    meet(&g, dt);
     static const int64_t dims[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 33};
     int rank = rint_(&g.r, 5);
     int64_t shape[RLX_MAX_RANK];
@@ -401,9 +525,13 @@ static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double
             next = step_reduce(&g, cur, &ex);
         else
             next = step_ref(&g, cur, &ex);
+        if (narrow && next && rint_(&g.r, 5) == 0)
+            next = step_cast(&g, next, ex);
         if (!next)
             break;
         cur = next;
+        g.dt = rlx_dtype_of(cur);
+        meet(&g, g.dt);
         push(&g, cur, ex);
     }
     *exact = ex;
@@ -419,29 +547,38 @@ static rlx_tensor *random_graph(uint64_t seed, rlx_dtype dt, bool *exact, double
         double m = max_abs(cur);
         if (m > *scale)
             *scale = m;
+        for (int i = 0; i < g.n && narrow; i++)
+            g.half_overflow |= is_half(rlx_dtype_of(g.pool[i].t)) && has_nonfinite(g.pool[i].t);
     }
+    if (tol)
+        *tol = g.half_overflow ? -g.tol : g.tol; /* negative: see check_graph_ex */
     return cur;
 }
 
-static int check_graph(uint64_t seed, rlx_dtype dt)
+static int check_graph_ex(uint64_t seed, rlx_dtype dt, bool narrow)
 {
     bool exact, ex2;
-    double scale;
+    double scale, tol;
     int refs;
     rlx_scope_begin();
-    rlx_tensor *want = random_graph(seed, dt, &exact, &scale, &refs);
+    rlx_tensor *want = random_graph_ex(seed, dt, narrow, &exact, &scale, &refs, &tol);
     use_jit(false);
     rlx_realize(want);
-    rlx_tensor *got = random_graph(seed, dt, &ex2, NULL, &refs);
+    rlx_tensor *got = random_graph_ex(seed, dt, narrow, &ex2, NULL, &refs, NULL);
     use_jit(true);
     if (got && rlx_realize(got) != RLX_OK)
         test_fail(__FILE__, __LINE__, "seed %llu: JIT realize failed: %s", (unsigned long long)seed, rlx_last_error());
     use_jit(false);
-    double rtol = exact ? 0 : dt == RLX_F32 ? 3e-4 : 1e-9;
-    int bad = compare(got, want, rtol, rtol * scale, "random graph", seed);
+    /* a 16-bit intermediate past its range is inf in the reference and
+     * may be finite in the JIT's f32: such elements are not compared */
+    bool overflow = tol < 0;
+    tol = fabs(tol);
+    double rtol = exact || !ir_dtype_is_float(rlx_dtype_of(want)) ? 0 : tol;
+    int bad = compare_ex(got, want, rtol, rtol * scale, narrow ? "random narrow graph" : "random graph", seed, overflow);
     rlx_scope_end();
     return bad;
 }
+static int check_graph(uint64_t seed, rlx_dtype dt) { return check_graph_ex(seed, dt, false); }
 
 TEST(jit_random_graphs)
 {
@@ -457,6 +594,25 @@ TEST(jit_random_graphs)
     rlx_stats_t s = stats_now();
     printf("  %d random graphs: %llu kernels compiled (%.1f s), %llu cache hits\n", n,
            (unsigned long long)s.kernels_compiled, s.compile_seconds, (unsigned long long)s.cache_hits);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Random graphs over every dtype: inputs of the narrow ones, partners of
+ * another dtype of the class (promotion), casts between any two, the
+ * float tolerance that of the least precise float met (integers and
+ * exactly computed floats bit for bit). */
+TEST(jit_random_graphs_narrow)
+{
+    static const rlx_dtype start[6] = {RLX_BF16, RLX_F16, RLX_I8, RLX_U8, RLX_I16, RLX_U32};
+    int bad = 0, n = 0;
+    /* RLX_TEST_GRAPHS as jit_random_graphs (half as many here);
+     * RLX_TEST_SEED=s starts at the graph a failure named (seed s) */
+    const char *env = getenv("RLX_TEST_GRAPHS"), *from = getenv("RLX_TEST_SEED");
+    uint64_t count = env ? (uint64_t)atoi(env) / 2 : 500;
+    uint64_t first = from && atoll(from) > 100000 ? (uint64_t)atoll(from) - 100000 : 1;
+    for (uint64_t seed = first; seed <= count && bad < 5; seed++, n++)
+        bad += check_graph_ex(seed + 100000, start[seed % 6], true);
+    printf("  %d random graphs over the narrow dtypes\n", n);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -1689,7 +1845,337 @@ TEST(jit_allocation_failures)
     use_jit(false);
 }
 
+/* ------------------------------------------------------ narrow dtypes */
+
+/* LOOP kernels (lookups) and all kernels run by the last realizations. */
+typedef struct {
+    uint64_t lookups, run;
+} kcount;
+static kcount kcount_now(void)
+{
+    rlx_stats_t s = stats_now();
+    return (kcount){s.cache_hits + s.cache_misses, s.kernels_run};
+}
+
+/* x cast to `to` on the JIT as one LOOP kernel compiled now (inj: the
+ * cg_test_inject code for its compile, 0 none); its payload into out. */
+static void jit_cast_bits(rlx_dtype from, const void *data, int64_t n, rlx_dtype to, int inj, void *out,
+                          const char *what)
+{
+    rlx_scope_begin();
+    rlx_tensor *x = rlx_from_data(from, 1, &n, data);
+    rlx_tensor *y = rlx_cast(x, to);
+    cg_cache_reset_for_tests();
+    rt_plan_cache_clear();
+    if (inj)
+        cg_test_inject(inj);
+    use_jit(true);
+    kcount k0 = kcount_now();
+    rlx_status st = rlx_realize(y);
+    kcount k1 = kcount_now();
+    use_jit(false);
+    if (st != RLX_OK || k1.lookups - k0.lookups != 1 || k1.run - k0.run != 1)
+        test_fail(__FILE__, __LINE__, "%s: status %d, %llu LOOP kernels of %llu (want one): %s", what, (int)st,
+                  (unsigned long long)(k1.lookups - k0.lookups), (unsigned long long)(k1.run - k0.run),
+                  rlx_last_error());
+    if (rlx_read(y, out, (size_t)n * ir_dtype_size(to)) != RLX_OK)
+        memset(out, 0, (size_t)n * ir_dtype_size(to));
+    rlx_scope_end();
+}
+
+static uint16_t half_bits(rlx_dtype dt, double v) { return dt == RLX_F16 ? ir_f16_bits(v) : ir_bf16_bits(v); }
+static double half_value(rlx_dtype dt, uint16_t h) { return dt == RLX_F16 ? ir_f16_value(h) : ir_bf16_value(h); }
+
+/* Counts the elements of got that differ from want (16-bit patterns),
+ * reporting the first. */
+static int diff16(const uint16_t *got, const uint16_t *want, const double *src, int64_t n, const char *what)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != want[i] && !bad++)
+            test_fail(__FILE__, __LINE__, "%s: element %lld (%a) gives 0x%04x, reference 0x%04x", what, (long long)i,
+                      src[i], got[i], want[i]);
+    return bad;
+}
+
+/* f16 and bf16 casts on the JIT against ir/cast.h bit for bit: every
+ * pattern to f32 and back; 10^6 f32 values (random bits: NaN, inf,
+ * subnormals; ties and their neighbours; the overflow edge); f64 values
+ * next to ties (rounding through f32 to nearest would round twice);
+ * integers of every width. f16 also without F16C (integer code). */
+TEST(jit_half_cast_sweep)
+{
+    enum { NR = 1 << 20 };
+    uint16_t *pat = malloc(65536 * sizeof *pat), *h = malloc(NR * sizeof *h), *want = malloc(NR * sizeof *want);
+    float *f = malloc(NR * sizeof *f);
+    double *d = malloc(NR * sizeof *d);
+    int64_t *iv = malloc(NR * sizeof *iv);
+    for (int v = 0; v < 3; v++) {
+        rlx_dtype dt = v == 2 ? RLX_BF16 : RLX_F16;
+        int inj = v == 1 ? 3 : 0;
+        char what[96];
+        const char *nm = v == 0 ? "f16" : v == 1 ? "f16 (no F16C)" : "bf16";
+        /* every pattern to f32: the exact value (a quiet NaN of its sign for a NaN), and back */
+        for (int i = 0; i < 65536; i++)
+            pat[i] = (uint16_t)i;
+        jit_cast_bits(dt, pat, 65536, RLX_F32, inj, f, (snprintf(what, sizeof what, "%s -> f32", nm), what));
+        int bad = 0;
+        for (int i = 0; i < 65536 && bad < 3; i++) {
+            double e = half_value(dt, (uint16_t)i);
+            bool ok = isnan(e) ? isnan(f[i]) && !signbit(f[i]) == !signbit(e) : memcmp(&(float){(float)e}, &f[i], 4) == 0;
+            if (!ok && !bad++)
+                test_fail(__FILE__, __LINE__, "%s -> f32: 0x%04x gives %a, want %a", nm, i, (double)f[i], e);
+        }
+        jit_cast_bits(RLX_F32, f, 65536, dt, inj, h, (snprintf(what, sizeof what, "%s -> f32 -> %s", nm, nm), what));
+        for (int i = 0; i < 65536; i++) {
+            want[i] = half_bits(dt, half_value(dt, (uint16_t)i)); /* itself, NaN canonical */
+            d[i] = (double)f[i];
+        }
+        bad += diff16(h, want, d, 65536, what);
+        /* f32 values */
+        rng r = {(uint64_t)v + 11};
+        for (int64_t i = 0; i < NR; i++) {
+            uint32_t u = (uint32_t)rnext(&r);
+            uint16_t p = (uint16_t)rnext(&r);
+            int k = rint_(&r, 6);
+            float x;
+            if (k == 0) { /* any bits */
+                memcpy(&x, &u, 4);
+            } else if (k <= 3) { /* the tie between p and the next pattern, or next to it */
+                double lo = half_value(dt, (uint16_t)(p & 0x7fff)), hi = half_value(dt, (uint16_t)((p & 0x7fff) + 1));
+                x = (float)((lo + hi) / 2);
+                if (!isfinite(hi) || isnan(lo))
+                    x = (float)lo;
+                x = k == 1 ? x : k == 2 ? nextafterf(x, INFINITY) : nextafterf(x, 0);
+                if (p & 0x8000)
+                    x = -x;
+            } else if (k == 4) { /* the overflow edge (f16 65520) and the subnormals */
+                x = dt == RLX_F16 ? 65520.0f + (float)(rint_(&r, 65) - 32) * 0.5f
+                                  : ldexpf(1.0f + (float)rint_(&r, 1 << 23) * 0x1p-23f, -133 + rint_(&r, 12));
+            } else {
+                x = (float)ldexp(runi(&r, -1, 1), rint_(&r, 300) - 150);
+            }
+            f[i] = x;
+            d[i] = x;
+            want[i] = half_bits(dt, x);
+        }
+        jit_cast_bits(RLX_F32, f, NR, dt, inj, h, (snprintf(what, sizeof what, "f32 -> %s", nm), what));
+        bad += diff16(h, want, d, NR, what);
+        /* f64 values a hair off a tie: rounded once, not through f32 */
+        for (int64_t i = 0; i < NR; i++) {
+            uint16_t p = (uint16_t)(rnext(&r) & 0x7fff);
+            double lo = half_value(dt, p), hi = half_value(dt, (uint16_t)(p + 1));
+            double x = isfinite(hi) && !isnan(lo) ? (lo + hi) / 2 : runi(&r, -7e4, 7e4);
+            int k = rint_(&r, 4);
+            x = k == 0 ? x : k == 1 ? x * (1 + 0x1p-40) : k == 2 ? x * (1 - 0x1p-40) : ldexp(runi(&r, -1, 1), rint_(&r, 2200) - 1100);
+            d[i] = rint_(&r, 2) ? -x : x;
+            want[i] = half_bits(dt, d[i]);
+        }
+        jit_cast_bits(RLX_F64, d, NR, dt, inj, h, (snprintf(what, sizeof what, "f64 -> %s", nm), what));
+        bad += diff16(h, want, d, NR, what);
+        /* integers: (double)i rounded once */
+        static const rlx_dtype its[4] = {RLX_I32, RLX_U32, RLX_I64, RLX_I16};
+        for (int t = 0; t < 4; t++) {
+            int64_t n = 1 << 16;
+            void *buf = malloc((size_t)n * 8);
+            for (int64_t i = 0; i < n; i++) {
+                int sh = rint_(&r, 64);
+                int64_t x = (int64_t)(rnext(&r) >> sh);
+                if (rint_(&r, 2))
+                    x = -x;
+                switch (its[t]) {
+                case RLX_I32: ((int32_t *)buf)[i] = (int32_t)x; d[i] = (int32_t)x; break;
+                case RLX_U32: ((uint32_t *)buf)[i] = (uint32_t)x; d[i] = (uint32_t)x; break;
+                case RLX_I16: ((int16_t *)buf)[i] = (int16_t)x; d[i] = (int16_t)x; break;
+                default: ((int64_t *)buf)[i] = x; d[i] = (double)x; break;
+                }
+                want[i] = half_bits(dt, d[i]);
+            }
+            snprintf(what, sizeof what, "%s -> %s", rlx_dtype_name(its[t]), nm);
+            jit_cast_bits(its[t], buf, n, dt, inj, h, what);
+            bad += diff16(h, want, d, n, what);
+            free(buf);
+        }
+        (void)iv;
+        CHECK_EQ_INT(bad, 0);
+    }
+    free(pat);
+    free(h);
+    free(want);
+    free(f);
+    free(d);
+    free(iv);
+}
+
+/* Every cast between two dtypes on the JIT, bit for bit the reference's
+ * (NaN for NaN): values at the edges of every range (wrapping, saturating,
+ * rounding, overflowing), each first cast into the source dtype by the
+ * reference. */
+TEST(jit_cast_all_pairs)
+{
+    static const double vals[] = {0, -0.0, 1, -1, 2.5, -2.5, 0.1, 127, 128, -128, -129, 255, 256, 300.7, -1.5,
+                                  32767, 32768, -32769, 65504, 65519.99, 65520, 1e10, -1e10, 2147483648.0,
+                                  -2147483649.0, 4294967295.0, 4294967296.0, 3e38, 1e-8, 1e-40, 0x1.00801p0,
+                                  9007199254740993.0, INFINITY, -INFINITY, NAN};
+    int64_t n = (int64_t)(sizeof vals / sizeof *vals);
+    int bad = 0;
+    for (int from = RLX_BOOL; from <= RLX_U32; from++)
+        for (int to = RLX_BOOL; to <= RLX_U32; to++) {
+            if (from == to)
+                continue;
+            rlx_tensor *out[2];
+            for (int k = 0; k < 2; k++) {
+                use_jit(false);
+                rlx_tensor *x = rlx_cast(rlx_from_data(RLX_F64, 1, &n, vals), (rlx_dtype)from);
+                rlx_realize(x);
+                out[k] = rlx_cast(x, (rlx_dtype)to);
+                use_jit(k == 1);
+                kcount k0 = kcount_now();
+                CHECK_EQ_INT(rlx_realize(out[k]), RLX_OK);
+                kcount k1 = kcount_now();
+                if (k == 1 && k1.run - k0.run != k1.lookups - k0.lookups && !bad++)
+                    test_fail(__FILE__, __LINE__, "cast %s -> %s ran a REF kernel", rlx_dtype_name((rlx_dtype)from),
+                              rlx_dtype_name((rlx_dtype)to));
+            }
+            use_jit(false);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s -> %s", rlx_dtype_name((rlx_dtype)from), rlx_dtype_name((rlx_dtype)to));
+            bad += compare(out[1], out[0], 0, 0, what, 0);
+        }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Exact narrow integer and cast cases on the JIT: the value the rules
+ * give, and the reference's, each a LOOP kernel. */
+TEST(jit_narrow_int_semantics)
+{
+    uint8_t ua[6] = {200, 250, 0, 255, 7, 128}, ub[6] = {100, 7, 0, 2, 0, 255};
+    int8_t sa[6] = {-128, -128, 127, -7, 100, -1}, sb[6] = {-1, 2, 1, 2, 0, -1};
+    uint32_t wa[6] = {3000000000u, 4294967295u, 5, 2147483648u, 0, 7}, wb[6] = {1, 2, 3000000000u, 2147483647u, 9, 0};
+    int16_t ha[6] = {32767, -32768, 300, -300, 1, 0};
+    float fa[6] = {-1.5f, 300.7f, NAN, 255.9f, -0.0f, 1e10f};
+    int32_t ia[6] = {300, -1, 256, -129, 65535, 70000};
+    int64_t n = 6;
+    enum { NC = 26 };
+    /* the values the rules give, for the cases that have one written here */
+    static const double expect[][6] = {
+        {44, 1, 0, 1, 7, 127},                       /* u8 a + b */
+        {2, 35, 0, 127, 0, 0},                       /* u8 a / b (by 0: 0) */
+        {0, 5, 0, 1, 0, 128},                        /* u8 a % b */
+        {-128, -64, 127, -3, 0, 1},                  /* i8 a / b (-128 / -1 wraps) */
+        {-128, 0, 127, -14, 0, 1},                   /* i8 a * b */
+        {1, 1, 0, 1, 0, 1},                          /* u32 a > b */
+        {3000000000.0, 2147483647, 0, 1, 0, 0},      /* u32 a / b */
+        {0, 255, 0, 255, 0, 255},                    /* f32 -> u8: truncate, saturate, NaN 0 */
+        {44, 255, 0, 127, 255, 112},                 /* i32 -> u8: wrap */
+        {-32768, -32767, 301, -299, 2, 1},           /* i16 a + 1 */
+        {56, 6, 0, 1, 249, 128},                     /* u8 -a */
+    };
+    rlx_tensor *out[2][NC];
+    for (int k = 0; k < 2; k++) {
+        rlx_tensor *u = rlx_from_data(RLX_U8, 1, &n, ua), *v = rlx_from_data(RLX_U8, 1, &n, ub);
+        rlx_tensor *s = rlx_from_data(RLX_I8, 1, &n, sa), *t = rlx_from_data(RLX_I8, 1, &n, sb);
+        rlx_tensor *w = rlx_from_data(RLX_U32, 1, &n, wa), *x = rlx_from_data(RLX_U32, 1, &n, wb);
+        rlx_tensor *h = rlx_from_data(RLX_I16, 1, &n, ha), *f = tf32(1, &n, fa);
+        rlx_tensor *i = rlx_from_data(RLX_I32, 1, &n, ia);
+        int c = 0;
+        out[k][c++] = rlx_add(u, v);
+        out[k][c++] = rlx_div(u, v);
+        out[k][c++] = rlx_rem(u, v);
+        out[k][c++] = rlx_div(s, t);
+        out[k][c++] = rlx_mul(s, t);
+        out[k][c++] = rlx_gt(w, x);
+        out[k][c++] = rlx_div(w, x);
+        out[k][c++] = rlx_cast(f, RLX_U8);
+        out[k][c++] = rlx_cast(i, RLX_U8);
+        out[k][c++] = rlx_add(h, rlx_ones(RLX_I16, 1, &n));
+        out[k][c++] = rlx_neg(u);
+        /* compared with the reference only */
+        out[k][c++] = rlx_rem(w, x);
+        out[k][c++] = rlx_maximum(w, x);
+        out[k][c++] = rlx_minimum(u, v);
+        out[k][c++] = rlx_lt(u, v);
+        out[k][c++] = rlx_cast(t, RLX_U32); /* -1 is 4294967295 */
+        out[k][c++] = rlx_cast(w, RLX_I8);
+        out[k][c++] = rlx_cast(w, RLX_F32);
+        out[k][c++] = rlx_cast(f, RLX_I8);
+        out[k][c++] = rlx_cast(f, RLX_U32);
+        out[k][c++] = rlx_cast(u, RLX_I64);
+        out[k][c++] = rlx_abs(s);
+        out[k][c++] = rlx_sign(w);
+        out[k][c++] = rlx_max(w, NULL, 0, false);
+        out[k][c++] = rlx_min(rlx_cast(s, RLX_U8), NULL, 0, false);
+        out[k][c++] = rlx_add(s, u); /* promotion: i16 */
+        use_jit(k == 1);
+        kcount k0 = kcount_now();
+        CHECK_EQ_INT(rlx_realize_many(out[k], NC), RLX_OK);
+        kcount k1 = kcount_now();
+        if (k == 1 && k1.run - k0.run != k1.lookups - k0.lookups)
+            test_fail(__FILE__, __LINE__, "%llu of %llu kernels are not LOOP kernels",
+                      (unsigned long long)(k1.run - k0.run - (k1.lookups - k0.lookups)), (unsigned long long)(k1.run - k0.run));
+    }
+    use_jit(false);
+    for (int c = 0; c < NC; c++) {
+        compare(out[1][c], out[0][c], 0, 0, "narrow integer case", (uint64_t)c);
+        if (c < (int)(sizeof expect / sizeof *expect)) {
+            double got[6];
+            CHECK_EQ_INT(rlx_read_f64(out[1][c], got, 6), RLX_OK);
+            for (int e = 0; e < 6; e++)
+                if (got[e] != expect[c][e])
+                    test_fail(__FILE__, __LINE__, "case %d element %d: %.17g, want %.17g", c, e, got[e], expect[c][e]);
+        }
+    }
+}
+
+/* A bf16 (f16) elementwise chain is one LOOP kernel, computed in f32 and
+ * rounded once: the reference rounds each op, so a few ulps apart. */
+static rlx_tensor *narrow_chain(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *t = rlx_add_s(rlx_mul(x, y), 0.5);
+    return rlx_sub(rlx_mul_s(rlx_gelu_tanh(t), 1.5), rlx_div(y, rlx_add_s(rlx_abs(x), 1)));
+}
+
+TEST(jit_narrow_kernel_counts)
+{
+    int64_t n = 10001, rc[2] = {64, 33};
+    for (int v = 0; v < 2; v++) {
+        rlx_dtype dt = v ? RLX_F16 : RLX_BF16;
+        rlx_tensor *got = NULL, *want = NULL, *sgot = NULL, *swant = NULL;
+        for (int k = 0; k < 2; k++) {
+            rlx_tensor *x = rlx_cast(data_f32(n, 7), dt), *y = rlx_cast(data_f32(n, 8), dt);
+            rlx_tensor *m = rlx_cast(rlx_reshape(data_f32(rc[0] * rc[1], 9), 2, rc), dt);
+            use_jit(false);
+            rlx_realize(x);
+            rlx_realize(y);
+            rlx_realize(m);
+            rlx_tensor *r = narrow_chain(x, y), *sm = rlx_softmax(m, -1);
+            use_jit(k == 1);
+            rlx_stats_reset();
+            CHECK_EQ_INT(rlx_realize(r), RLX_OK);
+            rlx_stats_t s1 = stats_now();
+            CHECK_EQ_INT(rlx_realize(sm), RLX_OK);
+            rlx_stats_t s2 = stats_now();
+            if (k == 1 && (s1.kernels_run != 1 || s1.cache_hits + s1.cache_misses != 1))
+                test_fail(__FILE__, __LINE__, "%s chain: %llu kernels, want one LOOP kernel", rlx_dtype_name(dt),
+                          (unsigned long long)s1.kernels_run);
+            if (k == 1 && s2.kernels_run - s1.kernels_run != 1)
+                test_fail(__FILE__, __LINE__, "%s softmax: %llu kernels, want one", rlx_dtype_name(dt),
+                          (unsigned long long)(s2.kernels_run - s1.kernels_run));
+            *(k ? &got : &want) = r;
+            *(k ? &sgot : &swant) = sm;
+        }
+        use_jit(false);
+        /* 4 spacings of dt at 1: the chain's terms are of order 1 (its
+         * result may cancel), the softmax's values relative */
+        double sp = dt == RLX_BF16 ? 0x1p-7 : 0x1p-10;
+        compare(got, want, 4 * sp, 4 * sp, "narrow chain", (uint64_t)dt);
+        compare(sgot, swant, 4 * sp, 1e-6, "narrow softmax", (uint64_t)dt);
+    }
+}
+
 TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
-          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs))
+          T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs),
+          T(jit_random_graphs_narrow), T(jit_half_cast_sweep), T(jit_narrow_int_semantics), T(jit_narrow_kernel_counts),
+          T(jit_cast_all_pairs))

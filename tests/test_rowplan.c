@@ -179,6 +179,33 @@ TEST(softmax_stashes_exp_in_the_output_row)
     done(&s, &p);
 }
 
+/* softmax on f16 and bf16: the row's values are f32 in the kernel, so
+ * exp(x - m) is stashed in a row buffer (not the 16-bit output row), the
+ * sum accumulates in f64 as f32's does, the max in the dtype (held in
+ * f32), and no division is guarded (that is f32's). */
+TEST(half_softmax_stashes_a_row_buffer)
+{
+    for (int v = 0; v < 2; v++) {
+        rlx_dtype dt = v ? RLX_F16 : RLX_BF16;
+        rlx_tensor *x = x_of(dt);
+        sched_schedule s;
+        sched_rowplan p;
+        const sched_kernel *k = plan_of(rlx_softmax(x, -1), true, &s, &p);
+        if (!k)
+            return;
+        CHECK(!strcmp(kinds(&p), "RRS"));
+        CHECK_EQ_INT(p.pass[0].acc_dtype, dt);
+        CHECK_EQ_INT(p.pass[1].acc_dtype, RLX_F64);
+        int e = find_op(k, IR_OP_EXP);
+        CHECK(e >= 0);
+        CHECK_EQ_INT(p.ostash, -1);
+        CHECK_EQ_INT(p.stash[e], SCHED_STASH_ROW);
+        CHECK_EQ_INT(p.nstash_row, 1);
+        CHECK_EQ_INT(p.nfd, 0);
+        done(&s, &p);
+    }
+}
+
 /* Without fma (or in f64) no division is guarded: no retry pass. */
 TEST(softmax_without_guard)
 {
@@ -430,7 +457,7 @@ TEST(allocation_failure_is_reported)
     CHECK(strstr(err, "out of memory") != NULL && p.mem == NULL);
 }
 
-TEST_MAIN(T(softmax_stashes_exp_in_the_output_row), T(softmax_without_guard), T(log_softmax_log_is_per_row),
+TEST_MAIN(T(softmax_stashes_exp_in_the_output_row), T(half_softmax_stashes_a_row_buffer), T(softmax_without_guard), T(log_softmax_log_is_per_row),
           T(layer_norm_two_sums), T(rms_norm_one_phase), T(logsumexp_stores_once_per_row),
           T(second_stash_is_a_row_buffer), T(large_softmax_prefetches_in_chunks), T(plain_reduction_has_no_plan),
           T(phase_limit_is_an_error), T(malformed_kernel_is_an_error), T(allocation_failure_is_reported))

@@ -100,7 +100,8 @@ void cg_disk_counters(cg_disk_counts *out);
 void cg_cache_reset_for_tests(void);
 
 /* Test hook: 1 makes the next compiled module fail verification, 2 makes
- * the next symbol lookup fail (both must come back as RLX_E_JIT). */
+ * the next symbol lookup fail (both must come back as RLX_E_JIT), 3
+ * compiles the next kernel's f16 conversions without F16C's instructions. */
 void cg_test_inject(int what);
 
 #endif

@@ -19,10 +19,11 @@
 typedef struct {
     LLVMContextRef ctx; /* borrows */
     LLVMModuleRef mod;  /* borrows */
-    LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+    LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, vd;
     LLVMValueRef math[IR_OP_COUNT][2]; /* [op][is f64]: emitted math functions */
     LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
+    bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
     int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
 } cg_mod;
 

@@ -551,6 +551,8 @@ static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, const 
     cg_mod_init(&m, ctx, mod);
     m.width = (int)(knob_word >> 32);
     m.interleave = (int)(uint32_t)knob_word;
+    if (inj == 3) /* f16 in integer operations, as on a host without F16C */
+        m.f16c = false;
     rlx_status st = cg_emit_kernel(&m, k, name, msg, cap);
     if (st == RLX_OK && inj == 1) /* a block without terminator: must not pass the verifier */
         LLVMAppendBasicBlockInContext(ctx, LLVMGetNamedFunction(mod, name), "broken");

@@ -20,12 +20,16 @@
  *
  * Semantics follow the reference evaluator (runtime/ref_elementwise.c):
  * f32 math computes in f32, which for + - * / sqrt and the roundings is the
- * reference's double result rounded once; integers wrap; integer division
- * by 0 gives 0; float -> int casts truncate, saturate, NaN -> 0.
+ * reference's double result rounded once; integers wrap (narrow ones in
+ * their own width); integer division by 0 gives 0; float -> int casts
+ * truncate, saturate, NaN -> 0. f16 and bf16 values are f32 inside the
+ * kernel, rounded once on store (a CAST to them rounds where it stands);
+ * for one + - * / sqrt that is the reference's result too (f32 has more
+ * than twice their precision, so the two roundings are one).
  * f32 division by a value fixed along the vectorized loop is IEEE division
  * bit for bit: in a row kernel's store pass without a divide (fast_div),
  * elsewhere a divide.
- * Reductions: SUM and PROD of f32 accumulate in f64; the accumulate is the
+ * Reductions: SUM and PROD of f32, f16, bf16 accumulate in f64; the accumulate is the
  * only instruction with a fast-math flag (reassoc), so the vectorizer may
  * keep several partial sums. Order is fixed by the code, so the result is
  * deterministic.
@@ -38,6 +42,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "codegen_llvm/cg_internal.h"
+#include "ir/cast.h"
 #include "passes/knobs.h"
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
@@ -47,8 +52,10 @@ void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
     m->mod = mod;
     m->i1 = LLVMInt1TypeInContext(ctx);
     m->i8 = LLVMInt8TypeInContext(ctx);
+    m->i16 = LLVMInt16TypeInContext(ctx);
     m->i32 = LLVMInt32TypeInContext(ctx);
     m->i64 = LLVMInt64TypeInContext(ctx);
+    m->f16 = LLVMHalfTypeInContext(ctx);
     m->f32 = LLVMFloatTypeInContext(ctx);
     m->f64 = LLVMDoubleTypeInContext(ctx);
     m->ptr = LLVMPointerTypeInContext(ctx, 0);
@@ -56,6 +63,9 @@ void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
     /* llvm.fma without the instruction would be a libm call per element */
     char *f = LLVMGetHostCPUFeatures(), *t = LLVMGetDefaultTargetTriple();
     m->fma = (f && (strstr(f, "+fma") || strstr(f, "+neon"))) || (t && !strncmp(t, "aarch64", 7));
+    /* without it fptrunc/fpext on half are compiler-rt calls the JIT
+     * process cannot resolve: f16 then converts with integer operations */
+    m->f16c = (f && strstr(f, "+f16c")) || (t && !strncmp(t, "aarch64", 7));
     LLVMDisposeMessage(f);
     LLVMDisposeMessage(t);
 }
@@ -119,18 +129,35 @@ typedef struct {
     bool failed, oom;
 } kctx;
 
+/* A value of dt inside a kernel: f16 and bf16 are held in f32 (computed
+ * in f32, rounded once on store), narrow integers in their own width, so
+ * their arithmetic wraps there; u8 and u32 share i8 and i32 with the
+ * signed types, the operations choosing unsigned forms (is_uns). */
 static LLVMTypeRef reg_type(cg_mod *m, rlx_dtype dt)
 {
     switch (dt) {
     case RLX_BOOL: return m->i1;
-    case RLX_I32: return m->i32;
+    case RLX_I8:
+    case RLX_U8: return m->i8;
+    case RLX_I16: return m->i16;
+    case RLX_I32:
+    case RLX_U32: return m->i32;
     case RLX_I64: return m->i64;
-    case RLX_F32: return m->f32;
+    case RLX_F32:
+    case RLX_F16:
+    case RLX_BF16: return m->f32;
     default: return m->f64;
     }
 }
 
-static LLVMTypeRef mem_type(cg_mod *m, rlx_dtype dt) { return dt == RLX_BOOL ? m->i8 : reg_type(m, dt); }
+static bool is_half(rlx_dtype dt) { return dt == RLX_F16 || dt == RLX_BF16; }
+static bool is_uns(rlx_dtype dt) { return ir_dtype_is_unsigned(dt); }
+
+/* In memory: bool a byte, f16 and bf16 their 16-bit patterns. */
+static LLVMTypeRef mem_type(cg_mod *m, rlx_dtype dt)
+{
+    return dt == RLX_BOOL ? m->i8 : is_half(dt) ? m->i16 : reg_type(m, dt);
+}
 
 static LLVMValueRef ci(kctx *c, LLVMTypeRef t, long long v) { (void)c; return LLVMConstInt(t, (unsigned long long)v, 1); }
 static LLVMValueRef cf(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
@@ -153,12 +180,19 @@ static LLVMValueRef elem_ptr(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
     return LLVMBuildInBoundsGEP2(c->b, mem_type(c->m, dt), c->bufs[arg], &index, 1, "");
 }
 
+static LLVMValueRef half_to_f32(kctx *c, LLVMValueRef h, rlx_dtype dt);
+static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt);
+static LLVMValueRef intr1(kctx *c, const char *name, LLVMValueRef x);
+static LLVMValueRef fcmp_uno(kctx *c, LLVMValueRef x) { return LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""); }
+
 static LLVMValueRef load(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
 {
     LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c->m, dt), elem_ptr(c, arg, dt, index), "");
     LLVMSetAlignment(v, (unsigned)ir_dtype_size(dt));
     if (dt == RLX_BOOL)
         v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->m->i8, 0, 0), "");
+    if (is_half(dt))
+        v = half_to_f32(c, v, dt);
     return v;
 }
 
@@ -188,32 +222,133 @@ static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueR
 {
     if (dt == RLX_BOOL)
         v = LLVMBuildZExt(c->b, v, c->m->i8, "");
+    if (is_half(dt))
+        v = f32_to_half(c, v, dt);
     LLVMValueRef s = LLVMBuildStore(c->b, v, elem_ptr(c, arg, dt, index));
     LLVMSetAlignment(s, (unsigned)ir_dtype_size(dt));
 }
 
 /* ----------------------------------------------------------- conversion */
 
-/* CAST as the reference defines it. */
+static LLVMValueRef bits32(kctx *c, LLVMValueRef v) { return LLVMBuildBitCast(c->b, v, c->m->i32, ""); }
+static LLVMValueRef f32_of(kctx *c, LLVMValueRef v) { return LLVMBuildBitCast(c->b, v, c->m->f32, ""); }
+static LLVMValueRef k32(kctx *c, long long v) { return ci(c, c->m->i32, v); }
+static LLVMValueRef shr(kctx *c, LLVMValueRef v, int n) { return LLVMBuildLShr(c->b, v, k32(c, n), ""); }
+static LLVMValueRef band(kctx *c, LLVMValueRef v, long long k) { return LLVMBuildAnd(c->b, v, k32(c, k), ""); }
+static LLVMValueRef sel(kctx *c, LLVMValueRef p, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(c->b, p, a, b, ""); }
+
+/* 16-bit float patterns <-> f32, every step exact or one rounding to
+ * nearest even (ir_f16_bits/ir_bf16_bits in ir/cast.h are the reference:
+ * test_jit checks all patterns and random values bit for bit). No
+ * libcalls: compiler-rt's __truncsfbf2 and friends are not in the JIT's
+ * process. bf16 is the high half of an f32; f16 converts in hardware
+ * where the host can (F16C: vcvtph2ps, vcvtps2ph), else in integers. */
+static LLVMValueRef half_to_f32(kctx *c, LLVMValueRef h, rlx_dtype dt)
+{
+    cg_mod *m = c->m;
+    if (dt == RLX_F16 && m->f16c)
+        return LLVMBuildFPExt(c->b, LLVMBuildBitCast(c->b, h, m->f16, ""), m->f32, "");
+    LLVMValueRef w = LLVMBuildZExt(c->b, h, m->i32, "");
+    if (dt == RLX_BF16)
+        return f32_of(c, LLVMBuildShl(c->b, w, k32(c, 16), ""));
+    /* the exponent and fraction shifted into f32's places read as an f32
+     * 2^112 times too small (half subnormals as f32 subnormals), scaled
+     * exactly; inf and NaN keep their fraction under an all-ones exponent */
+    LLVMValueRef em = band(c, w, 0x7fff), sh = LLVMBuildShl(c->b, em, k32(c, 13), "");
+    LLVMValueRef fin = bits32(c, LLVMBuildFMul(c->b, f32_of(c, sh), cf(m->f32, 0x1p112), ""));
+    LLVMValueRef r = sel(c, icmp(c, LLVMIntUGE, em, k32(c, 0x7c00)), LLVMBuildOr(c->b, sh, k32(c, 0x7f800000), ""), fin);
+    return f32_of(c, LLVMBuildOr(c->b, r, LLVMBuildShl(c->b, band(c, w, 0x8000), k32(c, 16), ""), ""));
+}
+
+/* The pattern of f32 x rounded to dt; NaN gives the quiet NaN of its sign
+ * with no payload, as the reference stores it. */
+static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef b = bits32(c, x), sign = band(c, shr(c, b, 16), 0x8000), r;
+    LLVMValueRef nan = LLVMBuildOr(c->b, sign, k32(c, dt == RLX_BF16 ? 0x7fc0 : 0x7e00), "");
+    if (dt == RLX_BF16) { /* + 0x7fff + lowest kept bit: to nearest, ties to even; a carry runs into the exponent */
+        LLVMValueRef rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, shr(c, b, 16), 1), "");
+        r = shr(c, LLVMBuildAdd(c->b, b, rnd, ""), 16);
+    } else if (m->f16c) {
+        r = LLVMBuildZExt(c->b, LLVMBuildBitCast(c->b, LLVMBuildFPTrunc(c->b, x, m->f16, ""), m->i16, ""), m->i32, "");
+    } else {
+        LLVMValueRef a = band(c, b, 0x7fffffff);
+        /* below 2^-14: adding 0.5 rounds a to a multiple of 2^-24, the
+         * subnormal's fraction the low bits of the sum */
+        LLVMValueRef sub = LLVMBuildSub(c->b, bits32(c, LLVMBuildFAdd(c->b, f32_of(c, a), cf(m->f32, 0.5), "")),
+                                        k32(c, 0x3f000000), "");
+        /* normal: rebias, round on the 13 bits dropped */
+        LLVMValueRef nrm = LLVMBuildAdd(c->b, a, k32(c, (int32_t)(((uint32_t)(15 - 127) << 23) + 0xfff)), "");
+        nrm = shr(c, LLVMBuildAdd(c->b, nrm, band(c, shr(c, a, 13), 1), ""), 13);
+        r = sel(c, icmp(c, LLVMIntULT, a, k32(c, 0x38800000)), sub, nrm);
+        r = sel(c, icmp(c, LLVMIntUGE, a, k32(c, 0x477ff000)), k32(c, 0x7c00), r); /* 65520 and up: inf */
+        r = LLVMBuildOr(c->b, r, sign, "");
+    }
+    r = sel(c, fcmp_uno(c, x), nan, r);
+    return LLVMBuildTrunc(c->b, r, m->i16, "");
+}
+
+/* f32 x rounded to dt's precision, still an f32. */
+static LLVMValueRef round_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
+{
+    return half_to_f32(c, f32_to_half(c, x, dt), dt);
+}
+
+/* f64 v as an f32 rounded to odd (toward zero, the last bit set when
+ * inexact): rounding that to f16 or bf16 (16 and more bits narrower) to
+ * nearest even is the single rounding of v, where f64 -> f32 -> 16 bits
+ * to nearest twice is not. Overflow gives FLT_MAX (odd), which rounds on
+ * to inf; NaN stays NaN. */
+static LLVMValueRef f64_to_f32_odd(kctx *c, LLVMValueRef v)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef f = LLVMBuildFPTrunc(c->b, v, m->f32, ""), back = LLVMBuildFPExt(c->b, f, m->f64, "");
+    LLVMValueRef fb = bits32(c, f);
+    /* rounded away from zero: one step back toward it (sign-magnitude) */
+    LLVMValueRef away = LLVMBuildFCmp(c->b, LLVMRealOGT, intr1(c, "llvm.fabs", back), intr1(c, "llvm.fabs", v), "");
+    LLVMValueRef t = sel(c, away, LLVMBuildSub(c->b, fb, k32(c, 1), ""), fb);
+    LLVMValueRef exact = LLVMBuildFCmp(c->b, LLVMRealOEQ, back, v, "");
+    return f32_of(c, sel(c, exact, fb, LLVMBuildOr(c->b, t, k32(c, 1), "")));
+}
+
+/* CAST as the reference defines it: integers load as int64 (zero-extended
+ * when unsigned) and wrap into the target; floats to integers truncate
+ * and saturate; to f16/bf16 one rounding of the exact value (the value is
+ * then held in f32, exact). */
 static LLVMValueRef convert(kctx *c, LLVMValueRef v, rlx_dtype from, rlx_dtype to)
 {
     cg_mod *m = c->m;
-    LLVMTypeRef tt = reg_type(m, to);
+    LLVMTypeRef tt = reg_type(m, to), ft = reg_type(m, from);
     if (from == to)
         return v;
     bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
+    bool fu = from == RLX_BOOL || is_uns(from);
     if (to == RLX_BOOL)
-        return ff ? LLVMBuildFCmp(c->b, LLVMRealUNE, v, cf(reg_type(m, from), 0), "")
-                  : LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(reg_type(m, from), 0, 0), "");
-    if (ff && tf)
-        return to == RLX_F64 ? LLVMBuildFPExt(c->b, v, tt, "") : LLVMBuildFPTrunc(c->b, v, tt, "");
+        return ff ? LLVMBuildFCmp(c->b, LLVMRealUNE, v, cf(ft, 0), "")
+                  : LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(ft, 0, 0), "");
+    if (tf && !ff && is_half(to)) { /* as the reference: (double)i, rounded once */
+        if (LLVMGetIntTypeWidth(ft) > 16)
+            v = f64_to_f32_odd(c, fu ? LLVMBuildUIToFP(c->b, v, m->f64, "") : LLVMBuildSIToFP(c->b, v, m->f64, ""));
+        else /* exact */
+            v = fu ? LLVMBuildUIToFP(c->b, v, m->f32, "") : LLVMBuildSIToFP(c->b, v, m->f32, "");
+        return round_half(c, v, to);
+    }
+    if (tf && !ff) /* one rounding (none to f64) */
+        return fu ? LLVMBuildUIToFP(c->b, v, tt, "") : LLVMBuildSIToFP(c->b, v, tt, "");
+    if (tf) {
+        if (to == RLX_F64)
+            return LLVMBuildFPExt(c->b, v, tt, "");
+        if (from == RLX_F64)
+            v = is_half(to) ? f64_to_f32_odd(c, v) : LLVMBuildFPTrunc(c->b, v, tt, "");
+        return is_half(to) ? round_half(c, v, to) : v; /* f16, bf16 -> f32 is exact */
+    }
     if (ff) /* truncate toward zero, saturate, NaN -> 0 */
-        return cg_intrinsic2(m, c->b, "llvm.fptosi.sat", tt, reg_type(m, from), &v, 1);
-    if (tf)
-        return from == RLX_BOOL ? LLVMBuildUIToFP(c->b, v, tt, "") : LLVMBuildSIToFP(c->b, v, tt, "");
-    if (from == RLX_BOOL)
-        return LLVMBuildZExt(c->b, v, tt, "");
-    return to == RLX_I64 ? LLVMBuildSExt(c->b, v, tt, "") : LLVMBuildTrunc(c->b, v, tt, ""); /* wraps */
+        return cg_intrinsic2(m, c->b, is_uns(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", tt, ft, &v, 1);
+    unsigned fw = LLVMGetIntTypeWidth(ft), tw = LLVMGetIntTypeWidth(tt);
+    if (fw < tw)
+        return fu ? LLVMBuildZExt(c->b, v, tt, "") : LLVMBuildSExt(c->b, v, tt, "");
+    return fw > tw ? LLVMBuildTrunc(c->b, v, tt, "") : v; /* wraps; i32 <-> u32 keep the bits */
 }
 
 /* ------------------------------------------------------ elementwise ops */
@@ -274,13 +409,14 @@ static LLVMValueRef unary_float(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt,
 static LLVMValueRef unary_int(kctx *c, ir_op op, LLVMValueRef x, rlx_dtype dt, rlx_dtype out)
 {
     LLVMTypeRef t = reg_type(c->m, dt);
-    bool b = dt == RLX_BOOL;
+    bool b = dt == RLX_BOOL, u = is_uns(dt);
     switch (op) {
     case IR_OP_NEG: return LLVMBuildSub(c->b, ci(c, t, 0), x, "");
     case IR_OP_ABS:
-        return b ? x : LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), LLVMBuildSub(c->b, ci(c, t, 0), x, ""), x, "");
+        return b || u ? x : LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), LLVMBuildSub(c->b, ci(c, t, 0), x, ""), x, "");
     case IR_OP_SIGN:
         return b ? x
+               : u ? LLVMBuildZExt(c->b, icmp(c, LLVMIntNE, x, ci(c, t, 0)), t, "")
                  : LLVMBuildSelect(c->b, icmp(c, LLVMIntSGT, x, ci(c, t, 0)), ci(c, t, 1),
                                    LLVMBuildSelect(c->b, icmp(c, LLVMIntSLT, x, ci(c, t, 0)), ci(c, t, -1), ci(c, t, 0), ""), "");
     case IR_OP_NOT: return icmp(c, LLVMIntEQ, x, ci(c, t, 0));
@@ -343,12 +479,23 @@ static LLVMValueRef binary_int(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b
         default: return NULL;
         }
     }
+    /* narrow integers compute in their own width: + - * wrap there as the
+     * reference's int64 result wraps on store; unsigned values (zero-
+     * extended by the reference) compare, divide and pick unsigned */
+    bool u = is_uns(dt);
     switch (op) {
     case IR_OP_ADD: return LLVMBuildAdd(c->b, a, b, "");
     case IR_OP_SUB: return LLVMBuildSub(c->b, a, b, "");
     case IR_OP_MUL: return LLVMBuildMul(c->b, a, b, "");
     case IR_OP_DIV:
-    case IR_OP_REM: {
+    case IR_OP_REM:
+        if (u) { /* b == 0 gives 0; no other divisor is special */
+            LLVMValueRef z = icmp(c, LLVMIntEQ, b, ci(c, t, 0));
+            LLVMValueRef sb = LLVMBuildSelect(c->b, z, ci(c, t, 1), b, "");
+            LLVMValueRef q = op == IR_OP_DIV ? LLVMBuildUDiv(c->b, a, sb, "") : LLVMBuildURem(c->b, a, sb, "");
+            return LLVMBuildSelect(c->b, z, ci(c, t, 0), q, "");
+        }
+        {
         /* b == 0 gives 0, b == -1 gives -a (div, wrapping) or 0 (rem);
          * the divisor is made safe so no lane traps */
         LLVMValueRef z = icmp(c, LLVMIntEQ, b, ci(c, t, 0)), m1 = icmp(c, LLVMIntEQ, b, ci(c, t, -1));
@@ -360,14 +507,14 @@ static LLVMValueRef binary_int(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b
         q = LLVMBuildSelect(c->b, m1, LLVMBuildSub(c->b, ci(c, t, 0), a, ""), q, "");
         return LLVMBuildSelect(c->b, z, ci(c, t, 0), q, "");
     }
-    case IR_OP_MAX: return intr2(c, "llvm.smax", a, b);
-    case IR_OP_MIN: return intr2(c, "llvm.smin", a, b);
+    case IR_OP_MAX: return intr2(c, u ? "llvm.umax" : "llvm.smax", a, b);
+    case IR_OP_MIN: return intr2(c, u ? "llvm.umin" : "llvm.smin", a, b);
     case IR_OP_EQ: return icmp(c, LLVMIntEQ, a, b);
     case IR_OP_NE: return icmp(c, LLVMIntNE, a, b);
-    case IR_OP_LT: return icmp(c, LLVMIntSLT, a, b);
-    case IR_OP_LE: return icmp(c, LLVMIntSLE, a, b);
-    case IR_OP_GT: return icmp(c, LLVMIntSGT, a, b);
-    case IR_OP_GE: return icmp(c, LLVMIntSGE, a, b);
+    case IR_OP_LT: return icmp(c, u ? LLVMIntULT : LLVMIntSLT, a, b);
+    case IR_OP_LE: return icmp(c, u ? LLVMIntULE : LLVMIntSLE, a, b);
+    case IR_OP_GT: return icmp(c, u ? LLVMIntUGT : LLVMIntSGT, a, b);
+    case IR_OP_GE: return icmp(c, u ? LLVMIntUGE : LLVMIntSGE, a, b);
     case IR_OP_AND:
     case IR_OP_OR: {
         LLVMValueRef x = icmp(c, LLVMIntNE, a, ci(c, t, 0)), y = icmp(c, LLVMIntNE, b, ci(c, t, 0));
@@ -376,8 +523,6 @@ static LLVMValueRef binary_int(kctx *c, ir_op op, LLVMValueRef a, LLVMValueRef b
     default: return NULL;
     }
 }
-
-static LLVMValueRef bits32(kctx *c, LLVMValueRef v) { return LLVMBuildBitCast(c->b, v, c->m->i32, ""); }
 
 /* a / b for f32 a, b with b fixed along the loop, without a division
  * (Markstein): r = RN(1/b) (hoisted), q = RN(a r), e = a - q b (exact by
@@ -606,11 +751,9 @@ static LLVMValueRef red_identity(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
     switch (op) {
     case IR_OP_SUM: return f ? cf(t, 0) : ci(c, t, 0);
     case IR_OP_PROD: return f ? cf(t, 1) : ci(c, t, 1);
-    case IR_OP_RMAX:
-        return f ? cf(t, -INFINITY) : dt == RLX_BOOL ? ci(c, t, 0) : dt == RLX_I32 ? ci(c, t, INT32_MIN) : ci(c, t, INT64_MIN);
-    case IR_OP_RMIN:
-        return f ? cf(t, INFINITY)
-                 : dt == RLX_BOOL ? LLVMConstInt(t, 1, 0) : dt == RLX_I32 ? ci(c, t, INT32_MAX) : ci(c, t, INT64_MAX);
+    /* the ends of dt's range (bool [0, 1]; u32's top is all ones in i32) */
+    case IR_OP_RMAX: return f ? cf(t, -INFINITY) : LLVMConstInt(t, (unsigned long long)ir_int_lo(dt), 0);
+    case IR_OP_RMIN: return f ? cf(t, INFINITY) : LLVMConstInt(t, (unsigned long long)ir_int_hi(dt), 0);
     default: return no_rule(c, op, dt, t);
     }
 }
@@ -642,16 +785,17 @@ static LLVMValueRef red_combine(kctx *c, ir_op op, rlx_dtype dt, LLVMValueRef a,
     switch (op) {
     case IR_OP_SUM: return b ? LLVMBuildOr(c->b, a, v, "") : LLVMBuildAdd(c->b, a, v, ""); /* as binary_int */
     case IR_OP_PROD: return b ? LLVMBuildAnd(c->b, a, v, "") : LLVMBuildMul(c->b, a, v, "");
-    case IR_OP_RMAX: return b ? LLVMBuildOr(c->b, a, v, "") : intr2(c, "llvm.smax", a, v);
-    case IR_OP_RMIN: return b ? LLVMBuildAnd(c->b, a, v, "") : intr2(c, "llvm.smin", a, v);
+    case IR_OP_RMAX: return b ? LLVMBuildOr(c->b, a, v, "") : intr2(c, is_uns(dt) ? "llvm.umax" : "llvm.smax", a, v);
+    case IR_OP_RMIN: return b ? LLVMBuildAnd(c->b, a, v, "") : intr2(c, is_uns(dt) ? "llvm.umin" : "llvm.smin", a, v);
     default: return no_rule(c, op, dt, LLVMTypeOf(a));
     }
 }
 
-/* The accumulator type: f32 sums and products accumulate in f64. */
+/* The accumulator type: f32, f16 and bf16 sums and products accumulate
+ * in f64 (rowplan.c's acc_dtype, the same rule). */
 static LLVMTypeRef acc_type(kctx *c, ir_op op, rlx_dtype dt)
 {
-    bool wide = (op == IR_OP_SUM || op == IR_OP_PROD) && dt == RLX_F32;
+    bool wide = (op == IR_OP_SUM || op == IR_OP_PROD) && (dt == RLX_F32 || is_half(dt));
     return wide ? c->m->f64 : reg_type(c->m, dt);
 }
 
@@ -692,8 +836,8 @@ static void emit_reduce(kctx *c)
     for (int d = c->r2; d < k->rank; d++)
         open_loop(c, d);
     LLVMValueRef a = LLVMBuildLoad2(c->b, c->acc_t, acc_ptr(c), "");
-    if (c->acc_t != reg_type(c->m, dt))
-        a = LLVMBuildFPTrunc(c->b, a, reg_type(c->m, dt), "");
+    if (c->acc_t != reg_type(c->m, dt)) /* the store rounds a 16-bit float once */
+        a = is_half(dt) ? f64_to_f32_odd(c, a) : LLVMBuildFPTrunc(c->b, a, reg_type(c->m, dt), "");
     store(c, 0, dt, affine(c, &k->out), a);
     for (int d = k->rank - 1; d >= c->r2; d--)
         close_loop(c, d);
@@ -749,8 +893,17 @@ void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, in
         elems *= k->shape[d];
     knob_class cls = red ? (k->red_op != IR_OP_COUNT ? KCLASS_REDUCE : KCLASS_ROWS) : nmath ? KCLASS_EW_MATH : KCLASS_EW;
     *interleave = nmath ? MATH_INTERLEAVE : 0;
-    /* f32 rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
-    *width = red && k->node->dtype == RLX_F32 ? 16 : 0;
+    /* f32 (f16, bf16) rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
+    rlx_dtype odt = k->node->dtype;
+    *width = red && (odt == RLX_F32 || is_half(odt)) ? 16 : 0;
+    /* f16 in memory: LLVM's cost model widens its conversions to 4 lanes
+     * only (W1 on f16 ran 5x slower than on f32); 16 lanes are one
+     * vcvtph2ps/vcvtps2ph each */
+    bool half = is_half(odt);
+    for (int i = 0; i < k->ninstr; i++)
+        half |= k->instr[i].kind == SCHED_I_LOAD && is_half(k->instr[i].dtype);
+    if (half)
+        *width = 16;
     long w = knob_value(ks, KNOB_VECTOR_WIDTH, cls, elems);
     long u = knob_value(ks, red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
     if (w > 0)
@@ -1005,9 +1158,11 @@ static LLVMValueRef const_value(kctx *c, LLVMValueRef consts, int slot, rlx_dtyp
     LLVMSetAlignment(v, 8);
     switch (dt) {
     case RLX_F64: return v;
-    case RLX_F32: return LLVMBuildFPTrunc(c->b, v, m->f32, "");
+    case RLX_F32:
+    case RLX_F16:
+    case RLX_BF16: return LLVMBuildFPTrunc(c->b, v, m->f32, ""); /* exact: already rounded to dt */
     case RLX_BOOL: return LLVMBuildFCmp(c->b, LLVMRealUNE, v, cf(m->f64, 0), "");
-    default: return cg_intrinsic2(m, c->b, "llvm.fptosi.sat", reg_type(m, dt), m->f64, &v, 1);
+    default: return cg_intrinsic2(m, c->b, is_uns(dt) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", reg_type(m, dt), m->f64, &v, 1);
     }
 }
 

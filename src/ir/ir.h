@@ -53,13 +53,16 @@ typedef enum {
     IR_EMIT_LOAD, IR_EMIT_INSTR, IR_EMIT_INTRIN, IR_EMIT_MATH, IR_EMIT_VIEW, IR_EMIT_REF, IR_EMIT_LIB
 } ir_emit;
 
-/* ops.def's jit column: a set of dtypes, bit 1 << dtype. */
+/* ops.def's jit column: a set of dtypes, bit 1 << dtype. f16 and bf16
+ * values compute in f32 inside a kernel (rounded on store), so every row
+ * that fuses f32 fuses them: F32H is f32's code and theirs. */
 #define IR_JIT_DT(dt) (1u << (dt))
 enum {
     IR_JIT_NONE = 0,
-    IR_JIT_F32 = IR_JIT_DT(RLX_F32),
-    IR_JIT_FLOAT = IR_JIT_DT(RLX_F32) | IR_JIT_DT(RLX_F64),
-    IR_JIT_INT = IR_JIT_DT(RLX_BOOL) | IR_JIT_DT(RLX_I32) | IR_JIT_DT(RLX_I64),
+    IR_JIT_F32H = IR_JIT_DT(RLX_F32) | IR_JIT_DT(RLX_F16) | IR_JIT_DT(RLX_BF16),
+    IR_JIT_FLOAT = IR_JIT_F32H | IR_JIT_DT(RLX_F64),
+    IR_JIT_INT = IR_JIT_DT(RLX_BOOL) | IR_JIT_DT(RLX_I32) | IR_JIT_DT(RLX_I64) | IR_JIT_DT(RLX_I8) | IR_JIT_DT(RLX_U8) |
+                 IR_JIT_DT(RLX_I16) | IR_JIT_DT(RLX_U32),
     IR_JIT_ALL = IR_JIT_INT | IR_JIT_FLOAT
 };
 

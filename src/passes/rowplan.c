@@ -48,6 +48,8 @@ int sched_instr_nsrc(const sched_instr *in)
 bool sched_op_is_math(ir_op op) { return ir_ops[op].emit == IR_EMIT_MATH; } /* ops.def's emit column */
 
 static bool is_math_instr(const sched_instr *in) { return in->kind == SCHED_I_OP && sched_op_is_math(in->op); }
+/* f16 and bf16: values of f32 inside a kernel (codegen_llvm/cg_kernel.c) */
+static bool half_float(rlx_dtype dt) { return dt == RLX_F16 || dt == RLX_BF16; }
 
 /* The scratch of one build. */
 typedef struct {
@@ -141,10 +143,12 @@ static void choose_stashes(planner *b)
     int64_t budget = SCHED_ROW_STASH_BYTES;
     for (int i = 0; i < n; i++) {
         const sched_instr *in = &k->instr[i];
-        int64_t bytes = p->rowlen * (int64_t)ir_dtype_size(in->dtype);
+        /* a stash holds the kernel's value: f32 for f16 and bf16 */
+        int64_t bytes = p->rowlen * (int64_t)(half_float(in->dtype) ? 4 : ir_dtype_size(in->dtype));
         if (b->uses[i] < 2 || !is_math_instr(in))
             continue;
-        if (out_row && p->ostash < 0 && b->mark[i] && in->dtype == k->node->dtype) {
+        /* (the output row holds 16-bit floats, not their f32 values) */
+        if (out_row && p->ostash < 0 && b->mark[i] && in->dtype == k->node->dtype && !half_float(in->dtype)) {
             p->stash[i] = SCHED_STASH_OUT;
             p->ostash = i;
         } else if (bytes <= budget) {
@@ -244,7 +248,8 @@ static void make_passes(planner *b, int pf_pass)
     for (int L = 0; L < p->nphases; L++) {
         const sched_instr *red = &k->instr[p->phase[L]];
         sched_rowpass *ps = add_pass(p, SCHED_ROW_REDUCE, p->phase[L], red->src[0]);
-        bool wide = (red->op == IR_OP_SUM || red->op == IR_OP_PROD) && red->dtype == RLX_F32;
+        /* f32, f16 and bf16 sums and products accumulate in f64 */
+        bool wide = (red->op == IR_OP_SUM || red->op == IR_OP_PROD) && (red->dtype == RLX_F32 || half_float(red->dtype));
         ps->acc_dtype = wide ? RLX_F64 : red->dtype;
         ps->chunk = L == pf_pass ? SCHED_ROW_PF_CHUNK : 0;
         per_row_acts(k, p, L, ps->act);
