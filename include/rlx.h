@@ -97,7 +97,8 @@ typedef enum {
  * - Compute: integer arithmetic wraps in the result's dtype (C, NumPy);
  *   f16 and bf16 ops compute in f32 or wider and round to the result's
  *   dtype. Inside one fused JIT kernel, intermediates stay in f32 and are
- *   rounded once on store (PyTorch's compiled CPU semantics); the reference
+ *   rounded once on store (PyTorch's compiled CPU semantics; an explicit
+ *   rlx_cast to f16 or bf16 rounds where it stands); the reference
  *   evaluator rounds each op's result. Reductions of f16/bf16 accumulate in
  *   f32 or wider and round the result once.
  * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
