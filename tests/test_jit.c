@@ -312,24 +312,6 @@ static rlx_tensor *step_binary(gen *g, rlx_tensor *x, bool *exact)
 {
     val p = partner(g, x);
     *exact = *exact && p.exact;
-    if (is_half(g->dt) || is_half(rlx_dtype_of(p.t))) {
-        int k = rint_(&g->r, 8);
-        if (k != 4 && k != 5 && k != 6) /* all but maximum, minimum, where round */
-            *exact = false;
-        switch (k) {
-        case 0: return rlx_add(x, p.t);
-        case 1: return rlx_sub(x, p.t);
-        case 2: return rlx_mul(x, p.t);
-        case 3: return rlx_div(x, rlx_add_s(rlx_abs(p.t), 0.25));
-        case 4: return rlx_maximum(x, p.t);
-        case 5: return rlx_minimum(x, p.t);
-        case 6:
-            if (*exact)
-                return rlx_where(rlx_le(x, p.t), x, p.t);
-            return rlx_add(x, p.t);
-        default: return rlx_sub(rlx_mul_s(x, 0.75), rlx_mul_s(p.t, 1.25));
-        }
-    }
     if (!is_float(g->dt)) {
         switch (rint_(&g->r, 9)) {
         case 0: return rlx_add(x, p.t);
@@ -343,7 +325,10 @@ static rlx_tensor *step_binary(gen *g, rlx_tensor *x, bool *exact)
         default: return rlx_cast(rlx_logical_or(rlx_eq(x, p.t), rlx_ge_s(x, 3)), g->dt);
         }
     }
-    switch (rint_(&g->r, 8)) {
+    int k = rint_(&g->r, 8);
+    if ((is_half(g->dt) || is_half(rlx_dtype_of(p.t))) && k != 4 && k != 5 && k != 6)
+        *exact = false; /* f16/bf16: all but maximum, minimum, where round */
+    switch (k) {
     case 0: return rlx_add(x, p.t);
     case 1: return rlx_sub(x, p.t);
     case 2: return rlx_mul(x, p.t);
