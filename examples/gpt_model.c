@@ -35,12 +35,19 @@ rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay)
     memset(lay, 0, sizeof *lay);
     if (cfg->vocab < 1 || cfg->width < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->seq < 1 || cfg->batch < 1 ||
         cfg->width % cfg->heads != 0 || cfg->layers > GPT_MAX_LAYERS ||
-        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0)) {
-        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g)\n",
-                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr);
+        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0) ||
+        (cfg->compute != 0 && cfg->compute != cfg->dtype &&
+         !(cfg->dtype == RLX_F32 && (cfg->compute == RLX_BF16 || cfg->compute == RLX_F16)))) {
+        fprintf(stderr,
+                "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g dtype %d "
+                "compute %d)\n",
+                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr, (int)cfg->dtype,
+                (int)cfg->compute);
         return RLX_E_ARG;
     }
     lay->cfg = *cfg;
+    if (lay->cfg.compute == 0) /* (0: the zero of an unset field) */
+        lay->cfg.compute = cfg->dtype;
     const int64_t w = cfg->width;
     add_param(lay, "wte", cfg->vocab, w);
     add_param(lay, "wpe", cfg->seq, w);
@@ -188,8 +195,25 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
     const int np = lay->nparam;
     rlx_tensor *g[GPT_MAX_PARAMS];
     rlx_scope_begin();
-    rlx_tensor *loss = gpt_loss(lay, tokens, targets, p);
-    rlx_status rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    rlx_tensor *loss;
+    rlx_status rc;
+    if (c->compute == c->dtype) {
+        loss = gpt_loss(lay, tokens, targets, p);
+        rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    } else {
+        /* Mixed precision (see gpt_model.h): the forward and backward over
+         * narrow copies of the master weights, the loss reduced in f32, the
+         * narrow gradients widened for Adam. */
+        rlx_tensor *pc[GPT_MAX_PARAMS];
+        for (int i = 0; i < np; i++)
+            pc[i] = rlx_cast(p[i], c->compute);
+        rlx_tensor *logits = gpt_logits(lay, tokens, c->batch, c->seq, pc);
+        loss = rlx_mean_all(rlx_cast(rlx_softmax_cross_entropy_with_logits(logits, targets), c->dtype));
+        rc = loss ? rlx_grad(loss, pc, np, g) : rlx_last_status();
+        for (int i = 0; i < np && rc == RLX_OK; i++)
+            if (!(g[i] = rlx_cast(g[i], c->dtype)))
+                rc = rlx_last_status();
+    }
     if (rc == RLX_OK) {
         rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
         rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);

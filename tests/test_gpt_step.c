@@ -4,7 +4,8 @@
  * same program compiled and run on the reference backend, f32 and f64;
  * JIT results bitwise identical at 1, 2 and 3 threads; the loss falls on a
  * repeated batch; the step's plan has no reference-evaluator kernel and
- * its steady-state run copies no operand into another layout.
+ * its steady-state run copies no operand into another layout; mixed bf16
+ * training tracks f32's loss curve with f32 state.
  */
 #include "gpt_model.h"
 #include "harness.h"
@@ -260,5 +261,86 @@ TEST(gpt_step_copies_nothing_a_stride_serves)
     rlx_program_free(prog);
 }
 
+/* Mixed precision (gpt_model.h): the same tiny model trained MIX_STEPS
+ * steps in f32 and with compute bf16 from the same init and batches. The
+ * bf16 loss curve tracks f32's (bf16 rounds activations and gradients to
+ * 8 significant bits: measured worst |diff| about MIX_MEASURED), the loss
+ * falls, and the state (weights, moments, loss) stays f32. */
+enum { MIX_STEPS = 30 };
+/* measured worst |bf16 - f32| 3.4e-3 over the 30 steps (losses 2.4 -> 1.6):
+ * a bound of 6x that */
+#define MIX_TOL 0.02
+
+static int mixed_curve(rlx_dtype compute, double *loss, rlx_dtype *pdt, rlx_dtype *mdt)
+{
+    gpt_config c = tiny(RLX_F32);
+    c.compute = compute;
+    c.lr = 3e-3; /* (fast enough to move the loss in MIX_STEPS) */
+    gpt_layout lay;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    rlx_tensor *tok[NBATCH], *tgt[NBATCH];
+    make_batches(&c, tok, tgt);
+    rlx_program *prog = gpt_compile_step(&lay);
+    gpt_state st;
+    if (!prog || gpt_state_init(&st, &lay, 3) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "compute %s: compile/init: %s", rlx_dtype_name(compute), rlx_last_error());
+        rlx_program_free(prog);
+        return 0;
+    }
+    int ok = 1;
+    for (int s = 0; ok && s < MIX_STEPS; s++)
+        if (gpt_step(prog, &st, tok[s % NBATCH], tgt[s % NBATCH], &loss[s]) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "compute %s step %d: %s", rlx_dtype_name(compute), s + 1, rlx_last_error());
+            ok = 0;
+        }
+    *pdt = rlx_dtype_of(st.p[2]);
+    *mdt = rlx_dtype_of(st.v[2]);
+    for (int i = 0; i < lay.nparam; i++) /* every one, not only the one reported */
+        if (rlx_dtype_of(st.p[i]) != RLX_F32 || rlx_dtype_of(st.m[i]) != RLX_F32 || rlx_dtype_of(st.v[i]) != RLX_F32)
+            *pdt = (rlx_dtype)-1;
+    gpt_state_free(&st);
+    rlx_program_free(prog);
+    return ok;
+}
+
+TEST(gpt_step_mixed_bf16_tracks_f32)
+{
+    double f32[MIX_STEPS], bf16[MIX_STEPS];
+    rlx_dtype pdt, mdt;
+    if (!mixed_curve(RLX_F32, f32, &pdt, &mdt) || !mixed_curve(RLX_BF16, bf16, &pdt, &mdt))
+        return;
+    CHECK_EQ_INT(pdt, RLX_F32);
+    CHECK_EQ_INT(mdt, RLX_F32);
+    double worst = 0;
+    for (int s = 0; s < MIX_STEPS; s++)
+        worst = fmax(worst, fabs(bf16[s] - f32[s]));
+    if (getenv("GPT_TEST_VERBOSE"))
+        for (int s = 0; s < MIX_STEPS; s++)
+            printf("  step %2d  f32 %.6f  bf16 %.6f  diff %+.2e\n", s + 1, f32[s], bf16[s], bf16[s] - f32[s]);
+    if (getenv("GPT_TEST_VERBOSE"))
+        printf("  worst |bf16 - f32| loss %.3g\n", worst);
+    CHECK(worst < MIX_TOL);
+    CHECK(worst > 0); /* bf16 did compute in bf16 */
+    CHECK(fabs(bf16[0] - log(11.0)) < 0.1);
+    CHECK(bf16[MIX_STEPS - 1] < bf16[0] - 0.3);
+    CHECK(f32[MIX_STEPS - 1] < f32[0] - 0.3);
+}
+
+/* A compute dtype needs f32 master weights; others are refused. */
+TEST(gpt_layout_refuses_bad_compute)
+{
+    gpt_layout lay;
+    gpt_config c = tiny(RLX_F64);
+    c.compute = RLX_BF16;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_E_ARG);
+    c = tiny(RLX_F32);
+    c.compute = RLX_I32;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_E_ARG);
+    c.compute = 0;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    CHECK_EQ_INT(lay.cfg.compute, RLX_F32);
+}
+
 TEST_MAIN(T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
-          T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves))
+          T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves),
+          T(gpt_step_mixed_bf16_tracks_f32), T(gpt_layout_refuses_bad_compute))
