@@ -117,13 +117,34 @@ void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32
 
 /* ----------------------------------------------------------- model */
 
+/* x @ w^T + b, then act. rlx_linear computes 16-bit operands in f32 (one
+ * rounding for the op); the mixed-precision step wants the 16-bit GEMMs
+ * themselves (bf16 runs natively), so 16-bit weights take rlx_matmul_t,
+ * the bias add and the activation as separate ops, each rounding to the
+ * compute dtype. f32/f64 weights keep rlx_linear: the f32 step unchanged. */
+static rlx_tensor *linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act)
+{
+    rlx_dtype dt = rlx_dtype_of(w);
+    int64_t shape[3];
+    int rank = rlx_shape(x, shape, 3);
+    if ((dt != RLX_BF16 && dt != RLX_F16) || rank != 3 || (act != RLX_ACT_NONE && act != RLX_ACT_GELU_TANH))
+        return act == RLX_ACT_NONE ? rlx_linear(x, w, b) : rlx_linear_act(x, w, b, act);
+    /* [batch, seq, in] flattened: w multiplied once */
+    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[0] * shape[1], shape[2]}), w);
+    y = rlx_add(y, b);
+    if (act == RLX_ACT_GELU_TANH)
+        y = rlx_gelu_tanh(y);
+    shape[2] = rlx_dim(w, 0);
+    return rlx_reshape(y, 3, shape);
+}
+
 /* The attention input of a block: pre-LN, one fused q/k/v linear, split. */
 static void block_qkv(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, rlx_tensor **q, rlx_tensor **k,
                       rlx_tensor **v)
 {
     const int64_t w = c->width;
     rlx_tensor *a = rlx_layer_norm(h, p[P_LN1_G], p[P_LN1_B], LN_EPS);
-    rlx_tensor *qkv = rlx_linear(a, p[P_QKV_W], p[P_QKV_B]);
+    rlx_tensor *qkv = linear(a, p[P_QKV_W], p[P_QKV_B], RLX_ACT_NONE);
     *q = rlx_narrow(qkv, 2, 0, w);
     *k = rlx_narrow(qkv, 2, w, w);
     *v = rlx_narrow(qkv, 2, 2 * w, w);
@@ -132,10 +153,10 @@ static void block_qkv(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, 
 /* The rest of a block after attention: output linear, residual, MLP. */
 static rlx_tensor *block_out(rlx_tensor *h, rlx_tensor *att, rlx_tensor *const *p)
 {
-    h = rlx_add(h, rlx_linear(att, p[P_O_W], p[P_O_B]));
+    h = rlx_add(h, linear(att, p[P_O_W], p[P_O_B], RLX_ACT_NONE));
     rlx_tensor *m = rlx_layer_norm(h, p[P_LN2_G], p[P_LN2_B], LN_EPS);
-    rlx_tensor *f = rlx_linear_act(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
-    return rlx_add(h, rlx_linear(f, p[P_PROJ_W], p[P_PROJ_B]));
+    rlx_tensor *f = linear(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
+    return rlx_add(h, linear(f, p[P_PROJ_W], p[P_PROJ_B], RLX_ACT_NONE));
 }
 
 static rlx_tensor *block(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p)

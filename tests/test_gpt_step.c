@@ -267,9 +267,10 @@ TEST(gpt_step_copies_nothing_a_stride_serves)
  * 8 significant bits: measured worst |diff| about MIX_MEASURED), the loss
  * falls, and the state (weights, moments, loss) stays f32. */
 enum { MIX_STEPS = 30 };
-/* measured worst |bf16 - f32| 3.4e-3 over the 30 steps (losses 2.4 -> 1.6):
- * a bound of 6x that */
-#define MIX_TOL 0.02
+/* measured |bf16 - f32| at most 2.4e-3 over steps 1-29 and 8.9e-3 at step
+ * 30 (losses 2.4 -> 1.6; the per-token losses are bf16, ulp 2^-7 to 2^-6
+ * here): a bound of 3x the worst */
+#define MIX_TOL 0.03
 
 static int mixed_curve(rlx_dtype compute, double *loss, rlx_dtype *pdt, rlx_dtype *mdt)
 {
