@@ -32,8 +32,10 @@
  * range than 16-bit mantissas resolve. Each step casts the weights to the
  * compute dtype, runs the forward (embeddings, matmuls, attention,
  * layer_norm, GELU, cross-entropy per token) and the rlx_grad backward in
- * it, so activations and gradients are 16-bit and the bf16 matmuls run
- * natively; the per-token losses are cast to f32 before the mean; the
+ * it, so activations and gradients are 16-bit; the linears are written as
+ * rlx_matmul_t + bias there (rlx_linear computes 16-bit operands in f32),
+ * so their GEMMs run natively in bf16 (rlx_attention still computes in f32
+ * inside and rounds its result); the per-token losses are cast to f32 before the mean; the
  * 16-bit gradients (rlx_grad returns them in the parameter's dtype) are
  * cast to f32 for the update. bf16 keeps f32's exponent range, so no loss
  * scaling is needed; f16 has no loss scaling here either (tiny gradients
