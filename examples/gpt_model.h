@@ -35,9 +35,9 @@
  * it, so activations and gradients are 16-bit; the linears are written as
  * rlx_matmul_t + bias there (rlx_linear computes 16-bit operands in f32),
  * so their GEMMs run natively in bf16 (rlx_attention still computes in f32
- * inside and rounds its result); the per-token losses are cast to f32 before the mean; the
- * 16-bit gradients (rlx_grad returns them in the parameter's dtype) are
- * cast to f32 for the update. bf16 keeps f32's exponent range, so no loss
+ * inside and rounds its result); the per-token losses are cast to f32
+ * before the mean; the 16-bit gradients (rlx_grad returns them in the
+ * parameter's dtype) are cast to f32 for the update. bf16 keeps f32's exponent range, so no loss
  * scaling is needed; f16 has no loss scaling here either (tiny gradients
  * may flush to zero). Program inputs and outputs are those of f32.
  *
