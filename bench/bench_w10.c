@@ -36,6 +36,12 @@
  *                                    is not N: OpenBLAS reads it at load)
  *   --config a|b|all (all), --steps S (10), --rounds R (5), --warmup W (3)
  *   --no-gemm                        leave the GEMM-only reference out
+ *   --bf16                           also the mixed-precision step (compute
+ *                                    bf16, f32 master weights and Adam; see
+ *                                    gpt_model.h) of the same workload, same
+ *                                    init and batches, its steps timed
+ *                                    interleaved with the f32 ones in each
+ *                                    round; reports f32 / bf16 step time
  *   --first-step                     only trace + compile + one step (the
  *                                    driver's warm-cache child)
  *   --export DIR                     (with --threads) also write the initial
@@ -385,7 +391,7 @@ static int export_run(const char *dir, const gpt_layout *lay, const batches *bt,
 }
 
 typedef struct {
-    int threads, steps, rounds, warmup, first_only, no_gemm;
+    int threads, steps, rounds, warmup, first_only, no_gemm, bf16;
     const char *export_dir;
 } options;
 
@@ -438,14 +444,39 @@ static int run_workload(const workload *wl, const options *o)
         if (gpt_step(prog, &st, bt.tok[s % NBATCH], bt.tgt[s % NBATCH], &l) != RLX_OK)
             return 1;
     long rss_steady = peak_rss_kib();
+    /* the bf16 variant: its own program and state, warmed up alike */
+    gpt_layout lay16;
+    gpt_config c16 = wl->cfg;
+    c16.compute = RLX_BF16;
+    rlx_program *prog16 = NULL;
+    gpt_state st16;
+    double loss16[NLOSS], compile16_ms = NAN;
+    if (o->bf16) {
+        if (gpt_layout_make(&c16, &lay16) != RLX_OK)
+            return 1;
+        t0 = now();
+        prog16 = gpt_compile_step(&lay16);
+        compile16_ms = 1e3 * (now() - t0);
+        if (!prog16 || gpt_state_init(&st16, &lay16, SEED) != RLX_OK) {
+            fprintf(stderr, "%s bf16: compile/init: %s\n", wl->name, rlx_last_error());
+            return 1;
+        }
+        for (int s = 0; s < NLOSS + o->warmup; s++)
+            if (gpt_step(prog16, &st16, bt.tok[s % NBATCH], bt.tgt[s % NBATCH], s < NLOSS ? &loss16[s] : &l) !=
+                RLX_OK) {
+                fprintf(stderr, "%s bf16 step %d: %s\n", wl->name, s + 1, rlx_last_error());
+                return 1;
+            }
+    }
 
     gemm_bufs gb = gemm_alloc(&wl->cfg);
     double gflop = o->no_gemm ? NAN : gemm_step(&gb) * 1e-9; /* also the GEMM warm-up */
     const int total = o->rounds * o->steps;
     double *tr = malloc((size_t)total * sizeof *tr), *tg = malloc((size_t)total * sizeof *tg);
     double *rmed = malloc((size_t)o->rounds * sizeof *rmed), *gmed = malloc((size_t)o->rounds * sizeof *gmed);
+    double *t16 = malloc((size_t)total * sizeof *t16), *med16 = malloc((size_t)o->rounds * sizeof *med16);
     for (int k = 0; k < total; k++)
-        tg[k] = NAN;
+        tg[k] = t16[k] = NAN;
     long faults = 0;
     rlx_stats_reset();
     perf_ctl("enable");
@@ -466,8 +497,18 @@ static int run_workload(const workload *wl, const options *o)
             gemm_step(&gb);
             tg[r * o->steps + s] = now() - a;
         }
+        for (int s = 0; s < o->steps && prog16; s++) {
+            int k = r * o->steps + s;
+            double a = now();
+            if (gpt_step(prog16, &st16, bt.tok[k % NBATCH], bt.tgt[k % NBATCH], &l) != RLX_OK) {
+                fprintf(stderr, "%s: timed bf16 step: %s\n", wl->name, rlx_last_error());
+                return 1;
+            }
+            t16[k] = now() - a;
+        }
         rmed[r] = median(tr + r * o->steps, o->steps);
         gmed[r] = o->no_gemm ? NAN : median(tg + r * o->steps, o->steps);
+        med16[r] = prog16 ? median(t16 + r * o->steps, o->steps) : NAN;
     }
     perf_ctl("disable");
     rlx_stats_t sx;
@@ -499,7 +540,21 @@ static int run_workload(const workload *wl, const options *o)
            wl->name, o->threads, 1e3 * rb, 1e3 * median(tr, total), 1e3 * minimum(tr, total), 1e3 * gbest,
            rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, compile_ms, first_ms,
            compile_ms + first_ms, loss[0], strtok(load1, " "));
+    if (prog16) {
+        double b16 = minimum(med16, o->rounds);
+        printf("   bf16 mixed    best round median %8.3f ms, median %8.3f, min %8.3f; losses 1-3 %.6f %.6f %.6f; "
+               "compile %.1f ms\n",
+               1e3 * b16, 1e3 * median(t16, total), 1e3 * minimum(t16, total), loss16[0], loss16[1], loss16[2],
+               compile16_ms);
+        printf("W10-BF16 workload=%s threads=%d f32_ms=%.3f bf16_ms=%.3f ratio_f32_bf16=%.3f loss1_f32=%.6f "
+               "loss1_bf16=%.6f load=%s\n",
+               wl->name, o->threads, 1e3 * rb, 1e3 * b16, rb / b16, loss[0], loss16[0], load1);
+        gpt_state_free(&st16);
+        rlx_program_free(prog16);
+    }
     fflush(stdout);
+    free(t16);
+    free(med16);
     free(tr);
     free(tg);
     free(rmed);
@@ -528,8 +583,11 @@ static int run_child(char *exe, const char *cfg, int threads, const options *o, 
         snprintf(rs, sizeof rs, "%d", o->rounds);
         snprintf(ws, sizeof ws, "%d", o->warmup);
         char *args[16] = {exe, "--threads", ts, "--config", cs, "--steps", ss, "--rounds", rs, "--warmup", ws};
+        int na = 11;
         if (first_only)
-            args[11] = "--first-step";
+            args[na++] = "--first-step";
+        if (o->bf16)
+            args[na++] = "--bf16";
         setenv("OPENBLAS_NUM_THREADS", ts, 1);
         setenv("RLX_CACHE_DIR", cache, 1);
         execv("/proc/self/exe", args);
@@ -587,10 +645,12 @@ int main(int argc, char **argv)
             o.first_only = 1;
         else if (strcmp(argv[i], "--no-gemm") == 0)
             o.no_gemm = 1;
+        else if (strcmp(argv[i], "--bf16") == 0)
+            o.bf16 = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--config a|b|all] [--steps S] [--rounds R] [--warmup W] "
-                    "[--first-step] [--no-gemm] [--export DIR]\n",
+                    "[--first-step] [--no-gemm] [--bf16] [--export DIR]\n",
                     argv[0]);
             return 64;
         }

@@ -35,12 +35,19 @@ rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay)
     memset(lay, 0, sizeof *lay);
     if (cfg->vocab < 1 || cfg->width < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->seq < 1 || cfg->batch < 1 ||
         cfg->width % cfg->heads != 0 || cfg->layers > GPT_MAX_LAYERS ||
-        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0)) {
-        fprintf(stderr, "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g)\n",
-                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr);
+        (cfg->dtype != RLX_F32 && cfg->dtype != RLX_F64) || !(cfg->lr >= 0) ||
+        (cfg->compute != 0 && cfg->compute != cfg->dtype &&
+         !(cfg->dtype == RLX_F32 && (cfg->compute == RLX_BF16 || cfg->compute == RLX_F16)))) {
+        fprintf(stderr,
+                "gpt_layout_make: bad config (vocab %d width %d layers %d heads %d seq %d batch %d lr %g dtype %d "
+                "compute %d)\n",
+                cfg->vocab, cfg->width, cfg->layers, cfg->heads, cfg->seq, cfg->batch, cfg->lr, (int)cfg->dtype,
+                (int)cfg->compute);
         return RLX_E_ARG;
     }
     lay->cfg = *cfg;
+    if (lay->cfg.compute == 0) /* (0: the zero of an unset field) */
+        lay->cfg.compute = cfg->dtype;
     const int64_t w = cfg->width;
     add_param(lay, "wte", cfg->vocab, w);
     add_param(lay, "wpe", cfg->seq, w);
@@ -110,13 +117,34 @@ void gpt_make_batch(const gpt_config *cfg, uint64_t seed, int32_t *tokens, int32
 
 /* ----------------------------------------------------------- model */
 
+/* x @ w^T + b, then act. rlx_linear computes 16-bit operands in f32 (one
+ * rounding for the op); the mixed-precision step wants the 16-bit GEMMs
+ * themselves (bf16 runs natively), so 16-bit weights take rlx_matmul_t,
+ * the bias add and the activation as separate ops, each rounding to the
+ * compute dtype. f32/f64 weights keep rlx_linear: the f32 step unchanged. */
+static rlx_tensor *linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act act)
+{
+    rlx_dtype dt = rlx_dtype_of(w);
+    int64_t shape[3];
+    int rank = rlx_shape(x, shape, 3);
+    if ((dt != RLX_BF16 && dt != RLX_F16) || rank != 3 || (act != RLX_ACT_NONE && act != RLX_ACT_GELU_TANH))
+        return act == RLX_ACT_NONE ? rlx_linear(x, w, b) : rlx_linear_act(x, w, b, act);
+    /* [batch, seq, in] flattened: w multiplied once */
+    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[0] * shape[1], shape[2]}), w);
+    y = rlx_add(y, b);
+    if (act == RLX_ACT_GELU_TANH)
+        y = rlx_gelu_tanh(y);
+    shape[2] = rlx_dim(w, 0);
+    return rlx_reshape(y, 3, shape);
+}
+
 /* The attention input of a block: pre-LN, one fused q/k/v linear, split. */
 static void block_qkv(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, rlx_tensor **q, rlx_tensor **k,
                       rlx_tensor **v)
 {
     const int64_t w = c->width;
     rlx_tensor *a = rlx_layer_norm(h, p[P_LN1_G], p[P_LN1_B], LN_EPS);
-    rlx_tensor *qkv = rlx_linear(a, p[P_QKV_W], p[P_QKV_B]);
+    rlx_tensor *qkv = linear(a, p[P_QKV_W], p[P_QKV_B], RLX_ACT_NONE);
     *q = rlx_narrow(qkv, 2, 0, w);
     *k = rlx_narrow(qkv, 2, w, w);
     *v = rlx_narrow(qkv, 2, 2 * w, w);
@@ -125,10 +153,10 @@ static void block_qkv(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p, 
 /* The rest of a block after attention: output linear, residual, MLP. */
 static rlx_tensor *block_out(rlx_tensor *h, rlx_tensor *att, rlx_tensor *const *p)
 {
-    h = rlx_add(h, rlx_linear(att, p[P_O_W], p[P_O_B]));
+    h = rlx_add(h, linear(att, p[P_O_W], p[P_O_B], RLX_ACT_NONE));
     rlx_tensor *m = rlx_layer_norm(h, p[P_LN2_G], p[P_LN2_B], LN_EPS);
-    rlx_tensor *f = rlx_linear_act(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
-    return rlx_add(h, rlx_linear(f, p[P_PROJ_W], p[P_PROJ_B]));
+    rlx_tensor *f = linear(m, p[P_FC_W], p[P_FC_B], RLX_ACT_GELU_TANH);
+    return rlx_add(h, linear(f, p[P_PROJ_W], p[P_PROJ_B], RLX_ACT_NONE));
 }
 
 static rlx_tensor *block(const gpt_config *c, rlx_tensor *h, rlx_tensor *const *p)
@@ -188,8 +216,25 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
     const int np = lay->nparam;
     rlx_tensor *g[GPT_MAX_PARAMS];
     rlx_scope_begin();
-    rlx_tensor *loss = gpt_loss(lay, tokens, targets, p);
-    rlx_status rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    rlx_tensor *loss;
+    rlx_status rc;
+    if (c->compute == c->dtype) {
+        loss = gpt_loss(lay, tokens, targets, p);
+        rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
+    } else {
+        /* Mixed precision (see gpt_model.h): the forward and backward over
+         * narrow copies of the master weights, the loss reduced in f32, the
+         * narrow gradients widened for Adam. */
+        rlx_tensor *pc[GPT_MAX_PARAMS];
+        for (int i = 0; i < np; i++)
+            pc[i] = rlx_cast(p[i], c->compute);
+        rlx_tensor *logits = gpt_logits(lay, tokens, c->batch, c->seq, pc);
+        loss = rlx_mean_all(rlx_cast(rlx_softmax_cross_entropy_with_logits(logits, targets), c->dtype));
+        rc = loss ? rlx_grad(loss, pc, np, g) : rlx_last_status();
+        for (int i = 0; i < np && rc == RLX_OK; i++)
+            if (!(g[i] = rlx_cast(g[i], c->dtype)))
+                rc = rlx_last_status();
+    }
     if (rc == RLX_OK) {
         rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
         rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);

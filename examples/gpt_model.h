@@ -25,6 +25,22 @@
  * Initial values (gpt_init_values): weights N(0, 0.02^2) from a seeded
  * xorshift64 + Box-Muller stream, biases and betas 0, gammas 1.
  *
+ * Mixed precision (cfg.compute = RLX_BF16 or RLX_F16, dtype f32): the
+ * master weights, Adam moments, step number, loss and update stay f32,
+ * because Adam's small increments (lr 3e-4 times ~1) vanish when added to a
+ * weight with 8 significant bits, and its v (squared gradients) spans more
+ * range than 16-bit mantissas resolve. Each step casts the weights to the
+ * compute dtype, runs the forward (embeddings, matmuls, attention,
+ * layer_norm, GELU, cross-entropy per token) and the rlx_grad backward in
+ * it, so activations and gradients are 16-bit; the linears are written as
+ * rlx_matmul_t + bias there (rlx_linear computes 16-bit operands in f32),
+ * so their GEMMs run natively in bf16 (rlx_attention still computes in f32
+ * inside and rounds its result); the per-token losses are cast to f32
+ * before the mean; the 16-bit gradients (rlx_grad returns them in the
+ * parameter's dtype) are cast to f32 for the update. bf16 keeps f32's exponent range, so no loss
+ * scaling is needed; f16 has no loss scaling here either (tiny gradients
+ * may flush to zero). Program inputs and outputs are those of f32.
+ *
  * Decoding (gpt_decoder): one compiled program runs one token through the
  * blocks against a key/value cache per layer of fixed capacity [1, seq, W]:
  * the token's k/v are written at its position and its query attends over
@@ -43,7 +59,9 @@ enum { GPT_MAX_LAYERS = 16, GPT_MAX_PARAMS = 4 + 12 * GPT_MAX_LAYERS, GPT_NAME_C
 
 typedef struct {
     int vocab, width, layers, heads, seq, batch;
-    rlx_dtype dtype; /* RLX_F32 or RLX_F64 */
+    rlx_dtype dtype;   /* RLX_F32 or RLX_F64: parameters, Adam state, loss */
+    rlx_dtype compute; /* 0 or dtype: the same; RLX_BF16 or RLX_F16 with f32:
+                        * mixed precision (above) */
     double lr;       /* Adam learning rate; 0 means 3e-4 */
 } gpt_config;
 
@@ -69,7 +87,9 @@ typedef struct {
 
 /* Fills lay from cfg; RLX_E_ARG (with a message) for a config it cannot
  * build: non-positive sizes, width not a multiple of heads, too many
- * layers, a dtype other than f32/f64, a negative or NaN lr. */
+ * layers, a dtype other than f32/f64, a compute dtype other than 0, the
+ * dtype, or (with f32) bf16/f16, a negative or NaN lr. lay->cfg.compute is
+ * the dtype when cfg->compute is 0. */
 rlx_status gpt_layout_make(const gpt_config *cfg, gpt_layout *lay);
 /* The initial values of parameter i, as doubles, numel[i] of them. */
 void gpt_init_values(const gpt_layout *lay, int i, uint64_t seed, double *dst);

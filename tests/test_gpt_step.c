@@ -4,7 +4,8 @@
  * same program compiled and run on the reference backend, f32 and f64;
  * JIT results bitwise identical at 1, 2 and 3 threads; the loss falls on a
  * repeated batch; the step's plan has no reference-evaluator kernel and
- * its steady-state run copies no operand into another layout.
+ * its steady-state run copies no operand into another layout; mixed bf16
+ * training tracks f32's loss curve with f32 state.
  */
 #include "gpt_model.h"
 #include "harness.h"
@@ -187,9 +188,14 @@ TEST(gpt_step_loss_decreases)
  * then. Any other REF kernel is the reference evaluator in the plan. */
 static bool ref_allowed(ir_op op) { return ir_ops[op].emit == IR_EMIT_LIB || op == IR_OP_GATHER; }
 
-TEST(gpt_step_plan_has_no_reference_kernel)
+/* The plan of one step with the given compute dtype: no reference-
+ * evaluator kernel; for a 16-bit compute dtype, every GEMM of the linears
+ * and the head (forward and backward) in it, the f32 ones only rank-4
+ * attention products (rlx_attention computes 16-bit in f32). */
+static void check_plan(rlx_dtype compute)
 {
     gpt_config c = tiny(RLX_F32);
+    c.compute = compute;
     gpt_layout lay;
     gpt_state st;
     CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
@@ -216,20 +222,31 @@ TEST(gpt_step_plan_has_no_reference_kernel)
     sched_ctx ctx = {0};
     CHECK_EQ_INT(simp_run(&ctx, roots, nout, ts_simp_fold, simp), RLX_OK);
     CHECK_EQ_INT(sched_build(&ctx, simp, nout, &s), RLX_OK);
-    long loops = 0;
+    long loops = 0, narrow_mm = 0;
     for (long k = 0; k < s.count; k++) {
         const sched_kernel *kk = &s.k[k];
         loops += kk->kind == SCHED_LOOP;
+        if (kk->kind == SCHED_REF && kk->node->op == IR_OP_MATMUL && compute != RLX_F32) {
+            narrow_mm += kk->node->dtype == compute;
+            if (kk->node->dtype != compute && kk->node->rank != 4)
+                test_fail(__FILE__, __LINE__, "compute %s: a %s GEMM %s outside attention", rlx_dtype_name(compute),
+                          rlx_dtype_name(kk->node->dtype), test_dims(kk->node->rank, kk->node->shape));
+        }
         if (kk->kind == SCHED_REF && !ref_allowed(kk->node->op))
             test_fail(__FILE__, __LINE__, "kernel %ld of the GPT step runs %s %s through the reference evaluator", k,
                       ir_ops[kk->node->op].name, test_dims(kk->node->rank, kk->node->shape));
     }
     CHECK(loops > 0);
+    if (compute != RLX_F32) /* per layer 4 linears x (forward + 2 backward); the head's 3 */
+        CHECK(narrow_mm >= 12 * c.layers + 3);
     sched_free(&s);
     for (int i = 0; i < nout; i++)
         ir_release(simp[i]);
     gpt_state_free(&st); /* m, v and out belong to the test's scope */
 }
+
+TEST(gpt_step_plan_has_no_reference_kernel) { check_plan(RLX_F32); }
+TEST(gpt_step_mixed_plan_gemms_in_bf16) { check_plan(RLX_BF16); }
 
 /* A compiled step, after its first run, moves no byte only to change a
  * layout: every view a kernel reads reaches it as strides (a JIT load's
@@ -260,5 +277,96 @@ TEST(gpt_step_copies_nothing_a_stride_serves)
     rlx_program_free(prog);
 }
 
+/* Mixed precision (gpt_model.h): the same tiny model trained MIX_STEPS
+ * steps in f32 and with compute bf16 (or f16) from the same init and
+ * batches. The 16-bit loss curve tracks f32's within the bounds below (bf16
+ * rounds activations and gradients to 8 significant bits), the loss falls,
+ * and the state (weights, Adam moments) stays f32. */
+enum { MIX_STEPS = 30 };
+/* measured |bf16 - f32| at most 2.4e-3 over steps 1-29 and 8.9e-3 at step
+ * 30 (losses 2.4 -> 1.6; the per-token losses are bf16, ulp 2^-7 to 2^-6
+ * here): a bound of 3x the worst */
+#define MIX_TOL 0.03
+/* f16 (11 significant bits, computed in f32 by the library ops): measured
+ * worst 5.3e-4 (the mixed f16 step has no loss scaling: fine at this size);
+ * bound about 10x (the curves drift apart chaotically over the steps) */
+#define MIX_TOL_F16 5e-3
+
+static int mixed_curve(rlx_dtype compute, double *loss, rlx_dtype *pdt, rlx_dtype *mdt)
+{
+    gpt_config c = tiny(RLX_F32);
+    c.compute = compute;
+    c.lr = 3e-3; /* (fast enough to move the loss in MIX_STEPS) */
+    gpt_layout lay;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    rlx_tensor *tok[NBATCH], *tgt[NBATCH];
+    make_batches(&c, tok, tgt);
+    rlx_program *prog = gpt_compile_step(&lay);
+    gpt_state st;
+    if (!prog || gpt_state_init(&st, &lay, 3) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "compute %s: compile/init: %s", rlx_dtype_name(compute), rlx_last_error());
+        rlx_program_free(prog);
+        return 0;
+    }
+    int ok = 1;
+    for (int s = 0; ok && s < MIX_STEPS; s++)
+        if (gpt_step(prog, &st, tok[s % NBATCH], tgt[s % NBATCH], &loss[s]) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "compute %s step %d: %s", rlx_dtype_name(compute), s + 1, rlx_last_error());
+            ok = 0;
+        }
+    *pdt = rlx_dtype_of(st.p[2]);
+    *mdt = rlx_dtype_of(st.v[2]);
+    for (int i = 0; i < lay.nparam; i++) /* every one, not only the one reported */
+        if (rlx_dtype_of(st.p[i]) != RLX_F32 || rlx_dtype_of(st.m[i]) != RLX_F32 || rlx_dtype_of(st.v[i]) != RLX_F32)
+            *pdt = (rlx_dtype)-1;
+    gpt_state_free(&st);
+    rlx_program_free(prog);
+    return ok;
+}
+
+static void mixed_tracks_f32(rlx_dtype compute, double tol)
+{
+    double f32[MIX_STEPS], bf16[MIX_STEPS];
+    rlx_dtype pdt, mdt;
+    if (!mixed_curve(RLX_F32, f32, &pdt, &mdt) || !mixed_curve(compute, bf16, &pdt, &mdt))
+        return;
+    CHECK_EQ_INT(pdt, RLX_F32);
+    CHECK_EQ_INT(mdt, RLX_F32);
+    double worst = 0;
+    for (int s = 0; s < MIX_STEPS; s++)
+        worst = fmax(worst, fabs(bf16[s] - f32[s]));
+    if (getenv("GPT_TEST_VERBOSE"))
+        for (int s = 0; s < MIX_STEPS; s++)
+            printf("  step %2d  f32 %.6f  %s %.6f  diff %+.2e\n", s + 1, f32[s], rlx_dtype_name(compute), bf16[s],
+                   bf16[s] - f32[s]);
+    if (getenv("GPT_TEST_VERBOSE"))
+        printf("  worst |%s - f32| loss %.3g\n", rlx_dtype_name(compute), worst);
+    CHECK(worst < tol);
+    CHECK(worst > 0); /* it did compute in 16 bits */
+    CHECK(fabs(bf16[0] - log(11.0)) < 0.1);
+    CHECK(bf16[MIX_STEPS - 1] < bf16[0] - 0.3);
+    CHECK(f32[MIX_STEPS - 1] < f32[0] - 0.3);
+}
+
+TEST(gpt_step_mixed_bf16_tracks_f32) { mixed_tracks_f32(RLX_BF16, MIX_TOL); }
+TEST(gpt_step_mixed_f16_tracks_f32) { mixed_tracks_f32(RLX_F16, MIX_TOL_F16); }
+
+/* A compute dtype needs f32 master weights; others are refused. */
+TEST(gpt_layout_refuses_bad_compute)
+{
+    gpt_layout lay;
+    gpt_config c = tiny(RLX_F64);
+    c.compute = RLX_BF16;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_E_ARG);
+    c = tiny(RLX_F32);
+    c.compute = RLX_I32;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_E_ARG);
+    c.compute = 0;
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    CHECK_EQ_INT(lay.cfg.compute, RLX_F32);
+}
+
 TEST_MAIN(T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
-          T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves))
+          T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves),
+          T(gpt_step_mixed_bf16_tracks_f32),
+          T(gpt_step_mixed_f16_tracks_f32), T(gpt_step_mixed_plan_gemms_in_bf16), T(gpt_layout_refuses_bad_compute))
