@@ -18,7 +18,8 @@
  * the compiled KV-cache decode step (gpt_decoder). --max-loss X exits 1
  * when the final loss (mean of the last 10 steps) is above X (make demo).
  * --bench-decode times a decode step against re-running the whole sequence
- * at length 256 and exits.
+ * at length 256 and exits. --bf16 trains in mixed precision (forward and
+ * backward in bf16, f32 master weights and Adam: gpt_model.h).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define _DEFAULT_SOURCE         /* getloadavg */
@@ -76,7 +77,7 @@ static void usage(void)
             "usage: rlx-gpt [--data PATH] [--steps N] [--batch N] [--seq N] [--width N] [--layers N]\n"
             "               [--heads N] [--lr X] [--seed N] [--print-every N] [--save PATH]\n"
             "               [--save-every N] [--resume PATH] [--sample N] [--temperature X]\n"
-            "               [--prompt TEXT] [--max-loss X] [--bench-decode]\n");
+            "               [--prompt TEXT] [--max-loss X] [--bench-decode] [--bf16]\n");
 }
 
 static int parse(int argc, char **argv, options *o)
@@ -115,6 +116,10 @@ static int parse(int argc, char **argv, options *o)
                                                    : NULL;
         if (!strcmp(a, "--bench-decode")) {
             o->bench_decode = 1;
+            continue;
+        }
+        if (!strcmp(a, "--bf16")) { /* mixed precision: bf16 compute, f32 weights and Adam */
+            o->cfg.compute = RLX_BF16;
             continue;
         }
         if ((!ip && !dp && !sp && strcmp(a, "--seed")) || !v) {
