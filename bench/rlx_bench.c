@@ -27,6 +27,11 @@
  *   fft       2^20 complex points; fft_prime: 1048573 (a prime)
  *   W6  training step of a 784-512-512-10 ReLU MLP, batch 256 (forward,
  *       rlx_grad, SGD), built lazily each step   peer: its 8 GEMMs in sgemm
+ *   W12 u8 image batch [128,3,224,224] normalized per channel to f32,
+ *       (x/255 - mean[c]) / std[c], one LOOP kernel   peer: x*a[c]+b[c]
+ *   bf16gemm: rlx_matmul of bf16 512^3 and 2048^3 (oneDNN, and with
+ *       bf16_gemm=1 widened to sgemm) against cblas_sgemm on f32 of the
+ *       same size, interleaved rounds, the best of each; sgemm/bf16 ratio
  *   W7  a + b of 4 elements built, realized and read; and through a
  *       compiled program (ns per iteration)
  * Probes: "stream" (triad, 12 bytes per element, arrays far above the LLC)
@@ -74,6 +79,8 @@ void traffic_w1(const float *restrict x, const float *restrict a, const float *r
 void traffic_w2(const float *restrict x, float *restrict out, size_t n);
 void traffic_w3(const float *restrict x, const float *restrict bias, float *restrict out, size_t rows, size_t cols);
 void traffic_w4a(const float *restrict x, float *restrict out, size_t rows, size_t cols);
+void traffic_w12(const unsigned char *restrict x, const float *restrict scale, const float *restrict shift,
+                 float *restrict out, size_t n, size_t ch, size_t hw);
 void traffic_w4c(const float *restrict x, const float *restrict g, const float *restrict b, float *restrict out,
                  size_t rows, size_t cols);
 void probe_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, size_t n);
@@ -311,6 +318,85 @@ static void peer_w4c(state *s)
     traffic_w4c(host(s, 0), host(s, 1), host(s, 2), s->out, (size_t)s->d[0], (size_t)s->d[1]);
 }
 
+/* W12: a u8 image batch [n, 3, h, w] normalized per channel to f32,
+ * (x / 255 - mean[c]) / std[c]: one byte read and four written per
+ * element, in one LOOP kernel. 128 x 3 x 224 x 224 is 96 MB of traffic,
+ * three times the 32 MB L3 of a Zen core complex. */
+static const float w12_mean[3] = {0.485f, 0.456f, 0.406f}, w12_std[3] = {0.229f, 0.224f, 0.225f};
+static void setup_w12(state *s, bool q)
+{
+    int64_t shape[4] = {q ? 2 : 128, 3, q ? 13 : 224, q ? 11 : 224}, cshape[4] = {1, 3, 1, 1};
+    size_t n = (size_t)(shape[0] * shape[1] * shape[2] * shape[3]);
+    s->d[0] = shape[0], s->d[1] = 3, s->d[2] = shape[2] * shape[3];
+    unsigned char *x = xmalloc(n);
+    unsigned long long r = 12;
+    for (size_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (unsigned char)(r >> 56); /* every value 0..255 */
+    }
+    s->in[s->nin++] = rlx_from_data(RLX_U8, 4, shape, x);
+    s->in[s->nin++] = rlx_from_data(RLX_F32, 4, cshape, w12_mean);
+    s->in[s->nin++] = rlx_from_data(RLX_F32, 4, cshape, w12_std);
+    free(x);
+    for (int i = 0; i < 3; i++)
+        if (!s->in[i] || rlx_realize(s->in[i]) != RLX_OK) {
+            fprintf(stderr, "rlx-bench: W12 input: %s\n", rlx_last_error());
+            exit(1);
+        }
+    s->scratch = out_buffer(6);
+    for (int c = 0; c < 3; c++)
+        s->scratch[c] = 1 / (255 * w12_std[c]), s->scratch[3 + c] = -w12_mean[c] / w12_std[c];
+    s->out = out_buffer(n);
+    s->bytes = 5.0 * (double)n;
+}
+static int build_w12(state *s, rlx_tensor **o)
+{
+    rlx_tensor *x = rlx_div_s(rlx_cast(s->in[0], RLX_F32), 255);
+    o[0] = rlx_div(rlx_sub(x, s->in[1]), s->in[2]);
+    return 1;
+}
+static void peer_w12(state *s)
+{
+    traffic_w12(rlx_data(s->in[0]), s->scratch, s->scratch + 3, s->out, (size_t)s->d[0], (size_t)s->d[1],
+                (size_t)s->d[2]);
+}
+/* One kernel, and each value within 4 f32 epsilons (of 1 or of the value)
+ * of the expression as a C loop computes it in f32. */
+static bool verify_w12(state *s)
+{
+    size_t n = (size_t)(s->d[0] * s->d[1] * s->d[2]);
+    const unsigned char *x = rlx_data(s->in[0]);
+    float *got = xmalloc(n * sizeof *got);
+    rlx_tensor *o[1];
+    rlx_scope_begin();
+    rlx_stats_reset();
+    build_w12(s, o);
+    bool ok = rlx_realize(o[0]) == RLX_OK && rlx_read_f32(o[0], got, n) == RLX_OK;
+    rlx_stats_t st;
+    rlx_stats(&st);
+    rlx_scope_end();
+    if (ok && !strcmp(opt.backend, "jit") && (st.kernels_run != 1 || st.cache_hits + st.cache_misses != 1)) {
+        fprintf(stderr, "rlx-bench: W12 ran %llu kernels (%llu compiled or cached), want one LOOP kernel\n",
+                (unsigned long long)st.kernels_run, (unsigned long long)(st.cache_hits + st.cache_misses));
+        ok = false;
+    }
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t c = i / (size_t)s->d[2] % 3;
+        float want = ((float)x[i] / 255.0f - w12_mean[c]) / w12_std[c];
+        double tol = 4 * 0x1p-23 * (fabs(want) > 1 ? fabs(want) : 1);
+        if (!(fabs((double)got[i] - want) <= tol)) {
+            fprintf(stderr, "rlx-bench: W12 [%zu]: %.9g, the C loop %.9g\n", i, got[i], want);
+            ok = false;
+        }
+    }
+    free(got);
+    if (!opt.json)
+        printf("%-10s check against a C loop (one kernel): %s\n", "W12", ok ? "ok" : "MISMATCH");
+    else
+        printf("{\"type\":\"check_c\",\"workload\":\"W12\",\"ok\":%s}\n", ok ? "true" : "false");
+    return ok;
+}
+
 /* W5a: [m,k] @ [k,n] */
 static void setup_w5a(state *s, bool q)
 {
@@ -517,6 +603,8 @@ static const workload workloads[] = {
     {"fft", "-", "fft 2^20 complex", setup_fft, build_fft, NULL, NULL},
     {"fft_prime", "-", "fft 1048573 (prime) complex", setup_fft_prime, build_fft, NULL, NULL},
     {"W6", "-", "MLP 784-512-512-10 train step, batch 256", setup_w6, build_w6, peer_w6, "8 sgemm"},
+    {"W12", "ew", "(cast(u8 x, f32)/255-mean[c])/std[c], [128,3,224,224]", setup_w12, build_w12, peer_w12,
+     "traffic x*a[c]+b[c]"},
 };
 enum { NWORK = sizeof workloads / sizeof workloads[0] };
 
@@ -923,6 +1011,94 @@ static void narrow_ratios(void)
     }
 }
 
+/* ------------------------------------------------------------ bf16gemm */
+
+/* bf16 rlx_matmul (default: oneDNN where the CPU has AVX512-BF16; then
+ * bf16_gemm=1, each block widened to f32 for sgemm) against cblas_sgemm
+ * on f32 of the same size: each round runs the three once, in turn, so a
+ * change in load falls on all; the best of the rounds is each one's time.
+ * --quick also checks the bf16 product against sgemm of the same bf16
+ * values widened, rounded to bf16 (f32 accumulation in both). */
+static int set_or_die(const char *key, const char *value);
+
+static void bf16_gemm(void)
+{
+    const int64_t sizes[2] = {opt.quick ? 40 : 512, opt.quick ? 67 : 2048};
+    for (int z = 0; z < 2; z++) {
+        int64_t n = sizes[z], sh[2] = {n, n};
+        size_t nn = (size_t)(n * n);
+        float *a = uniform(nn, 21), *b = uniform(nn, 22), *c = out_buffer(nn);
+        rlx_tensor *fa = rlx_from_data(RLX_F32, 2, sh, a), *fb = rlx_from_data(RLX_F32, 2, sh, b);
+        rlx_tensor *ta = rlx_cast(fa, RLX_BF16), *tb = rlx_cast(fb, RLX_BF16);
+        bool ok = ta && tb && rlx_realize(ta) == RLX_OK && rlx_realize(tb) == RLX_OK;
+        /* sgemm's operands: the bf16 values widened (the same products) */
+        ok = ok && rlx_read_f32(ta, a, nn) == RLX_OK && rlx_read_f32(tb, b, nn) == RLX_OK;
+        double best[3] = {INFINITY, INFINITY, INFINITY};
+        int rounds = opt.quick ? 2 : (n >= 2048 ? opt.repeat : 3 * opt.repeat);
+        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
+            for (int v = 0; v < 3 && ok; v++) {
+                double t0 = now(), dt;
+                if (v < 2) {
+                    set_or_die("bf16_gemm", v ? "1" : "default");
+                    rlx_scope_begin();
+                    rlx_tensor *p = rlx_matmul(ta, tb);
+                    ok = rlx_realize(p) == RLX_OK;
+                    dt = now() - t0;
+                    if (ok && opt.quick) {
+                        /* sgemm of the widened inputs, rounded to bf16 */
+                        float *got = xmalloc(nn * sizeof *got);
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n,
+                                    b, (int)n, 0, c, (int)n);
+                        ok = rlx_read_f32(p, got, nn) == RLX_OK;
+                        for (size_t i = 0; ok && i < nn; i++) {
+                            /* the rounding to bf16 (2^-8 relative), plus the
+                             * f32 sums' order: n terms of at most 4 */
+                            double tol = 0x1p-8 * fabs(c[i]) + 4.0 * (double)n * 0x1p-22;
+                            if (!(fabs((double)got[i] - c[i]) <= tol)) {
+                                fprintf(stderr, "rlx-bench: bf16gemm %lld [%zu] (bf16_gemm=%d): %.8g, sgemm %.8g\n",
+                                        (long long)n, i, v, got[i], c[i]);
+                                ok = false;
+                            }
+                        }
+                        free(got);
+                    }
+                    rlx_scope_end();
+                } else {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n, b,
+                                (int)n, 0, c, (int)n);
+                    dt = now() - t0;
+                }
+                if (r >= 0 && dt < best[v])
+                    best[v] = dt;
+            }
+        set_or_die("bf16_gemm", "default");
+        if (!ok) {
+            fprintf(stderr, "rlx-bench: bf16gemm %lld failed: %s\n", (long long)n, rlx_last_error());
+            failures++;
+        } else if (opt.json) {
+            printf("{\"type\":\"bf16gemm\",\"n\":%lld,\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"bf16_ms\":%.4f,\"bf16_widened_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_bf16\":%.3f,"
+                   "\"sgemm_over_bf16_widened\":%.3f}\n",
+                   (long long)n, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
+                   1e3 * best[2], best[2] / best[0], best[2] / best[1]);
+        } else {
+            double fl = 2.0 * (double)n * (double)n * (double)n * 1e-9;
+            printf("bf16gemm   %lld^3 best of %d interleaved rounds: bf16 %.3f ms (%.1f GFLOP/s), bf16 widened "
+                   "(bf16_gemm=1) %.3f ms (%.1f), sgemm f32 %.3f ms (%.1f); sgemm/bf16 %.2fx, sgemm/widened %.2fx\n",
+                   (long long)n, rounds, 1e3 * best[0], fl / best[0], 1e3 * best[1], fl / best[1], 1e3 * best[2],
+                   fl / best[2], best[2] / best[0], best[2] / best[1]);
+        }
+        fflush(stdout);
+        rlx_release(ta);
+        rlx_release(tb);
+        rlx_release(fa);
+        rlx_release(fb);
+        free(a);
+        free(b);
+        free(c);
+    }
+}
+
 /* ------------------------------------------------- run, sweep and tune */
 
 static int repeat_count(void) { return opt.quick ? 2 : opt.repeat; }
@@ -932,6 +1108,8 @@ static void run_workload(const workload *w)
     state s = {0};
     w->setup(&s, opt.quick);
     if (opt.quick && !check(w, &s))
+        failures++;
+    if (opt.quick && w->build == build_w12 && !verify_w12(&s)) /* also against a C loop */
         failures++;
     timing t = measure(w, &s, false, repeat_count());
     if (!t.ok) {
@@ -1038,6 +1216,8 @@ static int workload_bucket(const state *s, const workload *w)
     int64_t e = s->d[0];
     if (!strcmp(w->name, "W3") || !strcmp(w->name, "W4a") || !strcmp(w->name, "W4b") || !strcmp(w->name, "W4c"))
         e = s->d[0] * s->d[1];
+    else if (!strcmp(w->name, "W12"))
+        e = s->d[0] * s->d[1] * s->d[2];
     else if (!strcmp(w->cls, "matmul"))
         e = s->d[0] * s->d[2];
     return knob_bucket(e);
@@ -1291,7 +1471,8 @@ static int parse_args(int argc, char **argv)
         /* every name in the filter must be a workload, W7 or a probe */
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow");
+            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") ||
+                         !strcmp(t, "bf16gemm");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1321,6 +1502,7 @@ int main(int argc, char **argv)
                    workloads[i].peer ? "; peer: " : "", workloads[i].peer ? workloads[i].peer_name : "");
         printf("%-10s %-8s %s\n", "W7", "-", "a+b of 4 elements, build+realize+read, and through a program");
         printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
+        printf("%-10s %-8s %s\n", "bf16gemm", "-", "bf16 matmul 512^3, 2048^3 against f32 cblas_sgemm, interleaved rounds");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
             printf(" %s", knob_table[i].name);
@@ -1343,5 +1525,7 @@ int main(int argc, char **argv)
         w7();
     if (wanted("narrow"))
         narrow_ratios();
+    if (wanted("bf16gemm"))
+        bf16_gemm();
     return failures ? 1 : 0;
 }

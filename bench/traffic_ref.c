@@ -64,6 +64,22 @@ void traffic_w4c(const float *restrict x, const float *restrict g, const float *
             out[r * cols + c] = x[r * cols + c] * g[c] + b[c];
 }
 
+/* W12: u8 [n, ch, hw] to f32 normalized per channel, in the form a
+ * hand-written loop would take (one multiply-add per element, the scale
+ * and shift precomputed per channel): one byte read, four written. */
+void traffic_w12(const unsigned char *restrict x, const float *restrict scale, const float *restrict shift,
+                 float *restrict out, size_t n, size_t ch, size_t hw);
+
+void traffic_w12(const unsigned char *restrict x, const float *restrict scale, const float *restrict shift,
+                 float *restrict out, size_t n, size_t ch, size_t hw)
+{
+    for (size_t i = 0; i < n * ch; i++) {
+        float a = scale[i % ch], b = shift[i % ch];
+        for (size_t j = 0; j < hw; j++)
+            out[i * hw + j] = (float)x[i * hw + j] * a + b;
+    }
+}
+
 /* Machine-limit probes of rlx-bench (bench/rlx_bench.c). */
 void probe_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, size_t n);
 double probe_fma(long iters);

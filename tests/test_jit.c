@@ -2158,9 +2158,52 @@ TEST(jit_narrow_kernel_counts)
     }
 }
 
+/* rlx-bench's W12 on a small batch: a u8 image [2, 3, 9, 11] (every byte
+ * value) normalized per channel to f32, (cast(x)/255 - mean[c]) / std[c],
+ * is one LOOP kernel on the JIT and, on both backends, within 4 f32
+ * epsilons (of 1 or of the value) of the same expression as a C loop in f32. */
+TEST(jit_u8_image_normalize)
+{
+    enum { N = 2, C = 3, HW = 9 * 11 };
+    static const float mean[C] = {0.485f, 0.456f, 0.406f}, sd[C] = {0.229f, 0.224f, 0.225f};
+    int64_t shape[4] = {N, C, 9, 11}, cshape[4] = {1, C, 1, 1};
+    uint8_t x[N * C * HW];
+    for (int i = 0; i < N * C * HW; i++)
+        x[i] = (uint8_t)(i * 37 + 5); /* 37 is odd: all 256 values in the first 256 */
+    for (int k = 0; k < 2; k++) {
+        use_jit(k == 1);
+        rlx_tensor *tx = rlx_from_data(RLX_U8, 4, shape, x), *tm = rlx_from_data(RLX_F32, 4, cshape, mean),
+                   *ts = rlx_from_data(RLX_F32, 4, cshape, sd);
+        CHECK_EQ_INT(rlx_realize(tx), RLX_OK);
+        CHECK_EQ_INT(rlx_realize(tm), RLX_OK);
+        CHECK_EQ_INT(rlx_realize(ts), RLX_OK);
+        rlx_tensor *y = rlx_div(rlx_sub(rlx_div_s(rlx_cast(tx, RLX_F32), 255), tm), ts);
+        rlx_stats_reset();
+        CHECK_EQ_INT(rlx_realize(y), RLX_OK);
+        rlx_stats_t st = stats_now();
+        if (k == 1 && (st.kernels_run != 1 || st.cache_hits + st.cache_misses != 1))
+            test_fail(__FILE__, __LINE__, "u8 normalize: %llu kernels (%llu compiled or cached), want one LOOP kernel",
+                      (unsigned long long)st.kernels_run, (unsigned long long)(st.cache_hits + st.cache_misses));
+        CHECK_EQ_INT(rlx_dtype_of(y), RLX_F32);
+        float got[N * C * HW];
+        CHECK_EQ_INT(rlx_read_f32(y, got, N * C * HW), RLX_OK);
+        int bad = 0;
+        for (int i = 0; i < N * C * HW && bad < 3; i++) {
+            int c = i / HW % C;
+            float want = ((float)x[i] / 255.0f - mean[c]) / sd[c];
+            if (!(fabsf(got[i] - want) <= 4 * 0x1p-23f * fmaxf(1, fabsf(want)))) {
+                test_fail(__FILE__, __LINE__, "u8 normalize on %s: [%d] (x %d) is %.9g, the C loop %.9g",
+                          k ? "jit" : "ref", i, x[i], got[i], want);
+                bad++;
+            }
+        }
+    }
+    use_jit(true);
+}
+
 TEST_MAIN(T(jit_kernel_counts), T(jit_nested_row_reductions_past_the_phase_limit), T(jit_division_by_row_value), T(jit_division_in_row_kernel), T(jit_row_fusion),
           T(jit_softmax_tails), T(jit_cache_hit), T(jit_const_args), T(jit_plan_cache), T(jit_plan_cache_bounds),
           T(jit_buffer_pool), T(jit_threads_deterministic), T(jit_views_and_roots), T(jit_pad_fusion), T(jit_pad_negative_zero), T(jit_cat_fusion), T(jit_pad_head_split_one_kernel), T(jit_long_chain), T(jit_int_semantics),
           T(jit_reductions), T(jit_llvm_errors), T(jit_allocation_failures), T(jit_ulp_f32), T(jit_ulp_f32_binary), T(jit_ulp_f64), T(jit_random_graphs),
           T(jit_random_graphs_narrow), T(jit_half_cast_sweep), T(jit_narrow_int_semantics), T(jit_narrow_kernel_counts),
-          T(jit_cast_all_pairs))
+          T(jit_cast_all_pairs), T(jit_u8_image_normalize))
