@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rlx.h"
 
@@ -122,6 +123,24 @@ static inline double ir_half_value(uint16_t h, int mant, int bias)
 }
 static inline double ir_f16_value(uint16_t h) { return ir_half_value(h, 10, 15); }
 static inline double ir_bf16_value(uint16_t h) { return ir_half_value(h, 7, 127); }
+
+/* bf16 <-> f32 on bit patterns, for the library kernels' inner loops (the
+ * same results as ir_bf16_value / ir_bf16_bits on an f32 value). */
+static inline float ir_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint16_t ir_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (f != f)
+        return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 /* The value a CONST of dt holds when made from v: what casting the double
  * v to dt gives, as a double again (integers truncated, NaN 0, saturated;

@@ -299,8 +299,8 @@ static void small_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64
         for (int64_t j = 0; j < n; j++) {
             float s = 0;
             for (int64_t p = 0; p < k; p++)
-                s += (float)ir_bf16_value(a[i * ars + p * acs]) * (float)ir_bf16_value(b[p * brs + j * bcs]);
-            c[i * ldc + j] = ir_bf16_bits(s);
+                s += ir_bf16_to_f32(a[i * ars + p * acs]) * ir_bf16_to_f32(b[p * brs + j * bcs]);
+            c[i * ldc + j] = ir_f32_to_bf16(s);
         }
 }
 
@@ -366,15 +366,15 @@ static bool f32_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t
     float *b32 = a32 + m * k, *c32 = b32 + k * n;
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < k; p++)
-            a32[i * k + p] = (float)ir_bf16_value(a[i * ars + p * acs]);
+            a32[i * k + p] = ir_bf16_to_f32(a[i * ars + p * acs]);
     for (int64_t p = 0; p < k; p++)
         for (int64_t j = 0; j < n; j++)
-            b32[p * n + j] = (float)ir_bf16_value(b[p * brs + j * bcs]);
+            b32[p * n + j] = ir_bf16_to_f32(b[p * brs + j * bcs]);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a32, (int)k, b32, (int)n,
                 0.0f, c32, (int)n);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++)
-            c[i * ldc + j] = ir_bf16_bits(c32[i * n + j]);
+            c[i * ldc + j] = ir_f32_to_bf16(c32[i * n + j]);
     ir_free(a32);
     return true;
 }
