@@ -183,7 +183,6 @@ static LLVMValueRef elem_ptr(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
 static LLVMValueRef half_to_f32(kctx *c, LLVMValueRef h, rlx_dtype dt);
 static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt);
 static LLVMValueRef intr1(kctx *c, const char *name, LLVMValueRef x);
-static LLVMValueRef fcmp_uno(kctx *c, LLVMValueRef x) { return LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""); }
 
 static LLVMValueRef load(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
 {
@@ -285,7 +284,10 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
         r = sel(c, icmp(c, LLVMIntUGE, a, k32(c, 0x477ff000)), k32(c, 0x7c00), r); /* 65520 and up: inf */
         r = LLVMBuildOr(c->b, r, sign, "");
     }
-    r = sel(c, fcmp_uno(c, x), nan, r);
+    /* NaN tested on the bits: an fcmp of x would be folded through a
+     * preceding fpext into a compare of halves, which x86 scalarizes */
+    LLVMValueRef isnan = icmp(c, LLVMIntUGT, band(c, b, 0x7fffffff), k32(c, 0x7f800000));
+    r = sel(c, isnan, nan, r);
     return LLVMBuildTrunc(c->b, r, m->i16, "");
 }
 
