@@ -143,6 +143,19 @@ TEST(gpt_step_bitwise_across_threads)
         free(r[t].params);
 }
 
+/* The step of lay compiled and its state initialized with seed; NULL
+ * (the failure recorded) when either fails. */
+static rlx_program *ready_step(const gpt_layout *lay, gpt_state *st, uint64_t seed)
+{
+    rlx_program *prog = gpt_compile_step(lay);
+    if (prog && gpt_state_init(st, lay, seed) == RLX_OK)
+        return prog;
+    test_fail(__FILE__, __LINE__, "%s %s: compile/init: %s", rlx_dtype_name(lay->cfg.dtype),
+              rlx_dtype_name(lay->cfg.compute), rlx_last_error());
+    rlx_program_free(prog);
+    return NULL;
+}
+
 TEST(gpt_step_loss_decreases)
 {
     gpt_layout lay;
@@ -152,13 +165,10 @@ TEST(gpt_step_loss_decreases)
     int32_t tv[64], yv[64];
     gpt_make_batch(&c, 5, tv, yv);
     rlx_tensor *tok = ti32(1, &n, tv), *tgt = ti32(1, &n, yv);
-    rlx_program *prog = gpt_compile_step(&lay);
     gpt_state st;
-    if (!prog || gpt_state_init(&st, &lay, 1) != RLX_OK) {
-        test_fail(__FILE__, __LINE__, "compile/init: %s", rlx_last_error());
-        rlx_program_free(prog);
+    rlx_program *prog = ready_step(&lay, &st, 1);
+    if (!prog)
         return;
-    }
     double first = NAN, last = NAN, prev = INFINITY;
     int rises = 0;
     for (int s = 0; s < 20; s++) {
@@ -258,13 +268,10 @@ TEST(gpt_step_copies_nothing_a_stride_serves)
     CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
     rlx_tensor *tok[NBATCH], *tgt[NBATCH];
     make_batches(&c, tok, tgt);
-    rlx_program *prog = gpt_compile_step(&lay);
     gpt_state st;
-    if (!prog || gpt_state_init(&st, &lay, 1) != RLX_OK) {
-        test_fail(__FILE__, __LINE__, "compile/init: %s", rlx_last_error());
-        rlx_program_free(prog);
+    rlx_program *prog = ready_step(&lay, &st, 1);
+    if (!prog)
         return;
-    }
     double loss;
     CHECK_EQ_INT(gpt_step(prog, &st, tok[0], tgt[0], &loss), RLX_OK);
     uint64_t before = rt_copied_bytes();
@@ -301,13 +308,10 @@ static int mixed_curve(rlx_dtype compute, double *loss, rlx_dtype *pdt, rlx_dtyp
     CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
     rlx_tensor *tok[NBATCH], *tgt[NBATCH];
     make_batches(&c, tok, tgt);
-    rlx_program *prog = gpt_compile_step(&lay);
     gpt_state st;
-    if (!prog || gpt_state_init(&st, &lay, 3) != RLX_OK) {
-        test_fail(__FILE__, __LINE__, "compute %s: compile/init: %s", rlx_dtype_name(compute), rlx_last_error());
-        rlx_program_free(prog);
+    rlx_program *prog = ready_step(&lay, &st, 3);
+    if (!prog)
         return 0;
-    }
     int ok = 1;
     for (int s = 0; ok && s < MIX_STEPS; s++)
         if (gpt_step(prog, &st, tok[s % NBATCH], tgt[s % NBATCH], &loss[s]) != RLX_OK) {
