@@ -15,7 +15,11 @@
  * checked against the reference backend on one round in 32.
  *
  * The CSV has one row a second: seconds, resident MiB (/proc/self/statm),
- * kernel-cache bytes and evictions, plan-cache bytes, live nodes, rounds.
+ * kernel-cache bytes and evictions, plan-cache bytes, live nodes, rounds,
+ * and glibc's malloc figures (mallinfo2, all arenas): MiB in use and MiB
+ * held (in use + free chunks kept), so that growth of the resident set
+ * splits into what malloc holds (in use: a leak or a cache; held but free:
+ * fragmentation) and what it does not (JIT code and data, stacks).
  * bench/soak_plot.py draws it. Set the kernel-cache budget with
  * RLX_KERNEL_CACHE_BYTES (the budget is printed and checked each second).
  */
@@ -26,6 +30,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "ir/ir.h"
 #include "rlx.h"
@@ -47,6 +54,18 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* MiB malloc has handed out and MiB it holds from the system; -1 off glibc. */
+static void malloc_mib(double *used, double *held)
+{
+#ifdef __GLIBC__
+    struct mallinfo2 m = mallinfo2();
+    *used = (double)(m.uordblks + m.hblkhd) / (1 << 20);
+    *held = (double)(m.arena + m.hblkhd) / (1 << 20);
+#else
+    *used = *held = -1;
+#endif
 }
 
 static double resident_mib(void)
@@ -191,7 +210,7 @@ int main(int argc, char **argv)
     char budget[64] = "?";
     rlx_get_option("kernel_cache_bytes", budget, sizeof budget);
     unsigned long long bud = strtoull(budget, NULL, 10);
-    fprintf(out, "seconds,resident_mib,kernel_cache_bytes,kernel_evictions,plan_cache_bytes,live_nodes,rounds\n");
+    fprintf(out, "seconds,resident_mib,kernel_cache_bytes,kernel_evictions,plan_cache_bytes,live_nodes,rounds,malloc_used_mib,malloc_held_mib\n");
     printf("rlx-soak: %.0f s, kernel cache budget %s bytes, %s\n", seconds, budget, rlx_host_info());
     tally t = {0};
     double t0 = now(), next_sample = 0;
@@ -205,9 +224,11 @@ int main(int argc, char **argv)
             if (s.kernel_cache_bytes > max_kc)
                 max_kc = s.kernel_cache_bytes;
             over += s.kernel_cache_bytes > bud;
-            fprintf(out, "%.1f,%.2f,%llu,%llu,%llu,%ld,%lu\n", el, resident_mib(),
+            double used, held;
+            malloc_mib(&used, &held);
+            fprintf(out, "%.1f,%.2f,%llu,%llu,%llu,%ld,%lu,%.2f,%.2f\n", el, resident_mib(),
                     (unsigned long long)s.kernel_cache_bytes, (unsigned long long)s.kernel_evictions,
-                    (unsigned long long)s.plan_cache_bytes, ir_live_nodes(), t.rounds);
+                    (unsigned long long)s.plan_cache_bytes, ir_live_nodes(), t.rounds, used, held);
             fflush(out);
             next_sample += 1.0;
         }
