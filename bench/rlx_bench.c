@@ -1576,7 +1576,7 @@ static int parse_args(int argc, char **argv)
         /* every name in the filter must be a workload, W7 or a probe */
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") ||
+            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
                          !strcmp(t, "bf16gemm");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
