@@ -23,6 +23,14 @@
  * A kernel's symbol is named after the 128-bit hash of its key, so an
  * object from the disk cache links under the name this process expects.
  *
+ * A kernel has two variants (sched_kernel_key): specialized, its sizes
+ * compiled in, and size-generic, reading them from its parameter array, one
+ * compile for every size of its structure. Their keys differ from the
+ * first word, in memory and on disk. Knob generic_kernels picks: 0 the
+ * specialized, 2 the generic, 1 (auto) the specialized on a structure's
+ * first sight and the generic once it comes with other numbers (J.seen),
+ * and whichever variant is in memory already.
+ *
  * Memory of librlx's own comes from ir_alloc (the fault-injection hook),
  * except jit_init's two strings (J.env, J.layout): it runs once per
  * process, so a failure injected there would turn the JIT off for good.
