@@ -22,6 +22,7 @@
 #include "harness.h"
 
 #include "codegen_llvm/cg.h"
+#include "passes/passes.h"
 #include "runtime/exec/jit_exec.h"
 
 static rlx_stats_t stats_now(void)
@@ -98,6 +99,8 @@ static rlx_tensor *f_logsumexp(rlx_tensor *x, rlx_tensor *y)
     return rlx_logsumexp(x, 1, false);
 }
 static rlx_tensor *f_layer_norm(rlx_tensor *x, rlx_tensor *y) { return rlx_gelu(rlx_layer_norm(x, y, y, 1e-5)); }
+/* exp(sin x) is needed by both passes: stashed in a row buffer, sized at run time */
+static rlx_tensor *f_stash(rlx_tensor *x, rlx_tensor *y) { return rlx_softmax(rlx_mul(rlx_exp(rlx_sin(x)), y), 1); }
 static rlx_tensor *f_cumsum(rlx_tensor *x, rlx_tensor *y)
 {
     (void)y;
@@ -145,6 +148,7 @@ static const form forms[] = {
     {"layer_norm", f_layer_norm, RLX_F32, 2e-5, false, false},
     {"layer_norm_f64", f_layer_norm, RLX_F64, 1e-11, false, false},
     {"cumsum", f_cumsum, RLX_F32, 1e-5, false, false},
+    {"stash", f_stash, RLX_F32, 2e-6, false, false},
     {"iota_where", f_iota_where, RLX_F32, 0, true, false},
 };
 
@@ -206,7 +210,7 @@ TEST(generic_values_rows)
 {
     for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
         if (forms[i].f == f_softmax || forms[i].f == f_log_softmax || forms[i].f == f_logsumexp ||
-            forms[i].f == f_layer_norm || forms[i].f == f_cumsum)
+            forms[i].f == f_layer_norm || forms[i].f == f_cumsum || forms[i].f == f_stash)
             check_form(&forms[i]);
 }
 
@@ -233,6 +237,77 @@ TEST(generic_values_rank3)
         }
     }
     set_generic("default");
+}
+
+/* ----------------------------------------------------------------- keys */
+
+/* The key of the last LOOP kernel of t's schedule (t unrealized). */
+static size_t key_of(rlx_tensor *t, bool generic, uint64_t *buf, size_t cap, int64_t *params, int *np)
+{
+    ir_node *root = (ir_node *)t;
+    sched_schedule s;
+    sched_ctx sc = {0};
+    size_t n = 0;
+    if (sched_build(&sc, &root, 1, &s) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "sched_build: %s", sc.msg);
+        return 0;
+    }
+    for (long i = 0; i < s.count; i++) {
+        if (s.k[i].kind != SCHED_LOOP)
+            continue;
+        n = sched_kernel_key(&s.k[i], generic, buf, cap);
+        if (params && sched_kernel_param_layout(&s.k[i], NULL) <= 64) {
+            *np = sched_kernel_param_layout(&s.k[i], NULL);
+            sched_kernel_params(&s.k[i], params);
+        }
+    }
+    sched_free(&s);
+    CHECK(n > 0 && n <= cap);
+    return n;
+}
+
+static bool same_key(rlx_tensor *a, rlx_tensor *b, bool generic)
+{
+    uint64_t ka[512], kb[512];
+    size_t na = key_of(a, generic, ka, 512, NULL, NULL), nb = key_of(b, generic, kb, 512, NULL, NULL);
+    return na == nb && memcmp(ka, kb, na * sizeof *ka) == 0;
+}
+
+/* Generic keys are equal over the sizes of one structure and differ where
+ * the code must (a transposed, reversed or broadcast access; a row stash
+ * that no longer fits); the parameters are the kernel's numbers. */
+TEST(generic_keys)
+{
+    int64_t a[2] = {5, 7}, b[2] = {9, 300}, m = 300;
+    rlx_tensor *xa = trand(RLX_F32, 2, a, -1, 1), *xb = trand(RLX_F32, 2, b, -1, 1);
+    rlx_tensor *xt = trand(RLX_F32, 2, (int64_t[]){300, 9}, -1, 1), *y = trand(RLX_F32, 1, &m, -1, 1);
+    CHECK(same_key(rlx_exp(xa), rlx_exp(xb), true));
+    CHECK(!same_key(rlx_exp(xa), rlx_exp(xb), false));
+    CHECK(!same_key(rlx_exp(xb), rlx_exp(rlx_t(xt)), true));  /* strided innermost */
+    CHECK(!same_key(rlx_exp(xb), rlx_exp(rlx_flip(xb, 1)), true)); /* reversed innermost */
+    CHECK(same_key(rlx_exp(rlx_flip(xa, 1)), rlx_exp(rlx_flip(xb, 1)), true));
+    CHECK(!same_key(rlx_add(xb, xb), rlx_add(xb, y), true)); /* a broadcast (zero stride) */
+    CHECK(same_key(rlx_softmax(xa, 1), rlx_softmax(xb, 1), true));
+    CHECK(same_key(rlx_exp(rlx_pad(xa, 1, 1, 2, 0)), rlx_exp(rlx_pad(xb, 1, 1, 2, 0)), true));
+    /* softmax(exp(sin x)): exp(sin x) is stashed in a row buffer while
+     * the row fits SCHED_ROW_STASH_BYTES, recomputed beyond */
+    int64_t s1[2] = {2, 1000}, s2[2] = {2, 200000};
+    rlx_tensor *l1 = trand(RLX_F32, 2, s1, -1, 1), *l2 = trand(RLX_F32, 2, s2, -1, 1);
+    rlx_tensor *f1 = rlx_softmax(rlx_exp(rlx_sin(l1)), 1), *f2 = rlx_softmax(rlx_exp(rlx_sin(l2)), 1);
+    uint64_t k1[512], k2[512];
+    size_t n1 = key_of(f1, true, k1, 512, NULL, NULL), n2 = key_of(f2, true, k2, 512, NULL, NULL);
+    CHECK(n1 == n2); /* the same words, other stash choices */
+    CHECK(memcmp(k1, k2, n1 * sizeof *k1) != 0);
+    /* the parameters: extents, the output's offset and strides, the
+     * load's (a transpose: dims that do not merge) */
+    int64_t p[64];
+    int np = 0;
+    uint64_t kk[512];
+    key_of(rlx_exp(rlx_t(xt)), true, kk, 512, p, &np);
+    static const int64_t want[8] = {9, 300, 0, 300, 1, 0, 1, 9};
+    CHECK_EQ_INT(np, 8);
+    for (int i = 0; i < 8 && np == 8; i++)
+        CHECK_EQ_INT((int)p[i], (int)want[i]);
 }
 
 /* ------------------------------------------------------------- compiles */
@@ -389,6 +464,6 @@ TEST(generic_knob_values)
     rlx_clear_error();
 }
 
-TEST_MAIN(T(generic_values_elementwise), T(generic_values_reductions), T(generic_values_rows),
+TEST_MAIN(T(generic_keys), T(generic_values_elementwise), T(generic_values_reductions), T(generic_values_rows),
           T(generic_values_rank3), T(generic_always_compiles_once), T(generic_auto_policy), T(generic_from_disk),
           T(generic_program_dynamic), T(generic_knob_values))
