@@ -799,50 +799,73 @@ static int kernel_mode(const sched_kernel *k, const knob_state *knobs, int gener
     return generic >= 0 ? generic : (int)knob_value(knobs, KNOB_GENERIC_KERNELS, KCLASS_ANY, -1);
 }
 
+/* A cached kernel of key kk, with a reference for the caller; NULL if none. */
+static cg_kernel *find_take(const kkey *kk)
+{
+    pthread_mutex_lock(&J.lock);
+    cache_ent *e = cache_find(kk->h, kk->key, kk->n);
+    if (e)
+        acquire(e->k);
+    pthread_mutex_unlock(&J.lock);
+    return e ? e->k : NULL;
+}
+
 /* Looks k's variant under mode up (cg_kernels_prepare_as): *hit a cached
  * kernel with a reference for the caller, else *chosen the key to obtain
- * and *unique whether its hash names another key already. RLX_E_NOMEM. */
+ * and *unique whether its hash names another key already. The specialized
+ * key first: a hit there needs no generic key (a row kernel's costs a
+ * plan). RLX_E_NOMEM. */
 static rlx_status select_kernel(const sched_kernel *k, const knob_state *knobs, int mode, kkey *chosen,
                                 cg_kernel **hit, bool *unique)
 {
     kkey sp = {0}, ge = {0};
-    *hit = NULL;
     *chosen = (kkey){0};
+    *hit = NULL;
     rlx_status st = RLX_OK;
-    if (mode != 0 && (st = kernel_key(k, knobs, true, &ge)) == RLX_E_UNSUPPORTED) {
-        mode = 0; /* no generic variant: the specialized one */
-        st = RLX_OK;
+    if (mode != 2) {
+        if ((st = kernel_key(k, knobs, false, &sp)) != RLX_OK)
+            return st;
+        if ((*hit = find_take(&sp))) {
+            ir_free(sp.key);
+            return RLX_OK;
+        }
     }
-    if (st == RLX_OK && mode != 2)
-        st = kernel_key(k, knobs, false, &sp);
-    if (st != RLX_OK) {
+    if (mode != 0 && (st = kernel_key(k, knobs, true, &ge)) != RLX_OK) {
+        if (st != RLX_E_UNSUPPORTED) {
+            ir_free(sp.key);
+            return st;
+        }
+        if (!sp.key && (st = kernel_key(k, knobs, false, &sp)) != RLX_OK) /* no generic variant: the specialized one */
+            return st;
+        mode = 0;
+    }
+    if (mode == 0) {
+        *chosen = sp;
+    } else if (mode == 2) {
+        *chosen = ge;
+    } else if ((*hit = find_take(&ge))) { /* auto: the generic kernel, in memory already */
+        ir_free(sp.key);
         ir_free(ge.key);
-        return st;
-    }
-    pthread_mutex_lock(&J.lock);
-    cache_ent *e = sp.key ? cache_find(sp.h, sp.key, sp.n) : NULL;
-    if (!e && ge.key)
-        e = cache_find(ge.h, ge.key, ge.n);
-    bool gen = ge.key != NULL;
-    if (e) {
-        acquire(e->k);
-        *hit = e->k;
-    } else if (sp.key && ge.key) { /* auto: generic once the structure came with other numbers */
+        return RLX_OK;
+    } else { /* auto: generic once the structure came with other numbers */
+        pthread_mutex_lock(&J.lock);
         seen_ent *s = &J.seen[ge.h.lo % SEEN_SLOTS];
         bool known = s->g.lo == ge.h.lo && s->g.hi == ge.h.hi;
-        gen = known && (s->s.lo != sp.h.lo || s->s.hi != sp.h.hi);
+        bool gen = known && (s->s.lo != sp.h.lo || s->s.hi != sp.h.hi);
         if (!known)
             *s = (seen_ent){ge.h, sp.h};
-    }
-    if (!e) {
+        pthread_mutex_unlock(&J.lock);
         *chosen = gen ? ge : sp;
-        *unique = cache_has_hash(chosen->h);
+        ir_free(gen ? sp.key : ge.key);
     }
+    if (mode == 2 && (*hit = find_take(chosen))) {
+        ir_free(chosen->key);
+        *chosen = (kkey){0};
+        return RLX_OK;
+    }
+    pthread_mutex_lock(&J.lock);
+    *unique = cache_has_hash(chosen->h);
     pthread_mutex_unlock(&J.lock);
-    if (e || !gen)
-        ir_free(ge.key);
-    if (e || gen)
-        ir_free(sp.key);
     return RLX_OK;
 }
 
