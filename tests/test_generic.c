@@ -13,6 +13,7 @@
  */
 #include <ftw.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +370,71 @@ TEST(generic_auto_policy)
     set_generic("default");
 }
 
+/* Threads realizing one structure at different sizes at once, under
+ * auto: the generic kernel is chosen and compiled concurrently; every
+ * result equals softmax computed here in double. */
+typedef struct {
+    int64_t n;
+    int bad;
+} thread_job;
+
+static void *softmax_rows(void *arg)
+{
+    thread_job *j = arg;
+    enum { M = 96 };
+    int64_t sh[2] = {j->n, M};
+    float *x = malloc((size_t)(j->n * M) * sizeof *x), *got = malloc((size_t)(j->n * M) * sizeof *got);
+    for (int64_t i = 0; i < j->n * M; i++)
+        x[i] = (float)((i * 7919 + j->n * 31) % 1000) / 250.0f - 2.0f;
+    rlx_scope_begin();
+    for (int rep = 0; rep < 3; rep++) {
+        rlx_tensor *r = rlx_softmax(rlx_mul_s(rlx_from_data(RLX_F32, 2, sh, x), 1.5), 1);
+        if (!r || rlx_read_f32(r, got, (size_t)(j->n * M)) != RLX_OK) {
+            j->bad++;
+            break;
+        }
+        for (int64_t row = 0; row < j->n; row++) {
+            double mx = -INFINITY, sum = 0;
+            for (int c = 0; c < M; c++)
+                mx = fmax(mx, 1.5 * (double)x[row * M + c]);
+            for (int c = 0; c < M; c++)
+                sum += exp(1.5 * (double)x[row * M + c] - mx);
+            for (int c = 0; c < M; c++)
+                if (!test_close(got[row * M + c], exp(1.5 * (double)x[row * M + c] - mx) / sum, 2e-6, 1e-9))
+                    j->bad++;
+        }
+    }
+    rlx_scope_end();
+    free(x);
+    free(got);
+    return NULL;
+}
+
+TEST(generic_threads)
+{
+    CHECK_EQ_INT(rlx_set_option("backend", "jit"), RLX_OK);
+    CHECK_EQ_INT(rlx_set_option("cache_dir", ""), RLX_OK);
+    set_generic("1");
+    fresh_process();
+    enum { NT = 6 };
+    pthread_t t[NT];
+    thread_job jobs[NT];
+    for (int i = 0; i < NT; i++) {
+        jobs[i] = (thread_job){.n = 3 + 5 * i};
+        CHECK(pthread_create(&t[i], NULL, softmax_rows, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_EQ_INT(jobs[i].bad, 0);
+    }
+    rlx_stats_t s0 = stats_now();
+    thread_job late = {.n = 77};
+    softmax_rows(&late); /* a later size: the generic kernel, compiled by now */
+    CHECK_EQ_INT(late.bad, 0);
+    CHECK_EQ_INT((int)(stats_now().kernels_compiled - s0.kernels_compiled), 0);
+    set_generic("default");
+}
+
 /* -------------------------------------------------------------- disk */
 
 static char base[64];
@@ -465,5 +531,5 @@ TEST(generic_knob_values)
 }
 
 TEST_MAIN(T(generic_keys), T(generic_values_elementwise), T(generic_values_reductions), T(generic_values_rows),
-          T(generic_values_rank3), T(generic_always_compiles_once), T(generic_auto_policy), T(generic_from_disk),
-          T(generic_program_dynamic), T(generic_knob_values))
+          T(generic_values_rank3), T(generic_always_compiles_once), T(generic_auto_policy), T(generic_threads),
+          T(generic_from_disk), T(generic_program_dynamic), T(generic_knob_values))
