@@ -517,7 +517,8 @@ static void debug_kernel(const sched_kernel *k, const char *name, bool generic, 
                 generic ? "generic " : "", name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype),
                 k->nargs, k->ninstr, ms);
     else
-        fprintf(stderr, "rlx: compiled %s%s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
+        fprintf(stderr,
+                "rlx: compiled %s%s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
                 generic ? "generic " : "", name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype),
                 k->nargs, k->ninstr, ms, opt_ms, cg_ms);
 }

@@ -190,7 +190,8 @@ static LLVMValueRef affine(kctx *c, const sched_affine *a, int base)
         if (a->stride[d] == 0)
             continue;
         bool fixed = !(c->generic && c->pv[base + 1 + d]);
-        LLVMValueRef t = fixed && a->stride[d] == 1 ? c->iv[d] : LLVMBuildNSWMul(c->b, c->iv[d], num(c, base + 1 + d, a->stride[d]), "");
+        LLVMValueRef t = fixed && a->stride[d] == 1 ? c->iv[d]
+                                                    : LLVMBuildNSWMul(c->b, c->iv[d], num(c, base + 1 + d, a->stride[d]), "");
         v = LLVMBuildNSWAdd(c->b, v, t, "");
     }
     return v;
