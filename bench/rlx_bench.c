@@ -38,7 +38,9 @@
  *       the best of each, and =0 again as a control (the noise floor);
  *       then layer_norm+gelu over [n, 256] realized at
  *       64 distinct n under generic_kernels 0, 1 and 2 from an empty
- *       kernel cache: kernels compiled and the stream's time
+ *       kernel cache: kernels compiled and the stream's time; and the
+ *       same through a program over [-1, 256] (compiles after its first
+ *       run, a new size's run time against a repeated size's)
  * Probes: "stream" (triad, 12 bytes per element, arrays far above the LLC)
  * and "fma" (16 independent 16-lane FMA chains), with --threads threads,
  * timed in thread CPU time (best of 5): the machine's limits, not what
@@ -1120,6 +1122,48 @@ static void generic_ratios(void)
         fflush(stdout);
     }
     set_or_die("generic_kernels", "default");
+    /* the same through a program over a dynamic batch dim: compiles after
+     * its first run, and a new size's time against a repeated size's */
+    rt_plan_cache_clear();
+    cg_cache_reset_for_tests();
+    int64_t dyn[2] = {-1, M};
+    rlx_tensor *in = rlx_input("x", RLX_F32, 2, dyn);
+    rlx_tensor *po = rlx_gelu(rlx_layer_norm(in, tg, tg, 1e-5));
+    rlx_program *prog = po ? rlx_compile(&po, 1) : NULL;
+    uint64_t after_first = 0;
+    double t_new = 0, t_rep = 0;
+    bool pok = prog != NULL;
+    for (int i = 0; i < SIZES && pok; i++) {
+        for (int rep = 0; rep < 2 && pok; rep++) { /* a new size, then the same again */
+            int64_t sh[2] = {40 + i, M};
+            rlx_scope_begin();
+            rlx_binding b = {"x", rlx_from_data(RLX_F32, 2, sh, x)};
+            rlx_tensor *out = NULL;
+            rlx_stats_t s0;
+            rlx_stats(&s0);
+            double t0 = now();
+            pok = rlx_program_run(prog, &b, 1, &out) == RLX_OK;
+            double dt = now() - t0;
+            rlx_stats_t s1;
+            rlx_stats(&s1);
+            if (i > 0) {
+                after_first += s1.kernels_compiled - s0.kernels_compiled;
+                *(rep ? &t_rep : &t_new) += dt;
+            }
+            rlx_scope_end();
+        }
+    }
+    if (!pok)
+        failures++;
+    else if (opt.json)
+        printf("{\"type\":\"generic_program\",\"sizes\":%d,\"compiled_after_first\":%llu,\"new_size_ms\":%.4f,"
+               "\"repeated_size_ms\":%.4f}\n",
+               SIZES, (unsigned long long)after_first, 1e3 * t_new / (SIZES - 1), 1e3 * t_rep / (SIZES - 1));
+    else
+        printf("generic    program layer_norm+gelu [-1,256], %d sizes: %llu kernels compiled after the first run; "
+               "a new size %.3f ms, a repeated size %.3f ms (mean)\n",
+               SIZES, (unsigned long long)after_first, 1e3 * t_new / (SIZES - 1), 1e3 * t_rep / (SIZES - 1));
+    rlx_program_free(prog);
     set_or_die("cache_dir", dir);
     rlx_release(tg);
     free(g);
