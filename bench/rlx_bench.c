@@ -34,6 +34,13 @@
  *       same size, interleaved rounds, the best of each; sgemm/bf16 ratio
  *   W7  a + b of 4 elements built, realized and read; and through a
  *       compiled program (ns per iteration)
+ *   generic: W1-W4 with generic_kernels=2 against =0, interleaved rounds,
+ *       the best of each, and =0 again as a control (the noise floor);
+ *       then layer_norm+gelu over [n, 256] realized at
+ *       64 distinct n under generic_kernels 0, 1 and 2 from an empty
+ *       kernel cache: kernels compiled and the stream's time; and the
+ *       same through a program over [-1, 256] (compiles after its first
+ *       run, a new size's run time against a repeated size's)
  * Probes: "stream" (triad, 12 bytes per element, arrays far above the LLC)
  * and "fma" (16 independent 16-lane FMA chains), with --threads threads,
  * timed in thread CPU time (best of 5): the machine's limits, not what
@@ -72,7 +79,9 @@
 #include <time.h>
 
 #include "rlx.h"
+#include "codegen_llvm/cg.h"
 #include "passes/knobs.h"
+#include "runtime/exec/jit_exec.h"
 
 void traffic_w1(const float *restrict x, const float *restrict a, const float *restrict b, float *restrict out,
                 size_t n);
@@ -1011,6 +1020,156 @@ static void narrow_ratios(void)
     }
 }
 
+/* -------------------------------------------------------------- generic */
+
+static int set_or_die(const char *key, const char *value);
+
+/* Size-generic kernels (knob generic_kernels, issue #15): W1-W4 with
+ * generic_kernels=2 and =0 interleaved, round after round, the best of
+ * each (the ratio generic/specialized); then a stream of plain
+ * realizations of layer_norm + gelu over [n, 256] at 64 distinct n under
+ * 0, 1 and 2, each from an empty kernel cache and no disk cache: kernels
+ * compiled and the stream's time. */
+static void generic_ratios(void)
+{
+    static const char *names[] = {"W1", "W2", "W3", "W4a", "W4b", "W4c"};
+    for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
+        if (!wanted(names[f]) && !wanted("generic"))
+            continue;
+        const workload *w = NULL;
+        for (int i = 0; i < NWORK; i++)
+            if (!strcmp(workloads[i].name, names[f]))
+                w = &workloads[i];
+        state s;
+        memset(&s, 0, sizeof s);
+        w->setup(&s, opt.quick);
+        /* v 2 runs the specialized kernels again: the ratio of two runs of
+         * the same code, the noise floor of the comparison */
+        double best[3] = {INFINITY, INFINITY, INFINITY}, cold[3] = {0, 0, 0};
+        uint64_t kern[3] = {0};
+        bool ok = true;
+        int rounds = opt.quick ? 2 : 3 * opt.repeat;
+        for (int r = -1; r < rounds && ok; r++) /* round -1 compiles */
+            for (int v = 0; v < 3 && ok; v++) {
+                set_or_die("generic_kernels", v == 1 ? "2" : "0");
+                double dt = run_once(w, &s, &kern[v]);
+                ok = dt >= 0;
+                if (r >= 0 && dt < best[v])
+                    best[v] = dt;
+                if (r < 0) { /* run_once reset the counters: its compiles */
+                    rlx_stats_t st;
+                    rlx_stats(&st);
+                    cold[v] = st.compile_seconds;
+                }
+            }
+        set_or_die("generic_kernels", "default");
+        if (!ok)
+            failures++;
+        else if (opt.json)
+            printf("{\"type\":\"generic\",\"workload\":\"%s\",\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"specialized_ms\":%.4f,\"generic_ms\":%.4f,\"generic_over_specialized\":%.3f,"
+                   "\"specialized_compile_ms\":%.2f,\"generic_compile_ms\":%.2f,\"control_ratio\":%.3f}\n",
+                   w->name, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
+                   best[1] / best[0], 1e3 * cold[0], 1e3 * cold[1], best[2] / best[0]);
+        else
+            printf("generic    %-5s best of %d interleaved rounds: specialized %.3f ms, generic %.3f ms; "
+                   "generic/specialized %.3fx (compiles %.1f ms, %.1f ms; control: specialized again %.3fx)\n",
+                   w->name, rounds, 1e3 * best[0], 1e3 * best[1], best[1] / best[0], 1e3 * cold[0], 1e3 * cold[1],
+                   best[2] / best[0]);
+        fflush(stdout);
+        teardown(&s);
+    }
+    if (!wanted("generic"))
+        return;
+    char dir[512];
+    if (rlx_get_option("cache_dir", dir, sizeof dir) != RLX_OK)
+        dir[0] = 0;
+    set_or_die("cache_dir", "");
+    enum { M = 256, SIZES = 64 };
+    int64_t m = M;
+    float *g = uniform(M, 31);
+    float *x = uniform((size_t)(SIZES + 40) * M, 32);
+    rlx_tensor *tg = rlx_from_data(RLX_F32, 1, &m, g);
+    for (int mode = 0; mode < 3 && tg; mode++) {
+        char v[2] = {(char)('0' + mode), 0};
+        set_or_die("generic_kernels", v);
+        rt_plan_cache_clear();
+        cg_cache_reset_for_tests(); /* an empty kernel cache: a new process */
+        rlx_stats_reset();
+        double t0 = now();
+        bool ok = true;
+        for (int i = 0; i < SIZES && ok; i++) {
+            int64_t sh[2] = {40 + i, M};
+            rlx_scope_begin();
+            rlx_tensor *tx = rlx_from_data(RLX_F32, 2, sh, x);
+            rlx_tensor *r = rlx_gelu(rlx_layer_norm(tx, tg, tg, 1e-5));
+            ok = r && rlx_realize(r) == RLX_OK;
+            rlx_scope_end();
+        }
+        double dt = now() - t0;
+        rlx_stats_t st;
+        rlx_stats(&st);
+        if (!ok)
+            failures++;
+        else if (opt.json)
+            printf("{\"type\":\"generic_stream\",\"generic_kernels\":%d,\"sizes\":%d,\"compiled\":%llu,"
+                   "\"compile_ms\":%.2f,\"total_ms\":%.2f}\n",
+                   mode, SIZES, (unsigned long long)st.kernels_compiled, 1e3 * st.compile_seconds, 1e3 * dt);
+        else
+            printf("generic    stream layer_norm+gelu [n,256], %d sizes, generic_kernels=%d: %llu kernels "
+                   "compiled (%.1f ms), %.1f ms in all\n",
+                   SIZES, mode, (unsigned long long)st.kernels_compiled, 1e3 * st.compile_seconds, 1e3 * dt);
+        fflush(stdout);
+    }
+    set_or_die("generic_kernels", "default");
+    /* the same through a program over a dynamic batch dim: compiles after
+     * its first run, and a new size's time against a repeated size's */
+    rt_plan_cache_clear();
+    cg_cache_reset_for_tests();
+    int64_t dyn[2] = {-1, M};
+    rlx_tensor *in = rlx_input("x", RLX_F32, 2, dyn);
+    rlx_tensor *po = rlx_gelu(rlx_layer_norm(in, tg, tg, 1e-5));
+    rlx_program *prog = po ? rlx_compile(&po, 1) : NULL;
+    uint64_t after_first = 0;
+    double t_new = 0, t_rep = 0;
+    bool pok = prog != NULL;
+    for (int i = 0; i < SIZES && pok; i++) {
+        for (int rep = 0; rep < 2 && pok; rep++) { /* a new size, then the same again */
+            int64_t sh[2] = {40 + i, M};
+            rlx_scope_begin();
+            rlx_binding b = {"x", rlx_from_data(RLX_F32, 2, sh, x)};
+            rlx_tensor *out = NULL;
+            rlx_stats_t s0;
+            rlx_stats(&s0);
+            double t0 = now();
+            pok = rlx_program_run(prog, &b, 1, &out) == RLX_OK;
+            double dt = now() - t0;
+            rlx_stats_t s1;
+            rlx_stats(&s1);
+            if (i > 0) {
+                after_first += s1.kernels_compiled - s0.kernels_compiled;
+                *(rep ? &t_rep : &t_new) += dt;
+            }
+            rlx_scope_end();
+        }
+    }
+    if (!pok)
+        failures++;
+    else if (opt.json)
+        printf("{\"type\":\"generic_program\",\"sizes\":%d,\"compiled_after_first\":%llu,\"new_size_ms\":%.4f,"
+               "\"repeated_size_ms\":%.4f}\n",
+               SIZES, (unsigned long long)after_first, 1e3 * t_new / (SIZES - 1), 1e3 * t_rep / (SIZES - 1));
+    else
+        printf("generic    program layer_norm+gelu [-1,256], %d sizes: %llu kernels compiled after the first run; "
+               "a new size %.3f ms, a repeated size %.3f ms (mean)\n",
+               SIZES, (unsigned long long)after_first, 1e3 * t_new / (SIZES - 1), 1e3 * t_rep / (SIZES - 1));
+    rlx_program_free(prog);
+    set_or_die("cache_dir", dir);
+    rlx_release(tg);
+    free(g);
+    free(x);
+}
+
 /* ------------------------------------------------------------ bf16gemm */
 
 /* bf16 rlx_matmul (default: oneDNN where the CPU has AVX512-BF16; then
@@ -1471,7 +1630,7 @@ static int parse_args(int argc, char **argv)
         /* every name in the filter must be a workload, W7 or a probe */
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") ||
+            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
                          !strcmp(t, "bf16gemm");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
@@ -1503,6 +1662,7 @@ int main(int argc, char **argv)
         printf("%-10s %-8s %s\n", "W7", "-", "a+b of 4 elements, build+realize+read, and through a program");
         printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
         printf("%-10s %-8s %s\n", "bf16gemm", "-", "bf16 matmul 512^3, 2048^3 against f32 cblas_sgemm, interleaved rounds");
+        printf("%-10s %-8s %s\n", "generic", "-", "W1-W4 generic/specialized kernels, interleaved; a 64-size stream");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
             printf(" %s", knob_table[i].name);
@@ -1527,5 +1687,7 @@ int main(int argc, char **argv)
         narrow_ratios();
     if (wanted("bf16gemm"))
         bf16_gemm();
+    if (wanted("generic"))
+        generic_ratios();
     return failures ? 1 : 0;
 }

@@ -952,6 +952,20 @@ RLX_API int rlx_get_num_threads(void);
  *                         elementwise chains, a reduction absorbing its
  *                         elementwise producers, a row reduction running as
  *                         a phase of its reader (softmax in one kernel)
+ *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
+ *                         2 always. A generic kernel reads its extents, strides,
+ *                         offsets and pad bounds at run time, so one compile
+ *                         serves every size of its structure (op list, dtypes,
+ *                         ranks, which dims broadcast, whether the innermost
+ *                         access is contiguous or reversed; a size-1 dim is
+ *                         another structure: the scheduler drops it). Auto:
+ *                         a structure's first size compiles a specialized
+ *                         kernel (sizes as constants), a second size compiles
+ *                         its generic kernel, every later size reuses it.
+ *                         Compiled programs with dynamic (-1) dims use generic
+ *                         kernels unless this is 0. Measured generic within a
+ *                         few percent of specialized on W1-W4 (rlx-bench
+ *                         --filter generic), so no size keeps auto specialized
  *   "tuning_file"         path: loads a tuning file now (rlx-bench --tune
  *                         writes one); "" clears the loaded entries
  * Set values and env RLX_<KEY> win over the tuning file, which is read at

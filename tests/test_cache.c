@@ -183,7 +183,13 @@ static void run_w2(int64_t n, float *out)
         memcpy(out, rlx_data(y), (size_t)n * sizeof *out);
 }
 
-static void jit_on(void) { CHECK_EQ_INT(rlx_set_option("backend", "jit"), RLX_OK); }
+/* The JIT with specialized kernels only: these tests make distinct
+ * kernels from distinct sizes (size-generic ones: test_generic.c). */
+static void jit_on(void)
+{
+    CHECK_EQ_INT(rlx_set_option("backend", "jit"), RLX_OK);
+    CHECK_EQ_INT(rlx_set_option("generic_kernels", "0"), RLX_OK);
+}
 
 /* --------------------------------------------------------------- tests */
 

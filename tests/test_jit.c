@@ -1826,7 +1826,9 @@ TEST(jit_allocation_failures)
 {
     use_jit(true);
     cg_cache_reset_for_tests(); /* an empty kernel cache, so a run grows it */
+    CHECK_EQ_INT(rlx_set_option("generic_kernels", "0"), RLX_OK); /* each new length: a new kernel */
     ALLOC_WALK(fresh_kernel_workload, 10);
+    CHECK_EQ_INT(rlx_set_option("generic_kernels", "default"), RLX_OK);
     use_jit(false);
 }
 

@@ -22,6 +22,7 @@ KNOBS = {
     "fuse_elementwise": ("1", "0", "2"),
     "fuse_reduce": ("1", "0", "2"),
     "fuse_phases": ("1", "0", "2"),
+    "generic_kernels": ("1", "2", "3"),
 }
 
 

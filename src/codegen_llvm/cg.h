@@ -23,9 +23,10 @@ void cg_configure(const cg_config *c);
 /* Writes "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f" to buf. */
 int cg_host_describe(char *buf, size_t cap);
 
-/* A compiled LOOP kernel: buffers[0] is the output, buffers[i] args[i];
- * consts[s] the value of CONST slot s (sched_kernel_consts); runs loop
- * dim 0 over [begin, end). */
+/* A compiled LOOP kernel: buffers[0] is the output, buffers[i] args[i],
+ * buffers[nargs] the kernel's parameters (an int64_t array of
+ * sched_kernel_params, read by size-generic kernels); consts[s] the value
+ * of CONST slot s (sched_kernel_consts); runs loop dim 0 over [begin, end). */
 typedef void (*cg_kernel_fn)(void *const *buffers, const double *consts, int64_t begin, int64_t end);
 
 /* Counters of one realization, added to by cg_kernel_get and
@@ -43,6 +44,7 @@ typedef struct {
  * (their JIT memory is returned); a held kernel is never evicted. */
 typedef struct cg_kernel cg_kernel;
 cg_kernel_fn cg_kernel_func(const cg_kernel *k);
+bool cg_kernel_is_generic(const cg_kernel *k); /* NULL: false */
 void cg_kernel_release(cg_kernel *k); /* NULL is a no-op */
 
 /* The kernel of k, from the in-memory cache (keyed by the kernel's
@@ -60,6 +62,14 @@ rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kern
  * NULL and msg holds the first failure's message. */
 rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel **refs,
                               cg_stats *st, char *msg, size_t cap);
+/* The same, choosing each kernel's variant by generic: 0 specialized
+ * (numbers compiled in), 2 size-generic (sched_kernel_key), 1 auto: the
+ * specialized kernel the first time a structure is seen, the generic one
+ * once the same structure comes with other numbers (and whichever of the
+ * two is in memory already); -1 the knob generic_kernels of knobs.
+ * cg_kernels_prepare and cg_kernel_get use the knob. */
+rlx_status cg_kernels_prepare_as(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, int generic,
+                                 cg_kernel **refs, cg_stats *st, char *msg, size_t cap);
 /* Releases refs[0..n) (NULLs allowed) and sets them NULL. */
 void cg_kernels_release(cg_kernel **refs, long n);
 

@@ -25,6 +25,7 @@ typedef struct {
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
     bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
     int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
+    bool generic;                      /* size-generic: numbers from the parameter array (sched_kernel_key) */
 } cg_mod;
 
 void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod);
@@ -43,7 +44,8 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
 
 /* cg_kernel.c: builds function `name` of kernel k into m's module:
  * void name(void *const *buffers, const double *consts, int64_t begin,
- * int64_t end). */
+ * int64_t end); with m->generic, buffers[k->nargs] is the kernel's
+ * parameter array (sched_kernel_params), which it reads once per call. */
 rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap);
 /* The innermost loop's vector width and interleave for k (knobs or the
  * built-in rules; 0 = the vectorizer's choice), and both packed in one

@@ -23,6 +23,14 @@
  * A kernel's symbol is named after the 128-bit hash of its key, so an
  * object from the disk cache links under the name this process expects.
  *
+ * A kernel has two variants (sched_kernel_key): specialized, its sizes
+ * compiled in, and size-generic, reading them from its parameter array, one
+ * compile for every size of its structure. Their keys differ from the
+ * first word, in memory and on disk. Knob generic_kernels picks: 0 the
+ * specialized, 2 the generic, 1 (auto) the specialized on a structure's
+ * first sight and the generic once it comes with other numbers (J.seen),
+ * and whichever variant is in memory already.
+ *
  * Memory of librlx's own comes from ir_alloc (the fault-injection hook),
  * except jit_init's two strings (J.env, J.layout): it runs once per
  * process, so a failure injected there would turn the JIT off for good.
@@ -62,7 +70,18 @@ struct cg_kernel {
     LLVMOrcResourceTrackerRef rt; /* owns: what the JIT holds of its object */
     cg_kernel *newer, *older;     /* the idle list, while refs == 0 and cached */
     bool cached;                  /* in J.tab (false once a test reset dropped it) */
+    bool generic;                 /* size-generic (its key is a generic one) */
 };
+
+/* Generic keys seen, for the auto policy (cg_kernels_prepare_as): a
+ * direct-mapped table of generic key hash -> the hash of the specialized
+ * key it came with. A structure arriving again with another specialized
+ * key (other numbers) gets its generic kernel. A collision only forgets
+ * a structure (one more specialized compile). */
+enum { SEEN_SLOTS = 1024 };
+typedef struct {
+    cg_hash128 g, s;
+} seen_ent;
 
 typedef struct {
     uint64_t th; /* the ir_table hash word, of h.lo */
@@ -101,6 +120,7 @@ static struct {
     unsigned long long next_id;
     LLVMOrcLLJITRef *retired; /* JITs replaced by cg_cache_reset_for_tests: their code stays */
     size_t nretired;
+    seen_ent seen[SEEN_SLOTS];
 } J = {.once = PTHREAD_ONCE_INIT,
        .lock = PTHREAD_MUTEX_INITIALIZER,
        .tm_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -405,7 +425,7 @@ static cg_kernel *cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn 
     if (!k)
         return NULL;
     *k = (cg_kernel){.h = h, .key = key, .nkey = n, .fn = fn, .bytes = kernel_bytes(nobj, n), .refs = 1, .rt = rt,
-                     .cached = true};
+                     .cached = true, .generic = key[0] == SCHED_KEY_GENERIC};
     cache_ent *e = ir_table_claim(&J.tab, sizeof *e, ir_table_hash(h.lo));
     e->k = k;
     J.bytes += k->bytes;
@@ -473,6 +493,7 @@ void cg_cache_reset_for_tests(void)
                 destroy(k);
         }
         ir_table_free(&J.tab);
+        memset(J.seen, 0, sizeof J.seen); /* a fresh cache state: every structure unseen */
     } else if (jit) {
         LLVMOrcDisposeLLJIT(jit);
     }
@@ -483,7 +504,7 @@ void cg_cache_reset_for_tests(void)
 
 /* RLX_DEBUG=1: one line per kernel compiled or loaded (2 adds the optimized
  * IR and the JIT start time, 3 the assembly). */
-static void debug_kernel(const sched_kernel *k, const char *name, bool loaded, double ms, double opt_ms,
+static void debug_kernel(const sched_kernel *k, const char *name, bool generic, bool loaded, double ms, double opt_ms,
                          double cg_ms)
 {
     char shape[160] = "";
@@ -492,12 +513,14 @@ static void debug_kernel(const sched_kernel *k, const char *name, bool loaded, d
         n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%lld%s", d ? "," : "", (long long)k->shape[d],
                               (k->red_mask >> d & 1) ? "r" : "");
     if (loaded)
-        fprintf(stderr, "rlx: loaded %s for %s [%s] (%s, %d args, %d instrs) from the disk cache in %.2f ms\n", name,
-                ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms);
+        fprintf(stderr, "rlx: loaded %s%s for %s [%s] (%s, %d args, %d instrs) from the disk cache in %.2f ms\n",
+                generic ? "generic " : "", name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype),
+                k->nargs, k->ninstr, ms);
     else
-        fprintf(stderr, "rlx: compiled %s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
-                name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype), k->nargs, k->ninstr, ms, opt_ms,
-                cg_ms);
+        fprintf(stderr,
+                "rlx: compiled %s%s for %s [%s] (%s, %d args, %d instrs) in %.2f ms (optimizer %.2f, codegen %.2f)\n",
+                generic ? "generic " : "", name, ir_ops[k->node->op].name, shape, ir_dtype_name(k->node->dtype),
+                k->nargs, k->ninstr, ms, opt_ms, cg_ms);
 }
 
 /* LLVM's default diagnostic handler prints remarks and warnings (e.g. "loop
@@ -534,7 +557,7 @@ static void debug_asm(LLVMTargetMachineRef tm, LLVMModuleRef mod)
 
 /* The object file of kernel k, its function named name. Runs outside the
  * cache lock: the context and the target machine are this call's own. */
-static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, const char *name, int inj,
+static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, bool generic, const char *name, int inj,
                                LLVMMemoryBufferRef *obj, double *t_opt, double *t_cg, char *msg, size_t cap)
 {
     LLVMTargetMachineRef tm = tm_take();
@@ -551,6 +574,7 @@ static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, const 
     cg_mod_init(&m, ctx, mod);
     m.width = (int)(knob_word >> 32);
     m.interleave = (int)(uint32_t)knob_word;
+    m.generic = generic;
     if (inj == 3) /* f16 in integer operations, as on a host without F16C */
         m.f16c = false;
     rlx_status st = cg_emit_kernel(&m, k, name, msg, cap);
@@ -674,6 +698,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
                          cg_kernel **out, obtain_result *res, char *msg, size_t cap)
 {
     double t0 = now(), t_opt = 0, t_cg = 0;
+    bool generic = key[0] == SCHED_KEY_GENERIC;
     char name[64];
     int len = snprintf(name, sizeof name, "rlx_k%016llx%016llx", (unsigned long long)h.hi, (unsigned long long)h.lo);
     if (unique) {
@@ -701,7 +726,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
                     res->loaded = true;
                     res->seconds += now() - t0;
                     if (J.debug >= 1)
-                        debug_kernel(k, name, true, 1e3 * (now() - t0), 0, 0);
+                        debug_kernel(k, name, generic, true, 1e3 * (now() - t0), 0, 0);
                     return RLX_OK;
                 }
                 /* an object that passed the checksum but does not link:
@@ -714,7 +739,7 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
         }
     }
     LLVMMemoryBufferRef obj = NULL;
-    rlx_status st = build_object(k, key[n - 1], name, inj, &obj, &t_opt, &t_cg, msg, cap);
+    rlx_status st = build_object(k, key[n - 1], generic, name, inj, &obj, &t_opt, &t_cg, msg, cap);
     if (st == RLX_OK) {
         /* the JIT takes a copy; the file is written only once it linked */
         LLVMMemoryBufferRef mine = dkey ? obj : NULL;
@@ -736,23 +761,113 @@ static rlx_status obtain(const sched_kernel *k, uint64_t *key, size_t n, cg_hash
     if (st == RLX_OK) {
         res->compiled = true;
         if (J.debug >= 1)
-            debug_kernel(k, name, false, 1e3 * (now() - t0), 1e3 * t_opt, 1e3 * t_cg);
+            debug_kernel(k, name, generic, false, 1e3 * (now() - t0), 1e3 * t_opt, 1e3 * t_cg);
     }
     return st;
 }
 
-/* The key words of k (ir_alloc'ed) and their hash; NULL when out of memory. */
-static uint64_t *kernel_key(const sched_kernel *k, const knob_state *knobs, size_t *n, cg_hash128 *h)
+/* A kernel's key words (ir_alloc'ed, the knob word last) and their hash. */
+typedef struct {
+    uint64_t *key;
+    size_t n;
+    cg_hash128 h;
+} kkey;
+
+/* The key of k's specialized or generic variant: RLX_OK, RLX_E_NOMEM, or
+ * RLX_E_UNSUPPORTED when k has no generic key (sched_kernel_key). */
+static rlx_status kernel_key(const sched_kernel *k, const knob_state *knobs, bool generic, kkey *out)
 {
-    size_t ns = sched_kernel_key(k, NULL, 0);
-    *n = ns + 1;
-    uint64_t *key = ir_alloc(*n * sizeof *key);
-    if (key) {
-        sched_kernel_key(k, key, ns);
-        key[ns] = cg_kernel_knob_word(knobs, k); /* the vector width and interleave it is compiled with: last */
-        *h = hash128(key, *n * sizeof *key, J.env_h);
+    *out = (kkey){0};
+    size_t ns = sched_kernel_key(k, generic, NULL, 0);
+    if (ns == SIZE_MAX)
+        return RLX_E_UNSUPPORTED;
+    uint64_t *key = ir_alloc((ns + 1) * sizeof *key);
+    if (!key)
+        return RLX_E_NOMEM;
+    if (sched_kernel_key(k, generic, key, ns) != ns) { /* (the second plan failed) */
+        ir_free(key);
+        return RLX_E_UNSUPPORTED;
     }
-    return key;
+    key[ns] = cg_kernel_knob_word(knobs, k); /* the vector width and interleave it is compiled with: last */
+    *out = (kkey){key, ns + 1, hash128(key, (ns + 1) * sizeof *key, J.env_h)};
+    return RLX_OK;
+}
+
+/* The policy's mode for k: generic as asked, or the knob when -1. */
+static int kernel_mode(const sched_kernel *k, const knob_state *knobs, int generic)
+{
+    (void)k;
+    return generic >= 0 ? generic : (int)knob_value(knobs, KNOB_GENERIC_KERNELS, KCLASS_ANY, -1);
+}
+
+/* A cached kernel of key kk, with a reference for the caller; NULL if none. */
+static cg_kernel *find_take(const kkey *kk)
+{
+    pthread_mutex_lock(&J.lock);
+    cache_ent *e = cache_find(kk->h, kk->key, kk->n);
+    if (e)
+        acquire(e->k);
+    pthread_mutex_unlock(&J.lock);
+    return e ? e->k : NULL;
+}
+
+/* Looks k's variant under mode up (cg_kernels_prepare_as): *hit a cached
+ * kernel with a reference for the caller, else *chosen the key to obtain
+ * and *unique whether its hash names another key already. The specialized
+ * key first: a hit there needs no generic key (a row kernel's costs a
+ * plan). RLX_E_NOMEM. */
+static rlx_status select_kernel(const sched_kernel *k, const knob_state *knobs, int mode, kkey *chosen,
+                                cg_kernel **hit, bool *unique)
+{
+    kkey sp = {0}, ge = {0};
+    *chosen = (kkey){0};
+    *hit = NULL;
+    rlx_status st = RLX_OK;
+    if (mode != 2) {
+        if ((st = kernel_key(k, knobs, false, &sp)) != RLX_OK)
+            return st;
+        if ((*hit = find_take(&sp))) {
+            ir_free(sp.key);
+            return RLX_OK;
+        }
+    }
+    if (mode != 0 && (st = kernel_key(k, knobs, true, &ge)) != RLX_OK) {
+        if (st != RLX_E_UNSUPPORTED) {
+            ir_free(sp.key);
+            return st;
+        }
+        if (!sp.key && (st = kernel_key(k, knobs, false, &sp)) != RLX_OK) /* no generic variant: the specialized one */
+            return st;
+        mode = 0;
+    }
+    if (mode == 0) {
+        *chosen = sp;
+    } else if (mode == 2) {
+        *chosen = ge;
+    } else if ((*hit = find_take(&ge))) { /* auto: the generic kernel, in memory already */
+        ir_free(sp.key);
+        ir_free(ge.key);
+        return RLX_OK;
+    } else { /* auto: generic once the structure came with other numbers */
+        pthread_mutex_lock(&J.lock);
+        seen_ent *s = &J.seen[ge.h.lo % SEEN_SLOTS];
+        bool known = s->g.lo == ge.h.lo && s->g.hi == ge.h.hi;
+        bool gen = known && (s->s.lo != sp.h.lo || s->s.hi != sp.h.hi);
+        if (!known)
+            *s = (seen_ent){ge.h, sp.h};
+        pthread_mutex_unlock(&J.lock);
+        *chosen = gen ? ge : sp;
+        ir_free(gen ? sp.key : ge.key);
+    }
+    if (mode == 2 && (*hit = find_take(chosen))) {
+        ir_free(chosen->key);
+        *chosen = (kkey){0};
+        return RLX_OK;
+    }
+    pthread_mutex_lock(&J.lock);
+    *unique = cache_has_hash(chosen->h);
+    pthread_mutex_unlock(&J.lock);
+    return RLX_OK;
 }
 
 static void add_result(cg_stats *st, const obtain_result *r, rlx_status s)
@@ -776,34 +891,25 @@ rlx_status cg_kernel_get(const sched_kernel *k, const knob_state *knobs, cg_kern
         snprintf(msg, cap, "%s", J.init_msg);
         return J.init_status;
     }
-    size_t n;
-    cg_hash128 h;
-    uint64_t *key = kernel_key(k, knobs, &n, &h);
-    if (!key) {
+    kkey kk;
+    bool taken = false;
+    if (select_kernel(k, knobs, kernel_mode(k, knobs, -1), &kk, out, &taken) != RLX_OK) {
         snprintf(msg, cap, "out of memory keying a kernel");
         return RLX_E_NOMEM;
     }
-    pthread_mutex_lock(&J.lock);
-    cache_ent *e = cache_find(h, key, n);
-    bool taken = !e && cache_has_hash(h);
-    if (e) {
-        acquire(e->k);
-        *out = e->k;
-    }
-    pthread_mutex_unlock(&J.lock);
-    if (e) {
+    if (*out) {
         stats->hits++;
-        ir_free(key);
         return RLX_OK;
     }
     int inj = atomic_exchange(&inject, 0);
     obtain_result r = {0};
-    rlx_status st = obtain(k, key, n, h, taken || inj, inj, out, &r, msg, cap);
+    rlx_status st = obtain(k, kk.key, kk.n, kk.h, taken || inj, inj, out, &r, msg, cap);
     add_result(stats, &r, st);
     return st;
 }
 
 cg_kernel_fn cg_kernel_func(const cg_kernel *k) { return k ? k->fn : NULL; }
+bool cg_kernel_is_generic(const cg_kernel *k) { return k && k->generic; }
 
 /* ---------------------------------------------------- parallel prepare */
 
@@ -893,6 +999,12 @@ static rlx_status prep_run(const sched_kernel *ks, prep_item *items, long np, in
 rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, cg_kernel **refs,
                               cg_stats *stats, char *msg, size_t cap)
 {
+    return cg_kernels_prepare_as(ks, n, nthreads, knobs, -1, refs, stats, msg, cap);
+}
+
+rlx_status cg_kernels_prepare_as(const sched_kernel *ks, long n, int nthreads, const knob_state *knobs, int generic,
+                                 cg_kernel **refs, cg_stats *stats, char *msg, size_t cap)
+{
     for (long i = 0; i < n; i++)
         refs[i] = NULL;
     pthread_once(&J.once, jit_init);
@@ -912,25 +1024,19 @@ rlx_status cg_kernels_prepare(const sched_kernel *ks, long n, int nthreads, cons
             continue;
         prep_item *it = &items[np];
         *it = (prep_item){.idx = i, .dup_of = -1};
-        if (!(it->key = kernel_key(&ks[i], knobs, &it->n, &it->h))) {
+        kkey kk;
+        if (select_kernel(&ks[i], knobs, kernel_mode(&ks[i], knobs, generic), &kk, &refs[i], &it->unique) != RLX_OK) {
             snprintf(msg, cap, "out of memory keying a kernel");
             st = RLX_E_NOMEM;
             break;
         }
-        pthread_mutex_lock(&J.lock);
-        cache_ent *e = cache_find(it->h, it->key, it->n);
-        it->unique = !e && cache_has_hash(it->h);
-        if (e) {
-            acquire(e->k);
-            refs[i] = e->k;
-        }
-        pthread_mutex_unlock(&J.lock);
-        if (e) {
+        if (refs[i]) {
             stats->hits++;
-            ir_free(it->key);
-            it->key = NULL;
             continue;
         }
+        it->key = kk.key;
+        it->n = kk.n;
+        it->h = kk.h;
         /* the same kernel twice: compiled once, the second is a hit */
         for (long j = 0; j < np; j++) {
             prep_item *o = &items[j];

@@ -8,8 +8,12 @@
  * value of CONST slot s (read once, before the loops, and converted to the
  * constant's dtype: values are arguments, so a changed scalar reuses the
  * code); [begin, end) is the range of loop dim 0, which the runtime may
- * split between threads. Shapes and strides are constants, so every inner
- * trip count is known.
+ * split between threads. In a specialized kernel shapes and strides are
+ * constants, so every inner trip count is known; a size-generic one
+ * (cg_mod.generic) reads them from the parameter array in buffers[nargs]
+ * (sched_kernel_params), except the strides its key fixes (0 anywhere, 1
+ * or -1 innermost: what the vectorizer needs to know), and sizes its row
+ * buffers at run time.
  * The body is plain scalar IR written the way clang writes it (loop
  * counters and accumulators in allocas, one load/compute/store per element)
  * and left to LLVM's O3 pipeline: mem2reg, LICM hoists what the inner
@@ -107,8 +111,13 @@ typedef struct {
     LLVMValueRef acc;                    /* reduction accumulators (alloca) */
     LLVMTypeRef acc_t;
     int r1, r2;                          /* reduced dims are [r1, r2) */
-    int64_t acc_stride[SCHED_MAX_LOOP];  /* accumulator index over the tail dims */
-    int64_t acc_count;
+    LLVMValueRef acc_stride[SCHED_MAX_LOOP]; /* accumulator index over the tail dims */
+    /* a generic kernel (cg_mod.generic): pv[p] is parameter p loaded in
+     * the entry block where the kernel reads it (NULL where the number is
+     * compiled in); pbase[i]: instruction i's first parameter */
+    bool generic;
+    LLVMValueRef *pv;
+    int *pbase;
     int interleave, width;               /* forced on the innermost loop when > 1 */
     unsigned char *inner;                /* per instruction: varies along the innermost loop dim */
     /* f32 divisions by a per-row value in a row kernel's store pass
@@ -162,18 +171,35 @@ static LLVMTypeRef mem_type(cg_mod *m, rlx_dtype dt)
 static LLVMValueRef ci(kctx *c, LLVMTypeRef t, long long v) { (void)c; return LLVMConstInt(t, (unsigned long long)v, 1); }
 static LLVMValueRef cf(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
 
-/* off + sum stride[d] * iv[d] over the dims with a nonzero stride. */
-static LLVMValueRef affine(kctx *c, const sched_affine *a)
+/* Number v of the kernel, parameter p: compiled in, or in a generic
+ * kernel the parameter read at run time. */
+static LLVMValueRef num(kctx *c, int p, int64_t v)
 {
-    LLVMValueRef v = ci(c, c->m->i64, a->off);
+    return c->generic && c->pv[p] ? c->pv[p] : ci(c, c->m->i64, v);
+}
+
+/* The extent of loop dim d. */
+static LLVMValueRef extent(kctx *c, int d) { return num(c, d, c->k->shape[d]); }
+
+/* off + sum stride[d] * iv[d] over the dims with a nonzero stride; its
+ * parameters from base (a generic kernel's 0 strides are compiled in). */
+static LLVMValueRef affine(kctx *c, const sched_affine *a, int base)
+{
+    LLVMValueRef v = num(c, base, a->off);
     for (int d = 0; d < c->k->rank; d++) {
         if (a->stride[d] == 0)
             continue;
-        LLVMValueRef t = a->stride[d] == 1 ? c->iv[d] : LLVMBuildNSWMul(c->b, c->iv[d], ci(c, c->m->i64, a->stride[d]), "");
+        bool fixed = !(c->generic && c->pv[base + 1 + d]);
+        LLVMValueRef t = fixed && a->stride[d] == 1 ? c->iv[d]
+                                                    : LLVMBuildNSWMul(c->b, c->iv[d], num(c, base + 1 + d, a->stride[d]), "");
         v = LLVMBuildNSWAdd(c->b, v, t, "");
     }
     return v;
 }
+
+/* The index of instruction in (a LOAD, IOTA or GUARD), and the output's. */
+static LLVMValueRef aff_in(kctx *c, const sched_instr *in) { return affine(c, &in->idx, c->pbase[in - c->k->instr]); }
+static LLVMValueRef aff_out(kctx *c) { return affine(c, &c->k->out, c->k->rank); }
 
 static LLVMValueRef elem_ptr(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
 {
@@ -207,7 +233,7 @@ static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->m->ctx, c->fn, "gjoin");
     LLVMBuildCondBr(c->b, c->vals[in->src[0]], take, join);
     LLVMPositionBuilderAtEnd(c->b, take);
-    LLVMValueRef v = load(c, in->arg, in->dtype, affine(c, &in->idx));
+    LLVMValueRef v = load(c, in->arg, in->dtype, aff_in(c, in));
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, join);
     LLVMValueRef phi = LLVMBuildPhi(c->b, LLVMTypeOf(v), "");
@@ -593,16 +619,17 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     cg_mod *m = c->m;
     LLVMTypeRef t = reg_type(m, in->dtype);
     switch (in->kind) {
-    case SCHED_I_LOAD: return in->guarded ? guarded_load(c, in) : load(c, in->arg, in->dtype, affine(c, &in->idx));
+    case SCHED_I_LOAD: return in->guarded ? guarded_load(c, in) : load(c, in->arg, in->dtype, aff_in(c, in));
     case SCHED_I_GUARD: { /* lo <= idx < hi */
-        LLVMValueRef i = affine(c, &in->idx);
-        return LLVMBuildAnd(c->b, icmp(c, LLVMIntSGE, i, ci(c, m->i64, in->lo)), icmp(c, LLVMIntSLT, i, ci(c, m->i64, in->hi)),
+        LLVMValueRef i = aff_in(c, in);
+        int pb = c->pbase[in - c->k->instr] + 1 + c->k->rank;
+        return LLVMBuildAnd(c->b, icmp(c, LLVMIntSGE, i, num(c, pb, in->lo)), icmp(c, LLVMIntSLT, i, num(c, pb + 1, in->hi)),
                             "");
     }
     case SCHED_I_CONST: return c->cvals[in->arg]; /* loaded in the entry block */
     case SCHED_I_IOTA: {
         /* start + (double)i * step in double, then stored as the reference stores */
-        LLVMValueRef i = LLVMBuildSIToFP(c->b, affine(c, &in->idx), m->f64, "");
+        LLVMValueRef i = LLVMBuildSIToFP(c->b, aff_in(c, in), m->f64, "");
         LLVMValueRef v = LLVMBuildFAdd(c->b, cf(m->f64, in->value), LLVMBuildFMul(c->b, i, cf(m->f64, in->step), ""), "");
         return convert(c, v, RLX_F64, in->dtype);
     }
@@ -653,7 +680,7 @@ static void emit_prefetches(kctx *c, int d)
         int64_t per = 64 / (int64_t)ir_dtype_size(in->dtype);
         for (int64_t q = 0; q < c->chunk; q += per) {
             c->iv[d] = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, c->chiv, ci(c, m->i64, c->chunk), ""), ci(c, m->i64, q), "");
-            LLVMValueRef args[4] = {elem_ptr(c, in->arg, in->dtype, affine(c, &in->idx)), ci(c, m->i32, 0),
+            LLVMValueRef args[4] = {elem_ptr(c, in->arg, in->dtype, aff_in(c, in)), ci(c, m->i32, 0),
                                     ci(c, m->i32, 3), ci(c, m->i32, 1)};
             cg_intrinsic(m, c->b, "llvm.prefetch", m->ptr, args, 4);
         }
@@ -673,7 +700,8 @@ static void open_loop(kctx *c, int d)
         LLVMBuildBr(c->b, c->chhead);
         LLVMPositionBuilderAtEnd(c->b, c->chhead);
         LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->chslot, "");
-        LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, ci(c, m->i64, c->k->shape[d] / c->chunk)), body, c->chexit);
+        LLVMValueRef nch = LLVMBuildSDiv(c->b, extent(c, d), ci(c, m->i64, c->chunk), ""); /* (the plan: a multiple) */
+        LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, nch), body, c->chexit);
         LLVMPositionBuilderAtEnd(c->b, body);
         c->chiv = LLVMBuildLoad2(c->b, m->i64, c->chslot, "");
         emit_prefetches(c, d);
@@ -686,7 +714,7 @@ static void open_loop(kctx *c, int d)
     LLVMBuildBr(c->b, c->head[d]);
     LLVMPositionBuilderAtEnd(c->b, c->head[d]);
     LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
-    LLVMValueRef hi = d == 0 ? c->end : ci(c, m->i64, chunked ? c->chunk : c->k->shape[d]);
+    LLVMValueRef hi = d == 0 ? c->end : chunked ? ci(c, m->i64, c->chunk) : extent(c, d);
     LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, hi), body, c->exit[d]);
     LLVMPositionBuilderAtEnd(c->b, body);
     c->iv[d] = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
@@ -805,7 +833,7 @@ static LLVMValueRef acc_ptr(kctx *c)
 {
     LLVMValueRef idx = ci(c, c->m->i64, 0);
     for (int d = c->r2; d < c->k->rank; d++)
-        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, c->m->i64, c->acc_stride[d]), ""), "");
+        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], c->acc_stride[d], ""), "");
     return LLVMBuildInBoundsGEP2(c->b, c->acc_t, c->acc, &idx, 1, "");
 }
 
@@ -840,7 +868,7 @@ static void emit_reduce(kctx *c)
     LLVMValueRef a = LLVMBuildLoad2(c->b, c->acc_t, acc_ptr(c), "");
     if (c->acc_t != reg_type(c->m, dt)) /* the store rounds a 16-bit float once */
         a = is_half(dt) ? f64_to_f32_odd(c, a) : LLVMBuildFPTrunc(c->b, a, reg_type(c->m, dt), "");
-    store(c, 0, dt, affine(c, &k->out), a);
+    store(c, 0, dt, aff_out(c), a);
     for (int d = k->rank - 1; d >= c->r2; d--)
         close_loop(c, d);
     for (int d = c->r1 - 1; d >= 0; d--)
@@ -855,7 +883,7 @@ static void emit_elementwise(kctx *c)
     emit_body_values(c);
     if (c->failed)
         return;
-    store(c, 0, k->node->dtype, affine(c, &k->out), value_out(c));
+    store(c, 0, k->node->dtype, aff_out(c), value_out(c));
     for (int d = k->rank - 1; d >= 0; d--)
         close_loop(c, d);
 }
@@ -927,20 +955,29 @@ uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k)
 typedef struct {
     const sched_rowplan *p;
     LLVMValueRef *slot; /* per instruction: its stash row buffer (alloca) */
+    LLVMValueRef rstride[SCHED_MAX_LOOP], rowlen; /* the plan's, as values (parameters of a generic kernel) */
 } row_emit;
 
 /* Entry-block allocas: stash row buffers, one accumulator per phase, the
  * guarded divisions' bounds, the chunk counter. */
-static void emit_row_allocas(kctx *c, const row_emit *re, LLVMValueRef *accs)
+static void emit_row_allocas(kctx *c, row_emit *re, LLVMValueRef *accs)
 {
     const sched_rowplan *p = re->p;
     const sched_kernel *k = c->k;
     cg_mod *m = c->m;
+    re->rowlen = ci(c, m->i64, 1);
+    for (int d = k->rank - 1; d >= p->r1; d--) {
+        re->rstride[d] = re->rowlen;
+        re->rowlen = LLVMBuildNSWMul(c->b, re->rowlen, extent(c, d), "");
+    }
     for (int i = 0; i < k->ninstr; i++) {
         if (p->stash[i] != SCHED_STASH_ROW)
             continue;
-        LLVMTypeRef at = LLVMArrayType2(reg_type(m, k->instr[i].dtype), (uint64_t)p->rowlen);
-        re->slot[i] = LLVMBuildAlloca(c->b, at, "stash");
+        /* a generic kernel's row is sized at run time: the key says the
+         * plan found the stash within SCHED_ROW_STASH_BYTES for it */
+        LLVMTypeRef et = reg_type(m, k->instr[i].dtype);
+        re->slot[i] = c->generic ? LLVMBuildArrayAlloca(c->b, et, re->rowlen, "stash")
+                                 : LLVMBuildAlloca(c->b, LLVMArrayType2(et, (uint64_t)p->rowlen), "stash");
         LLVMSetAlignment(re->slot[i], 64);
     }
     for (int L = 0; L < p->nphases; L++)
@@ -975,7 +1012,7 @@ static void emit_row_values(kctx *c, const row_emit *re, const sched_rowpass *ps
         return;
     LLVMValueRef idx = ci(c, m->i64, 0);
     for (int d = p->r1; d < k->rank; d++)
-        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], ci(c, m->i64, p->rstride[d]), ""), "");
+        idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], re->rstride[d], ""), "");
     for (int i = 0; i <= ps->root && !c->failed; i++) {
         int act = ps->act[i];
         if (act != SCHED_ROW_EVAL && act != SCHED_ROW_EVAL_STASH && act != SCHED_ROW_LOAD)
@@ -983,7 +1020,7 @@ static void emit_row_values(kctx *c, const row_emit *re, const sched_rowpass *ps
         rlx_dtype dt = k->instr[i].dtype;
         LLVMTypeRef t = reg_type(m, dt);
         LLVMValueRef ptr = act == SCHED_ROW_EVAL           ? NULL
-                           : p->stash[i] == SCHED_STASH_OUT ? elem_ptr(c, 0, dt, affine(c, &k->out))
+                           : p->stash[i] == SCHED_STASH_OUT ? elem_ptr(c, 0, dt, aff_out(c))
                                                             : LLVMBuildInBoundsGEP2(c->b, t, re->slot[i], &idx, 1, "");
         if (act == SCHED_ROW_LOAD) {
             c->vals[i] = LLVMBuildLoad2(c->b, t, ptr, "");
@@ -1040,7 +1077,7 @@ static void emit_store_loop(kctx *c, const row_emit *re, const sched_rowpass *ps
     emit_row_values(c, re, ps);
     if (c->failed)
         return;
-    store(c, 0, k->node->dtype, affine(c, &k->out), c->vals[k->ninstr - 1]);
+    store(c, 0, k->node->dtype, aff_out(c), c->vals[k->ninstr - 1]);
     for (int d = k->rank - 1; d >= re->p->r1; d--)
         close_loop(c, d);
 }
@@ -1094,7 +1131,7 @@ static void emit_row_pass(kctx *c, const row_emit *re, int P, LLVMValueRef *accs
         return;
     switch (ps->kind) {
     case SCHED_ROW_REDUCE: emit_reduce_pass(c, re, ps, accs[P]); return; /* the phases are passes 0..nphases-1 */
-    case SCHED_ROW_STORE_ONE: store(c, 0, c->k->node->dtype, affine(c, &c->k->out), c->vals[c->k->ninstr - 1]); return;
+    case SCHED_ROW_STORE_ONE: store(c, 0, c->k->node->dtype, aff_out(c), c->vals[c->k->ninstr - 1]); return;
     case SCHED_ROW_RETRY: emit_retry_pass(c, re, ps); return;
     case SCHED_ROW_STORE:
         emit_store_pass(c, re, ps);
@@ -1122,7 +1159,7 @@ static void emit_phased(kctx *c)
         return;
     }
     LLVMValueRef accs[SCHED_MAX_PHASES]; /* the plan has at most that many */
-    row_emit re = {&p, ir_calloc((size_t)k->ninstr, sizeof(LLVMValueRef))};
+    row_emit re = {.p = &p, .slot = ir_calloc((size_t)k->ninstr, sizeof(LLVMValueRef))};
     if (!re.slot) {
         snprintf(c->msg, c->cap, "out of memory generating a kernel");
         c->failed = c->oom = true;
@@ -1168,34 +1205,79 @@ static LLVMValueRef const_value(kctx *c, LLVMValueRef consts, int slot, rlx_dtyp
     }
 }
 
+/* A generic kernel's parameters, from the array (readonly, buffers[nargs]):
+ * pv[p] for each number the code reads (sched_kernel_param_layout), none
+ * for the strides compiled in (sched_stride_fixed). */
+static void load_params(kctx *c, LLVMValueRef dims, int np)
+{
+    const sched_kernel *k = c->k;
+    unsigned char *want = ir_calloc((size_t)np, 1);
+    if (!want) {
+        snprintf(c->msg, c->cap, "out of memory generating a kernel");
+        c->failed = c->oom = true;
+        return;
+    }
+    int r = k->rank;
+    for (int d = 0; d < r; d++)
+        want[d] = 1;
+    want[r] = 1;
+    for (int d = 0; d < r; d++)
+        want[r + 1 + d] = !sched_stride_fixed(k->out.stride[d], d, r);
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        int b = c->pbase[i];
+        if (b < 0)
+            continue;
+        want[b] = 1;
+        for (int d = 0; d < r; d++)
+            want[b + 1 + d] = !sched_stride_fixed(in->idx.stride[d], d, r);
+        if (in->kind == SCHED_I_GUARD)
+            want[b + 1 + r] = want[b + 2 + r] = 1;
+    }
+    for (int p = 0; p < np; p++) {
+        if (!want[p])
+            continue;
+        LLVMValueRef ix = ci(c, c->m->i64, p);
+        c->pv[p] = LLVMBuildLoad2(c->b, c->m->i64, LLVMBuildInBoundsGEP2(c->b, c->m->i64, dims, &ix, 1, ""), "");
+        LLVMSetAlignment(c->pv[p], 8);
+    }
+    ir_free(want);
+}
+
 rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, char *msg, size_t cap)
 {
     int na = k->nargs;
-    /* body parameters: the na buffers, consts, begin, end */
-    LLVMTypeRef *pt = ir_alloc((size_t)(na + 3) * sizeof *pt);
+    /* body parameters: the na buffers, the parameter array, consts, begin, end */
+    int np = sched_kernel_param_layout(k, NULL);
+    LLVMTypeRef *pt = ir_alloc((size_t)(na + 4) * sizeof *pt);
     LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
     LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
     LLVMValueRef *cvals = ir_calloc((size_t)(k->nconsts ? k->nconsts : 1), sizeof *cvals);
     unsigned char *inner = ir_calloc((size_t)(k->ninstr ? k->ninstr : 1), 1);
-    if (!pt || !bufs || !vals || !cvals || !inner) {
+    LLVMValueRef *pv = ir_calloc((size_t)np, sizeof *pv);
+    int *pbase = ir_alloc((size_t)(k->ninstr ? k->ninstr : 1) * sizeof *pbase);
+    if (!pt || !bufs || !vals || !cvals || !inner || !pv || !pbase) {
         ir_free(pt);
         ir_free(bufs);
         ir_free(vals);
         ir_free(cvals);
         ir_free(inner);
+        ir_free(pv);
+        ir_free(pbase);
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;
     }
-    for (int i = 0; i <= na; i++)
+    sched_kernel_param_layout(k, pbase);
+    for (int i = 0; i <= na + 1; i++)
         pt[i] = m->ptr;
-    pt[na + 1] = pt[na + 2] = m->i64;
+    pt[na + 2] = pt[na + 3] = m->i64;
     /* the body: noalias buffers, so the vectorizer needs no runtime checks */
     char bname[96];
     snprintf(bname, sizeof bname, "%s_body", name);
-    LLVMValueRef body = LLVMAddFunction(m->mod, bname, LLVMFunctionType(m->vd, pt, (unsigned)na + 3, 0));
+    LLVMValueRef body = LLVMAddFunction(m->mod, bname, LLVMFunctionType(m->vd, pt, (unsigned)na + 4, 0));
     LLVMSetLinkage(body, LLVMInternalLinkage);
     add_attr(m, body, LLVMAttributeFunctionIndex, "nounwind");
-    for (int i = 0; i <= na; i++) {
+    for (int i = 0; i <= na + 1; i++) {
         add_attr(m, body, (LLVMAttributeIndex)(i + 1), "noalias");
         add_attr(m, body, (LLVMAttributeIndex)(i + 1), "nocapture");
         if (i > 0)
@@ -1211,19 +1293,24 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     c.bufs = bufs;
     c.vals = vals;
     c.cvals = cvals;
-    c.begin = LLVMGetParam(body, (unsigned)na + 1);
-    c.end = LLVMGetParam(body, (unsigned)na + 2);
+    c.begin = LLVMGetParam(body, (unsigned)na + 2);
+    c.end = LLVMGetParam(body, (unsigned)na + 3);
+    c.generic = m->generic;
+    c.pv = pv;
+    c.pbase = pbase;
     c.msg = msg;
     c.cap = cap;
     c.b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
     for (int d = 0; d < k->rank; d++)
         c.ivslot[d] = LLVMBuildAlloca(c.b, m->i64, "");
+    if (c.generic) /* the numbers it reads, loaded once */
+        load_params(&c, LLVMGetParam(body, (unsigned)na), np);
     c.inner = inner;
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
         if (in->kind == SCHED_I_CONST)
-            cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na), in->arg, in->dtype);
+            cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na + 1), in->arg, in->dtype);
         if ((in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) && k->rank > 0)
             inner[i] = in->idx.stride[k->rank - 1] != 0;
         if (in->kind == SCHED_I_LOAD && in->guarded)
@@ -1247,14 +1334,20 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         }
         if (c.r1 == k->rank) /* nothing left to reduce: one accumulate per element */
             c.r1 = c.r2 = k->rank;
-        c.acc_count = 1;
+        int64_t count = 1;
+        LLVMValueRef cv = ci(&c, m->i64, 1);
         for (int d = k->rank - 1; d >= c.r2; d--) {
-            c.acc_stride[d] = c.acc_count;
-            c.acc_count *= k->shape[d];
+            c.acc_stride[d] = cv;
+            cv = LLVMBuildNSWMul(c.b, cv, extent(&c, d), "");
+            count *= k->shape[d];
         }
-        /* one slot (promoted to a register) or a row buffer of at most ACC_MAX */
-        LLVMTypeRef at = c.acc_count > 1 ? LLVMArrayType2(c.acc_t, (uint64_t)c.acc_count) : c.acc_t;
-        c.acc = LLVMBuildAlloca(c.b, at, "acc");
+        /* one slot (promoted to a register) or a row buffer of at most
+         * SCHED_ACC_MAX values (the scheduler's bound), in a generic
+         * kernel sized at run time */
+        if (c.generic && c.r2 < k->rank)
+            c.acc = LLVMBuildArrayAlloca(c.b, c.acc_t, cv, "acc");
+        else
+            c.acc = LLVMBuildAlloca(c.b, count > 1 ? LLVMArrayType2(c.acc_t, (uint64_t)count) : c.acc_t, "acc");
         LLVMSetAlignment(c.acc, 64);
         emit_reduce(&c);
     } else if (k->red_mask || has_phase(k)) { /* (rows of extent 1 leave no row dim) */
@@ -1269,17 +1362,17 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->vd, et, 4, 0));
     add_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind");
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
-    LLVMValueRef *args = ir_alloc((size_t)(na + 3) * sizeof *args);
+    LLVMValueRef *args = ir_alloc((size_t)(na + 4) * sizeof *args);
     if (args) {
-        for (int i = 0; i < na; i++) {
+        for (int i = 0; i <= na; i++) { /* the buffers, then buffers[na]: the parameter array */
             LLVMValueRef ix = ci(&c, m->i64, i);
             LLVMValueRef p = LLVMBuildInBoundsGEP2(c.b, m->ptr, LLVMGetParam(fn, 0), &ix, 1, "");
-            args[i] = LLVMBuildLoad2(c.b, m->ptr, p, "");
+            args[i] = c.generic || i < na ? LLVMBuildLoad2(c.b, m->ptr, p, "") : LLVMConstNull(m->ptr);
         }
-        args[na] = LLVMGetParam(fn, 1);
-        args[na + 1] = LLVMGetParam(fn, 2);
-        args[na + 2] = LLVMGetParam(fn, 3);
-        LLVMBuildCall2(c.b, LLVMGlobalGetValueType(body), body, args, (unsigned)na + 3, "");
+        args[na + 1] = LLVMGetParam(fn, 1);
+        args[na + 2] = LLVMGetParam(fn, 2);
+        args[na + 3] = LLVMGetParam(fn, 3);
+        LLVMBuildCall2(c.b, LLVMGlobalGetValueType(body), body, args, (unsigned)na + 4, "");
         LLVMBuildRetVoid(c.b);
     }
     LLVMDisposeBuilder(c.b);
@@ -1289,6 +1382,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     ir_free(vals);
     ir_free(cvals);
     ir_free(inner);
+    ir_free(pv);
+    ir_free(pbase);
     if (!args) {
         snprintf(msg, cap, "out of memory generating a kernel");
         return RLX_E_NOMEM;

@@ -46,6 +46,7 @@ typedef enum {
     KNOB_FUSE_ELEMENTWISE, /* 0: each elementwise op is its own kernel */
     KNOB_FUSE_REDUCE,    /* 0: a reduction does not absorb its elementwise producers */
     KNOB_FUSE_PHASES,    /* 0: a row reduction is not a phase of its reader */
+    KNOB_GENERIC_KERNELS, /* size-generic kernels: 0 never, 1 auto, 2 always (codegen_llvm/cg.h) */
     KNOB_COUNT
 } knob_id;
 

@@ -10,6 +10,7 @@
 #ifndef RLX_PASSES_H
 #define RLX_PASSES_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ir/ir.h"
@@ -23,6 +24,7 @@ typedef struct {
     rlx_status status;      /* the first failure; RLX_OK while none */
     char msg[400];          /* its message */
     const knob_opts *opts;  /* borrows; NULL: the defaults */
+    bool generic;           /* size-generic kernels always (a program over dynamic dims; pipeline.h) */
     uint64_t nodes_run;     /* the run's counters (runtime) */
     uint64_t live_bytes, peak_bytes;
 } sched_ctx;
@@ -73,6 +75,10 @@ void sched_liveness_free(sched_liveness *lv);
  * kernel's constant array at run time), so it is also the compile-cache
  * key: a changed scalar (a learning rate) reuses the compiled kernel. */
 enum { SCHED_MAX_LOOP = IR_MAX_RANK + 1 };
+/* A reduction keeping a trailing run of dims accumulates that run in a
+ * row buffer of at most this many values (else the run is reduced in
+ * another order). */
+enum { SCHED_ACC_MAX = 8192 };
 
 /* An element offset (or, for IOTA, an index along its axis) as an affine
  * function of the loop indices: off + sum stride[k] * i_k. */
@@ -151,8 +157,41 @@ bool sched_fusable(const ir_node *n);
 rlx_status sched_build(sched_ctx *c, ir_node *const *roots, int nroots, sched_schedule *out);
 void sched_free(sched_schedule *s);
 /* The structural key of a LOOP kernel: words written to buf (at most cap);
- * returns the number needed. Equal keys compile to the same code. */
-size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap);
+ * returns the number needed. Equal keys compile to the same code.
+ *
+ * generic: the key of the kernel's size-generic variant, which reads its
+ * numbers at run time from an int64 parameter array (sched_kernel_params)
+ * instead of compiling them in. It keeps what changes the code: the op
+ * list, dtypes, ranks, the reduction form, IOTA's start and step, which
+ * strides are 0 (broadcasts, on any dim) and which innermost strides are
+ * 1 or -1 (what lets LLVM vectorize a load or store: contiguous, or
+ * reversed); every other stride, every offset, extent and guard bound is
+ * a parameter. A row kernel's plan decisions that depend on sizes are in
+ * it too (passes/rowplan.c: which values are stashed and where, which
+ * passes run in chunks, which loads they prefetch): a stash sized by the
+ * row is allocated at run time, within SCHED_ROW_STASH_BYTES as the plan
+ * checked, and a reduction's accumulator row over tail dims holds at most
+ * SCHED_ACC_MAX values, as the scheduler ensures. SIZE_MAX when the
+ * generic key cannot be made (out of memory planning a row kernel). */
+size_t sched_kernel_key(const sched_kernel *k, bool generic, uint64_t *buf, size_t cap);
+/* A generic key's first word (a specialized key starts with the rank). */
+#define SCHED_KEY_GENERIC 0x67656e6572696321ull /* "generic!" */
+/* The parameters of a generic kernel, in this order: the extents
+ * shape[0..rank); the output's off, stride[0..rank); then per LOAD, IOTA
+ * and GUARD instruction, in instruction order, its idx.off and
+ * idx.stride[0..rank), a GUARD's lo and hi after them. base[i] (ninstr
+ * entries, may be NULL) receives each instruction's first index (-1 for
+ * the others); returns the count. */
+int sched_kernel_param_layout(const sched_kernel *k, int *base);
+/* k's parameter values (sched_kernel_param_layout entries). */
+void sched_kernel_params(const sched_kernel *k, int64_t *out);
+/* Whether stride v on loop dim d of a generic kernel of rank `rank` is
+ * compiled in (0 on any dim; 1 or -1 on the innermost) rather than read
+ * from the parameters. Extents, offsets and guard bounds never are. */
+static inline bool sched_stride_fixed(int64_t v, int d, int rank)
+{
+    return v == 0 || (d == rank - 1 && (v == 1 || v == -1));
+}
 /* The run-time constant array of k: consts[slot] of every CONST (at most
  * k->nconsts entries); with from non-NULL, from[slot] is the CONST node
  * the slot was read from (borrowed, NULL when none). */
@@ -282,6 +321,11 @@ typedef struct {
  * a message in err and nothing to free. */
 rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, sched_rowplan *p, char *err, size_t errcap);
 void sched_rowplan_free(sched_rowplan *p);
+/* The words of a generic kernel's key (sched_kernel_key) that say the
+ * plan's decisions depending on sizes: per instruction its stash, the
+ * chunked passes and their prefetched loads. Written to buf (at most
+ * cap); the number needed, SIZE_MAX when the plan cannot be made. */
+size_t sched_rowplan_key(const sched_kernel *k, uint64_t *buf, size_t cap);
 /* The number of sources (src[0..n)) instruction in reads. */
 int sched_instr_nsrc(const sched_instr *in);
 /* True for the ops that cost a math function call (exp, log, tanh...). */

@@ -337,3 +337,25 @@ void sched_rowplan_free(sched_rowplan *p)
     memset(p, 0, sizeof *p);
     p->ostash = -1;
 }
+
+size_t sched_rowplan_key(const sched_kernel *k, uint64_t *buf, size_t cap)
+{
+    sched_rowplan p;
+    char err[8];
+    /* (fma changes which divisions are guarded, never with sizes) */
+    if (sched_rowplan_build(k, true, &p, err, sizeof err) != RLX_OK)
+        return SIZE_MAX;
+    size_t n = 0;
+#define PUT(v) do { uint64_t v_ = (uint64_t)(v); if (n < cap) buf[n] = v_; n++; } while (0)
+    for (int i = 0; i < k->ninstr; i++)
+        PUT(p.stash[i]);
+    PUT(p.npass);
+    for (int P = 0; P < p.npass; P++)
+        PUT(p.pass[P].chunk);
+    PUT(p.npf);
+    for (int q = 0; q < p.npf; q++)
+        PUT(p.pf[q]);
+#undef PUT
+    sched_rowplan_free(&p);
+    return n;
+}

@@ -49,7 +49,7 @@
 
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
-enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = 8192, FIND_MAX = 256 };
+enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = SCHED_ACC_MAX, FIND_MAX = 256 };
 
 /* ------------------------------------------------------------ op classes */
 
@@ -1356,23 +1356,33 @@ static uint64_t bits_of(double v)
     return b;
 }
 
-size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
+/* A generic key's word for stride v on dim d: its value where it is
+ * compiled in, else PARAM (no stride is that large). */
+#define PARAM ((uint64_t)INT64_MIN + 1)
+static uint64_t stride_word(int64_t v, int d, int rank) { return sched_stride_fixed(v, d, rank) ? (uint64_t)v : PARAM; }
+
+size_t sched_kernel_key(const sched_kernel *k, bool generic, uint64_t *buf, size_t cap)
 {
     size_t n = 0;
 #define PUT(v) do { uint64_t v_ = (uint64_t)(v); if (n < cap) buf[n] = v_; n++; } while (0)
+    if (generic)
+        PUT(SCHED_KEY_GENERIC);
     PUT(k->rank);
-    for (int d = 0; d < k->rank; d++)
+    for (int d = 0; d < k->rank && !generic; d++)
         PUT(k->shape[d]);
     PUT(k->red_op);
     PUT(k->red_mask);
     PUT(k->node->dtype);
-    PUT(k->out.off);
+    if (!generic)
+        PUT(k->out.off);
     for (int d = 0; d < k->rank; d++)
-        PUT(k->out.stride[d]);
+        PUT(generic ? stride_word(k->out.stride[d], d, k->rank) : (uint64_t)k->out.stride[d]);
     PUT(k->nargs);
     PUT(k->ninstr);
+    bool phased = k->red_mask != 0;
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
+        phased |= in->kind == SCHED_I_REDUCE;
         PUT((uint64_t)in->kind | (uint64_t)in->op << 8 | (uint64_t)in->dtype << 24 | (uint64_t)(uint32_t)in->arg << 32);
         PUT((uint64_t)(uint32_t)in->src[0] | (uint64_t)(uint32_t)in->src[1] << 32);
         PUT(in->src[2]);
@@ -1382,18 +1392,64 @@ size_t sched_kernel_key(const sched_kernel *k, uint64_t *buf, size_t cap)
         }
         if (in->kind == SCHED_I_LOAD)
             PUT(in->guarded);
-        if (in->kind == SCHED_I_GUARD) {
+        if (in->kind == SCHED_I_GUARD && !generic) {
             PUT(in->lo);
             PUT(in->hi);
         }
         if (in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) {
-            PUT(in->idx.off);
+            if (!generic)
+                PUT(in->idx.off);
             for (int d = 0; d < k->rank; d++)
-                PUT(in->idx.stride[d]);
+                PUT(generic ? stride_word(in->idx.stride[d], d, k->rank) : (uint64_t)in->idx.stride[d]);
         }
     }
 #undef PUT
+    if (generic && k->red_op == IR_OP_COUNT && phased) { /* a row kernel: its plan's size-dependent decisions */
+        size_t m = sched_rowplan_key(k, n < cap ? buf + n : NULL, n < cap ? cap - n : 0);
+        if (m == SIZE_MAX)
+            return SIZE_MAX;
+        n += m;
+    }
     return n;
+}
+
+int sched_kernel_param_layout(const sched_kernel *k, int *base)
+{
+    int n = 2 * k->rank + 1; /* shape, out */
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        bool has = in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD;
+        if (base)
+            base[i] = has ? n : -1;
+        if (has)
+            n += 1 + k->rank + (in->kind == SCHED_I_GUARD ? 2 : 0);
+    }
+    return n;
+}
+
+static int64_t *put_affine(const sched_affine *a, int rank, int64_t *o)
+{
+    *o++ = a->off;
+    for (int d = 0; d < rank; d++)
+        *o++ = a->stride[d];
+    return o;
+}
+
+void sched_kernel_params(const sched_kernel *k, int64_t *out)
+{
+    for (int d = 0; d < k->rank; d++)
+        *out++ = k->shape[d];
+    out = put_affine(&k->out, k->rank, out);
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        if (in->kind != SCHED_I_LOAD && in->kind != SCHED_I_IOTA && in->kind != SCHED_I_GUARD)
+            continue;
+        out = put_affine(&in->idx, k->rank, out);
+        if (in->kind == SCHED_I_GUARD) {
+            *out++ = in->lo;
+            *out++ = in->hi;
+        }
+    }
 }
 
 void sched_kernel_consts(const sched_kernel *k, double *consts, const ir_node **from)

@@ -121,6 +121,8 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
     c.keep = &s->plan;
     c.slots = s->slots;
     c.nslots = (int)p->ninputs;
+    for (long j = 0; j < p->ninputs; j++) /* dynamic dims: kernels that serve every binding */
+        c.generic |= ir_node_numel(p->inputs[j]) < 0;
     rlx_status rs = rt_pipeline_realize(&c, s->roots, p->nout);
     ts_options_drop(&o);
     ts_stats_add_jit(c.stats.kernels_compiled, c.stats.cache_hits, c.stats.cache_misses, c.stats.compile_seconds);

@@ -68,6 +68,8 @@ struct rt_jit_plan {
     const ir_node **const_src; /* per constant: the CONST node it was read from (borrowed) */
     long nconsts, nloops;
     long *const_at;
+    int64_t *dims;      /* every LOOP kernel's parameters (sched_kernel_params), from dims_at[i]: */
+    long *dims_at;      /* what a size-generic kernel reads for its numbers (buffers[nargs]) */
     long *argsrc;       /* per LOOP kernel input (args 1..), from arg_at[i] */
     long *arg_at;
     long *die, *die_at; /* die[die_at[i] .. die_at[i+1]): values dead after kernel i */
@@ -228,7 +230,8 @@ static rlx_status run_loop(exec *e, long i, long mm)
     const rt_jit_plan *p = e->p;
     const sched_kernel *k = &p->s.k[i];
     rt_ctx *ctx = e->ctx;
-    void *stack[16], **bufs = k->nargs <= 16 ? stack : ir_alloc((size_t)k->nargs * sizeof *bufs);
+    /* the buffers, then the kernel's parameters (read by a generic kernel) */
+    void *stack[16], **bufs = k->nargs < 16 ? stack : ir_alloc((size_t)(k->nargs + 1) * sizeof *bufs);
     if (!bufs)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory");
     rt_view *out = &e->vals[i];
@@ -253,6 +256,7 @@ static rlx_status run_loop(exec *e, long i, long mm)
         }
     }
     bufs[0] = rt_base(out, k->node->dtype);
+    bufs[k->nargs] = p->dims + p->dims_at[i];
     const long *src = p->argsrc + p->arg_at[i];
     for (int a = 1; a < k->nargs; a++) {
         const ir_node *n = k->args[a];
@@ -354,6 +358,7 @@ void rt_jit_plan_free(rt_jit_plan *p)
     ir_free(p->roots);
     ir_free(p->fn);
     ir_free(p->consts); /* and the other tables */
+    ir_free(p->dims);
     ir_free(p);
 }
 
@@ -474,6 +479,24 @@ static bool plan_tables(rt_jit_plan *p)
     p->die_at[0] = 0;
     for (long i = 0; i < nk; i++)
         p->epi[i] = epilogue_of(p, i);
+    /* the numbers of each LOOP kernel: the same code serves every size
+     * when it is a generic one; filled once per plan (a plan has one set
+     * of sizes) */
+    long nd = 0;
+    for (long i = 0; i < nk; i++)
+        if (p->s.k[i].kind == SCHED_LOOP)
+            nd += sched_kernel_param_layout(&p->s.k[i], NULL);
+    if (!(p->dims = ir_alloc((size_t)(nd ? nd : 1) * sizeof *p->dims + (size_t)n1 * sizeof *p->dims_at)))
+        return false;
+    p->dims_at = (long *)(p->dims + (nd ? nd : 1));
+    nd = 0;
+    for (long i = 0; i < nk; i++) {
+        p->dims_at[i] = nd;
+        if (p->s.k[i].kind != SCHED_LOOP)
+            continue;
+        sched_kernel_params(&p->s.k[i], p->dims + nd);
+        nd += sched_kernel_param_layout(&p->s.k[i], NULL);
+    }
     return true;
 }
 
@@ -527,8 +550,10 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
     cg_stats cs = {0};
     char msg[sizeof ctx->msg];
     cg_kernels_release(p->kref, p->s.count); /* (a plan compiled twice) */
-    rlx_status st = cg_kernels_prepare(p->s.k, p->s.count, rt_threads(ctx), sched_knobs(ctx), p->kref, &cs, msg,
-                                       sizeof msg);
+    /* a program over dynamic dims: generic kernels unless the knob says never */
+    const knob_state *ks = sched_knobs(ctx);
+    int gen = ctx->generic && knob_value(ks, KNOB_GENERIC_KERNELS, KCLASS_ANY, -1) != 0 ? 2 : -1;
+    rlx_status st = cg_kernels_prepare_as(p->s.k, p->s.count, rt_threads(ctx), ks, gen, p->kref, &cs, msg, sizeof msg);
     for (long i = 0; i < p->s.count; i++)
         p->fn[i] = cg_kernel_func(p->kref[i]);
     stats->kernels_compiled += cs.compiled;

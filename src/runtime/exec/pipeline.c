@@ -71,6 +71,7 @@ rlx_status rt_pipeline_realize(rt_pipeline *c, ir_node *const *roots, int nroots
         if (rt_jit_plan_layout(ctx, r.built, r.slots, r.nslots) != RLX_OK)
             goto out;
         /* compile: every LOOP kernel up front, the missing ones in parallel */
+        ctx->generic = c->generic;
         if (rt_jit_plan_compile(ctx, r.built, &c->stats) != RLX_OK || cache_adopt(c, &r) != RLX_OK)
             goto out;
     }

@@ -27,6 +27,8 @@ typedef struct {
     const rt_jit_plan *plan; /* non-NULL: run this plan (nothing is built) on binds */
     ir_node *const *binds;
     rt_view *views;        /* non-NULL: roots' values handed back (a reference each), not published */
+    bool generic;          /* its kernels are size-generic (a program with dynamic dims: one
+                            * compile serves every binding), unless knob generic_kernels is 0 */
 } rt_pipeline;
 
 /* Realizes every root (realized roots are skipped; a root that is a view
