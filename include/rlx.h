@@ -815,6 +815,11 @@ RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin,
                                    rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
+/* How many specializations p keeps now (JIT: at most 8, the most recently
+ * used; a new binding evicts the least recently used) and how many it has
+ * prepared since compiled (a binding seen before and still kept prepares
+ * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, uint64_t *prepared);
 
 /* --------------------------------------------------------------- autodiff */
 

@@ -254,10 +254,19 @@ rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *s
         ts_error(RLX_E_ARG, fn, "name is NULL or empty");
         return NULL;
     }
-    if (!ts_check_dtype(fn, (int)dt) || !ts_check_shape(fn, dt, rank, shape, true))
+    if (!ts_check_dtype(fn, (int)dt))
         return NULL;
+    /* a dim <= -2 names a symbol: the node's shape says -1 (dynamic), the
+     * attrs keep which symbol, so that a run can check bindings agree */
     ir_attrs a;
     memset(&a, 0, sizeof a);
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; shape && rank > 0 && rank <= IR_MAX_RANK && i < rank; i++) {
+        dims[i] = shape[i] <= -2 ? -1 : shape[i];
+        a.input.sym[i] = shape[i] <= -2 ? shape[i] : 0;
+    }
+    if (!ts_check_shape(fn, dt, rank, shape ? dims : NULL, true))
+        return NULL;
     a.input.name = (char *)(uintptr_t)name; /* copied by ir_make */
-    return ts_wrap(ts_leaf(fn, IR_OP_INPUT, &a, dt, rank, shape));
+    return ts_wrap(ts_leaf(fn, IR_OP_INPUT, &a, dt, rank, dims));
 }
