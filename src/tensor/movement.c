@@ -243,6 +243,10 @@ ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t
  * size dim (ts.h); tagged ones come out in [0, dim]. */
 static int64_t dyn_index(int64_t dim, int64_t ix)
 {
+    if (ix >= TS_DYN_REST && ix < TS_DYN_CHUNK) { /* -1 (no fit) is never a tagged index's value */
+        int64_t c = ix - TS_DYN_REST, need = c >> 29, x = c & ((1 << 29) - 1);
+        return dim < need ? -1 : x >= (1 << 28) ? x - (1 << 28) : dim - x;
+    }
     if (ix >= TS_DYN_CHUNK) {
         int64_t c = ix - TS_DYN_CHUNK, i = c >> 31, k = c & 0x7fffffff;
         return i * (dim / k) + (i < dim % k ? i : dim % k);
@@ -263,6 +267,9 @@ bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len)
         *start = 0, *step = 1, *len = dim;
         return true;
     }
+    bool tagged = *start >= TS_DYN_ROLL - TS_DYN_IX;
+    if (tagged && s < 0)
+        return false;
     if (n >= 0) { /* a static length: it must fit */
         if (s < 0)
             s += dim;
@@ -270,7 +277,10 @@ bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len)
             return false;
         first = s;
     } else {
-        n = slice_indices(dim, s, dyn_index(dim, ts_dyn_stop(n)), *step, &first);
+        int64_t stop = ts_dyn_stop(n), e = dyn_index(dim, stop);
+        if (stop >= TS_DYN_ROLL - TS_DYN_IX && e < 0)
+            return false;
+        n = slice_indices(dim, s, e, *step, &first);
     }
     *start = n ? first : 0;
     *step = n > 1 ? *step : 1;
@@ -400,7 +410,7 @@ static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const
     for (int i = 0; i < n; i++) {
         if (sizes[i] == -1 && rest < 0) {
             rest = i;
-        } else if (sizes[i] < 0 || sizes[i] > TS_DYN_IX / 2 - total) {
+        } else if (sizes[i] < 0 || sizes[i] >= (1 << 28) - total) {
             ts_error(RLX_E_SHAPE, fn, "size %lld of piece %d is not valid for axis %d of %s",
                      (long long)sizes[i], i, ax, ts_shape_str(x));
             return RLX_E_SHAPE;
@@ -413,17 +423,19 @@ static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const
                  ts_shape_str(x));
         return RLX_E_UNSUPPORTED;
     }
+    /* every piece checks that the axis holds the fixed sizes (TS_DYN_REST),
+     * so one used alone never overlaps another */
     ir_node **pieces = (ir_node **)out;
-    int64_t at = 0, after = total;
+    int64_t at = 0, after = total, need = total << 29;
     for (int i = 0; i < n; i++) {
         if (i < rest) {
-            pieces[i] = slice_axis(fn, x, ax, at, 1, sizes[i]);
+            pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | (1 << 28 | at)), 1, sizes[i]);
             at += sizes[i];
             after -= sizes[i];
         } else if (i == rest) {
-            pieces[i] = ts_dyn_range(fn, x, ax, at, after ? -after : TS_DYN_IX, 1);
+            pieces[i] = ts_dyn_range(fn, x, ax, TS_DYN_REST + (need | (1 << 28 | at)), TS_DYN_REST + (need | after), 1);
         } else {
-            pieces[i] = slice_axis(fn, x, ax, -after, 1, sizes[i]);
+            pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | after), 1, sizes[i]);
             after -= sizes[i];
         }
         if (!pieces[i]) {
@@ -454,6 +466,9 @@ static bool split_args(const char *fn, rlx_tensor *x, int axis, int n, rlx_tenso
     return *ax >= 0;
 }
 
+static rlx_status split_static(const char *fn, ir_node *nd, int ax, int axis, int n, const int64_t *sizes,
+                               rlx_tensor **out);
+
 rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out)
 {
     const char *fn = "rlx_split";
@@ -467,6 +482,30 @@ rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_t
     ir_node *nd = ts_node(x);
     if (nd->shape[ax] < 0)
         return split_dynamic(fn, nd, ax, n, sizes, out);
+    int rest = -1; /* a size -1: the rest of the axis */
+    int64_t others = 0, fixed[64], *own = n <= 64 ? fixed : ir_alloc((size_t)n * sizeof *own);
+    if (!own) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return RLX_E_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        own[i] = sizes[i];
+        if (sizes[i] == -1 && rest < 0)
+            rest = i;
+        else if (sizes[i] >= 0) /* saturates past the axis: no overflow */
+            others = sizes[i] > nd->shape[ax] - others ? nd->shape[ax] + 1 : others + sizes[i];
+    }
+    if (rest >= 0 && others <= nd->shape[ax])
+        own[rest] = nd->shape[ax] - others;
+    rlx_status st = split_static(fn, nd, ax, axis, n, own, out);
+    if (own != fixed)
+        ir_free(own);
+    return st;
+}
+
+static rlx_status split_static(const char *fn, ir_node *nd, int ax, int axis, int n, const int64_t *sizes,
+                               rlx_tensor **out)
+{
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0 || sizes[i] > nd->shape[ax] - total) {

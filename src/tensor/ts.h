@@ -107,10 +107,13 @@ bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t
  * index is a Python one (negative from the end, clamped as slices clamp)
  * within +-TS_DYN_IX, or a tagged one: TS_DYN_ROLL + s is size - (s mod
  * size) (rlx_roll), TS_DYN_CHUNK + (i << 31 | n) is where piece i of n
- * starts (rlx_chunk). */
+ * starts (rlx_chunk), TS_DYN_REST + (need << 29 | x) is size - x (x <
+ * 2^28) or x - 2^28, for a size of at least need (else the slice does not
+ * fit; rlx_split). */
 #define TS_DYN_IX ((int64_t)1 << 58)
 #define TS_DYN_ROLL ((int64_t)1 << 60)
 #define TS_DYN_CHUNK ((int64_t)1 << 61)
+#define TS_DYN_REST ((int64_t)3 << 59)
 static inline int64_t ts_dyn_len(int64_t stop) { return -2 - (stop + TS_DYN_IX); }
 static inline int64_t ts_dyn_stop(int64_t len) { return -2 - len - TS_DYN_IX; }
 /* Resolves the slice (*start, *step, *len) of a dynamic axis for size dim
