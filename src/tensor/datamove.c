@@ -199,13 +199,17 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
                  (long long)after);
         return NULL;
     }
+    if (before == 0 && after == 0)
+        return rlx_retain(x);
+    if (n->shape[ax] < 0) {
+        ts_error(RLX_E_UNSUPPORTED, fn, "padding the dynamic axis %d of %s", axis, ts_shape_str(n));
+        return NULL;
+    }
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
     shape[ax] += before + after;
-    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false))
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, true)) /* other axes may be dynamic */
         return NULL;
-    if (before == 0 && after == 0)
-        return rlx_retain(x);
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.pad.before[ax] = before;

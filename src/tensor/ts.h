@@ -122,6 +122,10 @@ bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len);
 /* The slice start:stop:step (TS_DYN_* indices) of the dynamic axis ax of n. */
 ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t stop, int64_t step);
 
+/* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
+ * program resolves them with ref's); NULL with the error recorded. */
+ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref);
+
 /* realize.c */
 rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n);
 
