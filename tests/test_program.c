@@ -515,6 +515,121 @@ TEST(dynamic_spec_lru)
     rlx_program_free(p);
 }
 
+/* Gradients through dynamic dims: loss(x, par) traced over x [-1, C],
+ * the program outputs loss and d loss / d (x, w, gamma); each run equals
+ * rlx_grad of the same loss built over the bound value (static shapes) on
+ * the reference backend, and a finite difference checks one entry. */
+static rlx_tensor *l_mlp(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *h = rlx_gelu_tanh(rlx_linear(rlx_layer_norm(x, par[2], par[3], 1e-5), par[0], par[1]));
+    return rlx_mean(rlx_mul(rlx_softmax(h, -1), h), NULL, 0, false);
+}
+static rlx_tensor *l_diff(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *d = rlx_sub(rlx_slice(x, 0, 1, RLX_END, 1), rlx_slice(x, 0, 0, -1, 1));
+    return rlx_sum(rlx_mul(rlx_mul(d, d), par[2]), NULL, 0, false);
+}
+static rlx_tensor *l_pieces(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *p[3], *q[2];
+    if (rlx_split(x, 0, 3, (int64_t[]){1, -1, 1}, p) != RLX_OK || rlx_chunk(x, 0, 2, q) != RLX_OK)
+        return NULL;
+    rlx_tensor *t = rlx_add(rlx_sum(rlx_mul_s(p[0], 3), NULL, 0, false), rlx_sum(rlx_exp(p[1]), NULL, 0, false));
+    t = rlx_add(t, rlx_sum(rlx_mul(p[2], par[2]), NULL, 0, false));
+    t = rlx_add(t, rlx_sum(rlx_mul(rlx_flip(q[0], 0), rlx_narrow(x, 0, -1, 1)), NULL, 0, false));
+    return rlx_add(t, rlx_sum(rlx_mul_s(rlx_sin(q[1]), 2), NULL, 0, false));
+}
+static rlx_tensor *l_cat_reshape(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *c = rlx_cat((rlx_tensor *[]){rlx_unsqueeze(par[2], 0), x, rlx_unsqueeze(par[3], 0)}, 3, 0);
+    rlx_tensor *f = rlx_reshape(rlx_tanh(c), 1, (int64_t[]){-1});
+    rlx_tensor *back = rlx_reshape(rlx_mul(f, f), 2, (int64_t[]){-1, C});
+    return rlx_add(rlx_sum(rlx_matmul(back, rlx_transpose(par[0], 0, NULL)), NULL, 0, false),
+                   rlx_sum(rlx_std(x, ax0, 1, false), NULL, 0, false));
+}
+static rlx_tensor *l_pad(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    rlx_tensor *p = rlx_pad(rlx_exp(x), 1, 1, 2, 0.5);
+    return rlx_sum(rlx_mul(p, rlx_slice(rlx_pad(x, 1, 0, 3, 0), 1, RLX_END, RLX_END, -1)), NULL, 0, false);
+}
+
+static void grads_of(expr_fn f, rlx_tensor *x, rlx_tensor *const *par, rlx_tensor **out)
+{
+    out[0] = f(x, par);
+    rlx_tensor *wrt[3] = {x, par[0], par[2]};
+    CHECK(out[0] != NULL);
+    if (out[0])
+        CHECK_EQ_INT(rlx_grad(out[0], wrt, 3, out + 1), RLX_OK);
+}
+
+TEST(dynamic_gradients_match_static)
+{
+    static const struct {
+        const char *name;
+        expr_fn f;
+        int64_t min;
+    } ls[] = {{"mlp", l_mlp, 1}, {"diff", l_diff, 0}, {"pieces", l_pieces, 2}, {"cat_reshape", l_cat_reshape, 1},
+              {"pad", l_pad, 0}};
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    const int64_t sizes[] = {0, 1, 2, 3, 6, 1, 11};
+    for (int be = 0; be < 2; be++) {
+        CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+        for (int t = 0; t < 2; t++) {
+            rlx_tensor *par[5];
+            params(dts[t], par);
+            for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
+                rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){-1, C}), *outs[4];
+                grads_of(ls[i].f, x, par, outs);
+                rlx_program *p = outs[0] && outs[1] ? rlx_compile(outs, 4) : NULL;
+                if (!p) {
+                    test_fail(__FILE__, __LINE__, "%s: %s", ls[i].name, rlx_last_error());
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+                    int64_t n = sizes[k];
+                    if (n < ls[i].min)
+                        continue;
+                    rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){n, C}, -1, 1), *got[4] = {0};
+                    if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "%s (%s, %s) at %lld: %s", ls[i].name, backends[be],
+                                  rlx_dtype_name(dts[t]), (long long)n, rlx_last_error());
+                        continue;
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *want[4];
+                    grads_of(ls[i].f, xv, par, want);
+                    for (int o = 0; o < 4; o++) {
+                        CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                        for (int d = 0; d < rlx_rank(want[o]); d++)
+                            CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+                        EXPECT_SAME(got[o], want[o], dts[t] == RLX_F32 ? 1e-4 : 1e-10);
+                    }
+                    if (dts[t] == RLX_F64 && n > 0) { /* a central difference at x[n-1, 1] */
+                        double xd[11 * C], h = 1e-6, lp, lm, g[11 * C];
+                        CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(n * C)), RLX_OK);
+                        xd[(n - 1) * C + 1] += h;
+                        CHECK_EQ_INT(rlx_read_f64(ls[i].f(tf64(2, (int64_t[]){n, C}, xd), par), &lp, 1), RLX_OK);
+                        xd[(n - 1) * C + 1] -= 2 * h;
+                        CHECK_EQ_INT(rlx_read_f64(ls[i].f(tf64(2, (int64_t[]){n, C}, xd), par), &lm, 1), RLX_OK);
+                        CHECK_EQ_INT(rlx_read_f64(got[1], g, (size_t)(n * C)), RLX_OK);
+                        double fd = (lp - lm) / (2 * h);
+                        if (fabs(fd - g[(n - 1) * C + 1]) > 1e-5 * (1 + fabs(fd)))
+                            test_fail(__FILE__, __LINE__, "%s at %lld: finite difference %g, gradient %g", ls[i].name,
+                                      (long long)n, fd, g[(n - 1) * C + 1]);
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+}
+
 /* Threads running one dynamic program at once, each at its own batch
  * sizes, so they add specializations concurrently and run them while
  * others are added: every result must be right. */
@@ -592,4 +707,4 @@ TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
-          T(dynamic_symbols), T(dynamic_spec_lru))
+          T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static))
