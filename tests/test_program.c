@@ -630,6 +630,55 @@ TEST(dynamic_gradients_match_static)
     CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
 }
 
+/* Attention over a dynamic sequence length (x [2, -1, 2*4], 2 heads),
+ * causal and sliding, its value and its gradients, against the same graph
+ * over the bound value on the reference backend. */
+TEST(dynamic_attention_sequence)
+{
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_mask masks[] = {RLX_MASK_CAUSAL, RLX_MASK_SLIDING, RLX_MASK_NONE};
+    const int64_t lens[] = {1, 4, 0, 9, 4};
+    for (int be = 0; be < 2; be++) {
+        for (int m = 0; m < 3; m++) {
+            for (int t = 0; t < 2; t++) {
+                rlx_dtype dt = t ? RLX_F64 : RLX_F32;
+                CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                rlx_tensor *w = trand(dt, 2, (int64_t[]){8, 8}, -0.5, 0.5);
+                rlx_tensor *x = rlx_input("x", dt, 3, (int64_t[]){2, -1, 8}), *outs[3];
+                rlx_tensor *a = rlx_attention(rlx_matmul(x, w), x, x, 2, 4, masks[m], 3);
+                outs[0] = rlx_sum(rlx_mul(a, a), NULL, 0, false);
+                rlx_tensor *wrt[2] = {x, w};
+                CHECK_EQ_INT(rlx_grad(outs[0], wrt, 2, outs + 1), RLX_OK);
+                rlx_tensor *both[4] = {outs[0], outs[1], outs[2], a};
+                rlx_program *p = rlx_compile(both, 4);
+                CHECK(p != NULL);
+                for (size_t k = 0; p && k < sizeof lens / sizeof *lens; k++) {
+                    rlx_tensor *xv = trand(dt, 3, (int64_t[]){2, lens[k], 8}, -1, 1), *got[4];
+                    if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "mask %d at %lld: %s", masks[m], (long long)lens[k],
+                                  rlx_last_error());
+                        continue;
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *av = rlx_attention(rlx_matmul(xv, w), xv, xv, 2, 4, masks[m], 3), *want[4];
+                    want[0] = rlx_sum(rlx_mul(av, av), NULL, 0, false);
+                    want[3] = av;
+                    CHECK_EQ_INT(rlx_grad(want[0], (rlx_tensor *[]){xv, w}, 2, want + 1), RLX_OK);
+                    for (int o = 0; o < 4; o++) {
+                        CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                        EXPECT_SAME(got[o], want[o], t ? 1e-10 : 2e-4);
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+}
+
 /* Threads running one dynamic program at once, each at its own batch
  * sizes, so they add specializations concurrently and run them while
  * others are added: every result must be right. */
@@ -707,4 +756,5 @@ TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
-          T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static))
+          T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
+          T(dynamic_attention_sequence))

@@ -647,6 +647,14 @@ static rlx_tensor *mask_heads(ir_node *n, ir_node *m)
     return rlx_reshape(T(m), 5, shape);
 }
 
+/* i64 ones along axis 1 (the sequence) of x [B, S, E], S maybe dynamic. */
+static rlx_tensor *ones_along(ir_node *x)
+{
+    static const int axes[2] = {0, 2};
+    rlx_tensor *z = rlx_sum(rlx_zeros_like(T(x)), axes, 2, false);
+    return rlx_add_s(rlx_cast(z, RLX_I64), 1);
+}
+
 /* The attention weights P of node n, in the scores' layout, rebuilt from
  * q and k with n's masks: a row with no visible key is all zeros (rlx.h). */
 static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
@@ -656,8 +664,16 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
     double sq = (double)n->src[0]->shape[1], sk = (double)n->src[1]->shape[1];
     rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), n->attr.attn.scale), *keep = NULL;
     if (mask != RLX_MASK_NONE) { /* query i at position Sk - Sq + i, key j at j */
-        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
-        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        rlx_tensor *qpos, *kpos;
+        if (sq >= 0 && sk >= 0) {
+            qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
+            kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        } else { /* a dynamic length: counted from ones shaped like q and k */
+            rlx_tensor *oq = ones_along(n->src[0]), *ok = ones_along(n->src[1]);
+            kpos = rlx_cumsum(ok, 0, true);
+            qpos = rlx_add(rlx_cumsum(oq, 0, true), rlx_sub(rlx_sum(ok, NULL, 0, false), rlx_sum(oq, NULL, 0, false)));
+            qpos = rlx_unsqueeze(qpos, 1);
+        }
         keep = rlx_le(kpos, qpos);
         if (mask == RLX_MASK_SLIDING)
             keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, n->attr.attn.window)));
