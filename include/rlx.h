@@ -819,7 +819,7 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * used; a new binding evicts the least recently used) and how many it has
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
-RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, uint64_t *prepared);
+RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
 
 /* --------------------------------------------------------------- autodiff */
 

@@ -483,7 +483,7 @@ TEST(dynamic_spec_lru)
     rlx_program *p = rlx_compile(&y, 1);
     CHECK(p != NULL);
     int kept;
-    uint64_t made = 99, before;
+    int64_t made = 99, before;
     CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
     CHECK_EQ_INT(kept, 0);
     CHECK(made == 0);

@@ -203,7 +203,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
     return s;
 }
 
-rlx_status rlx_program_specs(rlx_program *p, int *kept, uint64_t *prepared)
+rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared)
 {
     if (!p) {
         ts_error(RLX_E_ARG, "rlx_program_specs", "program is NULL");
@@ -213,7 +213,7 @@ rlx_status rlx_program_specs(rlx_program *p, int *kept, uint64_t *prepared)
     if (kept)
         *kept = p->nspecs;
     if (prepared)
-        *prepared = p->prepared;
+        *prepared = (int64_t)p->prepared;
     pthread_mutex_unlock(&p->lock);
     return RLX_OK;
 }
