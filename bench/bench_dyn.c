@@ -3,8 +3,8 @@
  * program: the MLP y = softmax(x + linear(gelu_tanh(linear(layer_norm(x)))))
  * (width 256, f32) over x [-1, 256], run at 64 distinct batch sizes.
  *
- * Pass 1 runs each size once (kernels compiled or found). Pass 2, best of
- * ROUNDS rounds, runs each size twice in a row: the first run finds its
+ * Pass 1 runs each size once (kernels compiled or found). Pass 2, each size's
+ * best of [rounds] rounds, runs each size twice in a row: the first run finds its
  * spec evicted (8 are kept) and prepares it again with every kernel
  * already compiled (instantiate + schedule + memory plan + plan build), the
  * second runs the kept spec. Prints ms per size of both and their
@@ -50,6 +50,7 @@ int main(int argc, char **argv)
     rlx_tensor *w1 = rlx_randn(RLX_F32, 2, ws, 1), *w2 = rlx_randn(RLX_F32, 2, ws, 2);
     rlx_tensor *b1 = rlx_randn(RLX_F32, 1, bs, 3), *b2 = rlx_randn(RLX_F32, 1, bs, 4);
     rlx_tensor *g = rlx_ones(RLX_F32, 1, bs), *be = rlx_zeros(RLX_F32, 1, bs);
+    rlx_realize_many((rlx_tensor *[]){w1, w2, b1, b2, g, be}, 6); /* parameters: values, not recomputed per run */
     rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, W});
     rlx_tensor *h = rlx_gelu_tanh(rlx_linear(rlx_layer_norm(x, g, be, 1e-5), w1, b1));
     rlx_tensor *y = rlx_softmax(rlx_add(x, rlx_linear(h, w2, b2)), -1);
@@ -71,16 +72,19 @@ int main(int argc, char **argv)
     printf("pass 1: %.3f ms per new size (%llu kernels compiled)\n", 1e3 * first / NSIZES,
            (unsigned long long)st.kernels_compiled);
     rlx_stats_reset();
-    double best_new = 1e30, best_kept = 1e30;
+    /* each size's best over the rounds (the machine is shared: noise only adds) */
+    double bn[NSIZES], bk[NSIZES], best_new = 0, best_kept = 0;
+    for (int i = 0; i < NSIZES; i++)
+        bn[i] = bk[i] = 1e30;
     for (int r = 0; r < rounds; r++) {
-        double tn = 0, tk = 0;
         for (int i = 0; i < NSIZES; i++) {
-            tn += run(p, xs[i]);
-            tk += run(p, xs[i]);
+            double tn = run(p, xs[i]), tk = run(p, xs[i]);
+            bn[i] = tn < bn[i] ? tn : bn[i];
+            bk[i] = tk < bk[i] ? tk : bk[i];
         }
-        best_new = tn < best_new ? tn : best_new;
-        best_kept = tk < best_kept ? tk : best_kept;
     }
+    for (int i = 0; i < NSIZES; i++)
+        best_new += bn[i], best_kept += bk[i];
     rlx_stats(&st);
     int kept;
     int64_t prepared;
