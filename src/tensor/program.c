@@ -50,6 +50,9 @@ struct rlx_program {
     ir_node **inputs; /* borrows: kept alive through outputs */
     long keylen;      /* sum of the inputs' ranks */
     int64_t *sym;     /* per key position: a named symbol (<= -2), 0 otherwise */
+    long count;       /* the traced graph in postorder, and each node's place */
+    ir_node **order;  /* (made once: every instantiation walks them, read-only) */
+    ir_map pos;
     bool jit;         /* compiled with the JIT backend: runs use specs */
     pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared */
     int nspecs;
@@ -90,6 +93,8 @@ static void program_free(rlx_program *p)
     ir_free(p->outputs);
     ir_free(p->inputs);
     ir_free(p->sym);
+    ir_free(p->order);
+    ir_map_free(&p->pos);
     ir_free(p);
 }
 
@@ -104,11 +109,11 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
     s->nslots = p->ninputs;
     /* the placeholders' payload: never read, a run reads the bindings */
     static char nothing[64];
-    ir_node **order = NULL, **made = NULL;
-    ir_map pos = {0};
+    ir_node **order = p->order, **made = NULL;
+    ir_map *pos = &p->pos;
     ir_storage *st = NULL;
     bool ok = false;
-    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
+    long count = p->count;
     s->slots = ir_calloc((size_t)(p->ninputs ? p->ninputs : 1), sizeof *s->slots);
     s->roots = ir_calloc((size_t)p->nout, sizeof *s->roots);
     s->key = ir_alloc((size_t)(p->keylen ? p->keylen : 1) * sizeof *s->key);
@@ -117,19 +122,16 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
         goto oom;
     if (p->keylen)
         memcpy(s->key, key, (size_t)p->keylen * sizeof *key);
-    for (int i = 0; i < count; i++)
-        if (ir_map_put(&pos, order[i], i) < 0)
-            goto oom;
     for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++) {
         const ir_node *in = p->inputs[j];
         if (!(s->slots[j] = ir_make_buffer(st, 0, in->dtype, in->rank, key + k)))
             goto oom;
-        made[ir_map_get(&pos, in)] = ir_retain(s->slots[j]);
+        made[ir_map_get(pos, in)] = ir_retain(s->slots[j]);
     }
-    if (!instantiate(fn, order, count, &pos, made))
+    if (!instantiate(fn, order, count, pos, made))
         goto out;
     for (int i = 0; i < p->nout; i++)
-        s->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
+        s->roots[i] = ir_retain(made[ir_map_get(pos, p->outputs[i])]);
     /* the pipeline builds the plan (no simplify, no plan cache) and hands it back */
     knob_opts o;
     ts_options_take(&o);
@@ -155,8 +157,6 @@ out:
     for (long i = 0; made && i < count; i++)
         ir_release(made[i]);
     ir_free(made);
-    ir_free(order);
-    ir_map_free(&pos);
     ir_storage_release(st);
     return ok;
 }
@@ -258,8 +258,12 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
         p->keylen += nd->rank;
         dynamic |= ir_node_numel(nd) < 0;
     }
-    ir_free(order);
+    p->order = order; /* kept for instantiations */
+    p->count = count;
     order = NULL;
+    for (long i = 0; i < count; i++)
+        if (ir_map_put(&p->pos, p->order[i], i) < 0)
+            goto oom;
     if (!(p->sym = ir_calloc((size_t)(p->keylen ? p->keylen : 1), sizeof *p->sym)))
         goto oom;
     for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
@@ -601,25 +605,21 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
  * realized with whatever backend is selected. */
 static rlx_status run_instantiated(const char *fn, rlx_program *p, ir_node **binds, rlx_tensor **outputs)
 {
-    ir_node **order = NULL, **made = NULL, *roots[64], **r = roots;
-    ir_map pos = {0};
+    ir_node **made = NULL, *roots[64], **r = roots;
     rlx_status st = RLX_OK;
-    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
-    if (count < 0 || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
+    long count = p->count;
+    if (!(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
         goto oom;
-    for (long i = 0; i < count; i++)
-        if (ir_map_put(&pos, order[i], i) < 0)
-            goto oom;
     for (long j = 0; j < p->ninputs; j++)
-        made[ir_map_get(&pos, p->inputs[j])] = ir_retain(binds[j]);
-    if (!instantiate(fn, order, count, &pos, made)) {
+        made[ir_map_get(&p->pos, p->inputs[j])] = ir_retain(binds[j]);
+    if (!instantiate(fn, p->order, count, &p->pos, made)) {
         st = rlx_last_status();
         goto out;
     }
     if (p->nout > 64 && !(r = ir_alloc((size_t)p->nout * sizeof *r)))
         goto oom;
     for (int i = 0; i < p->nout; i++)
-        r[i] = made[ir_map_get(&pos, p->outputs[i])];
+        r[i] = made[ir_map_get(&p->pos, p->outputs[i])];
     st = ts_realize_nodes(fn, r, p->nout);
     for (int i = 0; i < p->nout && st == RLX_OK; i++)
         outputs[i] = ts_wrap(ir_retain(r[i]));
@@ -633,8 +633,6 @@ out:
     for (long i = 0; made && i < count; i++)
         ir_release(made[i]);
     ir_free(made);
-    ir_free(order);
-    ir_map_free(&pos);
     return st;
 }
 
