@@ -234,11 +234,12 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * anonymous symbol of its own); a dim <= -2 names a symbol: every dim of
  * every input carrying that value is one size, and binding two sizes to it
  * is RLX_E_SHAPE at rlx_program_run, naming the symbol, both inputs and
- * both sizes. (The tensor reports -1 for either.) Dims an elementwise op
- * joins while tracing (two dynamic dims, or a dynamic dim and a static one
- * other than 1) are taken as equal: bound differently, the run fails with
- * RLX_E_SHAPE naming the op and the shapes; a dynamic dim bound to 1 is
- * never broadcast silently.
+ * both sizes. (The tensor reports -1 for either.) Two dynamic dims an
+ * elementwise op joins while tracing are taken as equal: bound
+ * differently, the run fails with RLX_E_SHAPE naming the op and the
+ * shapes; a dynamic dim bound to 1 is never broadcast silently (a static
+ * 1 is, as tracing did; a dynamic dim meeting a static one other than 1
+ * is RLX_E_SHAPE while tracing).
  * Realizing a graph that still holds an unbound input is RLX_E_ARG.
  * Dynamic dims flow through elementwise ops and broadcasting, reductions
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and

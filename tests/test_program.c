@@ -466,6 +466,9 @@ TEST(dynamic_symbols)
     }
     CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
     rlx_program_free(q);
+    /* a dynamic dim joined with a static 5 is refused while tracing */
+    rlx_clear_error();
+    CHECK(rlx_add(a, rlx_ones(RLX_F32, 2, (int64_t[]){5, 2})) == NULL && rlx_last_status() == RLX_E_SHAPE);
     /* one name, two symbol lists: two inputs, refused */
     rlx_tensor *u = rlx_add(rlx_input("u", RLX_F32, 1, (int64_t[]){-3}), rlx_input("u", RLX_F32, 1, (int64_t[]){-4}));
     CHECK(u != NULL);
