@@ -230,15 +230,33 @@ RLX_API rlx_tensor *rlx_randn_seeded(rlx_dtype dt, int rank, const int64_t *shap
 RLX_API rlx_tensor *rlx_full_like(rlx_tensor *t, double value);
 RLX_API rlx_tensor *rlx_zeros_like(rlx_tensor *t);
 RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
-/* A named placeholder for compiled programs; -1 marks a dynamic dim.
+/* A named placeholder for compiled programs. A dim -1 is dynamic (an
+ * anonymous symbol of its own); a dim <= -2 names a symbol: every dim of
+ * every input carrying that value is one size, and binding two sizes to it
+ * is RLX_E_SHAPE at rlx_program_run, naming the symbol, both inputs and
+ * both sizes. (The tensor reports -1 for either.) Two dynamic dims an
+ * elementwise op joins while tracing are taken as equal: bound
+ * differently, the run fails with RLX_E_SHAPE naming the op and the
+ * shapes; a dynamic dim bound to 1 is never broadcast silently (a static
+ * 1 is, as tracing did; a dynamic dim meeting a static one other than 1
+ * is RLX_E_SHAPE while tracing).
  * Realizing a graph that still holds an unbound input is RLX_E_ARG.
  * Dynamic dims flow through elementwise ops and broadcasting, reductions
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
- * norms over static axes, transpose/unsqueeze, cat, and reshape with one
- * -1. Ops that need a dynamic dim's size while tracing refuse it: slicing,
- * flipping or rolling (by a nonzero shift) a dynamic axis is RLX_E_UNSUPPORTED; others (conv/pool
- * spatial dims, fft axis, arange-based composites) fail with RLX_E_SHAPE
- * or at run time; none computes a wrong value. */
+ * norms over static axes, attention over a dynamic sequence (every mask),
+ * transpose/unsqueeze, cat, pad of a static axis, reshape with one -1,
+ * and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
+ * chunk, flip, roll) keep their bounds relative to the size (Python
+ * rules: a negative index counts from the end) and resolve them when a run
+ * binds it; a narrow or select that does not fit the bound size is
+ * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
+ * tracing): padding a dynamic axis, sorting/top-k, dropout masks,
+ * einsum, fft and conv/pool over dynamic dims, rlx_split of a dynamic axis
+ * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
+ * other than +-1, a cat of several pieces of dynamic length along its axis
+ * (so roll of a dynamic axis) and a reshape whose dynamic dims cannot be
+ * matched back (several dynamic dims merged). None computes a wrong
+ * value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
 /* ------------------------------------------------------------------ unary */
@@ -415,8 +433,10 @@ RLX_API rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t l
  * x[::-1] is rlx_slice(x, axis, RLX_END, RLX_END, -1). */
 RLX_API rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int64_t step);
 RLX_API rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index); /* drops the axis */
-/* n pieces of the given sizes (sum must equal the axis length) into out[n].
- * On error every out[i] is NULL. */
+/* n pieces of the given sizes (sum must equal the axis length; one size
+ * may be -1, the rest of the axis) into out[n]. On a dynamic axis exactly
+ * one size must be -1 (else RLX_E_UNSUPPORTED) and the fixed sizes must
+ * sum below 2^28. On error every out[i] is NULL. */
 RLX_API rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out);
 /* n pieces; the first len%n get one element more (some may be empty). */
 RLX_API rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out);
@@ -430,9 +450,11 @@ RLX_API rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis);
 /* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis. */
 RLX_API rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps);
 RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
-/* np.roll along axis: element i moves to (i + shift) mod len. */
+/* np.roll along axis: element i moves to (i + shift) mod len. On a dynamic
+ * axis |shift| must be below 2^57 (else RLX_E_UNSUPPORTED). */
 RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
-/* Constant padding; before/after >= 0; value converted to x's dtype. */
+/* Constant padding; before/after >= 0; value converted to x's dtype.
+ * Padding a dynamic axis (by a nonzero amount) is RLX_E_UNSUPPORTED. */
 RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value);
 /* Padding along one axis by mode: CONSTANT pads zeros (rlx_pad for other
  * values); REFLECT mirrors without repeating the edge ([1,2,3] by 2 each
@@ -801,10 +823,10 @@ typedef struct {
  * With the "jit" backend selected at compile time, scheduling, memory
  * planning and kernel compilation happen here, once; a run only checks the
  * bindings and runs the kernels (whatever the backend is then). With
- * dynamic (-1) dims the plan is made on the first run of each new set of
- * bound dims and kept (up to 8 per program; more run correctly through
- * plain realization). With the reference backend each run re-instantiates
- * the graph. */
+ * dynamic dims the plan is made on the first run of each new set of
+ * bound dims and kept: the 8 most recently used per program (a new set
+ * evicts the least recently used; rlx_program_specs counts them). With the
+ * reference backend each run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
  * outputs to outputs[]. A binding must have the input's dtype (else
@@ -815,6 +837,11 @@ RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin,
                                    rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
+/* How many specializations p keeps now (JIT: at most 8, the most recently
+ * used; a new binding evicts the least recently used) and how many it has
+ * prepared since compiled (a binding seen before and still kept prepares
+ * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
 
 /* --------------------------------------------------------------- autodiff */
 
@@ -832,8 +859,9 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * zeros. pow: d/da = 0 where b == 0, d/db = 0 where a == 0 and b >= 0.
  * loss and wrt may be any float dtype (f32, f64, f16, bf16); each gradient
  * has its wrt's dtype. Errors: n < 0 or NULL entries RLX_E_ARG; non-float
- * loss or wrt RLX_E_DTYPE; a dynamic dim on the path RLX_E_UNSUPPORTED. On error every
- * grads[i] is NULL. */
+ * loss or wrt RLX_E_DTYPE; through dynamic dims what rlx_input lists as
+ * refused RLX_E_UNSUPPORTED (the gradient graph has dynamic dims too and a
+ * program resolves them per binding). On error every grads[i] is NULL. */
 RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
 
 /* ------------------------------------------------------------ checkpoints */

@@ -356,7 +356,9 @@ TEST(inputs)
     CHECK_ERR(rlx_realize(z), RLX_E_ARG, "rlx_realize");
     CHECK_NULL_ERR(rlx_input(NULL, RLX_F32, 0, NULL), RLX_E_ARG, "rlx_input");
     CHECK_NULL_ERR(rlx_input("", RLX_F32, 0, NULL), RLX_E_ARG, "rlx_input");
-    CHECK_NULL_ERR(rlx_input("q", RLX_F32, 1, (int64_t[]){-2}), RLX_E_SHAPE, "rlx_input");
+    rlx_tensor *q = rlx_input("q", RLX_F32, 2, (int64_t[]){-2, -7}); /* symbols: dynamic dims */
+    CHECK(q && rlx_dim(q, 0) == -1 && rlx_dim(q, 1) == -1);
+    CHECK_NULL_ERR(rlx_input("q", RLX_F32, 1, NULL), RLX_E_ARG, "rlx_input");
     CHECK_NULL_ERR(rlx_input("q", (rlx_dtype)12, 0, NULL), RLX_E_DTYPE, "rlx_input");
 }
 

@@ -311,6 +311,377 @@ TEST(dynamic_ops_never_wrong)
     rlx_clear_error();
 }
 
+/* Ops over a dynamic axis (axis 0 of x [-1, C]): traced once, run at
+ * many sizes, each result equal to the same op over the bound value
+ * (static shapes) on the reference backend; a size an op cannot take (a
+ * narrow past the end) is RLX_E_SHAPE naming the slice. */
+static rlx_tensor *d_slice_step(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_slice(x, 0, 1, RLX_END, 2); }
+static rlx_tensor *d_slice_tail(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_slice(x, 0, -3, RLX_END, 1); }
+static rlx_tensor *d_slice_mid(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_slice(x, 0, 2, -1, 1); }
+static rlx_tensor *d_slice_back(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_slice(x, 0, -2, 0, -2); }
+static rlx_tensor *d_flip(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_flip(x, 0); }
+static rlx_tensor *d_roll(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_roll(x, 0, 2); }
+static rlx_tensor *d_roll_neg(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_roll(x, 0, -7); }
+static rlx_tensor *d_narrow(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_narrow(x, 0, 1, 2); }
+static rlx_tensor *d_narrow_end(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_narrow(x, 0, -2, 2); }
+static rlx_tensor *d_select(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_select(x, 0, -1); }
+static rlx_tensor *d_split(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    rlx_tensor *p[3];
+    if (rlx_split(x, 0, 3, (int64_t[]){1, -1, 1}, p) != RLX_OK)
+        return NULL;
+    return rlx_cat((rlx_tensor *[]){rlx_mul_s(p[2], 3), p[0], rlx_mul_s(p[1], 2)}, 3, 0);
+}
+static rlx_tensor *d_chunk(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    rlx_tensor *p[3];
+    if (rlx_chunk(x, 0, 3, p) != RLX_OK)
+        return NULL;
+    return rlx_cat((rlx_tensor *[]){rlx_mul_s(p[2], 3), p[0], rlx_mul_s(p[1], 2)}, 3, 0);
+}
+static rlx_tensor *d_mean(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_mean(x, ax0, 1, false); }
+static rlx_tensor *d_var(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_var(x, ax0, 1, true); }
+static rlx_tensor *d_std(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_std(x, NULL, 0, false); }
+static rlx_tensor *d_reshape(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par; /* [n, C] -> [n*C] -> [n, C] (one -1 each), and back through a flatten */
+    rlx_tensor *f = rlx_reshape(x, 1, (int64_t[]){-1});
+    return rlx_add(rlx_reshape(f, 2, (int64_t[]){-1, C}), rlx_reshape(rlx_exp(f), 2, (int64_t[]){-1, C}));
+}
+static rlx_tensor *d_slice_sum(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par; /* x[1:] - x[:-1]: two dynamic slices meeting elementwise */
+    return rlx_sub(rlx_slice(x, 0, 1, RLX_END, 1), rlx_slice(x, 0, 0, -1, 1));
+}
+
+TEST(dynamic_axis_ops_match_static)
+{
+    static const struct {
+        const char *name;
+        expr_fn f;
+        int64_t min; /* smallest size the op takes */
+    } ops[] = {{"slice_step", d_slice_step, 0}, {"slice_tail", d_slice_tail, 0}, {"slice_mid", d_slice_mid, 0},
+               {"slice_back", d_slice_back, 0}, {"flip", d_flip, 0},             {"roll", d_roll, 0},
+               {"roll_neg", d_roll_neg, 0},     {"narrow", d_narrow, 3},         {"narrow_end", d_narrow_end, 2},
+               {"select", d_select, 1},         {"split", d_split, 2},           {"chunk", d_chunk, 0},
+               {"mean", d_mean, 0},             {"var", d_var, 0},               {"std", d_std, 0},
+               {"reshape", d_reshape, 0},       {"slice_sub", d_slice_sum, 0}};
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    const int64_t sizes[] = {0, 1, 2, 3, 7, 2, 12};
+    for (int be = 0; be < 2; be++) {
+        CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+        for (int t = 0; t < 2; t++) {
+            for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+                rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){-1, C});
+                rlx_tensor *y = ops[i].f(x, NULL);
+                if (!y) {
+                    test_fail(__FILE__, __LINE__, "%s: tracing failed: %s", ops[i].name, rlx_last_error());
+                    continue;
+                }
+                rlx_program *p = rlx_compile(&y, 1);
+                CHECK(p != NULL);
+                for (size_t k = 0; p && k < sizeof sizes / sizeof *sizes; k++) {
+                    int64_t n = sizes[k];
+                    rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){n, C}, -2, 2), *got = NULL;
+                    rlx_status st = rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got);
+                    if (n < ops[i].min) {
+                        if (st != RLX_E_SHAPE)
+                            test_fail(__FILE__, __LINE__, "%s at %lld: status %d", ops[i].name, (long long)n, st);
+                        CHECK(got == NULL && strstr(rlx_last_error(), "rlx_program_run"));
+                        continue;
+                    }
+                    if (st != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "%s (%s, %s) at %lld: %s", ops[i].name, backends[be],
+                                  rlx_dtype_name(dts[t]), (long long)n, rlx_last_error());
+                        continue;
+                    }
+                    rlx_tensor *want = expected(ops[i].f, xv, NULL);
+                    CHECK_EQ_INT(rlx_rank(got), rlx_rank(want));
+                    for (int d = 0; d < rlx_rank(want); d++)
+                        CHECK_EQ_INT(rlx_dim(got, d), rlx_dim(want, d));
+                    EXPECT_SAME(got, want, dts[t] == RLX_F32 ? 2e-5 : 1e-12);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+    /* what cannot be traced says so */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *p3[2];
+    CHECK_ERR(rlx_split(x, 0, 2, (int64_t[]){1, 2}, p3), RLX_E_UNSUPPORTED, "rlx_split");
+    CHECK(p3[0] == NULL && p3[1] == NULL);
+}
+
+/* Symbols: dims <= -2 of one value are one size; anonymous -1 dims that an
+ * elementwise op joins must be bound equal too: never a silent broadcast. */
+TEST(dynamic_symbols)
+{
+    const int64_t B = -2;
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){B, 2});
+    rlx_tensor *m = rlx_input("m", RLX_F64, 1, (int64_t[]){B});
+    rlx_tensor *y = rlx_mul(x, rlx_unsqueeze(m, 1));
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    for (int64_t n = 0; n < 4; n++) {
+        double xd[8], md[4], want[8];
+        for (int i = 0; i < 2 * n; i++)
+            xd[i] = i - 1.5;
+        for (int i = 0; i < n; i++)
+            md[i] = i + 0.5;
+        for (int i = 0; i < 2 * n; i++)
+            want[i] = xd[i] * md[i / 2];
+        rlx_binding b[2] = {{"x", tf64(2, (int64_t[]){n, 2}, xd)}, {"m", tf64(1, (int64_t[]){n}, md)}};
+        rlx_tensor *got;
+        CHECK_EQ_INT(rlx_program_run(p, b, 2, &got), RLX_OK);
+        EXPECT(got, RLX_F64, 2, ((int64_t[]){n, 2}), want, 1e-15);
+    }
+    rlx_tensor *got = NULL;
+    rlx_binding bad[2] = {{"x", rlx_zeros(RLX_F64, 2, (int64_t[]){3, 2})}, {"m", rlx_zeros(RLX_F64, 1, (int64_t[]){1})}};
+    CHECK_EQ_INT(rlx_program_run(p, bad, 2, &got), RLX_E_SHAPE);
+    const char *e = rlx_last_error();
+    CHECK(got == NULL && strstr(e, "rlx_program_run") && strstr(e, "symbol -2") && strstr(e, "'x'") &&
+          strstr(e, "'m'") && strstr(e, " 3 ") && strstr(e, " 1 "));
+    rlx_program_free(p);
+    /* anonymous dims joined by add: [1, 2] with [4, 2] is an error, not a broadcast */
+    rlx_tensor *a = rlx_input("a", RLX_F32, 2, (int64_t[]){-1, 2}), *b = rlx_input("b", RLX_F32, 2, (int64_t[]){-1, 2});
+    rlx_tensor *s = rlx_add(a, b);
+    rlx_program *q = rlx_compile(&s, 1);
+    CHECK(q != NULL);
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    for (int be = 0; be < 2; be++) {
+        CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+        rlx_program *r = rlx_compile(&s, 1);
+        rlx_binding ab[2] = {{"a", rlx_ones(RLX_F32, 2, (int64_t[]){1, 2})}, {"b", rlx_ones(RLX_F32, 2, (int64_t[]){4, 2})}};
+        CHECK_EQ_INT(rlx_program_run(r, ab, 2, &got), RLX_E_SHAPE);
+        CHECK(got == NULL && strstr(rlx_last_error(), "'add'") && strstr(rlx_last_error(), "[1,2]") &&
+              strstr(rlx_last_error(), "[4,2]"));
+        rlx_program_free(r);
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+    rlx_program_free(q);
+    /* a dynamic dim joined with a static 5 is refused while tracing */
+    rlx_clear_error();
+    CHECK(rlx_add(a, rlx_ones(RLX_F32, 2, (int64_t[]){5, 2})) == NULL && rlx_last_status() == RLX_E_SHAPE);
+    /* one name, two symbol lists: two inputs, refused */
+    rlx_tensor *u = rlx_add(rlx_input("u", RLX_F32, 1, (int64_t[]){-3}), rlx_input("u", RLX_F32, 1, (int64_t[]){-4}));
+    CHECK(u != NULL);
+    rlx_clear_error();
+    CHECK(rlx_compile(&u, 1) == NULL && rlx_last_status() == RLX_E_ARG && strstr(rlx_last_error(), "'u'"));
+    CHECK_NULL_ERR(rlx_input("v", RLX_F32, 1, NULL), RLX_E_ARG, "rlx_input");
+}
+
+/* The kept specializations: the most recent 8; more sizes stay right, a
+ * size still kept prepares nothing, an evicted one is prepared again. */
+TEST(dynamic_spec_lru)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, 2});
+    rlx_tensor *y = rlx_add_s(rlx_sub(x, rlx_mean(x, ax0, 1, true)), 1);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    int kept;
+    int64_t made = 99, before;
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+    CHECK_EQ_INT(kept, 0);
+    CHECK(made == 0);
+    for (int64_t n = 1; n <= 12; n++) {
+        for (int rep = 0; rep < 2; rep++) {
+            double xd[24];
+            for (int i = 0; i < 2 * n; i++)
+                xd[i] = 0.5 * i;
+            rlx_tensor *got;
+            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", tf64(2, (int64_t[]){n, 2}, xd)}, 1, &got), RLX_OK);
+            double v[24];
+            CHECK_EQ_INT(rlx_read_f64(got, v, (size_t)(2 * n)), RLX_OK);
+            for (int i = 0; i < 2 * n; i++)
+                CHECK(fabs(v[i] - (xd[i] - (xd[i % 2] + 0.5 * (n - 1)) + 1)) < 1e-12);
+        }
+    }
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+    CHECK_EQ_INT(kept, 8);
+    CHECK(made == 12);
+    rlx_tensor *got;
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", rlx_ones(RLX_F64, 2, (int64_t[]){12, 2})}, 1, &got), RLX_OK);
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", rlx_ones(RLX_F64, 2, (int64_t[]){5, 2})}, 1, &got), RLX_OK);
+    CHECK_EQ_INT(rlx_program_specs(p, NULL, &before), RLX_OK);
+    CHECK(before == 12); /* 12 and 5 are among the last 8 */
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", rlx_ones(RLX_F64, 2, (int64_t[]){1, 2})}, 1, &got), RLX_OK);
+    CHECK_EQ_INT(rlx_program_specs(p, NULL, &made), RLX_OK);
+    CHECK(made == 13); /* 1 was evicted */
+    CHECK_ERR(rlx_program_specs(NULL, &kept, &made), RLX_E_ARG, "rlx_program_specs");
+    rlx_program_free(p);
+}
+
+/* Gradients through dynamic dims: loss(x, par) traced over x [-1, C],
+ * the program outputs loss and d loss / d (x, w, gamma); each run equals
+ * rlx_grad of the same loss built over the bound value (static shapes) on
+ * the reference backend, and a finite difference checks one entry. */
+static rlx_tensor *l_mlp(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *h = rlx_gelu_tanh(rlx_linear(rlx_layer_norm(x, par[2], par[3], 1e-5), par[0], par[1]));
+    return rlx_mean(rlx_mul(rlx_softmax(h, -1), h), NULL, 0, false);
+}
+static rlx_tensor *l_diff(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *d = rlx_sub(rlx_slice(x, 0, 1, RLX_END, 1), rlx_slice(x, 0, 0, -1, 1));
+    return rlx_sum(rlx_mul(rlx_mul(d, d), par[2]), NULL, 0, false);
+}
+static rlx_tensor *l_pieces(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *p[3], *q[2];
+    if (rlx_split(x, 0, 3, (int64_t[]){1, -1, 1}, p) != RLX_OK || rlx_chunk(x, 0, 2, q) != RLX_OK)
+        return NULL;
+    rlx_tensor *t = rlx_add(rlx_sum(rlx_mul_s(p[0], 3), NULL, 0, false), rlx_sum(rlx_exp(p[1]), NULL, 0, false));
+    t = rlx_add(t, rlx_sum(rlx_mul(p[2], par[2]), NULL, 0, false));
+    t = rlx_add(t, rlx_sum(rlx_mul(rlx_flip(q[0], 0), rlx_narrow(x, 0, -1, 1)), NULL, 0, false));
+    return rlx_add(t, rlx_sum(rlx_mul_s(rlx_sin(q[1]), 2), NULL, 0, false));
+}
+static rlx_tensor *l_cat_reshape(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *c = rlx_cat((rlx_tensor *[]){rlx_unsqueeze(par[2], 0), x, rlx_unsqueeze(par[3], 0)}, 3, 0);
+    rlx_tensor *f = rlx_reshape(rlx_tanh(c), 1, (int64_t[]){-1});
+    rlx_tensor *back = rlx_reshape(rlx_mul(f, f), 2, (int64_t[]){-1, C});
+    return rlx_add(rlx_sum(rlx_matmul(back, rlx_transpose(par[0], 0, NULL)), NULL, 0, false),
+                   rlx_sum(rlx_std(x, ax0, 1, false), NULL, 0, false));
+}
+static rlx_tensor *l_pad(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    rlx_tensor *p = rlx_pad(rlx_exp(x), 1, 1, 2, 0.5);
+    return rlx_sum(rlx_mul(p, rlx_slice(rlx_pad(x, 1, 0, 3, 0), 1, RLX_END, RLX_END, -1)), NULL, 0, false);
+}
+
+static void grads_of(expr_fn f, rlx_tensor *x, rlx_tensor *const *par, rlx_tensor **out)
+{
+    out[0] = f(x, par);
+    rlx_tensor *wrt[3] = {x, par[0], par[2]};
+    CHECK(out[0] != NULL);
+    if (out[0])
+        CHECK_EQ_INT(rlx_grad(out[0], wrt, 3, out + 1), RLX_OK);
+}
+
+TEST(dynamic_gradients_match_static)
+{
+    static const struct {
+        const char *name;
+        expr_fn f;
+        int64_t min;
+    } ls[] = {{"mlp", l_mlp, 1}, {"diff", l_diff, 0}, {"pieces", l_pieces, 2}, {"cat_reshape", l_cat_reshape, 1},
+              {"pad", l_pad, 0}};
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    const int64_t sizes[] = {0, 1, 2, 3, 6, 1, 11};
+    for (int be = 0; be < 2; be++) {
+        CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+        for (int t = 0; t < 2; t++) {
+            rlx_tensor *par[5];
+            params(dts[t], par);
+            for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
+                rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){-1, C}), *outs[4];
+                grads_of(ls[i].f, x, par, outs);
+                rlx_program *p = outs[0] && outs[1] ? rlx_compile(outs, 4) : NULL;
+                if (!p) {
+                    test_fail(__FILE__, __LINE__, "%s: %s", ls[i].name, rlx_last_error());
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+                    int64_t n = sizes[k];
+                    if (n < ls[i].min)
+                        continue;
+                    rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){n, C}, -1, 1), *got[4] = {0};
+                    if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "%s (%s, %s) at %lld: %s", ls[i].name, backends[be],
+                                  rlx_dtype_name(dts[t]), (long long)n, rlx_last_error());
+                        continue;
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *want[4];
+                    grads_of(ls[i].f, xv, par, want);
+                    for (int o = 0; o < 4; o++) {
+                        CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                        for (int d = 0; d < rlx_rank(want[o]); d++)
+                            CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+                        EXPECT_SAME(got[o], want[o], dts[t] == RLX_F32 ? 1e-4 : 1e-10);
+                    }
+                    if (dts[t] == RLX_F64 && n > 0) { /* a central difference at x[n-1, 1] */
+                        double xd[11 * C], h = 1e-6, lp, lm, g[11 * C];
+                        CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(n * C)), RLX_OK);
+                        xd[(n - 1) * C + 1] += h;
+                        CHECK_EQ_INT(rlx_read_f64(ls[i].f(tf64(2, (int64_t[]){n, C}, xd), par), &lp, 1), RLX_OK);
+                        xd[(n - 1) * C + 1] -= 2 * h;
+                        CHECK_EQ_INT(rlx_read_f64(ls[i].f(tf64(2, (int64_t[]){n, C}, xd), par), &lm, 1), RLX_OK);
+                        CHECK_EQ_INT(rlx_read_f64(got[1], g, (size_t)(n * C)), RLX_OK);
+                        double fd = (lp - lm) / (2 * h);
+                        if (fabs(fd - g[(n - 1) * C + 1]) > 1e-5 * (1 + fabs(fd)))
+                            test_fail(__FILE__, __LINE__, "%s at %lld: finite difference %g, gradient %g", ls[i].name,
+                                      (long long)n, fd, g[(n - 1) * C + 1]);
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+}
+
+/* Attention over a dynamic sequence length (x [2, -1, 2*4], 2 heads),
+ * causal and sliding, its value and its gradients, against the same graph
+ * over the bound value on the reference backend. */
+TEST(dynamic_attention_sequence)
+{
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_mask masks[] = {RLX_MASK_CAUSAL, RLX_MASK_SLIDING, RLX_MASK_NONE};
+    const int64_t lens[] = {1, 4, 0, 9, 4};
+    for (int be = 0; be < 2; be++) {
+        for (int m = 0; m < 3; m++) {
+            for (int t = 0; t < 2; t++) {
+                rlx_dtype dt = t ? RLX_F64 : RLX_F32;
+                CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                rlx_tensor *w = trand(dt, 2, (int64_t[]){8, 8}, -0.5, 0.5);
+                rlx_tensor *x = rlx_input("x", dt, 3, (int64_t[]){2, -1, 8}), *outs[3];
+                rlx_tensor *a = rlx_attention(rlx_matmul(x, w), x, x, 2, 4, masks[m], 3);
+                outs[0] = rlx_sum(rlx_mul(a, a), NULL, 0, false);
+                rlx_tensor *wrt[2] = {x, w};
+                CHECK_EQ_INT(rlx_grad(outs[0], wrt, 2, outs + 1), RLX_OK);
+                rlx_tensor *both[4] = {outs[0], outs[1], outs[2], a};
+                rlx_program *p = rlx_compile(both, 4);
+                CHECK(p != NULL);
+                for (size_t k = 0; p && k < sizeof lens / sizeof *lens; k++) {
+                    rlx_tensor *xv = trand(dt, 3, (int64_t[]){2, lens[k], 8}, -1, 1), *got[4];
+                    if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "mask %d at %lld: %s", masks[m], (long long)lens[k],
+                                  rlx_last_error());
+                        continue;
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *av = rlx_attention(rlx_matmul(xv, w), xv, xv, 2, 4, masks[m], 3), *want[4];
+                    want[0] = rlx_sum(rlx_mul(av, av), NULL, 0, false);
+                    want[3] = av;
+                    CHECK_EQ_INT(rlx_grad(want[0], (rlx_tensor *[]){xv, w}, 2, want + 1), RLX_OK);
+                    for (int o = 0; o < 4; o++) {
+                        CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                        EXPECT_SAME(got[o], want[o], t ? 1e-10 : 2e-4);
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+}
+
 /* Threads running one dynamic program at once, each at its own batch
  * sizes, so they add specializations concurrently and run them while
  * others are added: every result must be right. */
@@ -387,4 +758,6 @@ static int dynamic_workload(void)
 TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
-          T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures))
+          T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
+          T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
+          T(dynamic_attention_sequence))

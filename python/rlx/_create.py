@@ -113,11 +113,44 @@ def randn(*shape, seed=None, dtype=float32):
     return _random_tensor(_lib.rlx_randn, _lib.rlx_randn_seeded, shape, seed, dtype)
 
 
+_SYMBOLS = {}  # symbol name -> its C id (<= -2), shared by every input
+
+
+def _symbol_id(name):
+    sid = _SYMBOLS.get(name)
+    if sid is None:
+        sid = _SYMBOLS[name] = -2 - len(_SYMBOLS)
+    return sid
+
+
+def symbol_name(sid):
+    """The name of the symbol whose C id is sid (None when unnamed)."""
+    for k, v in _SYMBOLS.items():
+        if v == sid:
+            return k
+    return None
+
+
 def input(name, shape, dtype=float32):
-    """A named placeholder for rlx.compile; -1 marks a dynamic dim."""
-    if isinstance(shape, (_builtin_int, np.integer)):
+    """A named placeholder for rlx.compile. A dim that is None or -1 is
+    dynamic (any size at run time); a string names a symbol: every dim of
+    every input carrying that name must be bound to one size."""
+    if isinstance(shape, (_builtin_int, np.integer, str)) or shape is None:
         shape = (shape,)
-    shp, n = _i64s(shape)
+    dims = []
+    for d in shape:
+        if d is None:
+            dims.append(-1)
+        elif isinstance(d, str):
+            if not d:
+                raise ValueError("rlx.input: a symbol name must not be empty")
+            dims.append(_symbol_id(d))
+        else:
+            d = operator.index(d)
+            if d <= -2:
+                raise ValueError("rlx.input: dim %d: use None or -1 for a dynamic dim, a string for a symbol" % d)
+            dims.append(d)
+    shp, n = _i64s(dims)
     _clear()
     return _wrap(_lib.rlx_input(str(name).encode(), _dtype(dtype).code, n, shp))
 

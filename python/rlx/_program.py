@@ -1,6 +1,10 @@
 """Realizing several tensors at once, compiled programs and gradients."""
 
-from ._base import _lib, _c_void_p, _clear, _check, _raise, _pieces, _builtin_max
+import ctypes as _ctypes
+import re as _re
+
+from ._base import _lib, _c_void_p, _clear, _check, _raise, _pieces, _builtin_max, RlxError
+from ._create import symbol_name
 from ._tensor import Tensor, tensor, _wrap, _tt, _handles, _BLOB_DELETER
 from . import _ffi
 
@@ -51,11 +55,22 @@ class Program:
             arr[i].value = v._h
         out = (_c_void_p * self._n)()
         _clear()
-        _check(_lib.rlx_program_run(self._p, arr, len(b), out))
+        try:
+            _check(_lib.rlx_program_run(self._p, arr, len(b), out))
+        except RlxError as e:
+            raise _named_symbols(e) from None
         res = [_wrap(out[i]) for i in range(self._n)]
         return res[0] if self._single else res
 
     __call__ = run
+
+    def specs(self):
+        """(kept, prepared): the specializations kept now (at most 8, the
+        most recently used) and how many were prepared since compiling."""
+        kept, made = _ctypes.c_int(0), _ctypes.c_int64(0)
+        _clear()
+        _check(_lib.rlx_program_specs(self._p, _ctypes.byref(kept), _ctypes.byref(made)))
+        return kept.value, made.value
 
     def close(self, _free=_lib.rlx_program_free):
         p, self._p = getattr(self, "_p", None), None
@@ -72,6 +87,15 @@ class Program:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _named_symbols(e):
+    """e with each "symbol -N" of its message named as rlx.input named it."""
+    def name(m):
+        n = symbol_name(int(m.group(1)))
+        return "symbol '%s'" % n if n is not None else m.group(0)
+    msg = _re.sub(r"symbol (-\d+)", name, e.message)
+    return e if msg == e.message else RlxError(e.status, msg)
 
 
 def compile(outputs):

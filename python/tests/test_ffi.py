@@ -63,6 +63,7 @@ COVERAGE = {
     "rlx_read_f32": "Tensor.read", "rlx_read_f64": "Tensor.read", "rlx_data": "Tensor.numpy",
     "rlx_item": "Tensor.item", "rlx_to_string": "Tensor.__repr__",
     "rlx_compile": "compile", "rlx_program_run": "Program.run", "rlx_program_free": "Program.close",
+    "rlx_program_specs": "Program.specs",
     "rlx_grad": "grad",
     "rlx_set_num_threads": "set_num_threads", "rlx_get_num_threads": "get_num_threads",
     "rlx_set_option": "set_option", "rlx_get_option": "get_option", "rlx_stats": "stats",

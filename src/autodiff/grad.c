@@ -74,13 +74,6 @@ static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n
         for (int k = 0; k < nd->nsrc && !s->needs[i]; k++)
             s->needs[i] = s->needs[ir_map_get(&s->pos, nd->src[k])];
     }
-    for (long i = 0; i < s->count; i++) {
-        if (s->needs[i] && ir_node_numel(s->order[i]) < 0) {
-            ts_error(RLX_E_UNSUPPORTED, FN, "the path to loss has a dynamic shape %s (%s); bind it to a static shape",
-                     ts_shape_str(s->order[i]), ir_ops[s->order[i]->op].name);
-            return RLX_E_UNSUPPORTED;
-        }
-    }
     return RLX_OK;
 oom:
     ts_error(RLX_E_NOMEM, FN, "out of memory ordering the graph");
@@ -104,6 +97,17 @@ static bool check_dx(const ir_node *nd, int k, rlx_tensor *d)
         return false;
     }
     return true;
+}
+
+/* v in t's shape and dtype; dynamic dims follow t's when a program binds
+ * them (ts_expand_like). */
+static ir_node *const_like(ir_node *t, double v)
+{
+    if (ir_node_numel(t) >= 0)
+        return ts_const_node(FN, t->dtype, t->rank, t->shape, v);
+    ir_node *c = ts_const_node(FN, t->dtype, 0, NULL, v), *r = c ? ts_expand_like(FN, c, t) : NULL;
+    ir_release(c);
+    return r;
 }
 
 /* Applies the VJP of order[i] to its cotangent and adds the results into
@@ -206,7 +210,7 @@ rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor 
         goto out;
     /* d sum(loss) / d loss = ones. */
     long last = s.count - 1;
-    if (s.needs[last] && !(s.cot[last] = ts_const_node(FN, root->dtype, root->rank, root->shape, 1))) {
+    if (s.needs[last] && !(s.cot[last] = const_like(root, 1))) {
         st = rlx_last_status();
         goto out;
     }
@@ -225,7 +229,7 @@ rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor 
     for (int k = 0; k < n; k++) {
         ir_node *w = ts_node(wrt[k]);
         long i = ir_map_get(&s.pos, w);
-        made[k] = i >= 0 && s.cot[i] ? ir_retain(s.cot[i]) : ts_const_node(FN, w->dtype, w->rank, w->shape, 0);
+        made[k] = i >= 0 && s.cot[i] ? ir_retain(s.cot[i]) : const_like(w, 0);
         if (!made[k]) {
             for (int j = 0; j < k; j++) {
                 ir_release(made[j]);

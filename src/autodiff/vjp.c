@@ -76,6 +76,55 @@ static rlx_tensor *place_axis(rlx_tensor *t, int ax, int64_t start, int64_t step
     return rlx_reshape(u, tn->rank, shape);
 }
 
+/* t broadcast to x's shape, whose dynamic dims a program resolves with
+ * x's (NULL passes through). */
+static rlx_tensor *expand_like(rlx_tensor *t, ir_node *x)
+{
+    if (!t)
+        return NULL;
+    if (ir_node_numel(x) >= 0)
+        return rlx_broadcast_to(t, x->rank, x->shape);
+    ir_node *r = ts_expand_like(FN, ts_node(t), x);
+    return r ? ts_wrap(r) : NULL;
+}
+
+/* zeros in the shape of x, dynamic dims included. */
+static rlx_tensor *zeros_of(ir_node *x) { return rlx_zeros_like(T(x)); }
+
+/* The cotangent t of a slice of the dynamic axis ax of x placed back into
+ * x's shape: zeros around it, made of slices of x with the same
+ * size-relative bounds (ts.h), so that a program resolves them together.
+ * A step other than +-1 (or a reversed range) is refused. */
+static rlx_tensor *place_dynamic(rlx_tensor *t, ir_node *x, int ax, int64_t start, int64_t step, int64_t len)
+{
+    if (!t)
+        return NULL;
+    if (len == -1)
+        return t;
+    if (len < -1 && step == -1 && start == TS_DYN_IX && ts_dyn_stop(len) == -TS_DYN_IX)
+        return rlx_flip(t, ax); /* a flip */
+    if (step != 1) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a slice with step %lld of the dynamic axis %d of %s",
+                 (long long)step, ax, ts_shape_str(x));
+        return NULL;
+    }
+    ir_node *lo = ts_dyn_range(FN, x, ax, 0, start, 1), *mid = NULL, *hi = NULL;
+    if (lo && len >= 0)
+        mid = ts_dyn_range(FN, x, ax, start, TS_DYN_IX, 1), hi = mid ? ts_dyn_range(FN, mid, ax, len, TS_DYN_IX, 1) : NULL;
+    else if (lo)
+        hi = ts_dyn_range(FN, x, ax, ts_dyn_stop(len), TS_DYN_IX, 1);
+    ir_release(mid);
+    if (!hi) {
+        ir_release(lo);
+        return NULL;
+    }
+    rlx_tensor *parts[3] = {zeros_of(lo), t, zeros_of(hi)};
+    ir_release(lo);
+    ir_release(hi);
+    /* where(true, ., x): a program checks the pieces add up to x's size */
+    return expand_like(rlx_cat(parts, 3, ax), x);
+}
+
 /* op over the axes of mask, keeping them (NULL passes through). */
 static rlx_tensor *reduce_keep(ir_op op, rlx_tensor *t, uint32_t mask)
 {
@@ -208,8 +257,7 @@ static void vjp_where(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **
 static void vjp_sum(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
-    ir_node *x = n->src[0];
-    dx[0] = rlx_broadcast_to(g, x->rank, x->shape);
+    dx[0] = expand_like(g, n->src[0]);
 }
 
 /* max/min: g split evenly over the elements equal to the extreme. */
@@ -244,7 +292,13 @@ static void vjp_prod(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **d
 static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
-    dx[0] = rlx_reshape(g, n->src[0]->rank, n->src[0]->shape);
+    ir_node *x = n->src[0];
+    if (ir_node_numel(x) >= 0) {
+        dx[0] = rlx_reshape(g, x->rank, x->shape);
+    } else { /* dynamic dims (maybe several): a program resolves them with x's */
+        ir_node *r = ts_reshape_node(FN, ts_node(g), x->rank, x->shape);
+        dx[0] = r ? ts_wrap(r) : NULL;
+    }
 }
 
 static void vjp_permute(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
@@ -285,7 +339,9 @@ static void vjp_slice(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **
     rlx_tensor *t = g;
     for (int i = 0; i < x->rank; i++) {
         int64_t start = n->attr.slice.start[i], step = n->attr.slice.step[i];
-        if (start != 0 || step != 1 || n->shape[i] != x->shape[i])
+        if (x->shape[i] < 0)
+            t = place_dynamic(t, x, i, start, step, n->attr.slice.len[i]);
+        else if (start != 0 || step != 1 || n->shape[i] != x->shape[i])
             t = place_axis(t, i, start, step, x->shape[i]);
     }
     dx[0] = t;
@@ -297,11 +353,36 @@ static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
 {
     int ax = n->attr.ax.axis;
     int64_t at = 0;
+    int dyn = -1; /* the one piece of a dynamic length, if any */
+    for (int k = 0; k < n->nsrc; k++) {
+        if (n->src[k]->shape[ax] < 0 && dyn >= 0) {
+            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a cat of several pieces of dynamic length along axis %d",
+                     ax);
+            return;
+        }
+        dyn = n->src[k]->shape[ax] < 0 ? k : dyn;
+    }
     for (int k = 0; k < n->nsrc; k++) {
         int64_t len = n->src[k]->shape[ax];
+        if (len < 0)
+            break;
         if (need[k])
             dx[k] = rlx_narrow(g, ax, at, len);
         at += len;
+    }
+    if (dyn < 0)
+        return;
+    /* after the dynamic piece: placed from the end; it takes what is between */
+    int64_t back = 0;
+    for (int k = n->nsrc - 1; k > dyn; k--) {
+        int64_t len = n->src[k]->shape[ax];
+        back += len;
+        if (need[k])
+            dx[k] = rlx_narrow(g, ax, -back, len);
+    }
+    if (need[dyn]) {
+        ir_node *r = ts_dyn_range(FN, ts_node(g), ax, at, back ? -back : TS_DYN_IX, 1);
+        dx[dyn] = r ? expand_like(ts_wrap(r), n->src[dyn]) : NULL;
     }
 }
 
@@ -566,6 +647,14 @@ static rlx_tensor *mask_heads(ir_node *n, ir_node *m)
     return rlx_reshape(T(m), 5, shape);
 }
 
+/* i64 ones along axis 1 (the sequence) of x [B, S, E], S maybe dynamic. */
+static rlx_tensor *ones_along(ir_node *x)
+{
+    static const int axes[2] = {0, 2};
+    rlx_tensor *z = rlx_sum(rlx_zeros_like(T(x)), axes, 2, false);
+    return rlx_add_s(rlx_cast(z, RLX_I64), 1);
+}
+
 /* The attention weights P of node n, in the scores' layout, rebuilt from
  * q and k with n's masks: a row with no visible key is all zeros (rlx.h). */
 static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
@@ -575,8 +664,16 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
     double sq = (double)n->src[0]->shape[1], sk = (double)n->src[1]->shape[1];
     rlx_tensor *s = rlx_mul_s(rlx_matmul_t(qh, kh), n->attr.attn.scale), *keep = NULL;
     if (mask != RLX_MASK_NONE) { /* query i at position Sk - Sq + i, key j at j */
-        rlx_tensor *qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
-        rlx_tensor *kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        rlx_tensor *qpos, *kpos;
+        if (sq >= 0 && sk >= 0) {
+            qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
+            kpos = rlx_arange(RLX_I64, 0, sk, 1);
+        } else { /* a dynamic length: counted from ones shaped like q and k */
+            rlx_tensor *oq = ones_along(n->src[0]), *ok = ones_along(n->src[1]);
+            kpos = rlx_cumsum(ok, 0, true);
+            qpos = rlx_add(rlx_cumsum(oq, 0, true), rlx_sub(rlx_sum(ok, NULL, 0, false), rlx_sum(oq, NULL, 0, false)));
+            qpos = rlx_unsqueeze(qpos, 1);
+        }
         keep = rlx_le(kpos, qpos);
         if (mask == RLX_MASK_SLIDING)
             keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, n->attr.attn.window)));

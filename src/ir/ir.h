@@ -89,7 +89,7 @@ typedef struct {
         struct { double start, step; int axis; } iota;           /* IOTA */
         struct { uint64_t seed; int normal; } rand;              /* RAND */
         struct { int normal; rlx_dtype dtype; int rank; int64_t dims[IR_MAX_RANK]; } rands; /* RAND_SEEDED */
-        struct { char *name; } input;                            /* INPUT, owns */
+        struct { char *name; int64_t sym[IR_MAX_RANK]; } input;   /* INPUT, owns name; sym: a dynamic dim's symbol (<= -2), 0 anonymous */
         struct { uint32_t mask; } red;                           /* SUM..ARGMIN: reduced axes */
         struct { int axis; } ax;                                 /* CAT, GATHER */
         struct { int axis; int exclusive; } scan;                /* CUMSUM */

@@ -132,7 +132,7 @@ static uint64_t hash_attrs(uint64_t h, ir_op op, const ir_attrs *a)
 static bool attrs_eq(ir_op op, const ir_attrs *a, const ir_attrs *b)
 {
     if (op == IR_OP_INPUT)
-        return strcmp(a->input.name, b->input.name) == 0;
+        return strcmp(a->input.name, b->input.name) == 0 && memcmp(a->input.sym, b->input.sym, sizeof a->input.sym) == 0;
     return memcmp(a, b, sizeof *a) == 0;
 }
 

@@ -146,8 +146,10 @@ static bool infer_movement(ir_op op, ir_node *x, const ir_attrs *a, int *rank, i
     case IR_OP_SLICE:
         for (int i = 0; i < x->rank; i++) {
             int64_t s = a->slice.start[i], st = a->slice.step[i], n = a->slice.len[i];
-            if (x->shape[i] < 0 && n == -1 && s == 0 && st == 1) {
-                shape[i] = -1; /* a dynamic dim taken whole */
+            if (x->shape[i] < 0 && st != 0 && (n != -1 || (s == 0 && st == 1))) {
+                /* a dynamic dim: whole, a static length, or a range the
+                 * tensor layer resolves when the size is bound (ts.h) */
+                shape[i] = n >= 0 ? n : -1;
                 continue;
             }
             if (st == 0 || n < 0)

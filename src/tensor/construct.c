@@ -92,18 +92,36 @@ rlx_tensor *rlx_zeros(rlx_dtype dt, int rank, const int64_t *shape) { return ful
 rlx_tensor *rlx_ones(rlx_dtype dt, int rank, const int64_t *shape) { return full("rlx_ones", dt, rank, shape, 1); }
 rlx_tensor *rlx_scalar(rlx_dtype dt, double value) { return full("rlx_scalar", dt, 0, NULL, value); }
 
-/* where(true, value, t): a constant whose shape follows t's, for a t with
- * dynamic dims, so that a compiled program specializes it with t. */
+/* where(true, x, ref): x broadcast to ref's shape, for a ref with dynamic
+ * dims, so that a compiled program specializes it with ref (instantiation
+ * makes it a plain expand: ref is not read). */
+ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref)
+{
+    if (ir_node_numel(ref) >= 0)
+        return ts_expand_node(fn, x, ref->rank, ref->shape);
+    ir_node *cref = NULL;
+    if (ref->dtype != x->dtype) {
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.cast.dtype = x->dtype;
+        if (!(ref = cref = ts_make(fn, IR_OP_CAST, 1, &ref, &a)))
+            return NULL;
+    }
+    ir_node *t = ts_const_node(fn, RLX_BOOL, 0, NULL, 1);
+    ir_node *e[3] = {t ? ts_expand_node(fn, t, ref->rank, ref->shape) : NULL, ts_expand_node(fn, x, ref->rank, ref->shape),
+                     ref};
+    ir_node *r = e[0] && e[1] ? ts_make(fn, IR_OP_WHERE, 3, e, NULL) : NULL;
+    ir_release(t);
+    ir_release(e[0]);
+    ir_release(e[1]);
+    ir_release(cref);
+    return r;
+}
+
 static rlx_tensor *full_like_dynamic(const char *fn, ir_node *t, double value)
 {
-    ir_node *src[3] = {ts_const_node(fn, RLX_BOOL, 0, NULL, 1), ts_const_node(fn, t->dtype, 0, NULL, value), t};
-    ir_node *e[3] = {src[0] ? ts_expand_node(fn, src[0], t->rank, t->shape) : NULL,
-                     src[1] ? ts_expand_node(fn, src[1], t->rank, t->shape) : NULL, t};
-    ir_node *r = e[0] && e[1] ? ts_make(fn, IR_OP_WHERE, 3, e, NULL) : NULL;
-    for (int i = 0; i < 2; i++) {
-        ir_release(src[i]);
-        ir_release(e[i]);
-    }
+    ir_node *c = ts_const_node(fn, t->dtype, 0, NULL, value), *r = c ? ts_expand_like(fn, c, t) : NULL;
+    ir_release(c);
     return r ? ts_wrap(r) : NULL;
 }
 
@@ -254,10 +272,19 @@ rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *s
         ts_error(RLX_E_ARG, fn, "name is NULL or empty");
         return NULL;
     }
-    if (!ts_check_dtype(fn, (int)dt) || !ts_check_shape(fn, dt, rank, shape, true))
+    if (!ts_check_dtype(fn, (int)dt))
         return NULL;
+    /* a dim <= -2 names a symbol: the node's shape says -1 (dynamic), the
+     * attrs keep which symbol, so that a run can check bindings agree */
     ir_attrs a;
     memset(&a, 0, sizeof a);
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; shape && rank > 0 && rank <= IR_MAX_RANK && i < rank; i++) {
+        dims[i] = shape[i] <= -2 ? -1 : shape[i];
+        a.input.sym[i] = shape[i] <= -2 ? shape[i] : 0;
+    }
+    if (!ts_check_shape(fn, dt, rank, shape ? dims : NULL, true))
+        return NULL;
     a.input.name = (char *)(uintptr_t)name; /* copied by ir_make */
-    return ts_wrap(ts_leaf(fn, IR_OP_INPUT, &a, dt, rank, shape));
+    return ts_wrap(ts_leaf(fn, IR_OP_INPUT, &a, dt, rank, dims));
 }

@@ -158,9 +158,25 @@ rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
     if (!n)
         return NULL;
     int64_t len = n->shape[ax];
-    if (len < 0 && shift != 0) { /* the amount to move is shift mod a size not known yet */
-        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: rolling it needs its size", ax, ts_shape_str(n));
-        return NULL;
+    if (len < 0 && shift != 0) { /* cut at size - shift mod size, resolved when the size is bound (ts.h) */
+        if (shift > TS_DYN_IX / 2 || shift < -TS_DYN_IX / 2) {
+            ts_error(RLX_E_UNSUPPORTED, fn, "shift %lld of the dynamic axis %d of %s is too large", (long long)shift,
+                     ax, ts_shape_str(n));
+            return NULL;
+        }
+        int64_t cut = TS_DYN_ROLL + shift;
+        ir_node *a = ts_dyn_range(fn, n, ax, cut, TS_DYN_IX, 1), *b = a ? ts_dyn_range(fn, n, ax, 0, cut, 1) : NULL;
+        if (!b) {
+            ir_release(a);
+            return NULL;
+        }
+        if (!ts_open(fn)) {
+            ir_release(a);
+            ir_release(b);
+            return NULL;
+        }
+        rlx_tensor *parts[2] = {ts_wrap(a), ts_wrap(b)};
+        return ts_close(rlx_cat(parts, 2, ax));
     }
     int64_t s = len > 0 ? ((shift % len) + len) % len : 0;
     if (s == 0)
@@ -183,13 +199,17 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
                  (long long)after);
         return NULL;
     }
+    if (before == 0 && after == 0)
+        return rlx_retain(x);
+    if (n->shape[ax] < 0) {
+        ts_error(RLX_E_UNSUPPORTED, fn, "padding the dynamic axis %d of %s", axis, ts_shape_str(n));
+        return NULL;
+    }
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
     shape[ax] += before + after;
-    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false))
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, true)) /* other axes may be dynamic */
         return NULL;
-    if (before == 0 && after == 0)
-        return rlx_retain(x);
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.pad.before[ax] = before;

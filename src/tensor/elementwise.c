@@ -50,6 +50,16 @@ static ir_node *make_broadcast(const char *fn, ir_op op, int k, ir_node *const *
             return NULL;
         }
     }
+    for (int i = 0; i < k; i++) { /* a dynamic dim cannot be broadcast to a static size */
+        for (int d = 0; d < in[i]->rank; d++) {
+            int64_t o = shape[rank - in[i]->rank + d];
+            if (in[i]->shape[d] < 0 && o >= 0) {
+                ts_error(RLX_E_SHAPE, fn, "the dynamic dim %d of %s meets the static size %lld (%s and %s)", d,
+                         ts_shape_str(in[i]), (long long)o, ts_shape_str(in[0]), ts_shape_str(in[k - 1]));
+                return NULL;
+            }
+        }
+    }
     ir_node *src[3] = {NULL, NULL, NULL}, *out = NULL;
     for (int i = 0; i < k; i++) {
         ir_node *c = ts_cast_node(fn, in[i], dts[i]);

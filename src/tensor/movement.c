@@ -208,20 +208,84 @@ static ir_node *slice_axis(const char *fn, ir_node *n, int ax, int64_t start, in
 {
     if (start == 0 && step == 1 && len == n->shape[ax])
         return ir_retain(n);
-    if (n->shape[ax] < 0) {
-        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: slicing it needs its size", ax, ts_shape_str(n));
-        return NULL;
-    }
     ir_attrs a;
     memset(&a, 0, sizeof a);
     for (int i = 0; i < n->rank; i++) {
         a.slice.step[i] = 1;
         a.slice.len[i] = n->shape[i];
     }
+    if (n->shape[ax] < 0) { /* relative to the size (ts.h): as given */
+        a.slice.start[ax] = start;
+        a.slice.step[ax] = step;
+        a.slice.len[ax] = len;
+        return ts_make(fn, IR_OP_SLICE, 1, &n, &a);
+    }
     a.slice.start[ax] = len ? start : 0;
     a.slice.step[ax] = len > 1 ? step : 1; /* keeps stride arithmetic far from overflow */
     a.slice.len[ax] = len;
     return ts_make(fn, IR_OP_SLICE, 1, &n, &a);
+}
+
+/* An index of a dynamic axis (ts.h), Python's clamped to +-TS_DYN_IX
+ * (beyond any size, so it clamps the same). */
+static int64_t dyn_ix(int64_t i)
+{
+    return i > TS_DYN_IX ? TS_DYN_IX : i < -TS_DYN_IX ? -TS_DYN_IX : i;
+}
+
+/* The range start:stop (TS_DYN_* indices) of a dynamic axis. */
+ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t stop, int64_t step)
+{
+    return slice_axis(fn, n, ax, start, step, ts_dyn_len(stop));
+}
+
+/* Python's slice.indices() for a tagged or Python index ix of an axis of
+ * size dim (ts.h); tagged ones come out in [0, dim]. */
+static int64_t dyn_index(int64_t dim, int64_t ix)
+{
+    if (ix >= TS_DYN_REST && ix < TS_DYN_CHUNK) { /* -1 (no fit) is never a tagged index's value */
+        int64_t c = ix - TS_DYN_REST, need = c >> 29, x = c & ((1 << 29) - 1);
+        return dim < need ? -1 : x >= (1 << 28) ? x - (1 << 28) : dim - x;
+    }
+    if (ix >= TS_DYN_CHUNK) {
+        int64_t c = ix - TS_DYN_CHUNK, i = c >> 31, k = c & 0x7fffffff;
+        return i * (dim / k) + (i < dim % k ? i : dim % k);
+    }
+    if (ix >= TS_DYN_ROLL - TS_DYN_IX) {
+        int64_t sh = ix - TS_DYN_ROLL;
+        return dim ? dim - ((sh % dim) + dim) % dim : 0;
+    }
+    return ix;
+}
+
+static int64_t slice_indices(int64_t dim, int64_t start, int64_t stop, int64_t step, int64_t *first);
+
+bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len)
+{
+    int64_t s = dyn_index(dim, *start), n = *len, first;
+    if (n == -1) {
+        *start = 0, *step = 1, *len = dim;
+        return true;
+    }
+    bool tagged = *start >= TS_DYN_ROLL - TS_DYN_IX;
+    if (tagged && s < 0)
+        return false;
+    if (n >= 0) { /* a static length: it must fit */
+        if (s < 0)
+            s += dim;
+        if (s < 0 || s > dim || (n > 0 && (s + (n - 1) * *step >= dim || s + (n - 1) * *step < 0)))
+            return false;
+        first = s;
+    } else {
+        int64_t stop = ts_dyn_stop(n), e = dyn_index(dim, stop);
+        if (stop >= TS_DYN_ROLL - TS_DYN_IX && e < 0)
+            return false;
+        n = slice_indices(dim, s, e, *step, &first);
+    }
+    *start = n ? first : 0;
+    *step = n > 1 ? *step : 1;
+    *len = n;
+    return true;
 }
 
 rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t len)
@@ -232,6 +296,8 @@ rlx_tensor *rlx_narrow(rlx_tensor *x, int axis, int64_t start, int64_t len)
     if (!n)
         return NULL;
     int64_t dim = n->shape[ax], s = start < 0 ? start + dim : start;
+    if (dim < 0 && len >= 0) /* checked against the size when it is bound */
+        return ts_wrap(slice_axis(fn, n, ax, dyn_ix(start), 1, len));
     if (s < 0 || len < 0 || s > dim || len > dim - s) {
         ts_error(RLX_E_ARG, fn, "start %lld, length %lld out of range for axis %d of %s", (long long)start,
                  (long long)len, axis, ts_shape_str(n));
@@ -275,6 +341,13 @@ rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t stop, int6
     }
     if (step == INT64_MIN)
         step = -INT64_MAX; /* Python clamps the step the same way */
+    if (n->shape[ax] < 0) {
+        if (start == 0 && stop == RLX_END && step == 1)
+            return rlx_retain(x);
+        int64_t s0 = start == RLX_END ? TS_DYN_IX : dyn_ix(start);
+        int64_t s1 = stop == RLX_END ? (step > 0 ? TS_DYN_IX : -TS_DYN_IX) : dyn_ix(stop);
+        return ts_wrap(ts_dyn_range(fn, n, ax, s0, s1, step));
+    }
     int64_t first, len = slice_indices(n->shape[ax], start, stop, step, &first);
     return ts_wrap(slice_axis(fn, n, ax, first, step, len));
 }
@@ -287,7 +360,9 @@ rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index)
     if (!n)
         return NULL;
     int64_t dim = n->shape[ax], i = index < 0 ? index + dim : index;
-    if (i < 0 || i >= dim) {
+    if (dim < 0) /* checked against the size when it is bound */
+        i = dyn_ix(index);
+    else if (i < 0 || i >= dim) {
         ts_error(RLX_E_ARG, fn, "index %lld out of range for axis %d of %s", (long long)index, axis, ts_shape_str(n));
         return NULL;
     }
@@ -326,6 +401,56 @@ static rlx_status split_into(const char *fn, ir_node *x, int ax, int n, const in
     return RLX_OK;
 }
 
+/* rlx_split of a dynamic axis: one size is -1, the rest of the axis;
+ * the pieces after it are placed from the end. */
+static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const int64_t *sizes, rlx_tensor **out)
+{
+    int rest = -1;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == -1 && rest < 0) {
+            rest = i;
+        } else if (sizes[i] < 0 || sizes[i] >= (1 << 28) - total) {
+            ts_error(RLX_E_SHAPE, fn, "size %lld of piece %d is not valid for axis %d of %s",
+                     (long long)sizes[i], i, ax, ts_shape_str(x));
+            return RLX_E_SHAPE;
+        } else {
+            total += sizes[i];
+        }
+    }
+    if (rest < 0) {
+        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: give one size as -1 (the rest)", ax,
+                 ts_shape_str(x));
+        return RLX_E_UNSUPPORTED;
+    }
+    /* every piece checks that the axis holds the fixed sizes (TS_DYN_REST),
+     * so one used alone never overlaps another */
+    ir_node **pieces = (ir_node **)out;
+    int64_t at = 0, after = total, need = total << 29;
+    for (int i = 0; i < n; i++) {
+        if (i < rest) {
+            pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | (1 << 28 | at)), 1, sizes[i]);
+            at += sizes[i];
+            after -= sizes[i];
+        } else if (i == rest) {
+            pieces[i] = ts_dyn_range(fn, x, ax, TS_DYN_REST + (need | (1 << 28 | at)), TS_DYN_REST + (need | after), 1);
+        } else {
+            pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | after), 1, sizes[i]);
+            after -= sizes[i];
+        }
+        if (!pieces[i]) {
+            for (int j = 0; j < i; j++) {
+                ir_release(pieces[j]);
+                out[j] = NULL;
+            }
+            return rlx_last_status();
+        }
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = ts_wrap(pieces[i]);
+    return RLX_OK;
+}
+
 static bool split_args(const char *fn, rlx_tensor *x, int axis, int n, rlx_tensor **out, int *ax)
 {
     if (out && n > 0)
@@ -341,6 +466,9 @@ static bool split_args(const char *fn, rlx_tensor *x, int axis, int n, rlx_tenso
     return *ax >= 0;
 }
 
+static rlx_status split_static(const char *fn, ir_node *nd, int ax, int axis, int n, const int64_t *sizes,
+                               rlx_tensor **out);
+
 rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out)
 {
     const char *fn = "rlx_split";
@@ -352,6 +480,32 @@ rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_t
         return RLX_E_ARG;
     }
     ir_node *nd = ts_node(x);
+    if (nd->shape[ax] < 0)
+        return split_dynamic(fn, nd, ax, n, sizes, out);
+    int rest = -1; /* a size -1: the rest of the axis */
+    int64_t others = 0, fixed[64], *own = n <= 64 ? fixed : ir_alloc((size_t)n * sizeof *own);
+    if (!own) {
+        ts_error(RLX_E_NOMEM, fn, "out of memory");
+        return RLX_E_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        own[i] = sizes[i];
+        if (sizes[i] == -1 && rest < 0)
+            rest = i;
+        else if (sizes[i] >= 0) /* saturates past the axis: no overflow */
+            others = sizes[i] > nd->shape[ax] - others ? nd->shape[ax] + 1 : others + sizes[i];
+    }
+    if (rest >= 0 && others <= nd->shape[ax])
+        own[rest] = nd->shape[ax] - others;
+    rlx_status st = split_static(fn, nd, ax, axis, n, own, out);
+    if (own != fixed)
+        ir_free(own);
+    return st;
+}
+
+static rlx_status split_static(const char *fn, ir_node *nd, int ax, int axis, int n, const int64_t *sizes,
+                               rlx_tensor **out)
+{
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0 || sizes[i] > nd->shape[ax] - total) {
@@ -377,6 +531,22 @@ rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out)
         return rlx_last_status();
     ir_node *nd = ts_node(x);
     int64_t len = nd->shape[ax];
+    if (len < 0) { /* piece i starts where ts_dyn_resolve puts it */
+        ir_node **pieces = (ir_node **)out;
+        for (int i = 0; i < n; i++) {
+            int64_t at = TS_DYN_CHUNK + ((int64_t)i << 31 | n), to = TS_DYN_CHUNK + ((int64_t)(i + 1) << 31 | n);
+            if (!(pieces[i] = ts_dyn_range(fn, nd, ax, at, to, 1))) {
+                for (int j = 0; j < i; j++) {
+                    ir_release(pieces[j]);
+                    out[j] = NULL;
+                }
+                return rlx_last_status();
+            }
+        }
+        for (int i = 0; i < n; i++)
+            out[i] = ts_wrap(pieces[i]);
+        return RLX_OK;
+    }
     int64_t *sizes = ir_alloc((size_t)n * sizeof *sizes);
     if (!sizes) {
         ts_error(RLX_E_NOMEM, fn, "out of memory");

@@ -13,10 +13,12 @@
  * identities, it does not re-run user code) and realizes it.
  *
  * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
- * kept, up to SPEC_MAX specializations per program (later new shapes run
- * through plain realization, still correct). Instantiation re-derives each
+ * kept, the SPEC_KEEP most recently used per program (a new binding evicts
+ * the least recently used; a run holds a reference to its spec, so an
+ * eviction never frees a spec in use). Instantiation re-derives each
  * node's shape from its sources; what tracing could not know is resolved
- * there (see instantiate).
+ * there (see instantiate). Dims carry symbols (rlx_input): every dim of one
+ * symbol must be bound to one size.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,11 +28,15 @@
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
-enum { SPEC_MAX = 8 };
+enum { SPEC_KEEP = 8 };
 
 /* The outputs instantiated over slots[j] (a placeholder for input j with
  * the dims in key), and their plan. */
 typedef struct {
+    atomic_long refs; /* the program's list holds one, each run using it one */
+    uint64_t used;    /* the program's clock at its last use (under lock) */
+    int nout;
+    long nslots;
     int64_t *key; /* every input's dims, in input order */
     rt_jit_plan *plan;
     ir_node **slots; /* owns */
@@ -43,23 +49,36 @@ struct rlx_program {
     long ninputs;
     ir_node **inputs; /* borrows: kept alive through outputs */
     long keylen;      /* sum of the inputs' ranks */
+    int64_t *sym;     /* per key position: a named symbol (<= -2), 0 otherwise */
+    long count;       /* the traced graph in postorder, and each node's place */
+    ir_node **order;  /* (made once: every instantiation walks them, read-only) */
+    ir_map pos;
     bool jit;         /* compiled with the JIT backend: runs use specs */
-    pthread_mutex_t lock; /* serializes adding specs; readers scan [0, nspecs) */
-    _Atomic int nspecs;
-    program_spec specs[SPEC_MAX];
+    pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared */
+    int nspecs;
+    uint64_t clock, prepared;
+    program_spec *specs[SPEC_KEEP];
 };
 
-static void spec_free(const rlx_program *p, program_spec *s)
+static void spec_free(program_spec *s)
 {
+    if (!s)
+        return;
     rt_jit_plan_free(s->plan);
-    for (int i = 0; s->roots && i < p->nout; i++)
+    for (int i = 0; s->roots && i < s->nout; i++)
         ir_release(s->roots[i]);
-    for (long j = 0; s->slots && j < p->ninputs; j++)
+    for (long j = 0; s->slots && j < s->nslots; j++)
         ir_release(s->slots[j]);
     ir_free(s->slots);
     ir_free(s->roots);
     ir_free(s->key);
-    memset(s, 0, sizeof *s);
+    ir_free(s);
+}
+
+static void spec_unref(program_spec *s)
+{
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        spec_free(s);
 }
 
 static void program_free(rlx_program *p)
@@ -67,12 +86,15 @@ static void program_free(rlx_program *p)
     if (!p)
         return;
     for (int k = 0; k < p->nspecs; k++)
-        spec_free(p, &p->specs[k]);
+        spec_unref(p->specs[k]);
     for (int i = 0; p->outputs && i < p->nout; i++)
         ir_release(p->outputs[i]);
     pthread_mutex_destroy(&p->lock);
     ir_free(p->outputs);
     ir_free(p->inputs);
+    ir_free(p->sym);
+    ir_free(p->order);
+    ir_map_free(&p->pos);
     ir_free(p);
 }
 
@@ -83,13 +105,15 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
 /* Builds spec s of p for the input dims in key (keylen values). */
 static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_spec *s)
 {
+    s->nout = p->nout;
+    s->nslots = p->ninputs;
     /* the placeholders' payload: never read, a run reads the bindings */
     static char nothing[64];
-    ir_node **order = NULL, **made = NULL;
-    ir_map pos = {0};
+    ir_node **order = p->order, **made = NULL;
+    ir_map *pos = &p->pos;
     ir_storage *st = NULL;
     bool ok = false;
-    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
+    long count = p->count;
     s->slots = ir_calloc((size_t)(p->ninputs ? p->ninputs : 1), sizeof *s->slots);
     s->roots = ir_calloc((size_t)p->nout, sizeof *s->roots);
     s->key = ir_alloc((size_t)(p->keylen ? p->keylen : 1) * sizeof *s->key);
@@ -98,19 +122,16 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
         goto oom;
     if (p->keylen)
         memcpy(s->key, key, (size_t)p->keylen * sizeof *key);
-    for (int i = 0; i < count; i++)
-        if (ir_map_put(&pos, order[i], i) < 0)
-            goto oom;
     for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++) {
         const ir_node *in = p->inputs[j];
         if (!(s->slots[j] = ir_make_buffer(st, 0, in->dtype, in->rank, key + k)))
             goto oom;
-        made[ir_map_get(&pos, in)] = ir_retain(s->slots[j]);
+        made[ir_map_get(pos, in)] = ir_retain(s->slots[j]);
     }
-    if (!instantiate(fn, order, count, &pos, made))
+    if (!instantiate(fn, order, count, pos, made))
         goto out;
     for (int i = 0; i < p->nout; i++)
-        s->roots[i] = ir_retain(made[ir_map_get(&pos, p->outputs[i])]);
+        s->roots[i] = ir_retain(made[ir_map_get(pos, p->outputs[i])]);
     /* the pipeline builds the plan (no simplify, no plan cache) and hands it back */
     knob_opts o;
     ts_options_take(&o);
@@ -138,40 +159,65 @@ out:
     for (long i = 0; made && i < count; i++)
         ir_release(made[i]);
     ir_free(made);
-    ir_free(order);
-    ir_map_free(&pos);
     ir_storage_release(st);
     return ok;
 }
 
-/* The spec of p for key: found, or built and added; NULL when all
- * SPEC_MAX are taken by other shapes (*failed false) or on error (*failed
- * true, error recorded). */
-static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key, bool *failed)
+/* The spec of p for key, retained (spec_unref when done): found, or
+ * built and added in place of the least recently used; NULL on error
+ * (recorded). Specs are built under the lock: concurrent runs of one new
+ * binding build it once. */
+static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key)
 {
-    *failed = false;
     size_t bytes = (size_t)p->keylen * sizeof *key;
-    int n = atomic_load_explicit(&p->nspecs, memory_order_acquire);
-    for (int k = 0; k < n; k++)
-        if (bytes == 0 || memcmp(p->specs[k].key, key, bytes) == 0)
-            return &p->specs[k];
     pthread_mutex_lock(&p->lock);
     program_spec *s = NULL;
-    n = atomic_load_explicit(&p->nspecs, memory_order_relaxed);
-    for (int k = 0; k < n && !s; k++)
-        if (bytes == 0 || memcmp(p->specs[k].key, key, bytes) == 0)
-            s = &p->specs[k];
-    if (!s && n < SPEC_MAX) {
-        if (prepare(fn, p, key, &p->specs[n])) {
-            s = &p->specs[n];
-            atomic_store_explicit(&p->nspecs, n + 1, memory_order_release);
+    for (int k = 0; k < p->nspecs && !s; k++)
+        if (bytes == 0 || memcmp(p->specs[k]->key, key, bytes) == 0)
+            s = p->specs[k];
+    if (!s) {
+        program_spec *made = ir_calloc(1, sizeof *made);
+        if (!made) {
+            ts_error(RLX_E_NOMEM, fn, "out of memory");
+        } else if (!prepare(fn, p, key, made)) {
+            spec_free(made);
         } else {
-            spec_free(p, &p->specs[n]);
-            *failed = true;
+            atomic_init(&made->refs, 1);
+            p->prepared++;
+            int at = p->nspecs;
+            if (at == SPEC_KEEP) { /* evict the least recently used */
+                at = 0;
+                for (int k = 1; k < p->nspecs; k++)
+                    if (p->specs[k]->used < p->specs[at]->used)
+                        at = k;
+                spec_unref(p->specs[at]);
+            } else {
+                p->nspecs++;
+            }
+            p->specs[at] = s = made;
         }
+    }
+    if (s) {
+        s->used = ++p->clock;
+        atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&p->lock);
     return s;
+}
+
+rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared)
+{
+    if (!p) {
+        ts_error(RLX_E_ARG, "rlx_program_specs", "program is NULL");
+        return RLX_E_ARG;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (kept)
+        *kept = p->nspecs;
+    if (prepared)
+        *prepared = (int64_t)p->prepared;
+    pthread_mutex_unlock(&p->lock);
+    return RLX_OK;
 }
 
 rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
@@ -214,8 +260,16 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
         p->keylen += nd->rank;
         dynamic |= ir_node_numel(nd) < 0;
     }
-    ir_free(order);
+    p->order = order; /* kept for instantiations */
+    p->count = count;
     order = NULL;
+    for (long i = 0; i < count; i++)
+        if (ir_map_put(&p->pos, p->order[i], i) < 0)
+            goto oom;
+    if (!(p->sym = ir_calloc((size_t)(p->keylen ? p->keylen : 1), sizeof *p->sym)))
+        goto oom;
+    for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
+        memcpy(p->sym + k, p->inputs[j]->attr.input.sym, (size_t)p->inputs[j]->rank * sizeof *p->sym);
     p->jit = ts_backend_is_jit();
     if (p->jit && !dynamic) {
         /* static shapes: the one spec is made now, so a run only runs */
@@ -224,10 +278,10 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
             goto oom;
         for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
             memcpy(key + k, p->inputs[j]->shape, (size_t)p->inputs[j]->rank * sizeof *key);
-        bool failed;
-        spec_for(fn, p, key, &failed);
+        program_spec *s = spec_for(fn, p, key);
+        spec_unref(s);
         ir_free(key);
-        if (failed) {
+        if (!s) {
             program_free(p);
             return NULL;
         }
@@ -309,17 +363,31 @@ static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir
     return false;
 }
 
+/* A constant true, maybe reshaped or broadcast. */
+static bool is_true(const ir_node *n)
+{
+    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
+        n = n->src[0];
+    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
+}
+
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
  * made[i] gets the new node of order[i] (a new reference).
  *
- * A broadcast (expand) traced to a dynamic dim cannot know its target from
- * its source alone: it is left "loose" (made[i] is its unexpanded source),
- * unary ops over it stay loose, and the elementwise op that meets it
- * broadcasts all its sources as bound, as tracing did. */
+ * A broadcast (expand) from 1 to a dynamic dim cannot know its target from
+ * its source alone: it is left "loose" there (made[i] keeps 1 on those
+ * dims, bit d of loose[i] set), unary ops over it stay loose, and the
+ * elementwise op that meets it broadcasts its sources as bound. Dims that
+ * tracing took as equal (not loose) must be bound equal: a size-1 binding
+ * there is an error, never a broadcast. where(true, a, ref), how
+ * full_like and the gradients follow a dynamic shape, becomes a plain
+ * expand of a to ref's bound shape. Slices of dynamic axes resolve their
+ * size-relative attrs (ts.h). */
 static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made)
 {
     ir_node *srcbuf[8], **src = srcbuf;
-    bool ok = false, *loose = ir_calloc((size_t)(count ? count : 1), sizeof *loose);
+    bool ok = false;
+    uint32_t *loose = ir_calloc((size_t)(count ? count : 1), sizeof *loose);
     if (!loose) {
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         return false;
@@ -331,11 +399,12 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
         if (nd->op == IR_OP_CONST && has_dynamic_dim(nd->rank, nd->shape)) {
             /* a broadcast constant: 1 along the dynamic dims, loose */
             int64_t shape[IR_MAX_RANK];
-            for (int d = 0; d < nd->rank; d++)
+            for (int d = 0; d < nd->rank; d++) {
                 shape[d] = nd->shape[d] < 0 ? 1 : nd->shape[d];
+                loose[i] |= nd->shape[d] < 0 ? 1u << d : 0;
+            }
             if (!(made[i] = ts_const_node(fn, nd->dtype, nd->rank, shape, nd->attr.cst.value)))
                 goto out;
-            loose[i] = true;
             continue;
         }
         if (nd->nsrc == 0 || ir_node_storage(nd)) {
@@ -346,7 +415,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             ts_error(RLX_E_NOMEM, fn, "out of memory");
             goto out;
         }
-        bool any_loose = false;
+        uint32_t any_loose = 0;
         for (int s = 0; s < nd->nsrc; s++) {
             long k = ir_map_get(pos, nd->src[s]);
             src[s] = made[k];
@@ -356,20 +425,52 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
         bool dyn = has_dynamic_dim(nd->rank, nd->shape);
         ir_attrs a = nd->attr;
         if (dyn && nd->op == IR_OP_EXPAND) {
-            made[i] = ir_retain(src[0]);
-            loose[i] = true;
+            /* static targets and dims passed through are known; 1 -> -1 is loose */
+            const ir_node *ts = nd->src[0];
+            for (int d = 0; d < nd->rank; d++) {
+                if (nd->shape[d] >= 0 || ts->shape[d] < 0) {
+                    a.shape.dims[d] = nd->shape[d] >= 0 ? nd->shape[d] : src[0]->shape[d];
+                    loose[i] |= any_loose & 1u << d;
+                } else {
+                    a.shape.dims[d] = 1;
+                    loose[i] |= 1u << d;
+                }
+            }
+            made[i] = ir_shape_eq(nd->rank, a.shape.dims, src[0]->rank, src[0]->shape)
+                          ? ir_retain(src[0])
+                          : remake(fn, nd, 1, src, &a);
         } else if (any_loose && cls == IR_CLS_UNARY) {
             made[i] = remake(fn, nd, 1, src, &a);
-            loose[i] = true;
+            loose[i] = any_loose;
+        } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[ir_map_get(pos, nd->src[2])]) {
+            /* where(true, a, ref): a in ref's shape, ref itself unread */
+            uint32_t m = loose[ir_map_get(pos, nd->src[1])];
+            bool fits = src[1]->rank == src[2]->rank;
+            for (int d = 0; d < src[2]->rank && fits; d++)
+                fits = src[1]->shape[d] == src[2]->shape[d] || (m >> d & 1);
+            made[i] = fits ? ts_expand_node(fn, src[1], src[2]->rank, src[2]->shape) : NULL;
+            if (!fits)
+                ts_error(RLX_E_SHAPE, fn, "'where' (traced as %s) joins dims that tracing took as equal, bound to %s and %s",
+                         ts_dims_str(nd->rank, nd->shape), ts_shape_str(src[1]), ts_shape_str(src[2]));
         } else if ((cls == IR_CLS_BINARY || cls == IR_CLS_TERNARY) && (any_loose || !same_shapes(nd->nsrc, src))) {
             int r = 0;
             int64_t shape[IR_MAX_RANK];
             bool fits = true;
             for (int s = 0; s < nd->nsrc && fits; s++)
                 fits = ir_broadcast_shapes(r, shape, src[s]->rank, src[s]->shape, &r, shape);
+            /* only loose dims may broadcast: the others tracing took as equal */
+            uint32_t all = ~0u;
+            for (int s = 0; s < nd->nsrc && fits; s++) {
+                uint32_t m = loose[ir_map_get(pos, nd->src[s])];
+                all &= m;
+                for (int d = 0; d < r && fits; d++)
+                    fits = src[s]->shape[d] == shape[d] || (m >> d & 1);
+            }
             if (!fits) {
-                ts_error(RLX_E_SHAPE, fn, "the bound inputs do not broadcast at '%s': %s and %s", ir_ops[nd->op].name,
-                         ts_shape_str(src[0]), ts_shape_str(src[1]));
+                ts_error(RLX_E_SHAPE, fn,
+                         "'%s' (traced as %s) joins dims that tracing took as equal, bound to %s and %s",
+                         ir_ops[nd->op].name, ts_dims_str(nd->rank, nd->shape), ts_shape_str(src[0]),
+                         ts_shape_str(src[1]));
                 goto out;
             }
             ir_node *e[3] = {NULL, NULL, NULL};
@@ -379,10 +480,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             made[i] = made_all ? remake(fn, nd, nd->nsrc, e, &a) : NULL;
             for (int s = 0; s < nd->nsrc; s++)
                 ir_release(e[s]);
-            /* all sources loose: the result is as loose as they were */
-            bool all = true;
-            for (int s = 0; s < nd->nsrc; s++)
-                all &= loose[ir_map_get(pos, nd->src[s])];
+            /* loose where every source is */
             loose[i] = all;
         } else if (any_loose && (nd->op == IR_OP_MATMUL || nd->op == IR_OP_SOLVE)) {
             /* batch dims broadcast as tracing did; the matrix dims stay */
@@ -410,9 +508,14 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
         } else {
             if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, nd, src[0], &a))
                 goto out;
-            for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++)
-                if (a.slice.len[d] < 0) /* a dynamic dim taken whole */
-                    a.slice.len[d] = src[0]->shape[d];
+            for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
+                if (nd->src[0]->shape[d] < 0 &&
+                    !ts_dyn_resolve(src[0]->shape[d], &a.slice.start[d], &a.slice.step[d], &a.slice.len[d])) {
+                    ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,
+                             (long long)a.slice.len[d], (long long)a.slice.start[d], ts_shape_str(src[0]));
+                    goto out;
+                }
+            }
             made[i] = remake(fn, nd, nd->nsrc, src, &a);
         }
         if (src != srcbuf) {
@@ -423,8 +526,9 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             goto out;
         /* a traced static dim must come out the same: anything else means
          * tracing used a dim the bindings changed */
-        for (int d = 0; d < nd->rank && !loose[i]; d++) {
-            if (nd->shape[d] >= 0 && (made[i]->rank != nd->rank || made[i]->shape[d] != nd->shape[d])) {
+        for (int d = 0; d < nd->rank; d++) {
+            if (nd->shape[d] >= 0 && !(loose[i] >> d & 1) &&
+                (made[i]->rank != nd->rank || made[i]->shape[d] != nd->shape[d])) {
                 ts_error(RLX_E_SHAPE, fn, "'%s' was traced as %s and the bound inputs make it %s", ir_ops[nd->op].name,
                          ts_dims_str(nd->rank, nd->shape), ts_shape_str(made[i]));
                 goto out;
@@ -503,25 +607,21 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
  * realized with whatever backend is selected. */
 static rlx_status run_instantiated(const char *fn, rlx_program *p, ir_node **binds, rlx_tensor **outputs)
 {
-    ir_node **order = NULL, **made = NULL, *roots[64], **r = roots;
-    ir_map pos = {0};
+    ir_node **made = NULL, *roots[64], **r = roots;
     rlx_status st = RLX_OK;
-    long count = ir_postorder(p->outputs, p->nout, NULL, NULL, &order);
-    if (count < 0 || !(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
+    long count = p->count;
+    if (!(made = ir_calloc((size_t)(count ? count : 1), sizeof *made)))
         goto oom;
-    for (long i = 0; i < count; i++)
-        if (ir_map_put(&pos, order[i], i) < 0)
-            goto oom;
     for (long j = 0; j < p->ninputs; j++)
-        made[ir_map_get(&pos, p->inputs[j])] = ir_retain(binds[j]);
-    if (!instantiate(fn, order, count, &pos, made)) {
+        made[ir_map_get(&p->pos, p->inputs[j])] = ir_retain(binds[j]);
+    if (!instantiate(fn, p->order, count, &p->pos, made)) {
         st = rlx_last_status();
         goto out;
     }
     if (p->nout > 64 && !(r = ir_alloc((size_t)p->nout * sizeof *r)))
         goto oom;
     for (int i = 0; i < p->nout; i++)
-        r[i] = made[ir_map_get(&pos, p->outputs[i])];
+        r[i] = made[ir_map_get(&p->pos, p->outputs[i])];
     st = ts_realize_nodes(fn, r, p->nout);
     for (int i = 0; i < p->nout && st == RLX_OK; i++)
         outputs[i] = ts_wrap(ir_retain(r[i]));
@@ -535,8 +635,6 @@ out:
     for (long i = 0; made && i < count; i++)
         ir_release(made[i]);
     ir_free(made);
-    ir_free(order);
-    ir_map_free(&pos);
     return st;
 }
 
@@ -556,6 +654,39 @@ static rlx_status check_binding(const char *fn, const char *name, const ir_node 
         ts_error(RLX_E_SHAPE, fn, "input '%s' is %s (-1: any size), bound to %s", name,
                  ts_dims_str(in->rank, in->shape), ts_shape_str(v));
         return RLX_E_SHAPE;
+    }
+    return RLX_OK;
+}
+
+/* The input and axis of key position k. */
+static const char *key_place(const rlx_program *p, long k, int *axis)
+{
+    long j = 0;
+    while (k >= p->inputs[j]->rank)
+        k -= p->inputs[j++]->rank;
+    *axis = (int)k;
+    return p->inputs[j]->attr.input.name;
+}
+
+/* Every dim of one symbol is bound to one size. */
+static rlx_status check_symbols(const char *fn, const rlx_program *p, const int64_t *key)
+{
+    for (long k = 0; k < p->keylen; k++) {
+        if (p->sym[k] > -2)
+            continue;
+        for (long f = 0; f < k; f++) {
+            if (p->sym[f] != p->sym[k])
+                continue;
+            if (key[f] != key[k]) {
+                int af, ak;
+                const char *nf = key_place(p, f, &af), *nk = key_place(p, k, &ak);
+                ts_error(RLX_E_SHAPE, fn,
+                         "symbol %lld is bound to %lld by input '%s' (axis %d) and to %lld by input '%s' (axis %d)",
+                         (long long)p->sym[k], (long long)key[f], nf, af, (long long)key[k], nk, ak);
+                return RLX_E_SHAPE;
+            }
+            break;
+        }
     }
     return RLX_OK;
 }
@@ -599,18 +730,21 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
     }
     if (st != RLX_OK)
         goto out;
-    program_spec *s = NULL;
+    for (long j = 0, k = 0; j < p->ninputs; k += binds[j]->rank, j++)
+        memcpy(key + k, binds[j]->shape, (size_t)binds[j]->rank * sizeof *key);
+    if ((st = check_symbols(fn, p, key)) != RLX_OK)
+        goto out;
     if (p->jit) {
-        for (long j = 0, k = 0; j < p->ninputs; k += binds[j]->rank, j++)
-            memcpy(key + k, binds[j]->shape, (size_t)binds[j]->rank * sizeof *key);
-        bool failed;
-        s = spec_for(fn, p, key, &failed);
-        if (failed) {
+        program_spec *s = spec_for(fn, p, key);
+        if (!s) {
             st = rlx_last_status();
             goto out;
         }
+        st = run_plan(fn, p, s, binds, outputs);
+        spec_unref(s);
+    } else {
+        st = run_instantiated(fn, p, binds, outputs);
     }
-    st = s ? run_plan(fn, p, s, binds, outputs) : run_instantiated(fn, p, binds, outputs);
 out:
     if (binds && binds != bstack)
         ir_free(binds);

@@ -98,6 +98,34 @@ rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mas
 /* Parses (axes, naxes) into a mask; false with an error recorded. */
 bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t *mask);
 
+/* movement.c: a slice of a dynamic axis cannot know its start or length
+ * while tracing, so its attrs there hold them relative to the size and a
+ * program resolves them when it binds the size (ts_dyn_resolve). On a
+ * dynamic axis: len -1 (start 0, step 1) takes it whole; len >= 0 is that
+ * many elements from index start (checked against the size when bound);
+ * len <= -2 is Python's start:stop:step with stop = ts_dyn_stop(len). An
+ * index is a Python one (negative from the end, clamped as slices clamp)
+ * within +-TS_DYN_IX, or a tagged one: TS_DYN_ROLL + s is size - (s mod
+ * size) (rlx_roll), TS_DYN_CHUNK + (i << 31 | n) is where piece i of n
+ * starts (rlx_chunk), TS_DYN_REST + (need << 29 | x) is size - x (x <
+ * 2^28) or x - 2^28, for a size of at least need (else the slice does not
+ * fit; rlx_split). */
+#define TS_DYN_IX ((int64_t)1 << 58)
+#define TS_DYN_ROLL ((int64_t)1 << 60)
+#define TS_DYN_CHUNK ((int64_t)1 << 61)
+#define TS_DYN_REST ((int64_t)3 << 59)
+static inline int64_t ts_dyn_len(int64_t stop) { return -2 - (stop + TS_DYN_IX); }
+static inline int64_t ts_dyn_stop(int64_t len) { return -2 - len - TS_DYN_IX; }
+/* Resolves the slice (*start, *step, *len) of a dynamic axis for size dim
+ * into a static one; false when it does not fit dim. */
+bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len);
+/* The slice start:stop:step (TS_DYN_* indices) of the dynamic axis ax of n. */
+ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t stop, int64_t step);
+
+/* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
+ * program resolves them with ref's); NULL with the error recorded. */
+ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref);
+
 /* realize.c */
 rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n);
 

@@ -1,0 +1,78 @@
+"""Dynamic dims in compiled programs: None / -1 / named symbols, ops over
+dynamic axes, gradients, the kept specializations (against NumPy)."""
+import numpy as np
+import pytest
+
+import rlx
+from conftest import assert_close
+
+
+def test_none_and_minus_one_run_many_sizes(rng):
+    x = rlx.input("x", (None, 3))
+    y = rlx.input("y", (-1, 3))
+    assert x.shape == (-1, 3) and y.shape == (-1, 3)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    out = ((x * 2 + y) @ rlx.tensor(w)).tanh()
+    prog = rlx.compile(out)
+    for n in [0, 1, 2, 5, 9, 17, 33, 3, 12, 40, 2]:  # more sizes than the kept 8
+        xv = rng.standard_normal((n, 3)).astype(np.float32)
+        yv = rng.standard_normal((n, 3)).astype(np.float32)
+        got = prog.run(x=xv, y=yv)
+        assert got.shape == (n, 4)
+        assert_close(got, np.tanh((2 * xv + yv) @ w), rtol=1e-5, atol=1e-6)
+    kept, prepared = prog.specs()
+    assert kept == 8 and prepared == 10  # 2 is still kept: its second run prepared nothing
+
+
+def test_symbols_bind_one_size(rng):
+    x = rlx.input("x", ("batch", 2), dtype=rlx.float64)
+    m = rlx.input("m", ("batch",), dtype=rlx.float64)
+    prog = rlx.compile(x * m.unsqueeze(1))
+    for n in [0, 1, 4]:
+        xv, mv = rng.standard_normal((n, 2)), rng.standard_normal(n)
+        assert_close(prog.run(x=xv, m=mv), xv * mv[:, None], rtol=1e-12)
+    with pytest.raises(rlx.RlxError) as e:
+        prog.run(x=np.zeros((3, 2)), m=np.zeros(2))
+    msg = str(e.value)
+    assert "symbol 'batch'" in msg and "'x'" in msg and "'m'" in msg and " 3 " in msg and " 2 " in msg
+    with pytest.raises(ValueError):
+        rlx.input("z", (-2, 3))
+
+
+def test_joined_dims_are_never_broadcast():
+    a, b = rlx.input("a", (None, 2)), rlx.input("b", (None, 2))
+    prog = rlx.compile(a + b)
+    with pytest.raises(rlx.RlxError) as e:
+        prog.run(a=np.ones((1, 2), np.float32), b=np.ones((4, 2), np.float32))
+    assert "add" in str(e.value) and "[1,2]" in str(e.value) and "[4,2]" in str(e.value)
+
+
+def test_ops_over_a_dynamic_axis(rng):
+    x = rlx.input("x", (None, 3), dtype=rlx.float64)
+    outs = [x[1:] - x[:-1], x[::-1], x[-2:], x[1::2], rlx.roll(x, 2, 0), x.mean(axis=0), x.var(axis=0),
+            x.reshape(-1).exp().reshape(-1, 3)]
+    prog = rlx.compile(outs)
+    for n in [2, 3, 0 + 2, 7, 5]:
+        xv = rng.standard_normal((n, 3))
+        want = [xv[1:] - xv[:-1], xv[::-1], xv[-2:], xv[1::2], np.roll(xv, 2, 0), xv.mean(0), xv.var(0),
+                np.exp(xv)]
+        for g, w in zip(prog.run(x=xv), want):
+            assert g.shape == w.shape
+            assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_over_a_dynamic_batch(rng):
+    x = rlx.input("x", (None, 4), dtype=rlx.float64)
+    w = rlx.tensor(rng.standard_normal((4, 3)))
+    loss = ((x @ w).tanh() ** 2).mean()
+    gx, gw = rlx.grad(loss, [x, w])
+    prog = rlx.compile([loss, gx, gw])
+    wv = w.numpy()
+    for n in [1, 2, 7, 3]:
+        xv = rng.standard_normal((n, 4))
+        l, dx, dw = prog.run(x=xv)
+        t = np.tanh(xv @ wv)
+        dh = 2 * t * (1 - t * t) / t.size
+        assert_close(l, (t ** 2).mean(), rtol=1e-12)
+        assert_close(dx, dh @ wv.T, rtol=1e-10, atol=1e-12)
+        assert_close(dw, xv.T @ dh, rtol=1e-10, atol=1e-12)
