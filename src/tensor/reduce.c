@@ -51,7 +51,10 @@ rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mas
 {
     ir_node *n = ts_node(x);
     /* sum and prod of bool/integers accumulate in i64, as NumPy and PyTorch. */
-    rlx_dtype dt = (op == IR_OP_SUM || op == IR_OP_PROD) && !ir_dtype_is_float(n->dtype) ? RLX_I64 : n->dtype;
+    rlx_dtype dt = (op == IR_OP_SUM || op == IR_OP_PROD) && !ir_dtype_is_float(n->dtype) &&
+                           !ir_dtype_is_complex(n->dtype)
+                       ? RLX_I64
+                       : n->dtype;
     ir_node *src = ts_cast_node(fn, n, dt);
     if (!src)
         return NULL;
@@ -135,6 +138,10 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
 
 static rlx_tensor *var_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
+    if (xf && ts_node(xf)->dtype == RLX_C64) { /* NumPy's complex var is real (|x - mean|^2): not built here */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+        return NULL;
+    }
     rlx_tensor *d = rlx_sub(xf, mean_mask(fn, xf, mask, true));
     return mean_mask(fn, rlx_mul(d, d), mask, keepdim);
 }
