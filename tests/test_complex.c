@@ -306,6 +306,11 @@ TEST(compare_and_select)
         for (int i = 0; i < 6; i++)
             want[i] = eq[i] ? CMPLX(a[2 * i], a[2 * i + 1]) : -CMPLX(b[2 * i], b[2 * i + 1]);
         EXPECT_C(w, 1, s, want, 0);
+        /* masked_fill writes a real value */
+        cd mf[6];
+        for (int i = 0; i < 6; i++)
+            mf[i] = eq[i] ? 7 : CMPLX(a[2 * i], a[2 * i + 1]);
+        EXPECT_C(rlx_masked_fill(x, rlx_eq(x, y), 7), 1, s, mf, 0);
         /* a real scalar compares with the real part, imaginary 0 */
         const float c[4] = {2, 0, 2, 1};
         const int64_t s2[1] = {2};
