@@ -48,7 +48,7 @@ from . import _ffi
 from ._ffi import lib, LIBRARY_PATH, HEADER_PATH
 from ._core import *  # noqa: F401,F403
 from ._core import (  # names that shadow builtins, so kept out of __all__
-    abs, all, any, max, min, pow, round, sum, slice, input, compile, bool_, Tensor, RlxError,
+    abs, all, any, max, min, pow, round, sum, slice, input, compile, complex, bool_, Tensor, RlxError,
     Status, Act, Mask, Minifloat, Padding, DType, Program, END, MAX_RANK, HEADER_VERSION)
 from . import _core
 
@@ -63,6 +63,8 @@ int8 = _core.int8
 uint8 = _core.uint8
 int16 = _core.int16
 uint32 = _core.uint32
+complex64 = _core.complex64
+cfloat = complex64  # torch.cfloat
 half = float16    # torch.half
 short = int16     # torch.short
 float = float32   # torch.float
@@ -92,5 +94,5 @@ linalg = _Linalg()
 __version__ = _core.version()
 
 __all__ = [n for n in dir(_core) if not n.startswith("_") and n not in {
-    "abs", "all", "any", "max", "min", "pow", "round", "sum", "slice", "input", "compile",
+    "abs", "all", "any", "max", "min", "pow", "round", "sum", "slice", "input", "compile", "complex",
     "builtins", "ctypes", "enum", "operator", "np"}] + ["lib", "linalg"]
