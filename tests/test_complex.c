@@ -593,5 +593,31 @@ TEST(grad_refused)
     EXPECT(g[0], RLX_F32, 1, s, two, 0);
 }
 
+/* A compiled program with a c64 input runs its c64 ops on each binding. */
+TEST(program_input)
+{
+    const int64_t s[1] = {3};
+    rlx_tensor *x = rlx_input("x", RLX_C64, 1, s);
+    rlx_tensor *y = rlx_sum_all(rlx_mul(x, rlx_conj(x))); /* sum |x|^2 + 0i */
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    EACH_BACKEND(be)
+    {
+        for (int round = 0; round < 2 && p; round++) {
+            cd v[3];
+            rlx_binding bind = {"x", tc64(1, s, v)};
+            rlx_tensor *out = NULL;
+            CHECK(rlx_program_run(p, &bind, 1, &out) == RLX_OK);
+            cd want = 0;
+            for (int i = 0; i < 3; i++)
+                want += v[i] * conj(v[i]);
+            EXPECT_C(out, 0, NULL, &want, 1e-6);
+        }
+        (void)be;
+    }
+    rlx_program_free(p);
+}
+
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
-          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(grad_refused))
+          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(grad_refused),
+          T(program_input))
