@@ -12,6 +12,18 @@
 #include "harness.h"
 #include "rlx.h"
 
+#ifndef CMPLX /* glibc defines it for gcc only: the parts as the C11 layout, an array of two */
+static inline double complex cmplx_parts(double re, double im)
+{
+    union {
+        double complex z;
+        double p[2];
+    } u = {.p = {re, im}};
+    return u.z;
+}
+#define CMPLX(re, im) cmplx_parts((re), (im))
+#endif
+
 typedef double complex cd;
 
 /* A c64 tensor of random values in [-2, 2)^2; ref gets the exact stored
