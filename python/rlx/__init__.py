@@ -24,6 +24,14 @@ Semantics worth knowing (NumPy / PyTorch users):
     copy; t.bits() the zero-copy uint16 bit patterns. rlx.tensor(x,
     dtype=rlx.bfloat16) and rlx.from_numpy(a, dtype=rlx.bfloat16) round
     float values to nearest even; a uint16 array is taken as bit patterns.
+  * complex64 (rlx.complex64, rlx.cfloat) maps to and from NumPy complex64
+    zero-copy; Python complex data and scalars become complex64 (PyTorch),
+    NumPy complex128 arrays are a TypeError. It computes + - * / neg exp
+    abs (-> float32) == != where, sum/mean, matmul, movement and indexing,
+    rlx.complex(re, im), t.real / t.imag (float32 copies), t.conj() and
+    rlx.fft_c; every other op raises RlxError (E_DTYPE), and rlx.grad
+    through complex64 raises E_UNSUPPORTED. t.astype(float32) keeps the
+    real part (PyTorch); t.item() is a Python complex.
   * ``/`` is true division: integer/bool operands are cast to float32 first.
     ``//`` and ``%`` round toward -inf like Python/NumPy. rlx.div / rlx.rem
     (= fmod) keep librlx's C semantics (truncation).
