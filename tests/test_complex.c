@@ -563,6 +563,21 @@ TEST(refusals)
     REFUSE(rlx_prod(z, (const int[]){0}, 1, false), "rlx_prod");
     REFUSE(rlx_argmax(z, 0, false), "rlx_argmax");
     REFUSE(rlx_cumsum(z, 0, false), "rlx_cumsum");
+    rlx_tensor *z0 = tc64(0, NULL, NULL); /* rank-0 shortcuts refuse too */
+    REFUSE(rlx_cumsum(z0, 0, false), "rlx_cumsum");
+    REFUSE(rlx_logsumexp(z0, 0, false), "rlx_logsumexp");
+    REFUSE(rlx_max(z0, NULL, 0, false), "rlx_max");
+    REFUSE(rlx_argmax(z0, 0, false), "rlx_argmax");
+    REFUSE(rlx_sign(z0), "rlx_sign");
+    REFUSE(rlx_round(z0), "rlx_round");
+    REFUSE(rlx_relu(z0), "rlx_relu");
+    REFUSE(rlx_sort(z0, 0, false), "rlx_sort");
+    REFUSE(rlx_norm(z0, NULL, 0, false), "rlx_norm");
+    REFUSE(rlx_argsort(z0, 0, false), "rlx_argsort");
+    REFUSE(rlx_min(tc64(1, (const int64_t[]){0}, NULL), NULL, 0, false), "rlx_min");
+    REFUSE(rlx_sort(tc64(1, (const int64_t[]){0}, NULL), 0, false), "rlx_sort");
+    rlx_tensor *tv = NULL, *ti = NULL;
+    CHECK_ERR(rlx_topk(z0, 1, 0, true, &tv, &ti), RLX_E_DTYPE, "rlx_topk");
     REFUSE(rlx_softmax(z, 1), "rlx_softmax");
     REFUSE(rlx_relu(z), "rlx_relu");
     REFUSE(rlx_gelu(z), "rlx_gelu");
