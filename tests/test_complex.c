@@ -592,6 +592,12 @@ TEST(refusals)
     REFUSE(rlx_var(z, (const int[]){0}, 1, false), "rlx_var");
     REFUSE(rlx_layer_norm(z, NULL, NULL, 1e-5), "rlx_layer_norm");
     REFUSE(rlx_logical_not(z), "rlx_logical_not");
+    REFUSE(rlx_softsign(z), "rlx_softsign");
+    REFUSE(rlx_rope(rlx_reshape(z, 3, (const int64_t[]){1, 2, 3}), f, f, 2), "rlx_rope");
+    REFUSE(rlx_dropout(z, 0.5, 1), "rlx_dropout");
+    REFUSE(rlx_spline_activation(z, rlx_ones(RLX_F32, 2, (const int64_t[]){3, 2}), 2, -1, 1), "rlx_spline_activation");
+    REFUSE(rlx_max_pool2d(rlx_reshape(z, 4, (const int64_t[]){1, 1, 2, 3}), (const int[]){1, 1}, NULL, NULL),
+           "rlx_max_pool2d");
     CHECK_NULL_ERR(rlx_fft_c(rlx_ones(RLX_BOOL, 2, s), 0, false), RLX_E_DTYPE, "rlx_fft_c");
     CHECK_NULL_ERR(rlx_fft_c(tc64(0, NULL, NULL), 0, false), RLX_E_SHAPE, "rlx_fft_c");
     CHECK_NULL_ERR(rlx_fft_c(z, 2, false), RLX_E_ARG, "rlx_fft_c");

@@ -1130,7 +1130,7 @@ static const char *const C64_API[] = {
     "rlx_reshape", "rlx_flip", "rlx_roll", "rlx_tile", "rlx_pad", "rlx_pad_mode", "rlx_cat", "rlx_stack",
     "rlx_narrow", "rlx_slice", "rlx_select", "rlx_gather", "rlx_index_select", "rlx_broadcast_to",
     "rlx_flatten", "rlx_contiguous", "rlx_full_like", "rlx_ones_like", "rlx_matmul", "rlx_matmul_t",
-    "rlx_linear", "rlx_einsum", "rlx_softsign", "rlx_dropout",
+    "rlx_linear", "rlx_einsum",
 };
 
 TEST(every_public_op_on_c64)

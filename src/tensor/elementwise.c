@@ -269,9 +269,10 @@ rlx_tensor *ts_as_float(rlx_tensor *x)
 
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t)
 {
-    if (ts_node(t)->dtype != RLX_BOOL)
+    rlx_dtype dt = ts_node(t)->dtype;
+    if (dt != RLX_BOOL && dt != RLX_C64)
         return true;
-    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
+    ts_error(RLX_E_DTYPE, fn, "%s must be real numeric, got %s", arg, ir_dtype_name(dt));
     return false;
 }
 
@@ -293,8 +294,9 @@ rlx_tensor *rlx_relu(rlx_tensor *x)
 #define COMPOSITE(name, body)                                   \
     rlx_tensor *rlx_##name(rlx_tensor *x_)                      \
     {                                                           \
-        if (ts_null("rlx_" #name, "x", x_) || !ts_open("rlx_" #name)) \
-            return NULL;                                        \
+        if (ts_null("rlx_" #name, "x", x_) ||                   \
+            (ts_node(x_)->dtype == RLX_C64 && !ts_numeric("rlx_" #name, "x", x_)) || !ts_open("rlx_" #name)) \
+            return NULL; /* bool computes in f32; c64 is refused */ \
         rlx_tensor *x = ts_as_float(x_);                        \
         return ts_close_as(body, ts_float_dtype(ts_node(x_)->dtype)); \
     }

@@ -87,7 +87,8 @@ rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x);
 rlx_tensor *ts_as_float(rlx_tensor *x);
 /* Casts result (may be NULL) to dt unless it has it, then ts_close. */
 rlx_tensor *ts_close_as(rlx_tensor *result, rlx_dtype dt);
-/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
+/* A real numeric (not bool, not c64) input; false with RLX_E_DTYPE naming
+ * arg: the composites of real math (softmax, norms, activations, ...). */
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t);
 rlx_tensor *ts_binary(const char *fn, ir_op op, rlx_tensor *a, rlx_tensor *b);
 rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
