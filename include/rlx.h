@@ -131,13 +131,19 @@ typedef enum {
  *   and discards the imaginary part; c64 -> bool is re != 0 || im != 0.
  * - Ops computing c64 (the reference evaluator's complex double arithmetic,
  *   rounded once to f32 parts; on the JIT backend they run as reference
- *   kernels, never fused): add, sub, mul, div, neg, exp, eq, ne (both parts
- *   equal), where, sum, mean, matmul (cblas_cgemm), abs (-> f32), and
- *   rlx_conj, rlx_real, rlx_imag, rlx_complex, rlx_fft_c below; movement
- *   and indexing ops that copy elements (reshape, permute, transpose,
- *   slice, expand, broadcast, pad with a real value, cat, stack, gather,
- *   index_select, contiguous, stop_gradient). Every other op refuses c64
- *   with RLX_E_DTYPE naming the function and c64.
+ *   kernels, never fused): add, sub, mul, div, neg, exp (C's cexp; mul,
+ *   div and exp follow C Annex G for inf and NaN), eq, ne (both parts
+ *   equal), their _s forms, where, masked_fill, sum, mean, matmul
+ *   (cblas_cgemm; matmul_t, linear and einsum through it), abs (-> f32,
+ *   hypot), full/zeros/ones/eye/full_like/ones_like/zeros_like, and
+ *   rlx_conj, rlx_real, rlx_imag, rlx_complex, rlx_fft_c below; the
+ *   movement and indexing ops that copy elements (reshape, transpose,
+ *   slice, narrow, select, flip, roll, tile, broadcast_to, pad with a real
+ *   value, cat, stack, split, gather, index_select, contiguous,
+ *   stop_gradient). Every other op (ordering, rounding, float math other
+ *   than exp, var/std/norm, the activations and every composite of real
+ *   math, scatter, cumsum, solve, conv, the [..., 2N] FFT, rand, arange)
+ *   refuses c64 with RLX_E_DTYPE naming the function and c64.
  * - Autodiff: rlx_grad refuses (RLX_E_UNSUPPORTED) a graph in which a
  *   gradient would flow through a c64 node. */
 
