@@ -118,7 +118,7 @@ static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n
             s->needs[i] = s->needs[ir_map_get(&s->pos, nd->src[k])];
     }
     if (through_complex(s))
-        return RLX_E_UNSUPPORTED;
+        return rlx_last_status(); /* RLX_E_UNSUPPORTED, or RLX_E_NOMEM */
     for (long i = 0; i < s->count; i++) {
         if (s->needs[i] && ir_node_numel(s->order[i]) < 0) {
             ts_error(RLX_E_UNSUPPORTED, FN, "the path to loss has a dynamic shape %s (%s); bind it to a static shape",
