@@ -74,9 +74,10 @@ typedef enum {
     RLX_BOOL = 0, RLX_I32 = 1, RLX_I64 = 2, RLX_F32 = 3, RLX_F64 = 4,
     RLX_F16 = 5,  /* IEEE binary16 */
     RLX_BF16 = 6, /* bfloat16: f32's exponent, 8 significant bits */
-    RLX_I8 = 7, RLX_U8 = 8, RLX_I16 = 9, RLX_U32 = 10
+    RLX_I8 = 7, RLX_U8 = 8, RLX_I16 = 9, RLX_U32 = 10,
+    RLX_C64 = 11 /* complex64: interleaved (re, im) f32 pairs, NumPy's layout */
 } rlx_dtype;
-/* Later types take new numbers (RLX_C64 = 11 is reserved); never renumber.
+/* Later types take new numbers; never renumber.
  *
  * The narrow dtypes, once for all:
  * - Storage is the C/NumPy layout: f16 is IEEE binary16, bf16 the high
@@ -114,7 +115,37 @@ typedef enum {
  *   give f32. Index operands (gather, index_select, the scatter family,
  *   rope positions) are i32 or i64; a narrow integer index is RLX_E_DTYPE.
  * - rlx_rand/randn take the four float dtypes; rlx_grad any float loss and
- *   wrt, each gradient in its wrt's dtype. */
+ *   wrt, each gradient in its wrt's dtype.
+ *
+ * complex64 (RLX_C64), once for all:
+ * - Storage: 8 bytes per element, the real then the imaginary part as f32
+ *   (C's float complex, NumPy complex64). from_data/from_blob/rlx_read copy
+ *   those pairs; rlx_read_f32/f64 and rlx_item refuse it (RLX_E_DTYPE: read
+ *   the pairs with rlx_read, or take rlx_real/rlx_imag first);
+ *   rlx_to_string writes NumPy's "1+2j".
+ * - Promotion: complex with any dtype gives c64 (there is no c128: f64 with
+ *   c64 is c64, rounding the f64 to f32 parts). Scalars of the _s functions
+ *   are real: x + s adds s to the real part.
+ * - Casts (PyTorch's): real -> c64 has imaginary part 0; c64 -> a real
+ *   dtype keeps the real part (converted as that dtype's cast rules say)
+ *   and discards the imaginary part; c64 -> bool is re != 0 || im != 0.
+ * - Ops computing c64 (the reference evaluator's complex double arithmetic,
+ *   rounded once to f32 parts; on the JIT backend they run as reference
+ *   kernels, never fused): add, sub, mul, div, neg, exp (C's cexp; mul,
+ *   div and exp follow C Annex G for inf and NaN), eq, ne (both parts
+ *   equal), their _s forms, where, masked_fill, sum, mean, matmul
+ *   (cblas_cgemm; matmul_t, linear and einsum through it), abs (-> f32,
+ *   hypot), full/zeros/ones/eye/full_like/ones_like/zeros_like, and
+ *   rlx_conj, rlx_real, rlx_imag, rlx_complex, rlx_fft_c below; the
+ *   movement and indexing ops that copy elements (reshape, transpose,
+ *   slice, narrow, select, flip, roll, tile, broadcast_to, pad with a real
+ *   value, cat, stack, split, gather, index_select, contiguous,
+ *   stop_gradient). Every other op (ordering, rounding, float math other
+ *   than exp, var/std/norm, the activations and every composite of real
+ *   math, scatter, cumsum, solve, conv, the [..., 2N] FFT, rand, arange)
+ *   refuses c64 with RLX_E_DTYPE naming the function and c64.
+ * - Autodiff: rlx_grad refuses (RLX_E_UNSUPPORTED) a graph in which a
+ *   gradient would flow through a c64 node. */
 
 typedef enum {
     RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,
@@ -147,7 +178,7 @@ RLX_API const char *rlx_version(void);
  * Owned by the library. */
 RLX_API const char *rlx_host_info(void);
 /* "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16",
- * "u32"; "?" (and RLX_E_ARG) for other values. */
+ * "u32", "c64"; "?" (and RLX_E_ARG) for other values. */
 RLX_API const char *rlx_dtype_name(rlx_dtype dt);
 
 /* -------------------------------------------------------------- lifecycle */
@@ -770,6 +801,24 @@ RLX_API rlx_tensor *rlx_avg_pool2d(rlx_tensor *x, const int kernel[2], const int
 RLX_API rlx_tensor *rlx_fft(rlx_tensor *x);  /* last axis, unnormalized */
 RLX_API rlx_tensor *rlx_ifft(rlx_tensor *x); /* unnormalized: ifft(fft(x)) = N x */
 RLX_API rlx_tensor *rlx_fft_axis(rlx_tensor *x, int axis, bool inverse); /* axis has length 2N */
+/* The same transform on complex tensors: x of any numeric dtype (real
+ * dtypes convert to c64 with imaginary part 0), any length N >= 0 along
+ * axis, c64 result of x's shape; unnormalized both ways (inverse of the
+ * forward is N x). Computed in double, rounded once. The [..., 2N] entry
+ * points above refuse c64 (RLX_E_DTYPE). */
+RLX_API rlx_tensor *rlx_fft_c(rlx_tensor *x, int axis, bool inverse);
+
+/* ---------------------------------------------------------------- complex */
+/* c64 from real parts re and imaginary parts im: any real numeric dtypes
+ * (not c64), broadcast together, each converted to f32. */
+RLX_API rlx_tensor *rlx_complex(rlx_tensor *re, rlx_tensor *im);
+/* The real / imaginary part of c64 as f32, a copy (the IR has no view that
+ * reinterprets a dtype); of a real x: real is x itself, imag zeros of x's
+ * dtype (NumPy). */
+RLX_API rlx_tensor *rlx_real(rlx_tensor *x);
+RLX_API rlx_tensor *rlx_imag(rlx_tensor *x);
+/* Complex conjugate; a real x is returned as it is. */
+RLX_API rlx_tensor *rlx_conj(rlx_tensor *x);
 
 /* ------------------------------------- low precision and weight synthesis */
 
@@ -804,7 +853,8 @@ RLX_API rlx_status rlx_read_f64(rlx_tensor *t, double *dst, size_t count);
 /* Realizes t; returns its contiguous row-major payload, owned by t and valid
  * while t lives. NULL on error. */
 RLX_API const void *rlx_data(rlx_tensor *t);
-/* The value of a one-element tensor, as a double. */
+/* The value of a one-element tensor, as a double (c64: RLX_E_DTYPE,
+ * naming rlx_read, which copies the (re, im) pair). */
 RLX_API rlx_status rlx_item(rlx_tensor *t, double *out);
 /* Realizes t and formats it like NumPy, with shape and dtype, e.g.
  * "tensor([[1, 2], [3, 4]], shape=[2, 2], dtype=i32)"; more than 1000

@@ -947,7 +947,7 @@ TEST(cast_errors)
 {
     rlx_tensor *x = rlx_zeros(RLX_F32, 1, SH(2));
     CHECK_NULL_ERR(rlx_cast(NULL, RLX_I32), RLX_E_ARG, "rlx_cast");
-    CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)11), RLX_E_DTYPE, "rlx_cast");
+    CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)12), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)-3), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)-1), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)INT_MAX), RLX_E_DTYPE, "rlx_cast");

@@ -426,6 +426,8 @@ static const opcase CASES[] = {
     {IR_OP_ATTENTION, NULL, b_library, FLT, 0},
     {IR_OP_ARGSORT, NULL, b_index, ALL, 0}, {IR_OP_MULTINOMIAL, NULL, b_library, FLT, 0},
     {IR_OP_RAND_SEEDED, NULL, b_library, FLT, 0},
+    /* c64 only: every_primitive_on_c64 */
+    {IR_OP_CONJ, NULL, NULL, 0, 0}, {IR_OP_IMAG, NULL, NULL, 0, 0}, {IR_OP_COMPLEX, NULL, NULL, 0, 0},
 };
 #define NCASES ((int)(sizeof CASES / sizeof *CASES))
 
@@ -643,7 +645,7 @@ TEST(every_primitive_has_every_layer)
         rows++;
     }
     CHECK(rows == NCASES);
-    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)11));
+    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)12));
 }
 
 TEST(every_case_on_every_dtype_matches_its_row)
@@ -1002,7 +1004,206 @@ TEST(narrow_index_operands_are_refused)
     }
 }
 
+/* ------------------------------------------------------------ complex64 */
+
+/* c64 values with imaginary part 0 compute what f64 computes (rounded to
+ * f32 parts): a c64 result's real part matches the f64 one within f32's
+ * spacing and its imaginary part is 0; a real result (eq, ne, a cast)
+ * matches directly. tests/test_complex.c checks complex values. */
+static void expect_like_f64(const char *what, rlx_tensor *c, rlx_tensor *f)
+{
+    rlx_tensor *re = rlx_dtype_of(c) == RLX_C64 ? rlx_real(c) : c;
+    test_expect_same(__FILE__, __LINE__, re, rlx_cast(f, rlx_dtype_of(re)), 1e-6, 1e-6);
+    if (rlx_dtype_of(c) == RLX_C64) {
+        int64_t n = 0;
+        double *im = test_values(rlx_imag(c), &n);
+        for (int64_t i = 0; im && i < n; i++)
+            if (im[i] != 0)
+                test_fail(__FILE__, __LINE__, "%s: imaginary part %g of a real computation", what, im[i]);
+        free(im);
+    }
+}
+
+/* Every primitive on c64: rebuilt from its f64 case with every float
+ * source cast to c64, it computes (ir_c64_takes: checked as above, both
+ * backends) or its node is refused with RLX_E_DTYPE naming the primitive
+ * and c64. Leaves are the constructors' (below). */
+TEST(every_primitive_on_c64)
+{
+    int computed = 0, refused = 0;
+    for (int i = 0; i < NCASES; i++) {
+        const opcase *c = &CASES[i];
+        if (ir_ops[c->op].cls == IR_CLS_LEAF)
+            continue;
+        if (c->op == IR_OP_CONJ || c->op == IR_OP_IMAG || c->op == IR_OP_COMPLEX)
+            continue; /* c64 only: their own case runs on c64 */
+        int n = 0;
+        use_jit(false);
+        rlx_tensor *f = build(c, RLX_F64, NULL, &n);
+        if (!f || ts_node(f)->op != c->op) {
+            test_fail(__FILE__, __LINE__, "%s: its f64 case is not the bare primitive", ir_ops[c->op].name);
+            continue;
+        }
+        ir_node *fn = ts_node(f), *src[4];
+        bool any = false;
+        for (int k = 0; k < fn->nsrc; k++) {
+            bool fl = fn->src[k]->dtype == RLX_F64;
+            src[k] = fl ? ts_node(rlx_cast((rlx_tensor *)fn->src[k], RLX_C64)) : fn->src[k];
+            any |= fl;
+        }
+        if (!any)
+            continue; /* no float operand (rand_seeded's seed): the constructors' test */
+        rlx_clear_error();
+        rlx_tensor *r = make(c->op, fn->nsrc, src, &fn->attr);
+        if (!ir_c64_takes(c->op)) {
+            const char *msg = rlx_last_error();
+            if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, ir_ops[c->op].name) || !strstr(msg, "c64"))
+                test_fail(__FILE__, __LINE__, "%s on c64: want RLX_E_DTYPE naming both, got %s (%s)",
+                          ir_ops[c->op].name, r ? "a node" : "NULL", msg);
+            rlx_clear_error();
+            refused++;
+            continue;
+        }
+        if (!r) {
+            test_fail(__FILE__, __LINE__, "%s on c64: %s", ir_ops[c->op].name, rlx_last_error());
+            rlx_clear_error();
+            continue;
+        }
+        for (int jit = 0; jit < 2; jit++) {
+            rlx_tensor *again = make(c->op, fn->nsrc, src, &fn->attr);
+            use_jit(jit);
+            if (rlx_realize(again) != RLX_OK) {
+                test_fail(__FILE__, __LINE__, "%s on c64 (%s): %s", ir_ops[c->op].name, jit ? "jit" : "ref",
+                          rlx_last_error());
+                rlx_clear_error();
+                continue;
+            }
+            use_jit(false);
+            expect_like_f64(ir_ops[c->op].name, again, f);
+        }
+        computed++;
+    }
+    /* the c64-only rows, against values written here */
+    use_jit(true);
+    const float zv[12] = {1, 2, -3, 0.5f, 0, -1, 2.5f, 2.5f, -0.0f, 0, 4, -4};
+    rlx_tensor *z = rlx_from_data(RLX_C64, 2, S23, zv);
+    ir_node *zn = ts_node(z), *pair[2] = {zn, ts_node(rlx_conj(z))};
+    double re[6], im[6], ci[6];
+    for (int k = 0; k < 6; k++) {
+        re[k] = zv[2 * k];
+        im[k] = zv[2 * k + 1];
+        ci[k] = -zv[2 * k + 1];
+    }
+    EACH_BACKEND(be) {
+        rlx_tensor *cj = make(IR_OP_CONJ, 1, &zn, NULL), *ig = make(IR_OP_IMAG, 1, &zn, NULL);
+        rlx_tensor *cx = make(IR_OP_COMPLEX, 2, pair, NULL); /* re(z) + i re(conj z) */
+        EXPECT(rlx_real(cj), RLX_F32, 2, S23, re, 0);
+        EXPECT(rlx_imag(cj), RLX_F32, 2, S23, ci, 0);
+        EXPECT(rlx_real(ig), RLX_F32, 2, S23, im, 0);
+        EXPECT(rlx_imag(ig), RLX_F32, 2, S23, ((const double[]){0, 0, 0, 0, 0, 0}), 0);
+        EXPECT(rlx_real(cx), RLX_F32, 2, S23, re, 0);
+        EXPECT(rlx_imag(cx), RLX_F32, 2, S23, re, 0);
+        (void)be;
+    }
+    /* they take only c64 */
+    rlx_tensor *fl = rlx_real(z);
+    ir_node *fln = ts_node(fl), *fpair[2] = {fln, fln};
+    for (int k = 0; k < 3; k++) {
+        ir_op op = k == 0 ? IR_OP_CONJ : k == 1 ? IR_OP_IMAG : IR_OP_COMPLEX;
+        rlx_clear_error();
+        rlx_tensor *r = make(op, k == 2 ? 2 : 1, fpair, NULL);
+        if (r || rlx_last_status() != RLX_E_DTYPE)
+            test_fail(__FILE__, __LINE__, "%s of f32: want RLX_E_DTYPE", ir_ops[op].name);
+        rlx_clear_error();
+    }
+    printf("  c64: %d primitives compute it, %d refuse it\n", computed, refused);
+}
+
+/* The public functions on c64 operands: those rlx.h lists as computing
+ * c64 give, on c64 operands with imaginary part 0, the f64 call's values
+ * (as above) and run on complex operands on both backends; every other one
+ * is RLX_E_DTYPE naming the function and c64. */
+static const char *const C64_API[] = {
+    "rlx_neg", "rlx_abs", "rlx_exp", "rlx_add", "rlx_sub", "rlx_mul", "rlx_div", "rlx_eq", "rlx_ne",
+    "rlx_add_s", "rlx_sub_s", "rlx_mul_s", "rlx_div_s", "rlx_eq_s", "rlx_rsub_s", "rlx_rdiv_s",
+    "rlx_sum", "rlx_mean", "rlx_sum_all", "rlx_mean_all", "rlx_transpose",
+    "rlx_reshape", "rlx_flip", "rlx_roll", "rlx_tile", "rlx_pad", "rlx_pad_mode", "rlx_cat", "rlx_stack",
+    "rlx_narrow", "rlx_slice", "rlx_select", "rlx_gather", "rlx_index_select", "rlx_broadcast_to",
+    "rlx_flatten", "rlx_contiguous", "rlx_full_like", "rlx_ones_like", "rlx_matmul", "rlx_matmul_t",
+    "rlx_linear", "rlx_einsum",
+};
+
+TEST(every_public_op_on_c64)
+{
+    int computed = 0, refused = 0;
+    double av[6], bv[6];
+    memcpy(av, AV, sizeof av);
+    memcpy(bv, BV, sizeof bv);
+    rlx_tensor *af = test_tensor(RLX_F64, 2, S23, av), *bf = test_tensor(RLX_F64, 2, S23, bv);
+    rlx_tensor *ar = rlx_cast(af, RLX_C64), *br = rlx_cast(bf, RLX_C64);
+    rlx_tensor *ac = rlx_complex(af, bf), *bc = rlx_complex(bf, rlx_neg(af));
+    for (int i = 0; i < NAPI; i++) {
+        const apicase *c = &API_CASES[i];
+        bool takes = false;
+        for (size_t k = 0; k < sizeof C64_API / sizeof *C64_API; k++)
+            takes |= strcmp(C64_API[k], c->fn) == 0;
+        if (strcmp(c->fn, "rlx_where") == 0 || strcmp(c->fn, "rlx_masked_fill") == 0)
+            continue; /* their case builds the mask with rlx_gt_s(b): test_complex.c checks them on c64 */
+        rlx_scope_begin();
+        rlx_clear_error();
+        if (!takes) {
+            EACH_BACKEND(be) expect_refused(c->fn, RLX_C64, c->f(ac, bc));
+            refused++;
+            rlx_scope_end();
+            continue;
+        }
+        use_jit(false);
+        rlx_tensor *want = c->f(af, bf);
+        rlx_tensor *got[2] = {NULL, NULL};
+        EACH_BACKEND(be) {
+            rlx_tensor *r = c->f(ar, br);
+            if (!r || rlx_realize(r) != RLX_OK) {
+                test_fail(__FILE__, __LINE__, "%s on c64 (%s): %s", c->fn, be ? "jit" : "ref", rlx_last_error());
+                rlx_clear_error();
+                continue;
+            }
+            use_jit(false);
+            expect_like_f64(c->fn, r, want);
+            use_jit(be);
+            got[be] = c->f(ac, bc);
+            if (!got[be] || rlx_realize(got[be]) != RLX_OK) {
+                test_fail(__FILE__, __LINE__, "%s on complex c64 (%s): %s", c->fn, be ? "jit" : "ref",
+                          rlx_last_error());
+                rlx_clear_error();
+            }
+        }
+        if (got[0] && got[1] && rlx_dtype_of(got[0]) == RLX_C64) { /* the backends agree */
+            use_jit(false);
+            test_expect_same(__FILE__, __LINE__, rlx_real(got[1]), rlx_real(got[0]), 1e-6, 1e-6);
+            test_expect_same(__FILE__, __LINE__, rlx_imag(got[1]), rlx_imag(got[0]), 1e-6, 1e-6);
+        }
+        use_jit(true);
+        computed++;
+        rlx_scope_end();
+    }
+    /* the constructors: full/zeros/ones/eye hold real values, the others refuse */
+    const int64_t s3[1] = {3};
+    rlx_tensor *seed = ti64(0, NULL, (const int64_t[]){5});
+    EACH_BACKEND(be) {
+        expect_like_f64("rlx_full", rlx_full(RLX_C64, 1, s3, 2.5), rlx_full(RLX_F64, 1, s3, 2.5));
+        expect_like_f64("rlx_eye", rlx_eye(RLX_C64, 2), rlx_eye(RLX_F64, 2));
+        expect_like_f64("rlx_zeros", rlx_zeros(RLX_C64, 1, s3), rlx_zeros(RLX_F64, 1, s3));
+        rlx_clear_error();
+        expect_refused("rlx_arange", RLX_C64, rlx_arange(RLX_C64, 0, 3, 1));
+        expect_refused("rlx_rand", RLX_C64, rlx_rand(RLX_C64, 1, s3, 5));
+        expect_refused("rlx_randn", RLX_C64, rlx_randn(RLX_C64, 1, s3, 5));
+        expect_refused("rlx_rand_seeded", RLX_C64, rlx_rand_seeded(RLX_C64, 1, s3, seed));
+        (void)be;
+    }
+    printf("  c64: %d public functions compute it, %d refuse it\n", computed, refused);
+}
+
 TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row),
-          T(input_is_reported_unbound),
+          T(every_primitive_on_c64), T(every_public_op_on_c64), T(input_is_reported_unbound),
           T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype),
           T(narrow_index_operands_are_refused))

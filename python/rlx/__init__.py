@@ -24,6 +24,14 @@ Semantics worth knowing (NumPy / PyTorch users):
     copy; t.bits() the zero-copy uint16 bit patterns. rlx.tensor(x,
     dtype=rlx.bfloat16) and rlx.from_numpy(a, dtype=rlx.bfloat16) round
     float values to nearest even; a uint16 array is taken as bit patterns.
+  * complex64 (rlx.complex64, rlx.cfloat) maps to and from NumPy complex64
+    zero-copy; Python complex data and scalars become complex64 (PyTorch),
+    NumPy complex128 arrays are a TypeError. It computes + - * / neg exp
+    abs (-> float32) == != where, sum/mean, matmul, movement and indexing,
+    rlx.complex(re, im), t.real / t.imag (float32 copies), t.conj() and
+    rlx.fft_c; every other op raises RlxError (E_DTYPE), and rlx.grad
+    through complex64 raises E_UNSUPPORTED. t.astype(float32) keeps the
+    real part (PyTorch); t.item() is a Python complex.
   * ``/`` is true division: integer/bool operands are cast to float32 first.
     ``//`` and ``%`` round toward -inf like Python/NumPy. rlx.div / rlx.rem
     (= fmod) keep librlx's C semantics (truncation).
@@ -48,7 +56,7 @@ from . import _ffi
 from ._ffi import lib, LIBRARY_PATH, HEADER_PATH
 from ._core import *  # noqa: F401,F403
 from ._core import (  # names that shadow builtins, so kept out of __all__
-    abs, all, any, max, min, pow, round, sum, slice, input, compile, bool_, Tensor, RlxError,
+    abs, all, any, max, min, pow, round, sum, slice, input, compile, complex, bool_, Tensor, RlxError,
     Status, Act, Mask, Minifloat, Padding, DType, Program, END, MAX_RANK, HEADER_VERSION)
 from . import _core
 
@@ -63,6 +71,8 @@ int8 = _core.int8
 uint8 = _core.uint8
 int16 = _core.int16
 uint32 = _core.uint32
+complex64 = _core.complex64
+cfloat = complex64  # torch.cfloat
 half = float16    # torch.half
 short = int16     # torch.short
 float = float32   # torch.float
@@ -92,5 +102,5 @@ linalg = _Linalg()
 __version__ = _core.version()
 
 __all__ = [n for n in dir(_core) if not n.startswith("_") and n not in {
-    "abs", "all", "any", "max", "min", "pow", "round", "sum", "slice", "input", "compile",
+    "abs", "all", "any", "max", "min", "pow", "round", "sum", "slice", "input", "compile", "complex",
     "builtins", "ctypes", "enum", "operator", "np"}] + ["lib", "linalg"]

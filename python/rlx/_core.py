@@ -74,7 +74,7 @@ for _name in (_UNARY + ["gelu", "negative", "absolute", "arctan", "reciprocal", 
                         "dropout", "cross_entropy",
                         "softmax_cross_entropy_with_logits", "rope", "conv1d", "conv2d", "conv_transpose1d",
                         "conv_transpose2d", "max_pool2d", "avg_pool2d",
-                        "fft", "ifft", "fft_axis", "scaled_matmul", "synth_matmul", "spline_activation",
+                        "fft", "ifft", "fft_axis", "fft_c", "conj", "conjugate", "scaled_matmul", "synth_matmul", "spline_activation",
                         "dump_dot", "zeros_like", "ones_like", "full_like"]):
     setattr(Tensor, _name, _method(globals()[_name]))
 del _name

@@ -1,7 +1,9 @@
 """rlx dtypes and the rules mapping Python and NumPy scalars and dtypes onto
-them: bool, int32, int64, float32, float64 and the narrow ones float16,
-bfloat16, int8, uint8, int16, uint32 (rlx.h states their storage, PyTorch
-promotion, casts and compute rules).
+them: bool, int32, int64, float32, float64, the narrow ones float16,
+bfloat16, int8, uint8, int16, uint32, and complex64 (rlx.h states their
+storage, PyTorch promotion, casts and compute rules; complex64 is NumPy's
+layout, so it maps both ways zero-copy; NumPy's complex128 is not an rlx
+dtype).
 
 NumPy has every one of them but bfloat16. A bfloat16 DType's ``np`` is
 uint16, the NumPy type of its storage (the bit patterns); ``values_np`` is
@@ -21,7 +23,7 @@ class DType:
     apart); np is the NumPy dtype of the storage, values_np that of the
     values (they differ for bfloat16 only: uint16 bits, float32 values)."""
     __slots__ = ("name", "code", "short", "np", "values_np", "itemsize", "is_float", "is_int", "is_unsigned",
-                 "is_bool")
+                 "is_bool", "is_complex")
 
     def __init__(self, name, code, npdt, kind=None, values=None):
         self.name = name
@@ -35,6 +37,7 @@ class DType:
         self.is_int = kind in "iu"
         self.is_unsigned = kind == "u"
         self.is_bool = kind == "b"
+        self.is_complex = kind == "c"
 
     def __repr__(self):
         return "rlx." + self.name
@@ -71,14 +74,15 @@ int8 = DType("int8", _DTYPE_ENUM["RLX_I8"], np.int8)
 uint8 = DType("uint8", _DTYPE_ENUM["RLX_U8"], np.uint8)
 int16 = DType("int16", _DTYPE_ENUM["RLX_I16"], np.int16)
 uint32 = DType("uint32", _DTYPE_ENUM["RLX_U32"], np.uint32)
-_DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, int8, uint8, int16, uint32)
+complex64 = DType("complex64", _DTYPE_ENUM["RLX_C64"], np.complex64)
+_DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, int8, uint8, int16, uint32, complex64)
 _SUPPORTED = ", ".join(d.name for d in _DTYPES)
 _BY_CODE = {d.code: d for d in _DTYPES}
 _BY_NAME = {}
 for _d in _DTYPES:
     _BY_NAME[_d.name] = _d
     _BY_NAME[_d.short] = _d
-_BY_NAME.update({"bool_": bool_, "half": float16, "short": int16})  # NumPy's and PyTorch's aliases
+_BY_NAME.update({"bool_": bool_, "half": float16, "short": int16, "cfloat": complex64})  # NumPy's and PyTorch's aliases
 # bfloat16 has no NumPy dtype (its storage, uint16, is not an rlx dtype);
 # ml_dtypes' bfloat16, a NumPy extension dtype, is recognized by its name
 _BY_NP = {d.np: d for d in _DTYPES if d is not bfloat16}
@@ -105,7 +109,7 @@ def _dtype(dt):
         raise TypeError("rlx: %r is not a dtype (supported: %s)" % (dt, _SUPPORTED))
     if npdt.name == "bfloat16" and npdt.itemsize == 2:
         return bfloat16
-    d = _BY_NP.get(npdt.newbyteorder("=")) if npdt.kind in "biuf" else None
+    d = _BY_NP.get(npdt.newbyteorder("=")) if npdt.kind in "biufc" else None
     if d is None:
         raise TypeError("rlx: dtype %s is not supported (supported: %s)" % (npdt.name, _SUPPORTED))
     return d
@@ -113,7 +117,7 @@ def _dtype(dt):
 
 def dtype_name(dt):
     """The C library's short name of a dtype: 'bool', 'i32', 'i64', 'f32',
-    'f64', 'f16', 'bf16', 'i8', 'u8', 'i16', 'u32'."""
+    'f64', 'f16', 'bf16', 'i8', 'u8', 'i16', 'u32', 'c64'."""
     code = _dtype(dt).code if not isinstance(dt, _builtin_int) else dt
     _clear()
     r = _lib.rlx_dtype_name(code)
@@ -145,7 +149,7 @@ def _scalar_dtype(s, d):
             if not lo <= s <= hi:
                 return int64
         return d
-    return d if d.is_float else float32
+    return d if d.is_float or d.is_complex else float32
 
 
 def _is_scalar(x):

@@ -2,11 +2,15 @@
 NumPy promotion rules, comparisons, logical ops, Python's division
 semantics, selection (where, masked_fill, clamp), and Tensor's operators."""
 
+import builtins
+
 import numpy as np
 
 from ._base import (_lib, _clear, _no_out, _builtin_bool, _builtin_int, _builtin_float, _builtin_abs)
 from ._dtypes import _scalar_dtype, _is_scalar, _py_scalar, bool_, int64, float32, float64
 from ._tensor import Tensor, tensor, cast, _wrap, _tt, _attach
+
+_builtin_complex = builtins.complex  # this module's complex() builds tensors
 
 
 # ------------------------------------------------------------------ unary
@@ -51,7 +55,7 @@ def round(x, decimals=0, out=None):
         return _round0(x)
     x = _tt(x)
     f = 10.0 ** decimals
-    return _round0(x * f) / f if x.dtype.is_float else x
+    return _round0(x * f) / f if x.dtype.is_float or x.dtype.is_complex else x  # complex: round refuses
 recip = _unary("recip")
 floor = _unary("floor")
 ceil = _unary("ceil")
@@ -98,7 +102,7 @@ def _operand(o):
         return o
     if _is_scalar(o):
         return _py_scalar(o)
-    if isinstance(o, (np.ndarray, list, tuple)):
+    if isinstance(o, (np.ndarray, list, tuple, _builtin_complex, np.complexfloating)):  # complex: a c64 tensor
         return tensor(o)
     return NotImplemented
 
@@ -116,7 +120,7 @@ def _binary_ts(name, x, s, reflected=False, compare=False):
     """x <op> s (or s <op> x when reflected) for a Python scalar s."""
     d = x.dtype
     sd = _scalar_dtype(s, d)
-    if compare and not d.is_float and isinstance(s, _builtin_float):
+    if compare and not d.is_float and not d.is_complex and isinstance(s, _builtin_float):
         sd = float64  # compare exactly, whatever the integer
     if sd is not d:
         x = cast(x, sd)
@@ -248,8 +252,10 @@ def rdiv(x, s):
 
 
 def _float_pair(a, b):
-    """Python true division: integer/bool operands are cast to float32 first."""
-    if not a.dtype.is_float and not (isinstance(b, Tensor) and b.dtype.is_float) \
+    """Python true division: integer/bool operands are cast to float32 first
+    (never a complex one: that cast would keep only the real part)."""
+    if not a.dtype.is_float and not a.dtype.is_complex and \
+            not (isinstance(b, Tensor) and (b.dtype.is_float or b.dtype.is_complex)) \
             and not isinstance(b, _builtin_float):
         a = cast(a, float32)
     return a
@@ -426,3 +432,33 @@ class _Operators:
 
 
 _attach(_Operators)
+
+
+# ---------------------------------------------------------------- complex
+
+def complex(real, imag):
+    """complex64 from real and imaginary parts (rlx_complex): real tensors
+    or scalars of any real dtype, broadcast together (torch.complex)."""
+    re, im = _tt(real), _tt(imag)
+    _clear()
+    return _wrap(_lib.rlx_complex(re._h, im._h))
+
+
+def real(x):
+    """The real part (rlx_real): float32 of complex64, x itself if real."""
+    return _tt(x).real
+
+
+def imag(x):
+    """The imaginary part (rlx_imag): float32 of complex64, zeros if real."""
+    return _tt(x).imag
+
+
+def conj(x):
+    """The complex conjugate (rlx_conj); a real x as it is."""
+    x = _tt(x)
+    _clear()
+    return _wrap(_lib.rlx_conj(x._h))
+
+
+conjugate = conj

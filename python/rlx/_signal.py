@@ -34,6 +34,16 @@ def fft_axis(x, axis, inverse=False):
     return _wrap(_lib.rlx_fft_axis(x._h, operator.index(axis), _builtin_bool(inverse)))
 
 
+def fft_c(x, axis=-1, inverse=False):
+    """Unnormalized FFT of a complex64 tensor along axis (rlx_fft_c): real
+    input converts to complex64, the result is complex64 of x's shape (like
+    numpy.fft.fft without its normalization choices: inverse=True is N times
+    numpy.fft.ifft)."""
+    x = _tt(x)
+    _clear()
+    return _wrap(_lib.rlx_fft_c(x._h, operator.index(axis), _builtin_bool(inverse)))
+
+
 def to_complex_layout(a, axis=-1):
     """NumPy helper: a complex (or real) array -> float array in the [..., 2N] layout."""
     a = np.asarray(a)

@@ -16,7 +16,7 @@ from ._base import (_lib, _c, _c_void_p, _c_int64, _object_new, _builtin_bool, _
                     _builtin_abs, _builtin_max, _clear, _last_status, _release, _raise, _check, _i64s,
                     MAX_RANK, RlxError)
 from ._dtypes import (_dtype, _BY_CODE, _py_scalar, bool_, int32, int64, float32, float64, float16, bfloat16,
-                      int8, uint8, int16)
+                      int8, uint8, int16, complex64)
 from . import _ffi
 
 
@@ -333,8 +333,14 @@ class Tensor:
         return a
 
     def item(self):
-        """The value of a one-element tensor as a Python bool / int / float."""
+        """The value of a one-element tensor as a Python bool / int / float /
+        complex."""
         d = self.dtype
+        if d.is_complex:  # rlx_item refuses c64 (two parts): read the pair
+            if self.numel() != 1:
+                _clear()
+                _check(_lib.rlx_item(self._h, _c.byref(_c.c_double())))  # the library's shape error
+            return complex(self.numpy().reshape(-1)[0])
         out = _c.c_double()
         _clear()
         _check(_lib.rlx_item(self._h, _c.byref(out)))
@@ -350,6 +356,20 @@ class Tensor:
             raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
                              "Use a.any() or a.all()")
         return _builtin_bool(self.item())
+
+    @property
+    def real(self):
+        """The real part (rlx_real): a float32 copy of a complex64 tensor,
+        the tensor itself for a real one."""
+        _clear()
+        return _wrap(_lib.rlx_real(self._h))
+
+    @property
+    def imag(self):
+        """The imaginary part (rlx_imag): float32 of a complex64 tensor,
+        zeros of a real one's dtype."""
+        _clear()
+        return _wrap(_lib.rlx_imag(self._h))
 
     def __float__(self):
         return _builtin_float(self.item())
@@ -538,12 +558,13 @@ def tensor(data, dtype=None):
             from ._shape import stack  # here: _shape imports this module
             return stack([_tt(x, dtype) for x in data]) if data else tensor(np.asarray(data), dtype)
         arr = np.asarray(data)
-        if arr.dtype == object or arr.dtype.kind not in "bifu":
+        if arr.dtype == object or arr.dtype.kind not in "bifuc":
             raise TypeError("rlx.tensor: cannot make a tensor of %r (NumPy infers %s)" % (type(data).__name__,
                                                                                         arr.dtype))
         if d is None:
             k = arr.dtype.kind
-            d = float32 if k == "f" else int64 if k in "iu" else bool_ if k == "b" else _dtype(arr.dtype)
+            d = float32 if k == "f" else int64 if k in "iu" else bool_ if k == "b" else \
+                complex64 if k == "c" else _dtype(arr.dtype)
         if d is bfloat16:
             return _bf16_values(arr)
         arr = _c_order(arr, d)

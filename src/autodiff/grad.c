@@ -49,6 +49,49 @@ static void sweep_free(sweep *s)
 
 static bool passes_gradient(const ir_node *n) { return ad_vjps[n->op].kind != AD_ZERO && ad_vjps[n->op].kind != AD_LEAF; }
 
+/* Complex64 has no VJP rules: a gradient that would flow from a wrt
+ * through a c64 node to the loss is refused (rather than silently 0, which
+ * is what the float-only sweep would give). A float or c64 node depends on
+ * a wrt through differentiable ops (conj, imag, complex counted as such);
+ * the loss reaches a node back through differentiable ops. */
+static bool through_complex(sweep *s)
+{
+    bool *dep = ir_calloc((size_t)(s->count ? s->count : 1), 2 * sizeof *dep), *reach = dep ? dep + s->count : NULL;
+    if (!dep) {
+        ts_error(RLX_E_NOMEM, FN, "out of memory ordering the graph");
+        return true;
+    }
+    bool any_c64 = false;
+    for (long i = 0; i < s->count; i++) {
+        ir_node *nd = s->order[i];
+        bool flows = passes_gradient(nd) || nd->op == IR_OP_CONJ || nd->op == IR_OP_IMAG || nd->op == IR_OP_COMPLEX;
+        dep[i] = s->keep[i];
+        if (flows && (ir_dtype_is_float(nd->dtype) || ir_dtype_is_complex(nd->dtype)))
+            for (int k = 0; k < nd->nsrc && !dep[i]; k++)
+                dep[i] = dep[ir_map_get(&s->pos, nd->src[k])];
+        any_c64 |= dep[i] && ir_dtype_is_complex(nd->dtype);
+    }
+    long bad = -1;
+    if (any_c64 && s->count) {
+        reach[s->count - 1] = true; /* the loss, last in post-order */
+        for (long i = s->count - 1; i >= 0 && bad < 0; i--) {
+            ir_node *nd = s->order[i];
+            if (!reach[i])
+                continue;
+            if (dep[i] && ir_dtype_is_complex(nd->dtype))
+                bad = i;
+            bool flows = passes_gradient(nd) || nd->op == IR_OP_CONJ || nd->op == IR_OP_IMAG || nd->op == IR_OP_COMPLEX;
+            for (int k = 0; k < nd->nsrc && flows; k++)
+                reach[ir_map_get(&s->pos, nd->src[k])] = true;
+        }
+    }
+    if (bad >= 0)
+        ts_error(RLX_E_UNSUPPORTED, FN, "gradients through complex64 are not supported (the %s node %s is c64)",
+                 ir_ops[s->order[bad]->op].name, ts_shape_str(s->order[bad]));
+    ir_free(dep);
+    return bad >= 0;
+}
+
 /* Orders the graph and marks which nodes need a cotangent. */
 static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n)
 {
@@ -74,6 +117,8 @@ static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n
         for (int k = 0; k < nd->nsrc && !s->needs[i]; k++)
             s->needs[i] = s->needs[ir_map_get(&s->pos, nd->src[k])];
     }
+    if (through_complex(s))
+        return rlx_last_status(); /* RLX_E_UNSUPPORTED, or RLX_E_NOMEM */
     return RLX_OK;
 oom:
     ts_error(RLX_E_NOMEM, FN, "out of memory ordering the graph");

@@ -828,6 +828,11 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     ZERO(IR_OP_ARGSORT),     /* integer positions; sort's values get theirs through GATHER */
     ZERO(IR_OP_MULTINOMIAL), /* integer samples */
     ZERO(IR_OP_RAND_SEEDED), /* no gradient for the integer seed */
+    /* complex64: rlx_grad refuses a gradient through c64 before any rule
+     * runs (grad.c), so these rows are never applied */
+    ZERO(IR_OP_CONJ),
+    ZERO(IR_OP_IMAG),
+    ZERO(IR_OP_COMPLEX),
 };
 
 #undef LEAF

@@ -150,6 +150,15 @@ bool ir_dtype_is_index(rlx_dtype dt);    /* i32, i64: what gather, scatter and f
  * tensor layer converts around them) and the JIT loads and stores by
  * converting. */
 bool ir_dtype_is_narrow(rlx_dtype dt);
+/* c64: neither float nor integer, so every float or integer check refuses
+ * it unless it names complex (rlx.h lists what computes it). */
+bool ir_dtype_is_complex(rlx_dtype dt);
+/* The ops that compute c64 (as a source or as their result): the others
+ * refuse it in ir_infer, RLX_E_DTYPE from ir_make_failure. */
+bool ir_c64_takes(ir_op op);
+/* True when op refuses its sources for being c64 (a source is c64 and op
+ * does not take it) or for not being c64 (conj, imag, complex). */
+bool ir_c64_refuses(ir_op op, int nsrc, ir_node *const *src);
 rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
 /* "f32", ...; "?" for a value that is not a dtype (records no error). */
 const char *ir_dtype_name(rlx_dtype dt);

@@ -306,6 +306,8 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     *dt = x->dtype;
     *rank = x->rank;
     memcpy(shape, x->shape, sizeof x->shape);
+    if (ir_c64_refuses(op, nsrc, src)) /* complex64 computes only the ops rlx.h lists */
+        FAIL("%s does not take c64", info->name);
     /* library kernels are written for the wide dtypes (and bf16 matmul);
      * the tensor layer converts narrow ones around them (rlx.h) */
     for (int s = 0; s < nsrc && info->emit == IR_EMIT_LIB; s++)
@@ -313,7 +315,7 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
             FAIL("%s of %s (library kernels take wide dtypes)", info->name, ir_dtype_name(src[s]->dtype));
     switch (info->cls) {
     case IR_CLS_UNARY:
-        if ((info->flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(x->dtype))
+        if ((info->flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(x->dtype) && !ir_dtype_is_complex(x->dtype))
             FAIL("%s of a non-float source", info->name);
         if ((info->flags & IR_F_NO_BOOL) && x->dtype == RLX_BOOL)
             FAIL("%s of bool", info->name);

@@ -73,6 +73,8 @@ rlx_status ir_make_failure(ir_op op, int nsrc, ir_node *const *src, const ir_att
             return RLX_E_INTERNAL;
         if (rank > 0)
             memcpy(shp, shape, (size_t)rank * sizeof *shape);
+    } else if (ir_c64_refuses(op, nsrc, src)) {
+        return RLX_E_DTYPE;
     } else if (!ir_infer(op, nsrc, src, a, &dt, &rank, shp, NULL, 0)) {
         return op == IR_OP_CAT && cat_overflows(nsrc, src, a) ? RLX_E_SHAPE : RLX_E_INTERNAL;
     }

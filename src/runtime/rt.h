@@ -68,6 +68,7 @@ static inline double rt_ld_f(const void *p, rlx_dtype dt, int64_t i)
     case RLX_U8: return ((const uint8_t *)p)[i];
     case RLX_I16: return ((const int16_t *)p)[i];
     case RLX_U32: return ((const uint32_t *)p)[i];
+    case RLX_C64: return ((const float *)p)[2 * i]; /* the real part, as a cast to a real dtype */
     }
     return 0;
 }
@@ -105,6 +106,7 @@ static inline void rt_st_f(void *p, rlx_dtype dt, int64_t i, double v)
     case RLX_F64: ((double *)p)[i] = v; break;
     case RLX_F16: ((uint16_t *)p)[i] = ir_f16_bits(v); break;
     case RLX_BF16: ((uint16_t *)p)[i] = ir_bf16_bits(v); break;
+    case RLX_C64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; break;
     default: rt_put_int(p, dt, i, ir_cast_f2i(v, dt)); break;
     }
 }
@@ -116,6 +118,31 @@ static inline void rt_st_i(void *p, rlx_dtype dt, int64_t i, int64_t v)
         rt_st_f(p, dt, i, (double)v);
     else
         rt_put_int(p, dt, i, ir_cast_wrap(v, dt));
+}
+
+/* The complex domain of c64 (rlx.h): every dtype loads as a complex
+ * double (reals with imaginary part 0), and a store keeps what the
+ * target holds (casts of c64 to real dtypes take the real part; to bool,
+ * nonzero when either part is). */
+typedef struct {
+    double re, im;
+} rt_cplx;
+static inline rt_cplx rt_ld_c(const void *p, rlx_dtype dt, int64_t i)
+{
+    if (dt == RLX_C64)
+        return (rt_cplx){((const float *)p)[2 * i], ((const float *)p)[2 * i + 1]};
+    return (rt_cplx){ir_dtype_is_int(dt) ? (double)rt_ld_i(p, dt, i) : rt_ld_f(p, dt, i), 0};
+}
+static inline void rt_st_c(void *p, rlx_dtype dt, int64_t i, rt_cplx v)
+{
+    if (dt == RLX_C64) {
+        ((float *)p)[2 * i] = (float)v.re;
+        ((float *)p)[2 * i + 1] = (float)v.im;
+    } else if (dt == RLX_BOOL) {
+        ((unsigned char *)p)[i] = v.re != 0 || v.im != 0;
+    } else {
+        rt_st_f(p, dt, i, v.re);
+    }
 }
 
 /* An odometer over a shape carrying element offsets of up to 4 views. */

@@ -22,6 +22,10 @@ ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const 
 
 ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int rank, const int64_t *shape)
 {
+    if (dt == RLX_C64 && !ir_c64_takes(op)) { /* iota, rand: c64 computes only what rlx.h lists */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+        return NULL;
+    }
     char err[200] = "";
     ir_node *n = ir_make(op, 0, NULL, a, dt, rank, shape, err, sizeof err);
     if (!n)
@@ -42,7 +46,9 @@ rlx_dtype ts_wide_dtype(rlx_dtype dt)
     return !ir_dtype_is_narrow(dt) ? dt : ir_dtype_is_float(dt) ? RLX_F32 : RLX_I64;
 }
 
-rlx_dtype ts_float_dtype(rlx_dtype dt) { return ir_dtype_is_float(dt) ? dt : RLX_F32; }
+/* c64 is its own float dtype: composites then meet the c64 refusal of
+ * their first op that does not take it, never a silent real cast. */
+rlx_dtype ts_float_dtype(rlx_dtype dt) { return ir_dtype_is_float(dt) || ir_dtype_is_complex(dt) ? dt : RLX_F32; }
 
 rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t) { return t ? ir_promote(dt, ts_node(t)->dtype) : dt; }
 
@@ -67,6 +73,17 @@ ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, co
 }
 
 ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
+{
+    if (x->dtype == RLX_C64 && dt != RLX_C64) {
+        /* a conversion the caller did not ask for would drop the imaginary
+         * part: only rlx_cast, rlx_real, rlx_imag and rlx_abs do that */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64 (to %s would drop the imaginary part)", ir_dtype_name(dt));
+        return NULL;
+    }
+    return ts_cast_lossy(fn, x, dt);
+}
+
+ir_node *ts_cast_lossy(const char *fn, ir_node *x, rlx_dtype dt)
 {
     if (x->dtype == dt)
         return ir_retain(x);

@@ -426,7 +426,11 @@ rlx_tensor *rlx_cast(rlx_tensor *x, rlx_dtype dt)
 {
     if (ts_null("rlx_cast", "x", x) || !ts_check_dtype("rlx_cast", (int)dt))
         return NULL;
-    return ts_wrap(ts_cast_node("rlx_cast", ts_node(x), dt));
+    /* c64 to a real dtype keeps the real part (PyTorch) when the user asks;
+     * inside a composite it is refused like any implicit conversion */
+    if (strcmp(ts_fn("rlx_cast"), "rlx_cast") != 0)
+        return ts_wrap(ts_cast_node("rlx_cast", ts_node(x), dt));
+    return ts_wrap(ts_cast_lossy("rlx_cast", ts_node(x), dt));
 }
 
 static rlx_tensor *identity(const char *fn, ir_op op, rlx_tensor *x)

@@ -24,13 +24,16 @@ rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x)
     if ((n->dtype == RLX_BOOL && (identity_on_ints || op == IR_OP_ABS || op == IR_OP_SIGN)) ||
         (ir_dtype_is_int(n->dtype) && identity_on_ints))
         return rlx_retain(x);
-    rlx_dtype want = (flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(n->dtype) ? RLX_F32
-                     : op == IR_OP_NOT                                          ? RLX_BOOL
-                                                                                : n->dtype;
+    rlx_dtype want = (flags & IR_F_FLOAT_MATH) ? ts_float_dtype(n->dtype) : op == IR_OP_NOT ? RLX_BOOL : n->dtype;
     if (!(src = ts_cast_node(fn, n, want)))
         return NULL;
     out = ts_make(fn, op, 1, &src, NULL);
     ir_release(src);
+    if (out && op == IR_OP_ABS && out->dtype == RLX_C64) { /* |z| is real: ABS of c64 gives (|z|, 0) */
+        src = out;
+        out = ts_cast_lossy(fn, src, RLX_F32);
+        ir_release(src);
+    }
     return ts_wrap(out);
 }
 
@@ -38,7 +41,7 @@ rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x)
 static ir_node *make_broadcast(const char *fn, ir_op op, int k, ir_node *const *in, const rlx_dtype *dts)
 {
     int rank = 0;
-    int64_t shape[IR_MAX_RANK];
+    int64_t shape[IR_MAX_RANK] = {0};
     for (int i = 0; i < k; i++) {
         if (!ir_broadcast_shapes(rank, shape, in[i]->rank, in[i]->shape, &rank, shape)) {
             if (k == 2)
@@ -81,8 +84,8 @@ static ir_node *binary_nodes(const char *fn, ir_op op, ir_node *a, ir_node *b)
     rlx_dtype dt = ir_promote(a->dtype, b->dtype);
     if (op == IR_OP_AND || op == IR_OP_OR)
         dt = RLX_BOOL;
-    else if ((flags & IR_F_FLOAT_MATH) && !ir_dtype_is_float(dt))
-        dt = RLX_F32;
+    else if (flags & IR_F_FLOAT_MATH)
+        dt = ts_float_dtype(dt);
     else if (dt == RLX_BOOL && !(flags & IR_F_BOOL_OK)) {
         ts_error(RLX_E_DTYPE, fn, "not defined on two bool operands");
         return NULL;
@@ -171,6 +174,60 @@ rlx_tensor *rlx_rdiv_s(rlx_tensor *x, double s)
     return ts_close(rlx_div(c, x));
 }
 
+/* ------------------------------------------------------------ complex */
+
+rlx_tensor *rlx_complex(rlx_tensor *re, rlx_tensor *im)
+{
+    const char *fn = "rlx_complex";
+    if (ts_null(fn, "re", re) || ts_null(fn, "im", im))
+        return NULL;
+    ir_node *in[2] = {ts_node(re), ts_node(im)};
+    for (int k = 0; k < 2; k++)
+        if (in[k]->dtype == RLX_C64) {
+            ts_error(RLX_E_DTYPE, fn, "%s must be real, got c64", k ? "im" : "re");
+            return NULL;
+        }
+    /* through f32 first: a part rounds as it does in a cast to f32 (an
+     * i64 or f64 converts once, not through a second rounding) */
+    ir_node *f[2] = {ts_cast_node(fn, in[0], RLX_F32), NULL}, *out = NULL;
+    if (f[0] && (f[1] = ts_cast_node(fn, in[1], RLX_F32))) {
+        rlx_dtype dts[2] = {RLX_C64, RLX_C64};
+        out = make_broadcast(fn, IR_OP_COMPLEX, 2, f, dts);
+    }
+    ir_release(f[0]);
+    ir_release(f[1]);
+    return ts_wrap(out);
+}
+
+rlx_tensor *rlx_real(rlx_tensor *x)
+{
+    if (ts_null("rlx_real", "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    return n->dtype == RLX_C64 ? ts_wrap(ts_cast_lossy("rlx_real", n, RLX_F32)) : rlx_retain(x);
+}
+
+rlx_tensor *rlx_imag(rlx_tensor *x)
+{
+    if (ts_null("rlx_imag", "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (n->dtype != RLX_C64)
+        return ts_wrap(ts_const_node("rlx_imag", n->dtype, n->rank, n->shape, 0));
+    ir_node *im = ts_make("rlx_imag", IR_OP_IMAG, 1, &n, NULL);
+    ir_node *out = im ? ts_cast_lossy("rlx_imag", im, RLX_F32) : NULL;
+    ir_release(im);
+    return ts_wrap(out);
+}
+
+rlx_tensor *rlx_conj(rlx_tensor *x)
+{
+    if (ts_null("rlx_conj", "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    return n->dtype == RLX_C64 ? ts_wrap(ts_make("rlx_conj", IR_OP_CONJ, 1, &n, NULL)) : rlx_retain(x);
+}
+
 /* ------------------------------------------------------------ selection */
 
 rlx_tensor *rlx_where(rlx_tensor *cond, rlx_tensor *a, rlx_tensor *b)
@@ -222,9 +279,10 @@ rlx_tensor *ts_as_float(rlx_tensor *x)
 
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t)
 {
-    if (ts_node(t)->dtype != RLX_BOOL)
+    rlx_dtype dt = ts_node(t)->dtype;
+    if (dt != RLX_BOOL && dt != RLX_C64)
         return true;
-    ts_error(RLX_E_DTYPE, fn, "%s must be numeric, got bool", arg);
+    ts_error(RLX_E_DTYPE, fn, "%s must be real numeric, got %s", arg, ir_dtype_name(dt));
     return false;
 }
 
@@ -246,8 +304,9 @@ rlx_tensor *rlx_relu(rlx_tensor *x)
 #define COMPOSITE(name, body)                                   \
     rlx_tensor *rlx_##name(rlx_tensor *x_)                      \
     {                                                           \
-        if (ts_null("rlx_" #name, "x", x_) || !ts_open("rlx_" #name)) \
-            return NULL;                                        \
+        if (ts_null("rlx_" #name, "x", x_) ||                   \
+            (ts_node(x_)->dtype == RLX_C64 && !ts_numeric("rlx_" #name, "x", x_)) || !ts_open("rlx_" #name)) \
+            return NULL; /* bool computes in f32; c64 is refused */ \
         rlx_tensor *x = ts_as_float(x_);                        \
         return ts_close_as(body, ts_float_dtype(ts_node(x_)->dtype)); \
     }

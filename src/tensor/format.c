@@ -65,22 +65,35 @@ static int digits(double v, rlx_dtype dt)
     return 5;
 }
 
+static void put_float(strbuf *s, double v, rlx_dtype dt)
+{
+    if (v != v)
+        put(s, "nan");
+    else if (v > -1e16 && v < 1e16 && v == (double)(int64_t)v)
+        put(s, "%.0f.", v); /* NumPy writes integral floats as "2." */
+    else
+        put(s, "%.*g", digits(v, dt), v);
+}
+
 static void put_value(strbuf *s, const void *p, rlx_dtype dt, int64_t i)
 {
     double v;
     switch (dt) {
+    case RLX_C64: { /* NumPy's "1.+2.j", "0.5-1.5j" (parts printed as f32) */
+        rt_cplx z = rt_ld_c(p, dt, i);
+        put_float(s, z.re, RLX_F32);
+        put(s, "%s", signbit(z.im) && z.im == z.im ? "-" : "+");
+        put_float(s, fabs(z.im), RLX_F32);
+        put(s, "j");
+        return;
+    }
     case RLX_BOOL: put(s, "%s", rt_ld_i(p, dt, i) ? "true" : "false"); return;
     case RLX_F32:
     case RLX_F64:
     case RLX_F16:
     case RLX_BF16:
         v = rt_ld_f(p, dt, i);
-        if (v != v)
-            put(s, "nan");
-        else if (v > -1e16 && v < 1e16 && v == (double)(int64_t)v)
-            put(s, "%.0f.", v); /* NumPy writes integral floats as "2." */
-        else
-            put(s, "%.*g", digits(v, dt), v);
+        put_float(s, v, dt);
         return;
     default: put(s, "%lld", (long long)rt_ld_i(p, dt, i)); return;
     }

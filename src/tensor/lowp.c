@@ -131,7 +131,8 @@ rlx_tensor *rlx_spline_activation(rlx_tensor *x, rlx_tensor *coeff, int num_basi
                                   double grid_max)
 {
     const char *fn = "rlx_spline_activation";
-    if (ts_null(fn, "x", x) || ts_null(fn, "coeff", coeff))
+    if (ts_null(fn, "x", x) || ts_null(fn, "coeff", coeff) || !ts_numeric(fn, "x", x) ||
+        !ts_numeric(fn, "coeff", coeff))
         return NULL;
     if (num_basis < 2) {
         ts_error(RLX_E_ARG, fn, "num_basis %d must be at least 2", num_basis);

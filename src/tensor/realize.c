@@ -46,7 +46,11 @@ bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_
     if (rt_eval_elementwise(&ctx, &fake, in, &out) != RLX_OK)
         return false; /* out of memory: the op just stays */
     bool ok = true;
-    if (ir_dtype_is_float(dtype)) {
+    if (ir_dtype_is_complex(dtype)) { /* a CONST of c64 holds a real value */
+        rt_cplx z = rt_ld_c(out.st->data, dtype, 0);
+        *value = z.re;
+        ok = z.im == 0;
+    } else if (ir_dtype_is_float(dtype)) {
         *value = rt_ld_f(out.st->data, dtype, 0);
     } else {
         int64_t v = rt_ld_i(out.st->data, dtype, 0);
@@ -145,6 +149,11 @@ static rlx_status read_converted(const char *fn, rlx_tensor *t, void *dst, size_
         return rlx_last_status();
     ir_node *n = ts_node(t);
     size_t numel = (size_t)ir_node_numel(n);
+    if (n->dtype == RLX_C64) {
+        ts_error(RLX_E_DTYPE, fn, "c64 has two parts: read its (re, im) f32 pairs with rlx_read, or take "
+                                  "rlx_real/rlx_imag first");
+        return RLX_E_DTYPE;
+    }
     if (count < numel || (numel && !dst)) {
         ts_error(RLX_E_ARG, fn, "dst holds %zu values, %s needs %zu", dst ? count : 0, ts_shape_str(n), numel);
         return RLX_E_ARG;
@@ -179,6 +188,10 @@ rlx_status rlx_item(rlx_tensor *t, double *out)
         ts_error(RLX_E_SHAPE, fn, "tensor of shape %s has %lld elements, not 1", ts_shape_str(ts_node(t)),
                  (long long)ir_node_numel(ts_node(t)));
         return RLX_E_SHAPE;
+    }
+    if (ts_node(t)->dtype == RLX_C64) {
+        ts_error(RLX_E_DTYPE, fn, "a c64 value has two parts: read its (re, im) f32 pair with rlx_read");
+        return RLX_E_DTYPE;
     }
     const char *p = payload(fn, t);
     if (!p)

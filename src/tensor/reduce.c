@@ -50,8 +50,15 @@ static ir_node *drop_axes(const char *fn, ir_node *r, uint32_t mask)
 rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim)
 {
     ir_node *n = ts_node(x);
+    if (n->dtype == RLX_C64 && !ir_c64_takes(op)) { /* also when no axis is left to reduce */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+        return NULL;
+    }
     /* sum and prod of bool/integers accumulate in i64, as NumPy and PyTorch. */
-    rlx_dtype dt = (op == IR_OP_SUM || op == IR_OP_PROD) && !ir_dtype_is_float(n->dtype) ? RLX_I64 : n->dtype;
+    rlx_dtype dt = (op == IR_OP_SUM || op == IR_OP_PROD) && !ir_dtype_is_float(n->dtype) &&
+                           !ir_dtype_is_complex(n->dtype)
+                       ? RLX_I64
+                       : n->dtype;
     ir_node *src = ts_cast_node(fn, n, dt);
     if (!src)
         return NULL;
@@ -135,6 +142,10 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
 
 static rlx_tensor *var_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
+    if (xf && ts_node(xf)->dtype == RLX_C64) { /* NumPy's complex var is real (|x - mean|^2): not built here */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+        return NULL;
+    }
     rlx_tensor *d = rlx_sub(xf, mean_mask(fn, xf, mask, true));
     return mean_mask(fn, rlx_mul(d, d), mask, keepdim);
 }
@@ -200,6 +211,10 @@ static rlx_tensor *arg_reduce(const char *fn, ir_op op, rlx_tensor *x, int axis,
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
+    if (n->dtype == RLX_C64) { /* complex numbers have no order */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+        return NULL;
+    }
     if (n->rank == 0) { /* a scalar: index 0 along its one implicit axis */
         if (axis != 0 && axis != -1) {
             ts_error(RLX_E_ARG, fn, "axis %d out of range for rank 0", axis);
@@ -225,6 +240,10 @@ rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim)
     const char *fn = "rlx_logsumexp";
     if (ts_null(fn, "x", x))
         return NULL;
+    if (ts_node(x)->dtype == RLX_C64) { /* as its other ranks (log, max refuse it) */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+        return NULL;
+    }
     if (ts_node(x)->rank == 0 && (axis == 0 || axis == -1))
         return rlx_cast(x, ts_float_dtype(ts_node(x)->dtype));
     int ax = ts_axis(fn, axis, ts_node(x)->rank);
@@ -247,6 +266,10 @@ rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive)
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
+    if (n->dtype == RLX_C64) { /* before the rank-0 shortcut, whose cast would keep the real part */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+        return NULL;
+    }
     if (n->rank == 0 && (axis == 0 || axis == -1)) /* a scalar is its own running sum */
         return exclusive ? rlx_zeros(ir_dtype_is_float(n->dtype) ? n->dtype : RLX_I64, 0, NULL)
                          : rlx_cast(x, ir_dtype_is_float(n->dtype) ? n->dtype : RLX_I64);

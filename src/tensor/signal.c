@@ -15,6 +15,10 @@ static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool invers
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
+    if (n->dtype == RLX_C64) {
+        ts_error(RLX_E_DTYPE, fn, "takes the [..., 2N] layout of a real dtype, got c64 (use rlx_fft_c)");
+        return NULL;
+    }
     if (n->rank == 0) {
         ts_error(RLX_E_SHAPE, fn, "a rank-0 tensor has no axis to transform (need [..., 2N])");
         return NULL;
@@ -49,3 +53,37 @@ static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool invers
 rlx_tensor *rlx_fft(rlx_tensor *x) { return fft_impl("rlx_fft", x, -1, false); }
 rlx_tensor *rlx_ifft(rlx_tensor *x) { return fft_impl("rlx_ifft", x, -1, true); }
 rlx_tensor *rlx_fft_axis(rlx_tensor *x, int axis, bool inverse) { return fft_impl("rlx_fft_axis", x, axis, inverse); }
+
+/* Complex tensors: the [..., 2N] transform of cat(real, imag) along the
+ * axis, split back into parts. The parts go through f32 and the FFT
+ * kernel computes f32 in double, so each result part rounds once. */
+rlx_tensor *rlx_fft_c(rlx_tensor *x, int axis, bool inverse)
+{
+    const char *fn = "rlx_fft_c";
+    if (ts_null(fn, "x", x))
+        return NULL;
+    ir_node *n = ts_node(x);
+    if (n->dtype == RLX_BOOL) {
+        ts_error(RLX_E_DTYPE, fn, "x must be numeric, got bool");
+        return NULL;
+    }
+    if (n->rank == 0) {
+        ts_error(RLX_E_SHAPE, fn, "a rank-0 tensor has no axis to transform");
+        return NULL;
+    }
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (n->shape[ax] < 0) {
+        ts_error(RLX_E_SHAPE, fn, "axis %d of shape %s is dynamic; the transform needs its length", axis,
+                 ts_shape_str(n));
+        return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    int64_t len = n->shape[ax];
+    rlx_tensor *z = n->dtype == RLX_C64 ? x : rlx_cast(x, RLX_C64);
+    rlx_tensor *parts[2] = {rlx_real(z), rlx_imag(z)};
+    rlx_tensor *f = rlx_fft_axis(rlx_cat(parts, 2, ax), ax, inverse);
+    return ts_close(rlx_complex(rlx_slice(f, ax, 0, len, 1), rlx_slice(f, ax, len, 2 * len, 1)));
+}

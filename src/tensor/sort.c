@@ -53,6 +53,10 @@ static int sort_args(const char *fn, rlx_tensor *x, int axis)
     if (ts_null(fn, "x", x))
         return -1;
     ir_node *n = ts_node(x);
+    if (n->dtype == RLX_C64) { /* complex numbers have no order (rank 0 and empty included) */
+        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+        return -1;
+    }
     if (n->rank == 0) {
         if (axis != 0 && axis != -1) {
             ts_error(RLX_E_ARG, fn, "axis %d out of range for rank 0", axis);

@@ -55,7 +55,11 @@ const char *ts_fn(const char *fn);
 /* Node helpers (new references, errors recorded under fn). */
 ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a);
 ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int rank, const int64_t *shape);
+/* x cast to dt; from c64 to a real dtype it refuses (RLX_E_DTYPE), so no
+ * op drops an imaginary part it was not asked to drop. */
 ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt);
+/* As ts_cast_node, c64 to real included (the real part, rlx.h). */
+ir_node *ts_cast_lossy(const char *fn, ir_node *x, rlx_dtype dt);
 ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *shape);
 /* Broadcasts x to shape (reshape to the rank, then expand). */
 ir_node *ts_expand_node(const char *fn, ir_node *x, int rank, const int64_t *shape);
@@ -83,7 +87,8 @@ rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x);
 rlx_tensor *ts_as_float(rlx_tensor *x);
 /* Casts result (may be NULL) to dt unless it has it, then ts_close. */
 rlx_tensor *ts_close_as(rlx_tensor *result, rlx_dtype dt);
-/* A numeric (non-bool) input; false with RLX_E_DTYPE naming arg. */
+/* A real numeric (not bool, not c64) input; false with RLX_E_DTYPE naming
+ * arg: the composites of real math (softmax, norms, activations, ...). */
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t);
 rlx_tensor *ts_binary(const char *fn, ir_op op, rlx_tensor *a, rlx_tensor *b);
 rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);

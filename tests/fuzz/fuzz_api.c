@@ -59,7 +59,7 @@ static void check_tensor(rlx_tensor *t, const char *what)
     int r = rlx_rank(t);
     FUZZ_ASSERT(r >= 0 && r <= RLX_MAX_RANK, "%s: rank %d", what, r);
     int dt = (int)rlx_dtype_of(t);
-    FUZZ_ASSERT(dt >= 0 && dt <= RLX_U32, "%s: dtype %d", what, dt);
+    FUZZ_ASSERT(dt >= 0 && dt <= RLX_C64, "%s: dtype %d", what, dt);
     int64_t shape[RLX_MAX_RANK];
     FUZZ_ASSERT(rlx_shape(t, shape, RLX_MAX_RANK) == r, "%s: rlx_shape", what);
     for (int i = 0; i < r; i++)
@@ -126,12 +126,13 @@ static const un_fn unary[] = {
     rlx_sigmoid, rlx_abs, rlx_sin, rlx_cos, rlx_tan, rlx_atan, rlx_round, rlx_recip, rlx_floor, rlx_ceil,
     rlx_sign, rlx_softplus, rlx_elu, rlx_erf, rlx_hard_swish, rlx_hard_sigmoid, rlx_mish, rlx_softsign,
     rlx_log_sigmoid, rlx_logical_not, rlx_flatten, rlx_squeeze_all, rlx_t, rlx_contiguous,
-    rlx_stop_gradient, rlx_zeros_like, rlx_ones_like, rlx_sum_all, rlx_mean_all, rlx_inv, rlx_fft, rlx_ifft};
+    rlx_stop_gradient, rlx_zeros_like, rlx_ones_like, rlx_sum_all, rlx_mean_all, rlx_inv, rlx_fft, rlx_ifft,
+    rlx_conj, rlx_real, rlx_imag};
 static const bin_fn binary[] = {rlx_add, rlx_sub, rlx_mul, rlx_div, rlx_pow, rlx_maximum, rlx_minimum,
                                 rlx_atan2, rlx_rem, rlx_eq, rlx_ne, rlx_lt, rlx_le, rlx_gt, rlx_ge,
                                 rlx_logical_and, rlx_logical_or, rlx_matmul, rlx_matmul_t, rlx_solve,
                                 rlx_cross_entropy, rlx_softmax_cross_entropy_with_logits,
-                                rlx_synth_reconstruct};
+                                rlx_synth_reconstruct, rlx_complex};
 static const bins_fn binary_s[] = {rlx_add_s, rlx_sub_s, rlx_mul_s, rlx_div_s, rlx_pow_s, rlx_maximum_s,
                                    rlx_minimum_s, rlx_atan2_s, rlx_rem_s, rlx_eq_s, rlx_ne_s, rlx_lt_s,
                                    rlx_le_s, rlx_gt_s, rlx_ge_s, rlx_rsub_s, rlx_rdiv_s, rlx_clamp_min,
@@ -151,7 +152,7 @@ static void read_shape(fz_reader *r, int rank, int64_t *shape)
  * shape is invalid (the library then rejects it before reading data). */
 static size_t shape_bytes(int dt, int rank, const int64_t *shape)
 {
-    if (dt < 0 || dt > RLX_U32 || rank < 0 || rank > RLX_MAX_RANK)
+    if (dt < 0 || dt > RLX_C64 || rank < 0 || rank > RLX_MAX_RANK)
         return SIZE_MAX;
     unsigned __int128 b = ir_dtype_size((rlx_dtype)dt);
     for (int i = 0; i < rank; i++) {
@@ -297,7 +298,7 @@ static rlx_tensor *make_leaf(fz_reader *r)
         int64_t sh[1] = {n};
         for (int64_t i = 0; i < n * 8 && !fz_empty(r); i++)
             data_buf[i] = fz_u8(r);
-        return checked(rlx_from_data((rlx_dtype)(dt >= 0 && dt <= RLX_U32 ? dt : RLX_I64), 1, sh, data_buf),
+        return checked(rlx_from_data((rlx_dtype)(dt >= 0 && dt <= RLX_C64 ? dt : RLX_I64), 1, sh, data_buf),
                        "rlx_from_data");
     }
     }
@@ -398,7 +399,12 @@ static void do_nn(fz_reader *r)
         break;
     case 8: y = checked(rlx_max_pool2d(a, k, nul ? NULL : s, nul ? NULL : p), "rlx_max_pool2d"); break;
     case 9: y = checked(rlx_avg_pool2d(a, k, nul ? NULL : s, nul ? NULL : p), "rlx_avg_pool2d"); break;
-    case 10: y = checked(rlx_fft_axis(a, i1, fz_u8(r) & 1), "rlx_fft_axis"); break;
+    case 10:
+        if (fz_u8(r) & 1)
+            y = checked(rlx_fft_c(a, i1, fz_u8(r) & 1), "rlx_fft_c");
+        else
+            y = checked(rlx_fft_axis(a, i1, fz_u8(r) & 1), "rlx_fft_axis");
+        break;
     case 11: y = checked(rlx_scaled_matmul(a, b, (rlx_minifloat)(fz_u8(r) % 6), i1), "rlx_scaled_matmul"); break;
     case 12: y = checked(rlx_synth_matmul(a, b, c), "rlx_synth_matmul"); break;
     case 13: {

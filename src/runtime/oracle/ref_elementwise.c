@@ -4,10 +4,23 @@
  * wrapping integers for bool and integer sources. This file is the
  * definition the JIT is tested against.
  */
+#include <complex.h>
 #include <math.h>
 #include <string.h>
 
 #include "runtime/rt.h"
+
+#ifndef CMPLX /* glibc defines it for gcc only: the parts as the C11 layout, an array of two */
+static inline double complex cmplx_parts(double re, double im)
+{
+    union {
+        double complex z;
+        double p[2];
+    } u = {.p = {re, im}};
+    return u.z;
+}
+#define CMPLX(re, im) cmplx_parts((re), (im))
+#endif
 
 /* ------------------------------------------------------ scalar semantics */
 
@@ -123,6 +136,39 @@ static int64_t binary_i(ir_op op, int64_t a, int64_t b, bool *bad)
     }
 }
 
+/* c64 (rlx.h): C's complex double arithmetic (Annex G's inf and NaN
+ * rules for mul, div and exp), rounded once by the store. */
+static rt_cplx cplx_of(double complex z) { return (rt_cplx){creal(z), cimag(z)}; }
+
+static rt_cplx unary_c(ir_op op, rt_cplx x, bool *bad)
+{
+    switch (op) {
+    case IR_OP_EXP: return cplx_of(cexp(CMPLX(x.re, x.im)));
+    case IR_OP_NEG: return (rt_cplx){-x.re, -x.im};
+    case IR_OP_ABS: return (rt_cplx){hypot(x.re, x.im), 0}; /* the tensor layer casts it to f32 */
+    case IR_OP_CONJ: return (rt_cplx){x.re, -x.im};
+    case IR_OP_IMAG: return (rt_cplx){x.im, 0};
+    case IR_OP_CAST: /* the store converts */
+    case IR_OP_CONTIGUOUS:
+    case IR_OP_STOP_GRAD: return x;
+    default: *bad = true; return (rt_cplx){NAN, NAN};
+    }
+}
+
+static rt_cplx binary_c(ir_op op, rt_cplx a, rt_cplx b, bool *bad)
+{
+    switch (op) {
+    case IR_OP_ADD: return (rt_cplx){a.re + b.re, a.im + b.im};
+    case IR_OP_SUB: return (rt_cplx){a.re - b.re, a.im - b.im};
+    case IR_OP_MUL: return cplx_of(CMPLX(a.re, a.im) * CMPLX(b.re, b.im));
+    case IR_OP_DIV: return cplx_of(CMPLX(a.re, a.im) / CMPLX(b.re, b.im));
+    case IR_OP_EQ: return (rt_cplx){a.re == b.re && a.im == b.im, 0};
+    case IR_OP_NE: return (rt_cplx){a.re != b.re || a.im != b.im, 0};
+    case IR_OP_COMPLEX: return (rt_cplx){a.re, b.re};
+    default: *bad = true; return (rt_cplx){NAN, NAN};
+    }
+}
+
 /* ------------------------------------------------------------------ leaves */
 
 static uint64_t splitmix64(uint64_t x)
@@ -220,7 +266,7 @@ rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in,
     int64_t numel = ir_node_numel(n);
     ir_op op = n->op;
     rlx_dtype sdt = n->src[k - 1]->dtype, odt = n->dtype;
-    bool fdom = ir_dtype_is_float(sdt);
+    bool fdom = ir_dtype_is_float(sdt), cdom = ir_dtype_is_complex(sdt) || ir_dtype_is_complex(odt);
     size_t es = ir_dtype_size(odt);
     bool bad = false;
     for (int64_t i = 0; i < numel && !bad; i++, rt_iter_next(&it)) {
@@ -228,6 +274,10 @@ rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in,
             int64_t c = rt_ld_i(base[0], RLX_BOOL, it.off[0]);
             int pick = c ? 1 : 2;
             memcpy((char *)dst + i * (int64_t)es, base[pick] + it.off[pick] * (int64_t)es, es);
+        } else if (cdom) {
+            rt_cplx a = rt_ld_c(base[0], sdt, it.off[0]);
+            rt_cplx r = k == 1 ? unary_c(op, a, &bad) : binary_c(op, a, rt_ld_c(base[1], sdt, it.off[1]), &bad);
+            rt_st_c(dst, odt, i, r);
         } else if (fdom) {
             double a = rt_ld_f(base[0], sdt, it.off[0]);
             double r = k == 1 ? unary_f(op, a, &bad) : binary_f(op, a, rt_ld_f(base[1], sdt, it.off[1]), &bad);

@@ -125,6 +125,7 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
     [IR_OP_ATTENTION] = rt_eval_attention,
     [IR_OP_ARGSORT] = rt_eval_argsort, [IR_OP_MULTINOMIAL] = rt_eval_multinomial,
     [IR_OP_RAND_SEEDED] = rt_eval_rand_seeded,
+    [IR_OP_CONJ] = rt_eval_elementwise, [IR_OP_IMAG] = rt_eval_elementwise, [IR_OP_COMPLEX] = rt_eval_elementwise,
 };
 
 rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }

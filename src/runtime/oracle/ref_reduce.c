@@ -14,7 +14,7 @@ static int64_t lowest_i(rlx_dtype dt) { return ir_int_lo(dt); }
 static int64_t highest_i(rlx_dtype dt) { return ir_int_hi(dt); }
 
 typedef struct {
-    double f;
+    double f, im; /* im: a c64 sum's imaginary part */
     int64_t i;
     int64_t arg;
     bool seen;
@@ -27,7 +27,7 @@ static bool acc_init(acc *a, ir_op op, rlx_dtype dt)
     a->arg = 0;
     a->seen = false;
     switch (op) {
-    case IR_OP_SUM: a->f = 0; a->i = 0; return true;
+    case IR_OP_SUM: a->f = 0; a->im = 0; a->i = 0; return true;
     case IR_OP_PROD: a->f = 1; a->i = 1; return true;
     case IR_OP_RMAX: a->f = lowest_f(dt); a->i = lowest_i(dt); return true;
     case IR_OP_RMIN: a->f = highest_f(dt); a->i = highest_i(dt); return true;
@@ -111,7 +111,11 @@ rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     const char *src = in[0].st->data;
     for (int64_t i = 0; i < xn; i++, rt_iter_next(&it)) {
         acc *a = &accs[it.off[1]];
-        if (fdom)
+        if (dt == RLX_C64) { /* only SUM takes c64 (ir_c64_takes) */
+            rt_cplx v = rt_ld_c(src, dt, it.off[0]);
+            a->f += v.re;
+            a->im += v.im;
+        } else if (fdom)
             acc_add_f(a, op, rt_ld_f(src, dt, it.off[0]), it.idx[axis]);
         else
             acc_add_i(a, op, rt_ld_i(src, dt, it.off[0]), it.idx[axis]);
@@ -120,6 +124,8 @@ rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     for (int64_t i = 0; i < on; i++) {
         if (op == IR_OP_ARGMAX || op == IR_OP_ARGMIN)
             rt_st_i(dst, RLX_I64, i, accs[i].arg);
+        else if (dt == RLX_C64)
+            rt_st_c(dst, n->dtype, i, (rt_cplx){accs[i].f, accs[i].im});
         else if (fdom)
             rt_st_f(dst, n->dtype, i, accs[i].f);
         else

@@ -1,0 +1,656 @@
+/*
+ * test_complex.c — complex64: storage, casts, promotion, every op that
+ * computes c64 on both backends against a double-precision reference
+ * written here with C99 <complex.h>, the FFT against a naive DFT, the
+ * refusals of every other op, and autodiff's refusal.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "rlx.h"
+
+#ifndef CMPLX /* glibc defines it for gcc only: the parts as the C11 layout, an array of two */
+static inline double complex cmplx_parts(double re, double im)
+{
+    union {
+        double complex z;
+        double p[2];
+    } u = {.p = {re, im}};
+    return u.z;
+}
+#define CMPLX(re, im) cmplx_parts((re), (im))
+#endif
+
+typedef double complex cd;
+
+/* A c64 tensor of random values in [-2, 2)^2; ref gets the exact stored
+ * (f32) values. */
+static rlx_tensor *tc64(int rank, const int64_t *shape, cd *ref)
+{
+    int64_t n = test_numel(rank, shape);
+    float *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof *buf);
+    for (int64_t i = 0; i < n; i++) {
+        buf[2 * i] = (float)test_uniform(-2, 2);
+        buf[2 * i + 1] = (float)test_uniform(-2, 2);
+        if (ref)
+            ref[i] = CMPLX(buf[2 * i], buf[2 * i + 1]);
+    }
+    rlx_tensor *t = rlx_from_data(RLX_C64, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+/* Checks t is c64 of shape and holds want within rtol * |want| + atol. */
+static void expect_c(int line, const char *what, rlx_tensor *t, int rank, const int64_t *shape, const cd *want,
+                     double rtol, double atol)
+{
+    if (!t) {
+        test_fail(__FILE__, line, "%s: NULL (%s)", what, rlx_last_error());
+        return;
+    }
+    if (rlx_dtype_of(t) != RLX_C64) {
+        test_fail(__FILE__, line, "%s: dtype %s, want c64", what, rlx_dtype_name(rlx_dtype_of(t)));
+        return;
+    }
+    int64_t got_shape[RLX_MAX_RANK];
+    if (rlx_shape(t, got_shape, RLX_MAX_RANK) != rank ||
+        (rank && memcmp(got_shape, shape, (size_t)rank * sizeof *shape) != 0)) {
+        test_fail(__FILE__, line, "%s: shape differs from %s", what, test_dims(rank, shape));
+        return;
+    }
+    int64_t n = test_numel(rank, shape);
+    float *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof *buf);
+    if (rlx_read(t, buf, (size_t)n * 8) != RLX_OK) {
+        test_fail(__FILE__, line, "%s: read failed: %s", what, rlx_last_error());
+        free(buf);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        cd g = CMPLX(buf[2 * i], buf[2 * i + 1]);
+        bool same_nan = (isnan(creal(g)) == isnan(creal(want[i]))) && (isnan(cimag(g)) == isnan(cimag(want[i])));
+        double err = cabs(g - want[i]);
+        if (!same_nan || (!isnan(err) && err > atol + rtol * cabs(want[i])) ||
+            (isnan(err) && !isnan(creal(want[i])) && !isnan(cimag(want[i])))) {
+            test_fail(__FILE__, line, "%s: element %lld is %g%+gj, want %g%+gj", what, (long long)i, creal(g),
+                      cimag(g), creal(want[i]), cimag(want[i]));
+            break;
+        }
+    }
+    free(buf);
+}
+#define EXPECT_C(t, rank, shape, want, rtol) expect_c(__LINE__, #t, (t), (rank), (shape), (want), (rtol), 1e-6)
+
+/* Flat index into a source of srank/sshape (broadcast to oshape) of flat
+ * output index i. */
+static int64_t bidx(int orank, const int64_t *oshape, int64_t i, int srank, const int64_t *sshape)
+{
+    int64_t idx[RLX_MAX_RANK], r = 0, stride = 1;
+    for (int d = orank - 1; d >= 0; d--) {
+        idx[d] = i % oshape[d];
+        i /= oshape[d];
+    }
+    for (int d = srank - 1; d >= 0; d--) {
+        int od = d + orank - srank;
+        r += (sshape[d] == 1 ? 0 : idx[od]) * stride;
+        stride *= sshape[d];
+    }
+    return r;
+}
+
+static cd cmul(cd a, cd b) { return a * b; }
+
+/* ------------------------------------------------------------- storage */
+
+TEST(storage_and_readback)
+{
+    const int64_t shape[2] = {2, 2};
+    const float data[8] = {1, 2, -0.5f, 1.5f, 0, -1, 3, 0};
+    rlx_tensor *t = rlx_from_data(RLX_C64, 2, shape, data);
+    CHECK(t && rlx_dtype_of(t) == RLX_C64);
+    CHECK(strcmp(rlx_dtype_name(RLX_C64), "c64") == 0);
+    float back[8];
+    CHECK(rlx_read(t, back, sizeof back) == RLX_OK && memcmp(back, data, sizeof back) == 0);
+    char *s = rlx_to_string(t);
+    const char *want_s = "tensor([[1.+2.j, -0.5+1.5j],\n        [0.-1.j, 3.+0.j]], shape=[2, 2], dtype=c64)";
+    if (!s || strcmp(s, want_s) != 0)
+        test_fail(__FILE__, __LINE__, "to_string gave %s", s ? s : "NULL");
+    free(s);
+    /* zero-copy: the blob is read in place */
+    float blob[4] = {1, 2, 3, 4};
+    const int64_t two[1] = {2};
+    rlx_tensor *b = rlx_from_blob(RLX_C64, 1, two, blob, NULL, NULL);
+    blob[3] = 9;
+    cd want[2] = {CMPLX(1, 2), CMPLX(3, 9)};
+    EXPECT_C(b, 1, two, want, 0);
+    CHECK(rlx_storage_bytes(b) == 16);
+    /* item and the converting reads refuse, naming rlx_read */
+    double v;
+    CHECK_ERR(rlx_item(rlx_reshape(rlx_slice(b, 0, 0, 1, 1), 0, NULL), &v), RLX_E_DTYPE, "rlx_item");
+    float f[2];
+    CHECK_ERR(rlx_read_f32(b, f, 2), RLX_E_DTYPE, "rlx_read_f32");
+    CHECK_ERR(rlx_read_f64(b, (double *)blob, 2), RLX_E_DTYPE, "rlx_read_f64");
+    /* an empty c64 tensor */
+    const int64_t e[2] = {0, 3};
+    rlx_tensor *z = rlx_from_data(RLX_C64, 2, e, NULL);
+    EXPECT_C(z, 2, e, want, 0);
+}
+
+/* --------------------------------------------------- casts, promotion */
+
+TEST(casts)
+{
+    const int64_t shape[1] = {5};
+    double v[5] = {-2.5, 0, 1, 3.75, -0.0};
+    EACH_BACKEND(b)
+    {
+        rlx_tensor *f = test_tensor(RLX_F32, 1, shape, v);
+        cd want[5];
+        for (int i = 0; i < 5; i++)
+            want[i] = CMPLX(v[i], 0);
+        EXPECT_C(rlx_cast(f, RLX_C64), 1, shape, want, 0);
+        EXPECT_C(rlx_cast(rlx_cast(f, RLX_I32), RLX_C64), 1, shape,
+                 ((cd[]){CMPLX(-2, 0), 0, CMPLX(1, 0), CMPLX(3, 0), 0}), 0);
+        EXPECT_C(rlx_cast(rlx_gt_s(f, 0), RLX_C64), 1, shape, ((cd[]){0, 0, 1, 1, 0}), 0);
+        /* c64 -> real: the real part (PyTorch), as that dtype's cast */
+        const float d[10] = {1.5f, 2, -2.5f, 0, 0, 3, 0, 0, 7.9f, -1};
+        rlx_tensor *z = rlx_from_data(RLX_C64, 1, shape, d);
+        double re[5] = {1.5, -2.5, 0, 0, 7.9f}, ri[5] = {1, -2, 0, 0, 7}, rb[5] = {1, 1, 1, 0, 1};
+        EXPECT(rlx_cast(z, RLX_F32), RLX_F32, 1, shape, re, 0);
+        EXPECT(rlx_cast(z, RLX_F64), RLX_F64, 1, shape, re, 0);
+        EXPECT(rlx_cast(z, RLX_I32), RLX_I32, 1, shape, ri, 0);
+        EXPECT(rlx_cast(z, RLX_BOOL), RLX_BOOL, 1, shape, rb, 0); /* either part nonzero */
+        EXPECT(rlx_real(z), RLX_F32, 1, shape, re, 0);
+        double im[5] = {2, 0, 3, 0, -1};
+        EXPECT(rlx_imag(z), RLX_F32, 1, shape, im, 0);
+        /* a real x: real is x, imag zeros of its dtype, conj x */
+        CHECK(rlx_real(f) == f && rlx_conj(f) == f);
+        double zeros[5] = {0};
+        EXPECT(rlx_imag(f), RLX_F32, 1, shape, zeros, 0);
+        /* f64 -> c64 rounds each part to f32 */
+        const double big[1] = {1.0 + 0x1p-30};
+        const int64_t one[1] = {1};
+        EXPECT_C(rlx_cast(rlx_from_data(RLX_F64, 1, one, big), RLX_C64), 1, one, ((cd[]){1}), 0);
+        (void)b;
+    }
+}
+
+TEST(promotion)
+{
+    const int64_t s[1] = {2};
+    rlx_dtype others[] = {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I8, RLX_U8, RLX_I16,
+                          RLX_U32, RLX_C64};
+    rlx_tensor *z = tc64(1, s, NULL);
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        rlx_tensor *o = rlx_zeros(others[i], 1, s);
+        CHECK(rlx_dtype_of(rlx_add(z, o)) == RLX_C64);
+        CHECK(rlx_dtype_of(rlx_mul(o, z)) == RLX_C64);
+        CHECK(rlx_dtype_of(rlx_where(rlx_ones(RLX_BOOL, 1, s), o, z)) == RLX_C64);
+    }
+    /* a real scalar adds to the real part */
+    cd r[2];
+    rlx_tensor *x = tc64(1, s, r);
+    cd want[2] = {r[0] + 1.5, r[1] + 1.5};
+    EXPECT_C(rlx_add_s(x, 1.5), 1, s, want, 1e-7);
+    cd want2[2] = {2.0 / r[0], 2.0 / r[1]};
+    EXPECT_C(rlx_rdiv_s(x, 2), 1, s, want2, 1e-6);
+}
+
+/* ----------------------------------------------------------- compute */
+
+/* Binary ops over broadcasting shape pairs, c64 with c64 and with a real
+ * operand, both backends. */
+TEST(binary)
+{
+    static const struct {
+        int ra, rb;
+        int64_t a[3], b[3];
+    } cases[] = {
+        {2, 2, {3, 4}, {3, 4}}, {2, 1, {3, 4}, {4}},     {3, 3, {2, 1, 3}, {1, 5, 1}},
+        {0, 2, {0}, {2, 3}},    {2, 1, {0, 3}, {3}},      {1, 1, {1}, {7}},
+    };
+    rlx_tensor *(*fns[4])(rlx_tensor *, rlx_tensor *) = {rlx_add, rlx_sub, rlx_mul, rlx_div};
+    const char *names[4] = {"add", "sub", "mul", "div"};
+    EACH_BACKEND(be)
+    {
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            int ra = cases[c].ra, rb = cases[c].rb, ro = ra > rb ? ra : rb;
+            int64_t os[3];
+            for (int d = 0; d < ro; d++) {
+                int da = d - (ro - ra), db = d - (ro - rb);
+                int64_t x = da >= 0 ? cases[c].a[da] : 1, y = db >= 0 ? cases[c].b[db] : 1;
+                os[d] = x == 1 ? y : x;
+            }
+            int64_t na = test_numel(ra, cases[c].a), nb = test_numel(rb, cases[c].b), no = test_numel(ro, os);
+            cd *ra_v = malloc((size_t)(na + 1) * sizeof *ra_v), *rb_v = malloc((size_t)(nb + 1) * sizeof *rb_v),
+               *want = malloc((size_t)(no + 1) * sizeof *want);
+            rlx_tensor *a = tc64(ra, cases[c].a, ra_v), *b = tc64(rb, cases[c].b, rb_v);
+            /* a real f32 operand: its values are the real parts of rb_v */
+            double *bre = malloc((size_t)(nb + 1) * sizeof *bre);
+            for (int64_t i = 0; i < nb; i++)
+                bre[i] = creal(rb_v[i]);
+            rlx_tensor *bf = test_tensor(RLX_F32, rb, cases[c].b, bre);
+            for (int f = 0; f < 4; f++) {
+                for (int real_b = 0; real_b < 2; real_b++) {
+                    for (int64_t i = 0; i < no; i++) {
+                        cd x = ra_v[bidx(ro, os, i, ra, cases[c].a)];
+                        cd y = real_b ? CMPLX(bre[bidx(ro, os, i, rb, cases[c].b)], 0)
+                                      : rb_v[bidx(ro, os, i, rb, cases[c].b)];
+                        want[i] = f == 0 ? x + y : f == 1 ? x - y : f == 2 ? cmul(x, y) : x / y;
+                    }
+                    rlx_tensor *r = fns[f](a, real_b ? bf : b);
+                    expect_c(__LINE__, names[f], r, ro, os, want, 1e-6, 1e-6);
+                }
+            }
+            free(ra_v);
+            free(rb_v);
+            free(want);
+            free(bre);
+        }
+        (void)be;
+    }
+}
+
+TEST(unary_and_views)
+{
+    const int64_t shape[2] = {4, 6};
+    cd v[24];
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = tc64(2, shape, v);
+        /* a non-contiguous view: x^T [6, 4] then every other row [3, 4] */
+        rlx_tensor *xt = rlx_slice(rlx_transpose(x, 2, (const int[]){1, 0}), 0, 0, 6, 2);
+        const int64_t vs[2] = {3, 4};
+        cd view[12], want[12];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                view[i * 4 + j] = v[j * 6 + 2 * i];
+        EXPECT_C(xt, 2, vs, view, 0);
+        EXPECT_C(rlx_contiguous(xt), 2, vs, view, 0);
+        for (int i = 0; i < 12; i++)
+            want[i] = -view[i];
+        EXPECT_C(rlx_neg(xt), 2, vs, want, 0);
+        for (int i = 0; i < 12; i++)
+            want[i] = conj(view[i]);
+        EXPECT_C(rlx_conj(xt), 2, vs, want, 0);
+        for (int i = 0; i < 12; i++)
+            want[i] = cexp(view[i]);
+        EXPECT_C(rlx_exp(xt), 2, vs, want, 1e-6);
+        double ab[12], re[12], im[12];
+        for (int i = 0; i < 12; i++) {
+            ab[i] = cabs(view[i]);
+            re[i] = creal(view[i]);
+            im[i] = cimag(view[i]);
+        }
+        EXPECT(rlx_abs(xt), RLX_F32, 2, vs, ab, 1e-6);
+        EXPECT(rlx_real(xt), RLX_F32, 2, vs, re, 0);
+        EXPECT(rlx_imag(xt), RLX_F32, 2, vs, im, 0);
+        /* rank 0 */
+        cd s;
+        rlx_tensor *z = tc64(0, NULL, &s);
+        cd ws = cexp(-s);
+        EXPECT_C(rlx_exp(rlx_neg(z)), 0, NULL, &ws, 1e-6);
+        /* rlx_complex: real parts of any real dtype, broadcast */
+        double r4[4] = {1, -2, 3, 0.5}, i1[1] = {-3};
+        const int64_t s4[1] = {4}, s1[1] = {1};
+        rlx_tensor *c = rlx_complex(test_tensor(RLX_F64, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
+        cd wc[4] = {CMPLX(1, -3), CMPLX(-2, -3), CMPLX(3, -3), CMPLX(0.5, -3)};
+        EXPECT_C(c, 1, s4, wc, 0);
+        (void)be;
+    }
+}
+
+TEST(compare_and_select)
+{
+    const int64_t s[1] = {6};
+    const float a[12] = {1, 2, 1, 2, NAN, 0, 0, -0.0f, 3, 4, 5, 6};
+    const float b[12] = {1, 2, 1, -2, NAN, 0, -0.0f, 0, 3, 4.5f, 5, 6};
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = rlx_from_data(RLX_C64, 1, s, a), *y = rlx_from_data(RLX_C64, 1, s, b);
+        double eq[6] = {1, 0, 0, 1, 0, 1}, ne[6] = {0, 1, 1, 0, 1, 0};
+        EXPECT(rlx_eq(x, y), RLX_BOOL, 1, s, eq, 0);
+        EXPECT(rlx_ne(x, y), RLX_BOOL, 1, s, ne, 0);
+        rlx_tensor *w = rlx_where(rlx_eq(x, y), x, rlx_neg(y));
+        cd want[6];
+        for (int i = 0; i < 6; i++)
+            want[i] = eq[i] ? CMPLX(a[2 * i], a[2 * i + 1]) : -CMPLX(b[2 * i], b[2 * i + 1]);
+        EXPECT_C(w, 1, s, want, 0);
+        /* masked_fill writes a real value */
+        cd mf[6];
+        for (int i = 0; i < 6; i++)
+            mf[i] = eq[i] ? 7 : CMPLX(a[2 * i], a[2 * i + 1]);
+        EXPECT_C(rlx_masked_fill(x, rlx_eq(x, y), 7), 1, s, mf, 0);
+        /* a real scalar compares with the real part, imaginary 0 */
+        const float c[4] = {2, 0, 2, 1};
+        const int64_t s2[1] = {2};
+        double eq2[2] = {1, 0};
+        EXPECT(rlx_eq_s(rlx_from_data(RLX_C64, 1, s2, c), 2), RLX_BOOL, 1, s2, eq2, 0);
+        (void)be;
+    }
+}
+
+TEST(sum_and_mean)
+{
+    const int64_t shape[3] = {3, 4, 5};
+    cd v[60];
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = tc64(3, shape, v);
+        /* over axis 1, keepdim, and over (0, 2) */
+        const int64_t s1[3] = {3, 1, 5}, s02[1] = {4};
+        cd w1[15] = {0}, w02[4] = {0}, all = 0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                for (int k = 0; k < 5; k++) {
+                    cd e = v[(i * 4 + j) * 5 + k];
+                    w1[i * 5 + k] += e;
+                    w02[j] += e;
+                    all += e;
+                }
+        EXPECT_C(rlx_sum(x, (const int[]){1}, 1, true), 3, s1, w1, 1e-6);
+        EXPECT_C(rlx_sum(x, (const int[]){0, 2}, 2, false), 1, s02, w02, 1e-6);
+        cd m = all / 60;
+        EXPECT_C(rlx_mean_all(x), 0, NULL, &m, 1e-6);
+        for (int j = 0; j < 4; j++)
+            w02[j] /= 15;
+        EXPECT_C(rlx_mean(x, (const int[]){0, 2}, 2, false), 1, s02, w02, 1e-6);
+        /* a non-contiguous view and an empty axis */
+        rlx_tensor *xs = rlx_slice(x, 2, 1, 5, 3); /* k = 1, 4 */
+        const int64_t s3[1] = {3};
+        cd w3[3] = {0};
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                w3[i] += v[(i * 4 + j) * 5 + 1] + v[(i * 4 + j) * 5 + 4];
+        EXPECT_C(rlx_sum(xs, (const int[]){1, 2}, 2, false), 1, s3, w3, 1e-6);
+        const int64_t e[2] = {0, 3}, s0[1] = {3};
+        cd zeros[3] = {0};
+        EXPECT_C(rlx_sum(rlx_zeros(RLX_C64, 2, e), (const int[]){0}, 1, false), 1, s0, zeros, 0);
+        /* a constant folds to what the reference sums: (2.5 + 0i) * 12 */
+        const int64_t s34[2] = {3, 4};
+        cd thirty = 30;
+        EXPECT_C(rlx_sum_all(rlx_full(RLX_C64, 2, s34, 2.5)), 0, NULL, &thirty, 0);
+        (void)be;
+    }
+}
+
+static void ref_matmul(const cd *a, const cd *b, cd *c, int64_t m, int64_t k, int64_t n)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            cd s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += a[i * k + p] * b[p * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+TEST(matmul)
+{
+    EACH_BACKEND(be)
+    {
+        /* plain [3,4] @ [4,5] */
+        const int64_t sa[2] = {3, 4}, sb[2] = {4, 5}, sc[2] = {3, 5};
+        cd a[12], b[20], c[15];
+        rlx_tensor *ta = tc64(2, sa, a), *tb = tc64(2, sb, b);
+        ref_matmul(a, b, c, 3, 4, 5);
+        EXPECT_C(rlx_matmul(ta, tb), 2, sc, c, 1e-5);
+        /* b given transposed (a strided view), a real operand promoted */
+        const int64_t sbt[2] = {5, 4};
+        cd bt[20], b2[20];
+        rlx_tensor *tbt = tc64(2, sbt, bt);
+        for (int p = 0; p < 4; p++)
+            for (int j = 0; j < 5; j++)
+                b2[p * 5 + j] = bt[j * 4 + p];
+        ref_matmul(a, b2, c, 3, 4, 5);
+        EXPECT_C(rlx_matmul(ta, rlx_transpose(tbt, 2, (const int[]){1, 0})), 2, sc, c, 1e-5);
+        double ar[12];
+        cd ac[12];
+        for (int i = 0; i < 12; i++) {
+            ar[i] = creal(a[i]);
+            ac[i] = creal(a[i]);
+        }
+        ref_matmul(ac, b, c, 3, 4, 5);
+        EXPECT_C(rlx_matmul(test_tensor(RLX_F32, 2, sa, ar), tb), 2, sc, c, 1e-5);
+        /* batches broadcast: [2,1,3,4] @ [5,4,2] -> [2,5,3,2] */
+        const int64_t s4[4] = {2, 1, 3, 4}, s3[3] = {5, 4, 2}, so[4] = {2, 5, 3, 2};
+        cd A[24], B[40], C[60];
+        rlx_tensor *tA = tc64(4, s4, A), *tB = tc64(3, s3, B);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 5; j++)
+                ref_matmul(A + i * 12, B + j * 8, C + (i * 5 + j) * 6, 3, 4, 2);
+        EXPECT_C(rlx_matmul(tA, tB), 4, so, C, 1e-5);
+        /* vectors, k = 0 */
+        const int64_t s1[1] = {4};
+        cd v1[4], dot = 0;
+        rlx_tensor *tv = tc64(1, s1, v1);
+        for (int i = 0; i < 4; i++)
+            dot += v1[i] * v1[i];
+        EXPECT_C(rlx_matmul(tv, tv), 0, NULL, &dot, 1e-5);
+        const int64_t e0[2] = {2, 0}, e1[2] = {0, 3}, e2[2] = {2, 3};
+        cd zeros[6] = {0};
+        EXPECT_C(rlx_matmul(rlx_zeros(RLX_C64, 2, e0), rlx_zeros(RLX_C64, 2, e1)), 2, e2, zeros, 0);
+        (void)be;
+    }
+}
+
+TEST(movement)
+{
+    const int64_t shape[2] = {2, 3};
+    cd v[6];
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = tc64(2, shape, v);
+        const int64_t r[2] = {3, 2};
+        EXPECT_C(rlx_reshape(x, 2, r), 2, r, v, 0);
+        cd t[6] = {v[0], v[3], v[1], v[4], v[2], v[5]};
+        EXPECT_C(rlx_transpose(x, 2, (const int[]){1, 0}), 2, r, t, 0);
+        const int64_t e[3] = {2, 2, 3};
+        cd ex[12];
+        for (int i = 0; i < 12; i++)
+            ex[i] = v[i % 6];
+        EXPECT_C(rlx_broadcast_to(x, 3, e), 3, e, ex, 0);
+        rlx_tensor *parts[2] = {x, rlx_conj(x)};
+        const int64_t cs[2] = {2, 6};
+        cd cat[12];
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                cat[i * 6 + j] = v[i * 3 + j];
+                cat[i * 6 + 3 + j] = conj(v[i * 3 + j]);
+            }
+        EXPECT_C(rlx_cat(parts, 2, 1), 2, cs, cat, 0);
+        const int64_t ps[2] = {2, 5};
+        cd pad[10];
+        for (int i = 0; i < 2; i++) {
+            pad[i * 5] = 7;
+            pad[i * 5 + 4] = 7;
+            for (int j = 0; j < 3; j++)
+                pad[i * 5 + 1 + j] = v[i * 3 + j];
+        }
+        EXPECT_C(rlx_pad(x, 1, 1, 1, 7), 2, ps, pad, 0);
+        const int64_t is[1] = {3};
+        const int64_t idx[3] = {2, 0, 2};
+        const int64_t ss[2] = {2, 3};
+        cd sel[6];
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                sel[i * 3 + j] = v[i * 3 + idx[j]];
+        EXPECT_C(rlx_index_select(x, 1, rlx_from_data(RLX_I64, 1, is, idx)), 2, ss, sel, 0);
+        (void)be;
+    }
+}
+
+/* ---------------------------------------------------------------- FFT */
+
+static void dft(const cd *x, cd *y, int64_t n, bool inverse)
+{
+    for (int64_t k = 0; k < n; k++) {
+        cd s = 0;
+        for (int64_t j = 0; j < n; j++)
+            s += x[j] * cexp(CMPLX(0, (inverse ? 2 : -2) * M_PI * (double)(j * k % n) / (double)n));
+        y[k] = s;
+    }
+}
+
+TEST(fft_c)
+{
+    const int64_t lens[] = {1, 2, 5, 8, 12, 17};
+    EACH_BACKEND(be)
+    {
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+            int64_t n = lens[l];
+            const int64_t shape[2] = {3, n};
+            cd x[3 * 17], want[3 * 17], back[3 * 17];
+            rlx_tensor *t = tc64(2, shape, x);
+            for (int r = 0; r < 3; r++)
+                dft(x + r * n, want + r * n, n, false);
+            rlx_tensor *f = rlx_fft_c(t, -1, false);
+            EXPECT_C(f, 2, shape, want, 1e-5);
+            for (int i = 0; i < 3 * n; i++)
+                back[i] = x[i] * (double)n;
+            EXPECT_C(rlx_fft_c(f, 1, true), 2, shape, back, 1e-5);
+        }
+        /* axis 0 of a transposed view, and real input */
+        const int64_t s[2] = {4, 3}, st[2] = {3, 4};
+        cd x[12], xt[12], want[12];
+        rlx_tensor *t = tc64(2, s, x);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                xt[i * 4 + j] = x[j * 3 + i];
+        cd col[4], out[4];
+        for (int j = 0; j < 4; j++) { /* transform along axis 0 of xt [3, 4] */
+            for (int i = 0; i < 3; i++)
+                col[i] = xt[i * 4 + j];
+            dft(col, out, 3, false);
+            for (int i = 0; i < 3; i++)
+                want[i * 4 + j] = out[i];
+        }
+        EXPECT_C(rlx_fft_c(rlx_transpose(t, 2, (const int[]){1, 0}), 0, false), 2, st, want, 1e-5);
+        double re[4] = {1, 2, 3, 4};
+        const int64_t s4[1] = {4};
+        cd xr[4] = {1, 2, 3, 4}, wr[4];
+        dft(xr, wr, 4, false);
+        EXPECT_C(rlx_fft_c(rlx_cast(test_tensor(RLX_F32, 1, s4, re), RLX_I32), 0, false), 1, s4, wr, 1e-6);
+        (void)be;
+    }
+}
+
+/* ------------------------------------------------------------- refusals */
+
+TEST(refusals)
+{
+    const int64_t s[2] = {2, 3};
+    rlx_tensor *z = tc64(2, s, NULL), *f = rlx_ones(RLX_F32, 2, s);
+#define REFUSE(call, fn) CHECK_NULL_ERR(call, RLX_E_DTYPE, fn)
+    /* check the message names c64 too */
+    rlx_tensor *r = rlx_sqrt(z);
+    CHECK(!r && rlx_last_status() == RLX_E_DTYPE && strstr(rlx_last_error(), "rlx_sqrt") &&
+          strstr(rlx_last_error(), "c64"));
+    rlx_clear_error();
+    REFUSE(rlx_log(z), "rlx_log");
+    REFUSE(rlx_sin(z), "rlx_sin");
+    REFUSE(rlx_tanh(z), "rlx_tanh");
+    REFUSE(rlx_sign(z), "rlx_sign");
+    REFUSE(rlx_floor(z), "rlx_floor");
+    REFUSE(rlx_pow(z, z), "rlx_pow");
+    REFUSE(rlx_maximum(z, f), "rlx_maximum");
+    REFUSE(rlx_lt(z, f), "rlx_lt");
+    REFUSE(rlx_atan2(z, f), "rlx_atan2");
+    REFUSE(rlx_rem(z, f), "rlx_rem");
+    REFUSE(rlx_max(z, (const int[]){0}, 1, false), "rlx_max");
+    REFUSE(rlx_prod(z, (const int[]){0}, 1, false), "rlx_prod");
+    REFUSE(rlx_argmax(z, 0, false), "rlx_argmax");
+    REFUSE(rlx_cumsum(z, 0, false), "rlx_cumsum");
+    rlx_tensor *z0 = tc64(0, NULL, NULL); /* rank-0 shortcuts refuse too */
+    REFUSE(rlx_cumsum(z0, 0, false), "rlx_cumsum");
+    REFUSE(rlx_logsumexp(z0, 0, false), "rlx_logsumexp");
+    REFUSE(rlx_max(z0, NULL, 0, false), "rlx_max");
+    REFUSE(rlx_argmax(z0, 0, false), "rlx_argmax");
+    REFUSE(rlx_sign(z0), "rlx_sign");
+    REFUSE(rlx_round(z0), "rlx_round");
+    REFUSE(rlx_relu(z0), "rlx_relu");
+    REFUSE(rlx_sort(z0, 0, false), "rlx_sort");
+    REFUSE(rlx_norm(z0, NULL, 0, false), "rlx_norm");
+    REFUSE(rlx_argsort(z0, 0, false), "rlx_argsort");
+    REFUSE(rlx_min(tc64(1, (const int64_t[]){0}, NULL), NULL, 0, false), "rlx_min");
+    REFUSE(rlx_sort(tc64(1, (const int64_t[]){0}, NULL), 0, false), "rlx_sort");
+    rlx_tensor *tv = NULL, *ti = NULL;
+    CHECK_ERR(rlx_topk(z0, 1, 0, true, &tv, &ti), RLX_E_DTYPE, "rlx_topk");
+    REFUSE(rlx_softmax(z, 1), "rlx_softmax");
+    REFUSE(rlx_relu(z), "rlx_relu");
+    REFUSE(rlx_gelu(z), "rlx_gelu");
+    REFUSE(rlx_fft(z), "rlx_fft");
+    REFUSE(rlx_ifft(z), "rlx_ifft");
+    REFUSE(rlx_rand(RLX_C64, 2, s, 1), "rlx_rand");
+    REFUSE(rlx_arange(RLX_C64, 0, 4, 1), "rlx_arange");
+    REFUSE(rlx_complex(z, f), "rlx_complex");
+    REFUSE(rlx_complex(f, z), "rlx_complex");
+    const int64_t sq[2] = {3, 3};
+    REFUSE(rlx_solve(tc64(2, sq, NULL), tc64(2, sq, NULL)), "rlx_solve");
+    REFUSE(rlx_var(z, (const int[]){0}, 1, false), "rlx_var");
+    REFUSE(rlx_layer_norm(z, NULL, NULL, 1e-5), "rlx_layer_norm");
+    REFUSE(rlx_logical_not(z), "rlx_logical_not");
+    REFUSE(rlx_softsign(z), "rlx_softsign");
+    REFUSE(rlx_rope(rlx_reshape(z, 3, (const int64_t[]){1, 2, 3}), f, f, 2), "rlx_rope");
+    REFUSE(rlx_dropout(z, 0.5, 1), "rlx_dropout");
+    REFUSE(rlx_spline_activation(z, rlx_ones(RLX_F32, 2, (const int64_t[]){3, 2}), 2, -1, 1), "rlx_spline_activation");
+    REFUSE(rlx_max_pool2d(rlx_reshape(z, 4, (const int64_t[]){1, 1, 2, 3}), (const int[]){1, 1}, NULL, NULL),
+           "rlx_max_pool2d");
+    CHECK_NULL_ERR(rlx_fft_c(rlx_ones(RLX_BOOL, 2, s), 0, false), RLX_E_DTYPE, "rlx_fft_c");
+    CHECK_NULL_ERR(rlx_fft_c(tc64(0, NULL, NULL), 0, false), RLX_E_SHAPE, "rlx_fft_c");
+    CHECK_NULL_ERR(rlx_fft_c(z, 2, false), RLX_E_ARG, "rlx_fft_c");
+    CHECK_NULL_ERR(rlx_fft_c(NULL, 0, false), RLX_E_ARG, "rlx_fft_c");
+    CHECK_NULL_ERR(rlx_complex(NULL, f), RLX_E_ARG, "rlx_complex");
+    CHECK_NULL_ERR(rlx_complex(f, rlx_ones(RLX_F32, 1, (const int64_t[]){4})), RLX_E_SHAPE, "rlx_complex");
+    CHECK_NULL_ERR(rlx_real(NULL), RLX_E_ARG, "rlx_real");
+    CHECK_NULL_ERR(rlx_imag(NULL), RLX_E_ARG, "rlx_imag");
+    CHECK_NULL_ERR(rlx_conj(NULL), RLX_E_ARG, "rlx_conj");
+#undef REFUSE
+}
+
+TEST(grad_refused)
+{
+    const int64_t s[1] = {3};
+    rlx_tensor *x = rlx_ones(RLX_F32, 1, s), *y = rlx_full(RLX_F32, 1, s, 2);
+    rlx_tensor *loss = rlx_sum_all(rlx_abs(rlx_complex(x, y)));
+    rlx_tensor *g[2];
+    rlx_tensor *wrt[2] = {x, y};
+    CHECK_ERR(rlx_grad(loss, wrt, 2, g), RLX_E_UNSUPPORTED, "rlx_grad");
+    /* a c64 branch the gradient does not flow through is fine */
+    rlx_tensor *side = rlx_cast(rlx_eq(rlx_complex(x, y), rlx_complex(y, x)), RLX_F32);
+    rlx_tensor *loss2 = rlx_sum_all(rlx_add(rlx_mul(x, x), side));
+    CHECK(rlx_grad(loss2, wrt, 1, g) == RLX_OK);
+    double two[3] = {2, 2, 2};
+    EXPECT(g[0], RLX_F32, 1, s, two, 0);
+}
+
+/* A compiled program with a c64 input runs its c64 ops on each binding. */
+TEST(program_input)
+{
+    const int64_t s[1] = {3};
+    rlx_tensor *x = rlx_input("x", RLX_C64, 1, s);
+    rlx_tensor *y = rlx_sum_all(rlx_mul(x, rlx_conj(x))); /* sum |x|^2 + 0i */
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    EACH_BACKEND(be)
+    {
+        for (int round = 0; round < 2 && p; round++) {
+            cd v[3];
+            rlx_binding bind = {"x", tc64(1, s, v)};
+            rlx_tensor *out = NULL;
+            CHECK(rlx_program_run(p, &bind, 1, &out) == RLX_OK);
+            cd want = 0;
+            for (int i = 0; i < 3; i++)
+                want += v[i] * conj(v[i]);
+            EXPECT_C(out, 0, NULL, &want, 1e-6);
+        }
+        (void)be;
+    }
+    rlx_program_free(p);
+}
+
+TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
+          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(grad_refused),
+          T(program_input))
