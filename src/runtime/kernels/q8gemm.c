@@ -1,0 +1,240 @@
+/*
+ * q8gemm.c — the library kernel of QMATMUL (rlx_linear_q8): x [..., K]
+ * times int8 weights wq [N, K] with per-channel scale and zero point,
+ * out[r, n] = scale[n] * sum_k x[r, k] * (wq[n, k] - zp[n]).
+ *
+ * The weights are dequantized while packing: a panel of Q8_NB rows of wq,
+ * Q8_KB columns at a time (so it stays in L2), becomes wq - zp in x's float
+ * dtype (exact: small integers), the panel is multiplied into the output
+ * block (gemm for many rows of x, a vector dot loop for the few rows of a
+ * decode step, where sgemm is slow), and each output column is scaled once
+ * at the end. Items are blocks of N on the pool, each with its own panel
+ * and its own output columns, so results do not depend on the thread
+ * count. The weights are read once, a quarter of an f32 weight's bytes,
+ * which is what makes matrix-vector shapes faster than sgemm on f32.
+ *
+ * The reference (oracle/ref_quant.c) computes in double; this kernel
+ * accumulates in x's dtype (f32 or f64).
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "runtime/kernels/par.h"
+#include "runtime/rt.h"
+
+enum {
+    Q8_NB = 64,       /* rows of wq per panel (and per pool item) */
+    Q8_KB = 512,      /* columns per panel: 64 x 512 f32 = 128 KiB */
+    Q8_DIRECT_M = 16, /* below this many rows of x, f32 runs the dot loop */
+};
+
+#if defined(__GNUC__)
+#define Q8_VEC 1
+typedef float q8_v16f __attribute__((vector_size(64)));
+typedef int8_t q8_v16i __attribute__((vector_size(16)));
+typedef uint8_t q8_v16u __attribute__((vector_size(16)));
+#endif
+
+typedef struct {
+    rlx_dtype dt; /* x and out: f32 or f64 */
+    int64_t m, n, k;
+    const char *x; /* m rows of k contiguous elements, lda apart */
+    int64_t lda;
+    const char *w; /* wq: i8 or u8, strides ws0, ws1 */
+    rlx_dtype wdt;
+    int64_t ws0, ws1;
+    const char *s; /* scale, stride ss */
+    int64_t ss;
+    const char *z; /* zero point or NULL, stride zs */
+    rlx_dtype zdt;
+    int64_t zs;
+    char *out; /* [m, n] contiguous */
+} q8_task;
+
+/* dst[0..k) = q[0..k) - zp for a contiguous f32 row of codes. */
+RT_SIMD static void deq_row_f32(const void *q, bool is_u8, int64_t k, float zp, float *dst)
+{
+    int64_t i = 0;
+#ifdef Q8_VEC
+    for (; i + 16 <= k; i += 16) {
+        q8_v16f f;
+        if (is_u8) {
+            q8_v16u c;
+            memcpy(&c, (const uint8_t *)q + i, sizeof c);
+            f = __builtin_convertvector(c, q8_v16f);
+        } else {
+            q8_v16i c;
+            memcpy(&c, (const int8_t *)q + i, sizeof c);
+            f = __builtin_convertvector(c, q8_v16f);
+        }
+        f -= zp;
+        memcpy(dst + i, &f, sizeof f);
+    }
+#endif
+    for (; i < k; i++)
+        dst[i] = (is_u8 ? (float)((const uint8_t *)q)[i] : (float)((const int8_t *)q)[i]) - zp;
+}
+
+/* The panel rows [j0, j1) x columns [k0, k1) of wq - zp, row-major with
+ * k1 - k0 columns, in t->dt. */
+static void pack_panel(const q8_task *t, int64_t j0, int64_t j1, int64_t k0, int64_t k1, void *panel)
+{
+    int64_t kb = k1 - k0;
+    for (int64_t j = j0; j < j1; j++) {
+        double zp = t->z ? (double)rt_ld_i(t->z, t->zdt, j * t->zs) : 0;
+        const char *row = t->w + j * t->ws0; /* one-byte elements: offsets are bytes */
+        if (t->dt == RLX_F32 && t->ws1 == 1) {
+            deq_row_f32(row + k0, t->wdt == RLX_U8, kb, (float)zp, (float *)panel + (j - j0) * kb);
+            continue;
+        }
+        for (int64_t i = k0; i < k1; i++) {
+            double v = (double)rt_ld_i(row, t->wdt, i * t->ws1) - zp;
+            if (t->dt == RLX_F32)
+                ((float *)panel)[(j - j0) * kb + i - k0] = (float)v;
+            else
+                ((double *)panel)[(j - j0) * kb + i - k0] = v;
+        }
+    }
+}
+
+/* out[r, j] (+)= x[r, 0..kb) . panel[j, 0..kb) for r < m, j < nb (f32);
+ * accumulate adds to out, else overwrites it. */
+RT_SIMD static void dot_panel(const float *x, int64_t lda, int64_t m, const float *panel, int64_t kb, int64_t nb,
+                              float *out, int64_t ldo, bool accumulate)
+{
+    for (int64_t j = 0; j < nb; j++) {
+        const float *wr = panel + j * kb;
+        for (int64_t r = 0; r < m; r++) {
+            const float *xr = x + r * lda;
+            float s = 0;
+            int64_t i = 0;
+#ifdef Q8_VEC
+            q8_v16f a0 = {0}, a1 = {0}, x0, x1, w0, w1;
+            for (; i + 32 <= kb; i += 32) {
+                memcpy(&x0, xr + i, sizeof x0);
+                memcpy(&w0, wr + i, sizeof w0);
+                memcpy(&x1, xr + i + 16, sizeof x1);
+                memcpy(&w1, wr + i + 16, sizeof w1);
+                a0 += x0 * w0;
+                a1 += x1 * w1;
+            }
+            a0 += a1;
+            for (int l = 0; l < 16; l++)
+                s += a0[l];
+#endif
+            for (; i < kb; i++)
+                s += xr[i] * wr[i];
+            out[r * ldo + j] = accumulate ? out[r * ldo + j] + s : s;
+        }
+    }
+}
+
+/* Pool body: items are blocks of Q8_NB rows of wq (columns of out). */
+static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
+{
+    const q8_task *t = task;
+    size_t es = ir_dtype_size(t->dt);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t j0 = b * Q8_NB, j1 = j0 + Q8_NB < t->n ? j0 + Q8_NB : t->n, nb = j1 - j0;
+        char *o = t->out + (size_t)j0 * es;
+        for (int64_t k0 = 0; k0 < t->k; k0 += Q8_KB) {
+            int64_t k1 = k0 + Q8_KB < t->k ? k0 + Q8_KB : t->k, kb = k1 - k0;
+            pack_panel(t, j0, j1, k0, k1, scratch);
+            const char *xk = t->x + (size_t)k0 * es;
+            if (t->dt == RLX_F32 && t->m < Q8_DIRECT_M)
+                dot_panel((const float *)xk, t->lda, t->m, scratch, kb, nb, (float *)o, t->n, k0 > 0);
+            else
+                rt_gemm(t->dt, true, (int)t->m, (int)nb, (int)kb, 1.0, xk, (int)t->lda, scratch, (int)kb,
+                        k0 > 0 ? 1.0 : 0.0, o, (int)t->n);
+        }
+        for (int64_t j = j0; j < j1; j++) { /* the per-channel scale, once per output */
+            double sc = rt_ld_f(t->s, t->dt, j * t->ss);
+            for (int64_t r = 0; r < t->m; r++) {
+                if (t->dt == RLX_F32)
+                    ((float *)t->out)[r * t->n + j] *= (float)sc;
+                else
+                    ((double *)t->out)[r * t->n + j] *= sc;
+            }
+        }
+    }
+}
+
+/* The row stride of x's view when its rows [..., K] are k contiguous
+ * elements at one stride (>= k) apart, else -1 (x must be packed). */
+static int64_t rows_stride(const ir_node *x, const rt_view *v)
+{
+    int r = x->rank;
+    int64_t k = x->shape[r - 1];
+    if (k > 1 && v->strides[r - 1] != 1)
+        return -1;
+    int64_t lda = k > 0 ? k : 1, expect = -1;
+    for (int d = r - 2; d >= 0; d--) {
+        if (x->shape[d] == 1)
+            continue;
+        if (expect < 0) { /* the innermost row axis sets the stride */
+            lda = v->strides[d];
+            if (lda < k)
+                return -1;
+        } else if (v->strides[d] != expect) {
+            return -1;
+        }
+        expect = v->strides[d] * x->shape[d];
+    }
+    return lda;
+}
+
+rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    const ir_node *x = n->src[0], *w = n->src[1], *z = n->nsrc > 3 ? n->src[3] : NULL;
+    q8_task t = {.dt = n->dtype, .n = w->shape[0], .k = w->shape[1], .m = ir_numel(x->rank - 1, x->shape)};
+    if (rt_alloc_out(ctx, n, out, t.k == 0))
+        return ctx->status;
+    if (t.m == 0 || t.n == 0 || t.k == 0)
+        return RLX_OK; /* an empty sum is 0: the zero-filled output */
+    rt_view xp = in[0];
+    int64_t lda = rows_stride(x, &in[0]);
+    bool packed = lda < 0;
+    if (packed) {
+        if (rt_materialize(ctx, x, &in[0], &xp))
+            return ctx->status;
+        lda = t.k;
+    }
+    if (t.m > INT_MAX || t.n > INT_MAX || t.k > INT_MAX || lda > INT_MAX) {
+        if (packed)
+            ir_storage_release(xp.st);
+        return rt_fail(ctx, RLX_E_UNSUPPORTED, "qmatmul of [%lld,%lld] x [%lld,%lld]^T: dims past gemm's int",
+                       (long long)t.m, (long long)t.k, (long long)t.n, (long long)t.k);
+    }
+    t.x = rt_base(&xp, x->dtype);
+    t.lda = lda;
+    t.w = rt_base(&in[1], w->dtype);
+    t.wdt = w->dtype;
+    t.ws0 = in[1].strides[0];
+    t.ws1 = in[1].strides[1];
+    t.s = rt_base(&in[2], n->src[2]->dtype);
+    t.ss = in[2].strides[0];
+    if (z) {
+        t.z = rt_base(&in[3], z->dtype);
+        t.zdt = z->dtype;
+        t.zs = in[3].strides[0];
+    }
+    t.out = rt_base(out, n->dtype);
+    int64_t blocks = (t.n + Q8_NB - 1) / Q8_NB;
+    int nslots = rt_par_slots(ctx, blocks, 1);
+    size_t slot = (size_t)Q8_NB * Q8_KB * ir_dtype_size(t.dt);
+    void *scratch = ir_alloc(slot * (size_t)nslots);
+    if (!scratch) {
+        if (packed)
+            ir_storage_release(xp.st);
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for qmatmul panels");
+    }
+    /* single-threaded BLAS inside our parallel loop: no oversubscription */
+    int prev = nslots > 1 ? rt_blas_threads(1) : 0;
+    rt_par_run(q8_items, &t, blocks, 1, scratch, slot, nslots);
+    if (nslots > 1)
+        rt_blas_threads(prev);
+    ir_free(scratch);
+    if (packed)
+        ir_storage_release(xp.st);
+    return RLX_OK;
+}
