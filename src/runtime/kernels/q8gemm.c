@@ -30,9 +30,10 @@ enum {
 
 #if defined(__GNUC__)
 #define Q8_VEC 1
+#define Q8_INLINE __attribute__((always_inline)) inline /* into each RT_SIMD clone of its caller */
 typedef float q8_v16f __attribute__((vector_size(64)));
-typedef int8_t q8_v16i __attribute__((vector_size(16)));
-typedef uint8_t q8_v16u __attribute__((vector_size(16)));
+#else
+#define Q8_INLINE inline
 #endif
 
 typedef struct {
@@ -51,28 +52,19 @@ typedef struct {
     char *out; /* [m, n] contiguous */
 } q8_task;
 
-/* dst[0..k) = q[0..k) - zp for a contiguous f32 row of codes. */
+/* dst[0..k) = q[0..k) - zp for a contiguous row of codes: plain loops the
+ * compiler vectorizes (sign or zero extension, then a conversion). */
 RT_SIMD static void deq_row_f32(const void *q, bool is_u8, int64_t k, float zp, float *dst)
 {
-    int64_t i = 0;
-#ifdef Q8_VEC
-    for (; i + 16 <= k; i += 16) {
-        q8_v16f f;
-        if (is_u8) {
-            q8_v16u c;
-            memcpy(&c, (const uint8_t *)q + i, sizeof c);
-            f = __builtin_convertvector(c, q8_v16f);
-        } else {
-            q8_v16i c;
-            memcpy(&c, (const int8_t *)q + i, sizeof c);
-            f = __builtin_convertvector(c, q8_v16f);
-        }
-        f -= zp;
-        memcpy(dst + i, &f, sizeof f);
+    if (is_u8) {
+        const uint8_t *u = q;
+        for (int64_t i = 0; i < k; i++)
+            dst[i] = (float)u[i] - zp;
+    } else {
+        const int8_t *c = q;
+        for (int64_t i = 0; i < k; i++)
+            dst[i] = (float)c[i] - zp;
     }
-#endif
-    for (; i < k; i++)
-        dst[i] = (is_u8 ? (float)((const uint8_t *)q)[i] : (float)((const int8_t *)q)[i]) - zp;
 }
 
 /* The panel rows [j0, j1) x columns [k0, k1) of wq - zp, row-major with
@@ -97,6 +89,62 @@ static void pack_panel(const q8_task *t, int64_t j0, int64_t j1, int64_t k0, int
     }
 }
 
+#ifdef Q8_VEC
+/* The sum of v's lanes as a tree (depth 4, not a chain of 16 adds). */
+static Q8_INLINE float hsum(const q8_v16f *v)
+{
+    float t[16];
+    memcpy(t, v, sizeof t);
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            t[l] += t[l + w];
+    return t[0];
+}
+#endif
+
+/* dst[r * ldo] (+)= x[r, 0..kb) . wr[0..kb) for the R rows of x (R 4 or 1):
+ * one load of wr per R products, R independent accumulator chains (four
+ * for a single row). */
+static Q8_INLINE void dot_rows(const float *x, int64_t lda, int R, const float *wr, int64_t kb, float *dst,
+                            int64_t ldo, bool accumulate)
+{
+    float s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+#ifdef Q8_VEC
+    q8_v16f acc[4] = {{0}, {0}, {0}, {0}}, w, xv;
+    if (R == 4) {
+        for (; i + 16 <= kb; i += 16) {
+            memcpy(&w, wr + i, sizeof w);
+            for (int r = 0; r < 4; r++) {
+                memcpy(&xv, x + r * lda + i, sizeof xv);
+                acc[r] += xv * w;
+            }
+        }
+        for (int r = 0; r < 4; r++)
+            s[r] = hsum(&acc[r]);
+    } else {
+        for (; i + 64 <= kb; i += 64)
+            for (int u = 0; u < 4; u++) {
+                memcpy(&w, wr + i + 16 * u, sizeof w);
+                memcpy(&xv, x + i + 16 * u, sizeof xv);
+                acc[u] += xv * w;
+            }
+        for (; i + 16 <= kb; i += 16) {
+            memcpy(&w, wr + i, sizeof w);
+            memcpy(&xv, x + i, sizeof xv);
+            acc[0] += xv * w;
+        }
+        acc[0] += acc[1] + (acc[2] + acc[3]);
+        s[0] = hsum(&acc[0]);
+    }
+#endif
+    for (int r = 0; r < R; r++) {
+        for (int64_t t = i; t < kb; t++)
+            s[r] += x[r * lda + t] * wr[t];
+        dst[r * ldo] = accumulate ? dst[r * ldo] + s[r] : s[r];
+    }
+}
+
 /* out[r, j] (+)= x[r, 0..kb) . panel[j, 0..kb) for r < m, j < nb (f32);
  * accumulate adds to out, else overwrites it. */
 RT_SIMD static void dot_panel(const float *x, int64_t lda, int64_t m, const float *panel, int64_t kb, int64_t nb,
@@ -104,28 +152,11 @@ RT_SIMD static void dot_panel(const float *x, int64_t lda, int64_t m, const floa
 {
     for (int64_t j = 0; j < nb; j++) {
         const float *wr = panel + j * kb;
-        for (int64_t r = 0; r < m; r++) {
-            const float *xr = x + r * lda;
-            float s = 0;
-            int64_t i = 0;
-#ifdef Q8_VEC
-            q8_v16f a0 = {0}, a1 = {0}, x0, x1, w0, w1;
-            for (; i + 32 <= kb; i += 32) {
-                memcpy(&x0, xr + i, sizeof x0);
-                memcpy(&w0, wr + i, sizeof w0);
-                memcpy(&x1, xr + i + 16, sizeof x1);
-                memcpy(&w1, wr + i + 16, sizeof w1);
-                a0 += x0 * w0;
-                a1 += x1 * w1;
-            }
-            a0 += a1;
-            for (int l = 0; l < 16; l++)
-                s += a0[l];
-#endif
-            for (; i < kb; i++)
-                s += xr[i] * wr[i];
-            out[r * ldo + j] = accumulate ? out[r * ldo + j] + s : s;
-        }
+        int64_t r = 0;
+        for (; r + 4 <= m; r += 4)
+            dot_rows(x + r * lda, lda, 4, wr, kb, out + r * ldo + j, ldo, accumulate);
+        for (; r < m; r++)
+            dot_rows(x + r * lda, lda, 1, wr, kb, out + r * ldo + j, ldo, accumulate);
     }
 }
 
