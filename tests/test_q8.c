@@ -233,6 +233,58 @@ TEST(linear_q8_exact_small)
     }
 }
 
+/* Each output is one item's dot products: the same bits on 1, 2 and 3
+ * threads, on the dot-loop path (5 rows) and the gemm path (40). */
+TEST(linear_q8_same_bits_on_any_thread_count)
+{
+    const int64_t ws[2] = {200, 700}, cs[1] = {200};
+    rlx_tensor *w = trand(RLX_I8, 2, ws, -128, 127), *s = trand(RLX_F32, 1, cs, 0.01, 0.02);
+    for (int mi = 0; mi < 2; mi++) {
+        int64_t xs[2] = {mi ? 40 : 5, 700};
+        rlx_tensor *x = trand(RLX_F32, 2, xs, -1, 1);
+        double *got[3] = {NULL, NULL, NULL};
+        int64_t n = 0;
+        for (int t = 1; t <= 3; t++) {
+            rlx_set_num_threads(t);
+            rlx_scope_begin();
+            got[t - 1] = test_values(rlx_linear_q8(x, w, s, NULL, NULL), &n);
+            rlx_scope_end();
+        }
+        rlx_set_num_threads(0);
+        for (int t = 2; t <= 3; t++)
+            if (got[0] && got[t - 1] && memcmp(got[0], got[t - 1], (size_t)n * sizeof(double)) != 0)
+                test_fail(__FILE__, __LINE__, "%lld rows: %d threads differ from 1", (long long)xs[0], t);
+        for (int t = 0; t < 3; t++)
+            free(got[t]);
+    }
+}
+
+/* Traced over a dynamic batch, compiled once, run on several batches
+ * (empty included): the values of the direct call. */
+TEST(linear_q8_in_a_program_with_a_dynamic_batch)
+{
+    const int64_t traced[2] = {-1, 30}, ws[2] = {7, 30}, cs[1] = {7};
+    rlx_tensor *w = trand(RLX_U8, 2, ws, 0, 255), *s = trand(RLX_F32, 1, cs, 0.01, 0.02);
+    rlx_tensor *z = trand(RLX_U8, 1, cs, 100, 150), *b = trand(RLX_F32, 1, cs, -1, 1);
+    rlx_tensor *y = rlx_linear_q8(rlx_input("x", RLX_F32, 2, traced), w, s, z, b);
+    CHECK(y && rlx_dim(y, 0) == -1 && rlx_dim(y, 1) == 7);
+    rlx_program *p = y ? rlx_compile(&y, 1) : NULL;
+    CHECK(p != NULL);
+    const int64_t batches[4] = {1, 3, 0, 17};
+    for (int i = 0; p && i < 4; i++) {
+        int64_t xs[2] = {batches[i], 30};
+        rlx_tensor *x = trand(RLX_F32, 2, xs, -1, 1), *got = NULL;
+        rlx_binding bind = {"x", x};
+        CHECK_EQ_INT(rlx_program_run(p, &bind, 1, &got), RLX_OK);
+        if (got) {
+            rlx_scope_begin();
+            EXPECT_SAME(got, rlx_linear_q8(x, w, s, z, b), 0);
+            rlx_scope_end();
+        }
+    }
+    rlx_program_free(p);
+}
+
 /* ---------------------------------------------------- quantization */
 
 /* Round half to even, as the library's rlx_round. */
@@ -490,6 +542,7 @@ TEST(quantize_per_channel_errors)
 }
 
 TEST_MAIN(T(linear_q8_values), T(linear_q8_every_activation_dtype_on_both_paths), T(linear_q8_strided_x),
-          T(linear_q8_batched_x_and_strided_weights), T(linear_q8_exact_small), T(quantize_per_channel_values),
+          T(linear_q8_batched_x_and_strided_weights), T(linear_q8_exact_small), T(linear_q8_same_bits_on_any_thread_count),
+          T(linear_q8_in_a_program_with_a_dynamic_batch), T(quantize_per_channel_values),
           T(quantize_rounding_and_saturation), T(quantized_layer_approximates_the_float_one), T(linear_q8_gradient),
           T(linear_q8_errors), T(quantize_per_channel_errors))

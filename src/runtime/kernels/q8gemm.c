@@ -259,11 +259,11 @@ rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_
             ir_storage_release(xp.st);
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for qmatmul panels");
     }
-    /* single-threaded BLAS inside our parallel loop: no oversubscription */
-    int prev = nslots > 1 ? rt_blas_threads(1) : 0;
+    /* single-threaded BLAS on every panel, even with one slot: no
+     * oversubscription, and the same bits on any thread count */
+    int prev = rt_blas_threads(1);
     rt_par_run(q8_items, &t, blocks, 1, scratch, slot, nslots);
-    if (nslots > 1)
-        rt_blas_threads(prev);
+    rt_blas_threads(prev);
     ir_free(scratch);
     if (packed)
         ir_storage_release(xp.st);
