@@ -27,6 +27,7 @@ enum {
     Q8_KB = 512,      /* columns per panel: 64 x 512 f32 = 128 KiB */
     Q8_DIRECT_M = 16, /* below this many rows of x, f32 runs the dot loop */
 };
+#define Q8_PANEL_BYTES ((size_t)Q8_NB * Q8_KB * sizeof(double)) /* f32 or f64 */
 
 #if defined(__GNUC__)
 #define Q8_VEC 1
@@ -89,75 +90,84 @@ static void pack_panel(const q8_task *t, int64_t j0, int64_t j1, int64_t k0, int
     }
 }
 
-#ifdef Q8_VEC
-/* The sum of v's lanes as a tree (depth 4, not a chain of 16 adds). */
-static Q8_INLINE float hsum(const q8_v16f *v)
+/* For the R rows of x (R 4 or 1): acc[r * ldv .. + 16) (+)= the 16 lane
+ * partial sums of x[r, 0..kb) * wr[0..kb) (a tail past the last 16 goes
+ * to lane 0). One load of wr serves R products; a single row runs four
+ * independent chains. Partial sums stay vectors across K blocks, so each
+ * output is reduced once (hsum), not once per block. */
+static Q8_INLINE void dot_rows(const float *x, int64_t lda, int R, const float *wr, int64_t kb, float *acc,
+                               int64_t ldv, bool first)
 {
-    float t[16];
-    memcpy(t, v, sizeof t);
-    for (int w = 8; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++)
-            t[l] += t[l + w];
-    return t[0];
-}
-#endif
-
-/* dst[r * ldo] (+)= x[r, 0..kb) . wr[0..kb) for the R rows of x (R 4 or 1):
- * one load of wr per R products, R independent accumulator chains (four
- * for a single row). */
-static Q8_INLINE void dot_rows(const float *x, int64_t lda, int R, const float *wr, int64_t kb, float *dst,
-                            int64_t ldo, bool accumulate)
-{
-    float s[4] = {0, 0, 0, 0};
     int64_t i = 0;
 #ifdef Q8_VEC
-    q8_v16f acc[4] = {{0}, {0}, {0}, {0}}, w, xv;
+    q8_v16f a[4] = {{0}, {0}, {0}, {0}}, w, xv;
     if (R == 4) {
         for (; i + 16 <= kb; i += 16) {
             memcpy(&w, wr + i, sizeof w);
             for (int r = 0; r < 4; r++) {
                 memcpy(&xv, x + r * lda + i, sizeof xv);
-                acc[r] += xv * w;
+                a[r] += xv * w;
             }
         }
-        for (int r = 0; r < 4; r++)
-            s[r] = hsum(&acc[r]);
     } else {
         for (; i + 64 <= kb; i += 64)
             for (int u = 0; u < 4; u++) {
                 memcpy(&w, wr + i + 16 * u, sizeof w);
                 memcpy(&xv, x + i + 16 * u, sizeof xv);
-                acc[u] += xv * w;
+                a[u] += xv * w;
             }
         for (; i + 16 <= kb; i += 16) {
             memcpy(&w, wr + i, sizeof w);
             memcpy(&xv, x + i, sizeof xv);
-            acc[0] += xv * w;
+            a[0] += xv * w;
         }
-        acc[0] += acc[1] + (acc[2] + acc[3]);
-        s[0] = hsum(&acc[0]);
+        a[0] += a[1] + (a[2] + a[3]);
     }
-#endif
     for (int r = 0; r < R; r++) {
-        for (int64_t t = i; t < kb; t++)
-            s[r] += x[r * lda + t] * wr[t];
-        dst[r * ldo] = accumulate ? dst[r * ldo] + s[r] : s[r];
+        if (!first) {
+            memcpy(&xv, acc + r * ldv, sizeof xv);
+            a[r] += xv;
+        }
+        memcpy(acc + r * ldv, &a[r], sizeof a[r]);
     }
+#else
+    for (int r = 0; r < R; r++)
+        for (int l = 0; l < 16; l++)
+            acc[r * ldv + l] = first ? 0 : acc[r * ldv + l];
+#endif
+    for (int r = 0; r < R; r++)
+        for (int64_t t = i; t < kb; t++)
+            acc[r * ldv] += x[r * lda + t] * wr[t];
 }
 
-/* out[r, j] (+)= x[r, 0..kb) . panel[j, 0..kb) for r < m, j < nb (f32);
- * accumulate adds to out, else overwrites it. */
+/* The partial sums vacc [m][nb][16] (+)= x[:, 0..kb) . panel[j, 0..kb)
+ * for j < nb; first overwrites them. */
 RT_SIMD static void dot_panel(const float *x, int64_t lda, int64_t m, const float *panel, int64_t kb, int64_t nb,
-                              float *out, int64_t ldo, bool accumulate)
+                              float *vacc, bool first)
 {
+    int64_t ldv = nb * 16;
     for (int64_t j = 0; j < nb; j++) {
         const float *wr = panel + j * kb;
         int64_t r = 0;
         for (; r + 4 <= m; r += 4)
-            dot_rows(x + r * lda, lda, 4, wr, kb, out + r * ldo + j, ldo, accumulate);
+            dot_rows(x + r * lda, lda, 4, wr, kb, vacc + r * ldv + j * 16, ldv, first);
         for (; r < m; r++)
-            dot_rows(x + r * lda, lda, 1, wr, kb, out + r * ldo + j, ldo, accumulate);
+            dot_rows(x + r * lda, lda, 1, wr, kb, vacc + r * ldv + j * 16, ldv, first);
     }
+}
+
+/* out[r, j] = the sum of vacc[r][j]'s 16 lanes, as a tree. */
+static void dot_finish(const float *vacc, int64_t m, int64_t nb, float *out, int64_t ldo)
+{
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < nb; j++) {
+            float t[16];
+            memcpy(t, vacc + (r * nb + j) * 16, sizeof t);
+            for (int w = 8; w >= 1; w /= 2)
+                for (int l = 0; l < w; l++)
+                    t[l] += t[l + w];
+            out[r * ldo + j] = t[0];
+        }
 }
 
 /* Pool body: items are blocks of Q8_NB rows of wq (columns of out). */
@@ -165,6 +175,8 @@ static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
 {
     const q8_task *t = task;
     size_t es = ir_dtype_size(t->dt);
+    bool direct = t->dt == RLX_F32 && t->m < Q8_DIRECT_M;
+    float *vacc = (float *)((char *)scratch + Q8_PANEL_BYTES); /* [m][Q8_NB][16] partial sums */
     for (int64_t b = b0; b < b1; b++) {
         int64_t j0 = b * Q8_NB, j1 = j0 + Q8_NB < t->n ? j0 + Q8_NB : t->n, nb = j1 - j0;
         char *o = t->out + (size_t)j0 * es;
@@ -172,12 +184,14 @@ static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
             int64_t k1 = k0 + Q8_KB < t->k ? k0 + Q8_KB : t->k, kb = k1 - k0;
             pack_panel(t, j0, j1, k0, k1, scratch);
             const char *xk = t->x + (size_t)k0 * es;
-            if (t->dt == RLX_F32 && t->m < Q8_DIRECT_M)
-                dot_panel((const float *)xk, t->lda, t->m, scratch, kb, nb, (float *)o, t->n, k0 > 0);
+            if (direct)
+                dot_panel((const float *)xk, t->lda, t->m, scratch, kb, nb, vacc, k0 == 0);
             else
                 rt_gemm(t->dt, true, (int)t->m, (int)nb, (int)kb, 1.0, xk, (int)t->lda, scratch, (int)kb,
                         k0 > 0 ? 1.0 : 0.0, o, (int)t->n);
         }
+        if (direct)
+            dot_finish(vacc, t->m, nb, (float *)o, t->n);
         for (int64_t j = j0; j < j1; j++) { /* the per-channel scale, once per output */
             double sc = rt_ld_f(t->s, t->dt, j * t->ss);
             for (int64_t r = 0; r < t->m; r++) {
@@ -252,7 +266,7 @@ rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_
     t.out = rt_base(out, n->dtype);
     int64_t blocks = (t.n + Q8_NB - 1) / Q8_NB;
     int nslots = rt_par_slots(ctx, blocks, 1);
-    size_t slot = (size_t)Q8_NB * Q8_KB * ir_dtype_size(t.dt);
+    size_t slot = Q8_PANEL_BYTES + (size_t)Q8_DIRECT_M * Q8_NB * 16 * sizeof(float);
     void *scratch = ir_alloc(slot * (size_t)nslots);
     if (!scratch) {
         if (packed)
