@@ -541,8 +541,24 @@ TEST(quantize_per_channel_errors)
     rlx_clear_error();
 }
 
+/* Every allocation of quantizing a layer and running it fails in turn:
+ * RLX_E_NOMEM (or success), no node left alive. */
+static int q8_workload(void)
+{
+    rlx_scope_begin();
+    const int64_t ws[2] = {5, 40}, xs[2] = {3, 40};
+    rlx_tensor *w = rlx_full(RLX_F32, 2, ws, 0.25), *x = rlx_full(RLX_F32, 2, xs, 1), *q = NULL, *s = NULL, *z = NULL;
+    int ok = rlx_quantize_per_channel(w, RLX_U8, 0, &q, &s, &z) == RLX_OK;
+    rlx_tensor *y = ok ? rlx_linear_q8(x, q, s, z, NULL) : NULL;
+    ok = y && rlx_realize(y) == RLX_OK;
+    rlx_scope_end();
+    return ok;
+}
+
+TEST(allocation_failures) { ALLOC_WALK(q8_workload, 20); }
+
 TEST_MAIN(T(linear_q8_values), T(linear_q8_every_activation_dtype_on_both_paths), T(linear_q8_strided_x),
           T(linear_q8_batched_x_and_strided_weights), T(linear_q8_exact_small), T(linear_q8_same_bits_on_any_thread_count),
           T(linear_q8_in_a_program_with_a_dynamic_batch), T(quantize_per_channel_values),
           T(quantize_rounding_and_saturation), T(quantized_layer_approximates_the_float_one), T(linear_q8_gradient),
-          T(linear_q8_errors), T(quantize_per_channel_errors))
+          T(linear_q8_errors), T(quantize_per_channel_errors), T(allocation_failures))

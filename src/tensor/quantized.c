@@ -164,9 +164,17 @@ rlx_status rlx_quantize_per_channel(rlx_tensor *w, rlx_dtype dt, int axis, rlx_t
         ir_release(zn);
         return rlx_last_status();
     }
+    rlx_tensor *st = ts_wrap(sn);
+    if (!st) { /* only with a scope open, which owns qv */
+        ir_release(zn);
+        return rlx_last_status();
+    }
+    rlx_tensor *zt = zn ? ts_wrap(zn) : NULL;
+    if (zn && !zt)
+        return rlx_last_status();
     *wq = qv;
-    *scale = ts_wrap(sn);
+    *scale = st;
     if (zero_point)
-        *zero_point = ts_wrap(zn);
+        *zero_point = zt;
     return RLX_OK;
 }
