@@ -3,12 +3,13 @@
  * times int8 weights wq [N, K] with per-channel scale and zero point,
  * out[r, n] = scale[n] * sum_k x[r, k] * (wq[n, k] - zp[n]).
  *
- * The weights are dequantized while packing: a panel of Q8_NB rows of wq,
- * Q8_KB columns at a time (so it stays in L2), becomes wq - zp in x's float
- * dtype (exact: small integers), the panel is multiplied into the output
- * block (gemm for many rows of x, a vector dot loop for the few rows of a
- * decode step, where sgemm is slow), and each output column is scaled once
- * at the end. Items are blocks of N on the pool, each with its own panel
+ * The weights are dequantized while packing: a panel of rows of wq (64
+ * for the dot loop, 256 for gemm), Q8_KB columns at a time (so it stays in
+ * L2), becomes wq - zp in x's float dtype (exact: small integers), the
+ * panel is multiplied into the output block (gemm for many rows of x; for
+ * the few rows of a decode step, where sgemm is slow, a vector dot loop
+ * whose 16-lane partial sums are reduced once per output), and each output
+ * column is scaled once at the end. Items are blocks of N on the pool, each with its own panel
  * and its own output columns, so results do not depend on the thread
  * count. The weights are read once, a quarter of an f32 weight's bytes,
  * which is what makes matrix-vector shapes faster than sgemm on f32.
@@ -23,11 +24,12 @@
 #include "runtime/rt.h"
 
 enum {
-    Q8_NB = 64,       /* rows of wq per panel (and per pool item) */
-    Q8_KB = 512,      /* columns per panel: 64 x 512 f32 = 128 KiB */
+    Q8_NB = 64,       /* rows of wq per panel (and per pool item) of the dot loop */
+    Q8_NB_GEMM = 256, /* and of gemm: fewer passes over x, larger products */
+    Q8_KB = 512,      /* columns per panel: 256 x 512 f32 = 512 KiB at most */
     Q8_DIRECT_M = 16, /* below this many rows of x, f32 runs the dot loop */
 };
-#define Q8_PANEL_BYTES ((size_t)Q8_NB * Q8_KB * sizeof(double)) /* f32 or f64 */
+#define Q8_PANEL_BYTES ((size_t)Q8_NB_GEMM * Q8_KB * sizeof(double)) /* f32 or f64 */
 
 #if defined(__GNUC__)
 #define Q8_VEC 1
@@ -51,6 +53,7 @@ typedef struct {
     rlx_dtype zdt;
     int64_t zs;
     char *out; /* [m, n] contiguous */
+    int64_t nbr; /* rows of wq per item: Q8_NB or Q8_NB_GEMM */
 } q8_task;
 
 /* dst[0..k) = q[0..k) - zp for a contiguous row of codes: plain loops the
@@ -170,7 +173,7 @@ static void dot_finish(const float *vacc, int64_t m, int64_t nb, float *out, int
         }
 }
 
-/* Pool body: items are blocks of Q8_NB rows of wq (columns of out). */
+/* Pool body: items are blocks of t->nbr rows of wq (columns of out). */
 static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
 {
     const q8_task *t = task;
@@ -178,7 +181,7 @@ static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
     bool direct = t->dt == RLX_F32 && t->m < Q8_DIRECT_M;
     float *vacc = (float *)((char *)scratch + Q8_PANEL_BYTES); /* [m][Q8_NB][16] partial sums */
     for (int64_t b = b0; b < b1; b++) {
-        int64_t j0 = b * Q8_NB, j1 = j0 + Q8_NB < t->n ? j0 + Q8_NB : t->n, nb = j1 - j0;
+        int64_t j0 = b * t->nbr, j1 = j0 + t->nbr < t->n ? j0 + t->nbr : t->n, nb = j1 - j0;
         char *o = t->out + (size_t)j0 * es;
         for (int64_t k0 = 0; k0 < t->k; k0 += Q8_KB) {
             int64_t k1 = k0 + Q8_KB < t->k ? k0 + Q8_KB : t->k, kb = k1 - k0;
@@ -264,7 +267,8 @@ rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_
         t.zs = in[3].strides[0];
     }
     t.out = rt_base(out, n->dtype);
-    int64_t blocks = (t.n + Q8_NB - 1) / Q8_NB;
+    t.nbr = t.dt == RLX_F32 && t.m < Q8_DIRECT_M ? Q8_NB : Q8_NB_GEMM;
+    int64_t blocks = (t.n + t.nbr - 1) / t.nbr;
     int nslots = rt_par_slots(ctx, blocks, 1);
     size_t slot = Q8_PANEL_BYTES + (size_t)Q8_DIRECT_M * Q8_NB * 16 * sizeof(float);
     void *scratch = ir_alloc(slot * (size_t)nslots);
