@@ -151,6 +151,9 @@ TEST(linear_q8_every_activation_dtype_on_both_paths)
             check_linear((mkn){3, 1100, 130}, XDTS[d], wi ? RLX_U8 : RLX_I8, wi ? ZP_SAME : ZP_NONE, d % 2, plain_x);
             check_linear((mkn){17, 520, 66}, XDTS[d], wi ? RLX_U8 : RLX_I8, ZP_I32, d % 2 == 0, plain_x);
         }
+    /* several 256-row gemm items and 64-row dot items, a partial last one */
+    check_linear((mkn){18, 530, 300}, RLX_F32, RLX_I8, ZP_SAME, true, plain_x);
+    check_linear((mkn){5, 530, 300}, RLX_BF16, RLX_U8, ZP_SAME, false, plain_x);
 }
 
 /* x as views the kernel must read through strides or pack. */
