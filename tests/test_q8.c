@@ -233,6 +233,8 @@ TEST(linear_q8_exact_small)
         rlx_tensor *x = tf32(2, xs, xv), *s = tf32(1, cs, sv), *b = tf32(1, cs, bv);
         rlx_tensor *w = rlx_from_data(RLX_I8, 2, ws, wv), *z = rlx_from_data(RLX_I8, 1, cs, zv);
         EXPECT(rlx_linear_q8(x, w, s, z, b), RLX_F32, 2, os, want, 0);
+        /* a rank-1 x [in] gives [out] */
+        EXPECT(rlx_linear_q8(tf32(1, (const int64_t[]){3}, xv), w, s, z, b), RLX_F32, 1, cs, want, 0);
     }
 }
 
