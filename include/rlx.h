@@ -106,6 +106,7 @@ typedef enum {
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm");
  *   narrow integers go through i64 (or f32 where the op needs floats) and
  *   come back in the dtype the op's rule gives (i8 @ i8 is i8, wrapping).
+ *   rlx_linear_q8 reads its i8/u8 weights as they are (no widened copy).
  * - Composites (the activations, softmax, log_softmax, layer/rms/batch/
  *   group norm, dropout, cross entropies, rope, spline_activation,
  *   mean/var/std/norm/logsumexp, linear and conv2d with their bias) also
