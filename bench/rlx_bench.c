@@ -32,6 +32,10 @@
  *   bf16gemm: rlx_matmul of bf16 512^3 and 2048^3 (oneDNN, and with
  *       bf16_gemm=1 widened to sgemm) against cblas_sgemm on f32 of the
  *       same size, interleaved rounds, the best of each; sgemm/bf16 ratio
+ *   q8linear: rlx_linear_q8 with i8 weights [4096, 4096] (per-channel
+ *       scales) on x [1|8|256, 4096] against rlx_linear and cblas_sgemm
+ *       on the same weights dequantized to f32, interleaved rounds, the
+ *       best of each; the sgemm/q8 and linear/q8 time ratios
  *   W7  a + b of 4 elements built, realized and read; and through a
  *       compiled program (ns per iteration)
  *   generic: W1-W4 with generic_kernels=2 against =0, interleaved rounds,
@@ -1168,6 +1172,91 @@ static void generic_ratios(void)
     rlx_release(tg);
     free(g);
     free(x);
+/* ------------------------------------------------------------ q8linear */
+
+/* rlx_linear_q8 (i8 weights, a quarter of the bytes) against rlx_linear
+ * and cblas_sgemm of x [m, k] . W^T on f32 weights holding the same
+ * dequantized values, for decode (m 1, 8) and prefill (m 256) shapes:
+ * each round runs the three once, in turn; the best round is each one's
+ * time. Every size checks the q8 product against sgemm's (f32 sums of k
+ * terms in another order). */
+static void q8_linear(void)
+{
+    const int64_t ms[3] = {1, 8, 256}, k = opt.quick ? 70 : 4096, n = opt.quick ? 67 : 4096;
+    int64_t ws[2] = {n, k};
+    float *w = uniform((size_t)(n * k), 31);
+    rlx_tensor *wt = rlx_from_data(RLX_F32, 2, ws, w), *wq = NULL, *sc = NULL;
+    bool ok = rlx_quantize_per_channel(wt, RLX_I8, 0, &wq, &sc, NULL) == RLX_OK && rlx_realize(wq) == RLX_OK &&
+              rlx_realize(sc) == RLX_OK;
+    /* the f32 peer's weights: the values the quantized ones stand for */
+    rlx_tensor *wd = ok ? rlx_mul(rlx_cast(wq, RLX_F32), rlx_unsqueeze(sc, 1)) : NULL;
+    ok = ok && wd && rlx_read_f32(wd, w, (size_t)(n * k)) == RLX_OK;
+    rlx_tensor *wf = ok ? rlx_from_data(RLX_F32, 2, ws, w) : NULL;
+    for (int z = 0; z < 3 && ok; z++) {
+        int64_t m = opt.quick ? ms[z] % 37 : ms[z], xs[2] = {m, k};
+        float *x = uniform((size_t)(m * k), 32 + (unsigned)z), *c = out_buffer((size_t)(m * n));
+        float *got = xmalloc((size_t)(m * n) * sizeof *got);
+        rlx_tensor *xt = rlx_from_data(RLX_F32, 2, xs, x);
+        double best[3] = {INFINITY, INFINITY, INFINITY};
+        int rounds = opt.quick ? 2 : 3 * opt.repeat;
+        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
+            for (int v = 0; v < 3 && ok; v++) {
+                double t0 = now(), dt;
+                if (v < 2) {
+                    rlx_scope_begin();
+                    rlx_tensor *y = v ? rlx_linear(xt, wf, NULL) : rlx_linear_q8(xt, wq, sc, NULL, NULL);
+                    ok = rlx_realize(y) == RLX_OK;
+                    dt = now() - t0;
+                    if (ok && v == 0 && r == -1)
+                        ok = rlx_read_f32(y, got, (size_t)(m * n)) == RLX_OK;
+                    rlx_scope_end();
+                } else {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1, x, (int)k, w,
+                                (int)k, 0, c, (int)n);
+                    dt = now() - t0;
+                }
+                if (r >= 0 && dt < best[v])
+                    best[v] = dt;
+            }
+        for (int64_t i = 0; ok && i < m * n; i++) {
+            /* |x| < 2, |w| < 2: sums of k terms of at most 4 in two orders */
+            double tol = 1e-5 * fabs(c[i]) + 4.0 * (double)k * 0x1p-22;
+            if (!(fabs((double)got[i] - c[i]) <= tol)) {
+                fprintf(stderr, "rlx-bench: q8linear m %lld [%lld]: %.8g, sgemm %.8g\n", (long long)m, (long long)i,
+                        got[i], c[i]);
+                ok = false;
+            }
+        }
+        if (!ok) {
+            /* reported below */
+        } else if (opt.json) {
+            printf("{\"type\":\"q8linear\",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"threads\":%d,\"quick\":%s,"
+                   "\"rounds\":%d,\"q8_ms\":%.4f,\"linear_f32_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_q8\":%.3f,"
+                   "\"linear_over_q8\":%.3f}\n",
+                   (long long)m, (long long)k, (long long)n, opt.threads, opt.quick ? "true" : "false", rounds,
+                   1e3 * best[0], 1e3 * best[1], 1e3 * best[2], best[2] / best[0], best[1] / best[0]);
+        } else {
+            printf("q8linear   [%lld,%lld]x[%lld,%lld]^T best of %d interleaved rounds: q8 %.3f ms, rlx_linear f32 "
+                   "%.3f ms, sgemm f32 %.3f ms; sgemm/q8 %.2fx, linear/q8 %.2fx\n",
+                   (long long)m, (long long)k, (long long)n, (long long)k, rounds, 1e3 * best[0], 1e3 * best[1],
+                   1e3 * best[2], best[2] / best[0], best[1] / best[0]);
+        }
+        fflush(stdout);
+        rlx_release(xt);
+        free(x);
+        free(c);
+        free(got);
+    }
+    if (!ok) {
+        fprintf(stderr, "rlx-bench: q8linear failed: %s\n", rlx_last_error());
+        failures++;
+    }
+    rlx_release(wf);
+    rlx_release(wd);
+    rlx_release(wq);
+    rlx_release(sc);
+    rlx_release(wt);
+    free(w);
 }
 
 /* ------------------------------------------------------------ bf16gemm */
@@ -1632,6 +1721,8 @@ static int parse_args(int argc, char **argv)
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
                          !strcmp(t, "bf16gemm");
+            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") ||
+                         !strcmp(t, "bf16gemm") || !strcmp(t, "q8linear");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1663,6 +1754,7 @@ int main(int argc, char **argv)
         printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
         printf("%-10s %-8s %s\n", "bf16gemm", "-", "bf16 matmul 512^3, 2048^3 against f32 cblas_sgemm, interleaved rounds");
         printf("%-10s %-8s %s\n", "generic", "-", "W1-W4 generic/specialized kernels, interleaved; a 64-size stream");
+        printf("%-10s %-8s %s\n", "q8linear", "-", "i8-weight linear [1|8|256,4096]x[4096,4096]^T against f32, interleaved");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
             printf(" %s", knob_table[i].name);
@@ -1689,5 +1781,7 @@ int main(int argc, char **argv)
         bf16_gemm();
     if (wanted("generic"))
         generic_ratios();
+    if (wanted("q8linear"))
+        q8_linear();
     return failures ? 1 : 0;
 }

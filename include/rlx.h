@@ -107,6 +107,7 @@ typedef enum {
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm");
  *   narrow integers go through i64 (or f32 where the op needs floats) and
  *   come back in the dtype the op's rule gives (i8 @ i8 is i8, wrapping).
+ *   rlx_linear_q8 reads its i8/u8 weights as they are (no widened copy).
  * - Composites (the activations, softmax, log_softmax, layer/rms/batch/
  *   group norm, dropout, cross entropies, rope, spline_activation,
  *   mean/var/std/norm/logsumexp, linear and conv2d with their bias) also
@@ -837,6 +838,41 @@ RLX_API rlx_tensor *rlx_synth_reconstruct(rlx_tensor *indices, rlx_tensor *codeb
  * ctr = linspace(grid_min, grid_max, G), h = (grid_max - grid_min)/(G-1). */
 RLX_API rlx_tensor *rlx_spline_activation(rlx_tensor *x, rlx_tensor *coeff, int num_basis,
                                           double grid_min, double grid_max);
+
+/* Quantized linear for inference: x [..., in] . W^T + b -> [..., out] with
+ * int8 weights wq [out, in] (PyTorch's layout), i8 or u8, dequantized per
+ * output channel: W[n, k] = (wq[n, k] - zero_point[n]) * scale[n].
+ * x: f32, f64, f16 or bf16; the result has x's dtype. scale [out] and b
+ * [out] (may be NULL) any float dtype, used in the compute dtype: f32
+ * (f64 for f64 x), accumulating in it; f16/bf16 results are rounded once.
+ * zero_point [out] of wq's dtype or i32, NULL for 0 (symmetric). The
+ * weights are read as bytes (a quarter of f32's traffic) and dequantized
+ * to f32 panels while packing. rlx_grad: x and b get their gradients; the
+ * quantized weight is frozen: scale gets zeros, and wq and zero_point,
+ * integers, are refused as wrt. Errors: NULL argument RLX_E_ARG; x, scale
+ * or b not float, wq not i8/u8, zero_point of another dtype RLX_E_DTYPE;
+ * wq not rank 2, x not ending in in, scale/zero_point/b not [out]
+ * RLX_E_SHAPE. */
+RLX_API rlx_tensor *rlx_linear_q8(rlx_tensor *x, rlx_tensor *wq, rlx_tensor *scale, rlx_tensor *zero_point,
+                                  rlx_tensor *b);
+/* Quantizes a float tensor w per channel along axis (0 for a linear
+ * weight [out, in]) into *wq of dtype dt, *scale [C] f32 and, for u8,
+ * *zero_point [C] u8 (C = w's length on axis), so that
+ * rlx_linear_q8(x, *wq, *scale, *zero_point, b) approximates
+ * rlx_linear(x, w, b). Codes are round-half-even of w / scale (computed in
+ * f32, f64 for f64 w, with the f32 scale), saturated:
+ *   RLX_I8 symmetric: scale = amax / 127 over the channel, codes in
+ *     [-127, 127]; *zero_point (may be NULL) gets NULL.
+ *   RLX_U8 affine: lo = min(channel min, 0), hi = max(channel max, 0),
+ *     scale = (hi - lo) / 255, zero_point = round(-lo / scale) in [0, 255]
+ *     (0.0 is exact), codes = round(w / scale) + zero_point in [0, 255].
+ * A channel whose range is 0 (all zeros, or empty) gets scale 1: no
+ * division by zero, its codes are zero_point. w should be finite. Results
+ * are lazy new references. Errors: NULL w, wq, scale (or zero_point for
+ * u8) RLX_E_ARG; dt not i8/u8 or w not float RLX_E_DTYPE; rank-0 w
+ * RLX_E_SHAPE; axis out of range RLX_E_ARG. On error the outputs are NULL. */
+RLX_API rlx_status rlx_quantize_per_channel(rlx_tensor *w, rlx_dtype dt, int axis, rlx_tensor **wq,
+                                            rlx_tensor **scale, rlx_tensor **zero_point);
 
 /* ------------------------------------------------- realization, readback */
 

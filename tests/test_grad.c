@@ -408,6 +408,11 @@ static rlx_tensor *synth_idx(void)
 B(synth_matmul, rlx_synth_matmul(a, synth_idx(), b))
 B(synth_reconstruct, rlx_mul(rlx_synth_reconstruct(synth_idx(), a), rlx_synth_reconstruct(synth_idx(), a)))
 B(spline, rlx_spline_activation(a, b, 5, -1, 1))
+/* u8 weights [3, 5] with zero points: d/dx and d/db (the weight is frozen) */
+static const uint8_t q8_codes[15] = {0, 255, 128, 7, 200, 130, 1, 90, 255, 64, 128, 128, 17, 33, 250};
+B(linear_q8, rlx_linear_q8(a, rlx_from_data(RLX_U8, 2, (const int64_t[]){3, 5}, q8_codes),
+                           rlx_from_data(RLX_F32, 1, (const int64_t[]){3}, (const float[]){0.02f, 0.01f, 0.03f}),
+                           rlx_from_data(RLX_U8, 1, (const int64_t[]){3}, (const uint8_t[]){128, 120, 0}), b))
 #undef B
 
 #define R1(n0) 1, {1}, {{n0}}
@@ -584,6 +589,7 @@ static const gcase cases[] = {
     {"synth_matmul", b_synth_matmul, 2, {2, 2}, {{2, 4}, {4, 2}}, -1, 1, 0, 0},
     {"synth_reconstruct", b_synth_reconstruct, R2(4, 2), -1, 1, 0, 0},
     {"spline", b_spline, 2, {3, 2}, {{2, 2, 3}, {3, 5}}, -1.2, 1.2, 0, 0},
+    {"linear_q8", b_linear_q8, 2, {3, 1}, {{2, 2, 5}, {3}}, -1, 1, 0, 0},
 };
 #define NCASES ((int)(sizeof cases / sizeof *cases))
 

@@ -379,6 +379,16 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
         *n = 6;
         break;
     }
+    case IR_OP_QMATMUL: { /* x [2,3] . ((wq - zp) * scale)^T, W = [[0, -1.5, 1], [2, 10, 0]] */
+        ir_node *wq = input_shape(RLX_I8, 2, S23, (const double[]){1, -2, 3, 0, 4, -1});
+        ir_node *sc = input_shape(dt, 1, (const int64_t[]){2}, (const double[]){0.5, 2});
+        ir_node *zp = input_shape(RLX_I32, 1, (const int64_t[]){2}, (const double[]){1, -1});
+        r = make(op, 4, (ir_node *[]){input(dt, AV, NULL), wq, sc, zp}, NULL);
+        static const double w14[] = {1, -8, 1, 11};
+        w = w14;
+        *n = 4;
+        break;
+    }
     default: test_fail(__FILE__, __LINE__, "%s is not a library case", ir_ops[op].name); break;
     }
     if (want && w)
@@ -428,6 +438,7 @@ static const opcase CASES[] = {
     {IR_OP_RAND_SEEDED, NULL, b_library, FLT, 0},
     /* c64 only: every_primitive_on_c64 */
     {IR_OP_CONJ, NULL, NULL, 0, 0}, {IR_OP_IMAG, NULL, NULL, 0, 0}, {IR_OP_COMPLEX, NULL, NULL, 0, 0},
+    {IR_OP_QMATMUL, NULL, b_library, (1u << RLX_F32) | (1u << RLX_F64), 0}, /* x's dtype; wq is i8 */
 };
 #define NCASES ((int)(sizeof CASES / sizeof *CASES))
 
@@ -788,6 +799,8 @@ API(attention, rlx_attention(rlx_reshape(a, 3, S123), rlx_reshape(b, 3, S123), r
                              RLX_MASK_CAUSAL, 0))
 API(sort, rlx_sort(a, 1, false)) API(argsort, rlx_argsort(a, 1, true)) API(topk, topk_values(a))
 API(scaled_matmul, rlx_scaled_matmul(a, b, RLX_FP8_E4M3, 0))
+API(linear_q8, rlx_linear_q8(a, rlx_from_data(RLX_I8, 2, S23, (const int8_t[]){1, -2, 3, 0, 4, -1}),
+                             tf32(1, (const int64_t[]){2}, (const float[]){0.5f, 2}), NULL, rlx_select(b, 1, 0)))
 #undef API
 
 #define BOOL_ (1u << RLX_BOOL)
@@ -826,6 +839,7 @@ static const apicase API_CASES[] = {
     AC(ifft, R_FLOAT, 0), AC(conv2d, R_FLOAT, BOOL_), AC(conv1d, R_FLOAT, BOOL_), AC(conv_transpose2d, R_FLOAT, BOOL_),
     AC(max_pool2d, R_FLOAT, BOOL_), AC(avg_pool2d, R_FLOAT, BOOL_), AC(attention, R_FLOAT, BOOL_), AC(sort, R_SAME, 0),
     AC(argsort, R_I64, 0), AC(topk, R_SAME, 0), AC(scaled_matmul, R_F32, BOOL_),
+    AC(linear_q8, R_SAME, ~FLT),
 };
 #undef AC
 #undef SKIP

@@ -1,6 +1,9 @@
-"""Matrix products (matmul, einsum, linear) and solvers (solve, inv)."""
+"""Matrix products (matmul, einsum, linear, linear_q8) and solvers (solve, inv)."""
 
-from ._base import _lib, _clear, _act
+import operator
+
+from ._base import _lib, _clear, _act, _check, _pieces
+from ._dtypes import _dtype
 from ._tensor import _wrap, _tt, _opt, _h, _apply, _attach, _handles
 from ._elementwise import _operand
 
@@ -35,6 +38,35 @@ def linear(x, weight, bias=None, act=None):
     if act is None:
         return _wrap(_lib.rlx_linear(x._h, w._h, _h(b)))
     return _wrap(_lib.rlx_linear_act(x._h, w._h, _h(b), _act(act)))
+
+
+def linear_q8(x, wq, scale, zero_point=None, bias=None):
+    """x @ W.T + bias with int8 weights for inference: wq [out, in] int8 or
+    uint8, W[n, k] = (wq[n, k] - zero_point[n]) * scale[n]; scale and bias
+    [out] float, zero_point [out] of wq's dtype or int32 (None: 0). x is
+    float32, float64, float16 or bfloat16; the result has x's dtype
+    (computed in float32, float64 for float64 x). Gradients reach x and
+    bias only: the quantized weight is frozen."""
+    x, w, s = _tt(x), _tt(wq), _tt(scale)
+    z, b = _opt(zero_point), _opt(bias)
+    _clear()
+    return _wrap(_lib.rlx_linear_q8(x._h, w._h, s._h, _h(z), _h(b)))
+
+
+def quantize_per_channel(w, dtype="int8", axis=0):
+    """(wq, scale, zero_point) quantizing the float w per channel along axis
+    (0 for a linear weight [out, in]) so that linear_q8(x, wq, scale,
+    zero_point) approximates linear(x, w). int8: symmetric, scale =
+    amax / 127, codes in [-127, 127], zero_point None. uint8: affine over
+    [min(lo, 0), max(hi, 0)], scale = range / 255, uint8 zero points.
+    Codes round half to even and saturate; an all-zero channel gets scale 1.
+    scale is float32 [C]."""
+    w = _tt(w)
+    dt = _dtype(dtype)
+    q, s, z = _pieces(1), _pieces(1), _pieces(1)
+    _clear()
+    _check(_lib.rlx_quantize_per_channel(w._h, dt.code, operator.index(axis), q, s, z))
+    return _wrap(q[0]), _wrap(s[0]), (_wrap(z[0]) if z[0] else None)
 
 
 def linear_act(x, weight, bias, act):

@@ -59,6 +59,7 @@ COVERAGE = {
     "rlx_fft": "fft", "rlx_ifft": "ifft", "rlx_fft_axis": "fft_axis", "rlx_fft_c": "fft_c",
     "rlx_complex": "complex", "rlx_real": "real", "rlx_imag": "imag", "rlx_conj": "conj",
     "rlx_scaled_matmul": "scaled_matmul", "rlx_synth_matmul": "synth_matmul",
+    "rlx_linear_q8": "linear_q8", "rlx_quantize_per_channel": "quantize_per_channel",
     "rlx_synth_reconstruct": "synth_reconstruct", "rlx_spline_activation": "spline_activation",
     "rlx_realize": "Tensor.realize", "rlx_realize_many": "realize", "rlx_read": "Tensor.read",
     "rlx_read_f32": "Tensor.read", "rlx_read_f64": "Tensor.read", "rlx_data": "Tensor.numpy",

@@ -23,6 +23,8 @@
  *   for a < 0, like log).
  *   rem (fmod): d/da = 1, d/db = -trunc(a/b).
  *   mxquant: straight-through.
+ *   qmatmul: the quantized weight is frozen: x gets g . W, scale zeros
+ *   (wq and zero points are integers and never need a gradient).
  *   attention: the masked softmax's own rule (a row with no visible key
  *   passes no gradient); a bool mask has none, a float (additive) mask gets
  *   dS, which is 0 where a key is dropped.
@@ -740,6 +742,19 @@ static void vjp_mxquant(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     dx[0] = as_dtype(g, n->src[0]); /* straight-through */
 }
 
+/* y = x . W^T, W = (wq - zp) * scale dequantized in y's dtype: dx = g . W. */
+static void vjp_qmatmul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    ir_node *s = n->src[2];
+    dx[2] = need[2] ? rlx_zeros(s->dtype, s->rank, s->shape) : NULL;
+    if (!need[0])
+        return;
+    rlx_tensor *w = rlx_cast(T(n->src[1]), n->dtype);
+    if (n->nsrc > 3)
+        w = rlx_sub(w, rlx_unsqueeze(rlx_cast(T(n->src[3]), n->dtype), 1));
+    dx[0] = rlx_matmul(g, rlx_mul(w, rlx_unsqueeze(T(s), 1)));
+}
+
 /* ---------------------------------------------------------------- table */
 
 #define LEAF(op) [op] = {AD_LEAF, NULL}
@@ -833,6 +848,7 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     ZERO(IR_OP_CONJ),
     ZERO(IR_OP_IMAG),
     ZERO(IR_OP_COMPLEX),
+    RULE(IR_OP_QMATMUL, vjp_qmatmul),
 };
 
 #undef LEAF

@@ -58,7 +58,11 @@ rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b)
     return dtypes[s].size > dtypes[u].size ? s : signed_of_size(2 * dtypes[u].size);
 }
 
-bool ir_lib_takes(ir_op op, rlx_dtype dt) { return !ir_dtype_is_narrow(dt) || (op == IR_OP_MATMUL && dt == RLX_BF16); }
+bool ir_lib_takes(ir_op op, rlx_dtype dt)
+{
+    return !ir_dtype_is_narrow(dt) || (op == IR_OP_MATMUL && dt == RLX_BF16) ||
+           (op == IR_OP_QMATMUL && (dt == RLX_I8 || dt == RLX_U8)); /* the int8 weights themselves */
+}
 
 bool ir_c64_takes(ir_op op)
 {

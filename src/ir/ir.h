@@ -163,7 +163,8 @@ rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b);
 /* "f32", ...; "?" for a value that is not a dtype (records no error). */
 const char *ir_dtype_name(rlx_dtype dt);
 /* True when the library kernel of op computes dt itself: the wide dtypes,
- * and bf16 matmul (oneDNN or widened blocks, runtime/kernels/blas.c); the
+ * bf16 matmul (oneDNN or widened blocks, runtime/kernels/blas.c) and the
+ * i8/u8 weights of qmatmul (runtime/kernels/q8gemm.c); the
  * tensor layer widens other narrow sources around it (ts_make_lib). */
 bool ir_lib_takes(ir_op op, rlx_dtype dt);
 /* True when ops.def says the JIT computes op on dt in a LOOP kernel. */

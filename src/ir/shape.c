@@ -250,6 +250,19 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             FAIL("mxquant needs float input and a format");
         *dt = RLX_F32;
         return true;
+    case IR_OP_QMATMUL: {
+        const ir_node *w = nsrc > 1 ? src[1] : NULL, *s = nsrc > 2 ? src[2] : NULL, *z = nsrc > 3 ? src[3] : NULL;
+        if (nsrc < 3 || nsrc > 4 || (x->dtype != RLX_F32 && x->dtype != RLX_F64) || x->rank < 1 ||
+            (w->dtype != RLX_I8 && w->dtype != RLX_U8) || w->rank != 2 || s->dtype != x->dtype || s->rank != 1 ||
+            s->shape[0] != w->shape[0] ||
+            (z && (z->rank != 1 || z->shape[0] != w->shape[0] || (z->dtype != w->dtype && z->dtype != RLX_I32))))
+            FAIL("qmatmul needs x [...,K] f32/f64, wq [N,K] i8/u8, scale [N] of x's dtype, zero point [N]");
+        if (x->shape[x->rank - 1] >= 0 && w->shape[1] >= 0 && x->shape[x->rank - 1] != w->shape[1])
+            FAIL("qmatmul of x with K = %lld and wq [%lld,%lld]", (long long)x->shape[x->rank - 1],
+                 (long long)w->shape[0], (long long)w->shape[1]);
+        shape[x->rank - 1] = w->shape[0];
+        return true;
+    }
     case IR_OP_ATTENTION: {
         ir_node *k = nsrc > 1 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL, *m = nsrc > 3 ? src[3] : NULL;
         int h = a->attn.heads, hk = a->attn.kv_heads, d = a->attn.head_dim;

@@ -170,6 +170,9 @@ static inline void rt_iter_next(rt_iter *it)
 typedef rlx_status (*rt_eval_fn)(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 /* The reference evaluator of op (NULL if none): also the fallback of the JIT. */
 rt_eval_fn rt_ref_eval_fn(ir_op op);
+/* The JIT's evaluator of op: the fast library kernel where the oracle has a
+ * reference of its own (qmatmul), else rt_ref_eval_fn(op). */
+rt_eval_fn rt_lib_eval_fn(ir_op op);
 rlx_status rt_eval_leaf(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_rand_seeded(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_elementwise(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
@@ -209,6 +212,10 @@ rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_mxquant(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+/* QMATMUL: oracle/ref_quant.c (double, the reference) and kernels/q8gemm.c
+ * (weights dequantized to f32/f64 panels while packing, then gemm). */
+rlx_status rt_eval_qmatmul_ref(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 
 /* Publishes v as the realized payload of root: in place when v is
  * contiguous, otherwise as a contiguous copy (rlx_data promises one). */

@@ -307,7 +307,7 @@ static rlx_status run_ref(exec *e, long i)
     rt_ctx *ctx = e->ctx;
     rt_view in[IR_MAX_RANK + 8], *inputs = in;
     int ns = n->nsrc, got = 0;
-    rt_eval_fn fn = rt_ref_eval_fn(n->op);
+    rt_eval_fn fn = rt_lib_eval_fn(n->op);
     if (!fn)
         return rt_fail(ctx, RLX_E_INTERNAL, "no reference evaluator for %s", ir_ops[n->op].name);
     if (ns > (int)(sizeof in / sizeof *in) && !(inputs = ir_alloc((size_t)ns * sizeof *inputs)))

@@ -126,9 +126,12 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
     [IR_OP_ARGSORT] = rt_eval_argsort, [IR_OP_MULTINOMIAL] = rt_eval_multinomial,
     [IR_OP_RAND_SEEDED] = rt_eval_rand_seeded,
     [IR_OP_CONJ] = rt_eval_elementwise, [IR_OP_IMAG] = rt_eval_elementwise, [IR_OP_COMPLEX] = rt_eval_elementwise,
+    [IR_OP_QMATMUL] = rt_eval_qmatmul_ref,
 };
 
 rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }
+
+rt_eval_fn rt_lib_eval_fn(ir_op op) { return op == IR_OP_QMATMUL ? rt_eval_qmatmul : rt_ref_eval_fn(op); }
 
 static void view_release(rt_ctx *ctx, const ir_node *n, rt_view *v, bool owned_payload)
 {
