@@ -1172,6 +1172,8 @@ static void generic_ratios(void)
     rlx_release(tg);
     free(g);
     free(x);
+}
+
 /* ------------------------------------------------------------ q8linear */
 
 /* rlx_linear_q8 (i8 weights, a quarter of the bytes) against rlx_linear
@@ -1720,8 +1722,6 @@ static int parse_args(int argc, char **argv)
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
-                         !strcmp(t, "bf16gemm");
-            bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") ||
                          !strcmp(t, "bf16gemm") || !strcmp(t, "q8linear");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
