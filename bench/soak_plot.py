@@ -51,6 +51,9 @@ def main():
     ax.plot([x / 60 for x in t], rss, label="resident memory (MiB)")
     ax.plot([x / 60 for x in t], kc, label="kernel cache (MiB)")
     ax.plot([x / 60 for x in t], pc, label="plan cache (MiB)")
+    if "malloc_held_mib" in rows[0]:  # rlx-soak's glibc figures, when it had them
+        for key, what in (("malloc_held_mib", "malloc held"), ("malloc_used_mib", "malloc in use")):
+            ax.plot([x / 60 for x in t], [float(r[key]) for r in rows], label=f"{what} (MiB)")
     if a.budget:
         ax.axhline(a.budget / 2**20, color="gray", linestyle=":", label="kernel-cache budget")
     ax.set_xlabel("minutes")
