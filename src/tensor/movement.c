@@ -378,6 +378,25 @@ rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index)
     return ts_wrap(r);
 }
 
+/* The pieces made in place of out[0..n) (as nodes) become handles; when
+ * one failed (NULL), the ones before it are released instead and out is
+ * cleared. */
+static rlx_status split_finish(ir_node **pieces, int n, rlx_tensor **out)
+{
+    for (int i = 0; i < n; i++) {
+        if (pieces[i])
+            continue;
+        for (int j = 0; j < i; j++) {
+            ir_release(pieces[j]);
+            out[j] = NULL;
+        }
+        return rlx_last_status();
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = ts_wrap(pieces[i]);
+    return RLX_OK;
+}
+
 /* Cuts axis ax of x into n pieces of the given sizes (already checked).
  * Handles are made only once every piece exists, so a failure leaves no
  * handle in a scope and every out[i] NULL. */
@@ -388,17 +407,10 @@ static rlx_status split_into(const char *fn, ir_node *x, int ax, int n, const in
     for (int i = 0; i < n; i++) {
         pieces[i] = slice_axis(fn, x, ax, at, 1, sizes[i]);
         at += sizes[i];
-        if (!pieces[i]) {
-            for (int j = 0; j < i; j++) {
-                ir_release(pieces[j]);
-                out[j] = NULL;
-            }
-            return rlx_last_status();
-        }
+        if (!pieces[i])
+            break;
     }
-    for (int i = 0; i < n; i++)
-        out[i] = ts_wrap(pieces[i]);
-    return RLX_OK;
+    return split_finish(pieces, n, out);
 }
 
 /* rlx_split of a dynamic axis: one size is -1, the rest of the axis;
@@ -438,17 +450,10 @@ static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const
             pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | after), 1, sizes[i]);
             after -= sizes[i];
         }
-        if (!pieces[i]) {
-            for (int j = 0; j < i; j++) {
-                ir_release(pieces[j]);
-                out[j] = NULL;
-            }
-            return rlx_last_status();
-        }
+        if (!pieces[i])
+            break;
     }
-    for (int i = 0; i < n; i++)
-        out[i] = ts_wrap(pieces[i]);
-    return RLX_OK;
+    return split_finish(pieces, n, out);
 }
 
 static bool split_args(const char *fn, rlx_tensor *x, int axis, int n, rlx_tensor **out, int *ax)
