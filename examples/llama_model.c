@@ -194,11 +194,26 @@ static void attn_in(const llama_model *m, int l, rlx_tensor *h, rlx_tensor *pos,
 }
 
 /* Causal grouped-query attention (aligned bottom right: a query of the
- * decode step sees every key). */
-static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v)
+ * decode step sees every key), with keep (NULL, or bool broadcast to the
+ * scores) dropping the keys it marks false. */
+static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *keep)
 {
-    const rlx_attention_opts o = {.num_kv_heads = m->cfg.kv_heads, .mask = RLX_MASK_CAUSAL};
+    const rlx_attention_opts o = {.num_kv_heads = m->cfg.kv_heads, .mask = RLX_MASK_CAUSAL, .attn_mask = keep};
     return rlx_attention_ex(q, k, v, m->cfg.heads, head_dim(&m->cfg), &o);
+}
+
+/* The keys the decode step attends to, [1, 1, 1, L + 1] bool, from the
+ * keys kall [1, L + 1, kv_dim] (the past, then the new row): the past rows
+ * j < pos (a caller may bind more rows than it has filled) and the new
+ * row j = L. Row indices are an exclusive running sum of ones over the
+ * dynamic axis and L + 1 their sum (there is no arange of a dynamic
+ * length); all elementwise over one shape, so one plan serves every L. */
+static rlx_tensor *keep_mask(rlx_tensor *kall, rlx_tensor *pos)
+{
+    rlx_tensor *one = rlx_ones_like(rlx_narrow(kall, 2, 0, 1)); /* [1, L + 1, 1] */
+    rlx_tensor *row = rlx_cumsum(one, 1, true), *last = rlx_sub_s(rlx_sum(one, (int[]){1}, 1, true), 1);
+    rlx_tensor *keep = rlx_logical_or(rlx_lt(row, rlx_cast(pos, rlx_dtype_of(kall))), rlx_ge(row, last));
+    return rlx_reshape(keep, 4, (int64_t[]){1, 1, 1, -1});
 }
 
 /* The rest of layer l after attention: output linear, residual, SwiGLU
@@ -235,7 +250,7 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
     for (int l = 0; l < m->cfg.layers; l++) {
         rlx_tensor *q, *k, *v;
         attn_in(m, l, h, NULL, &q, &k, &v);
-        h = layer_out(m, l, h, attend(m, q, k, v));
+        h = layer_out(m, l, h, attend(m, q, k, v, NULL));
     }
     rlx_tensor *logits = classify(m, h, s);
     if (logits)
@@ -252,13 +267,15 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
     const int64_t row[2] = {1, llama_kv_dim(c)};
     rlx_status rc = RLX_OK;
     rlx_scope_begin();
-    rlx_tensor *h = embed(m, token, 1);
+    rlx_tensor *h = embed(m, token, 1), *keep = NULL;
     for (int l = 0; l < nl; l++) {
         rlx_tensor *q, *kn, *vn;
         attn_in(m, l, h, pos, &q, &kn, &vn);
         /* The past rows and the new one: [1, L + 1, kv_dim]. */
-        rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn};
-        h = layer_out(m, l, h, attend(m, q, rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1)));
+        rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn}, *kall = rlx_cat(ks, 2, 1);
+        if (!keep) /* (one mask for every layer) */
+            keep = keep_mask(kall, pos);
+        h = layer_out(m, l, h, attend(m, q, kall, rlx_cat(vs, 2, 1), keep));
         out[1 + l] = rlx_reshape(kn, 2, row);
         out[1 + nl + l] = rlx_reshape(vn, 2, row);
     }
@@ -293,6 +310,7 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
     const int nl = c->layers;
     memset(d, 0, sizeof *d);
     d->m = m;
+    d->bucket = 1;
     const int64_t tsh[2] = {1, 1}, psh[1] = {1}, csh[3] = {1, SYM_L, llama_kv_dim(c)};
     rlx_status rc;
     rlx_scope_begin();
@@ -309,7 +327,8 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
     rlx_scope_end(); /* (the outputs escaped into this scope: the program holds the graph) */
     size_t bytes = (size_t)c->max_seq * (size_t)llama_kv_dim(c) * (c->dtype == RLX_F32 ? 4 : 8);
     for (int l = 0; l < nl && rc == RLX_OK; l++)
-        if (!(d->kc[l] = malloc(bytes)) || !(d->vc[l] = malloc(bytes)))
+        /* zeroed: rows past a sequence's end may be bound (masked) and must be finite */
+        if (!(d->kc[l] = calloc(1, bytes)) || !(d->vc[l] = calloc(1, bytes)))
             rc = RLX_E_NOMEM;
     if (rc != RLX_OK)
         llama_decoder_free(d);
@@ -338,7 +357,14 @@ static rlx_status decode(llama_decoder *d, int32_t token, void *logits, bool f64
         return RLX_E_ARG;
     }
     const int32_t posv = (int32_t)L;
-    const int64_t tsh[2] = {1, 1}, csh[3] = {1, L, kvd};
+    /* The rows bound: L, or L + 1 rounded up to the bucket (the rows from
+     * L on are masked), so that few distinct lengths are ever planned. */
+    int64_t rows = L;
+    if (d->bucket > 1) {
+        rows = (L + 1 + d->bucket - 1) / d->bucket * d->bucket;
+        rows = rows < c->max_seq ? rows : c->max_seq;
+    }
+    const int64_t tsh[2] = {1, 1}, csh[3] = {1, rows, kvd};
     rlx_binding bind[2 + 2 * LLAMA_MAX_LAYERS];
     char names[2 * LLAMA_MAX_LAYERS][16];
     rlx_tensor *out[1 + 2 * LLAMA_MAX_LAYERS];

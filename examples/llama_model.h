@@ -31,11 +31,17 @@
  *                      of L serves the whole step. Outputs: the logits
  *                      [1, V], then the new token's k rows [1, kv_dim] of
  *                      every layer, then its v rows. Inside, each layer
- *                      attends over cat(past, new) of length L + 1.
+ *                      attends over cat(past, new) of length L + 1,
+ *                      the past rows j >= pos masked: a caller may bind
+ *                      more rows than it has filled (llama_decoder's
+ *                      bucket), so that few lengths are ever planned.
  * The decoder keeps per-layer cache buffers of capacity max_seq rows and
  * binds rlx_from_blob views of their first L rows (no copy by the
  * caller), then appends the returned rows. A new L re-plans the program
- * (kernels are size-generic: nothing is compiled after the first step).
+ * (kernels are size-generic: nothing is compiled after the first two
+ * steps, L = 0 and L = 1); the program keeps 8 plans, so with bucket 1
+ * every token of a long sequence re-plans, with bucket >= max_seq / 8
+ * none does after the first pass over the lengths.
  */
 #ifndef LLAMA_MODEL_H
 #define LLAMA_MODEL_H
@@ -93,6 +99,8 @@ typedef struct {
     rlx_program *prog;
     void *kc[LLAMA_MAX_LAYERS], *vc[LLAMA_MAX_LAYERS]; /* owns: max_seq x kv_dim elements each */
     int64_t pos;                                       /* tokens in the caches */
+    int bucket; /* 1 (llama_decoder_init's): bind the first pos rows; b > 1: pos + 1 rounded up
+                 * to a multiple of b (at most max_seq), the rows from pos on masked */
 } llama_decoder;
 
 /* The decode step's outputs over the given inputs (token [1, 1], pos [1],

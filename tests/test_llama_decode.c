@@ -54,6 +54,59 @@ static double *forward_values(const llama_model *m, const int32_t *tokens, int n
     return v;
 }
 
+/* Decodes tokens twice (the second time over the stale caches of the
+ * first) with the cache views rounded up to bucket rows, and compares the
+ * logits with the full forward's. */
+static void decode_run(const llama_model *m, const char *be, int bucket, const int32_t *tokens, const double *full,
+                       double rtol)
+{
+    const rlx_dtype dt = m->cfg.dtype;
+    const bool jit = strcmp(be, "jit") == 0;
+    llama_decoder d;
+    if (llama_decoder_init(&d, m) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "%s: decoder init: %s", be, rlx_last_error());
+        return;
+    }
+    d.bucket = bucket;
+    double worst = 0, got[VOCAB], spread = 0;
+    rlx_stats_t s0, s1;
+    for (int round = 0; round < 2; round++) { /* round 1 restarts over the caches of round 0 */
+        d.pos = 0;
+        for (int t = 0; t < SEQ; t++) {
+            CHECK_EQ_INT(llama_decode_step_f64(&d, tokens[t], got), RLX_OK);
+            /* L = 0 plans the cat of an empty past as a copy of the new
+             * row, its own kernel; L >= 1 share one size-generic cat. */
+            if (round == 0 && t == 1)
+                rlx_stats(&s0);
+            double e = row_error(got, full + t * VOCAB, VOCAB);
+            worst = e > worst ? e : worst;
+            for (int j = 0; j < VOCAB; j++)
+                spread = fabs(got[j]) > spread ? fabs(got[j]) : spread;
+        }
+    }
+    rlx_stats(&s1);
+    CHECK(spread > 0.5); /* the logits are not all near 0 */
+    CHECK_EQ_INT(d.pos, SEQ);
+    if (jit) /* the JIT compiles at the first two steps only: every L after them re-plans */
+        CHECK_EQ_INT(s1.kernels_compiled, s0.kernels_compiled);
+    int64_t prepared = -1;
+    CHECK_EQ_INT(rlx_program_specs(d.prog, NULL, &prepared), RLX_OK);
+    if (jit && bucket == 8) /* lengths 8, 16, 24, each planned once (8 plans are kept) */
+        CHECK_EQ_INT(prepared, 3);
+    if (jit && bucket == 1) /* every length, twice: 24 > 8 plans kept */
+        CHECK_EQ_INT(prepared, 2 * SEQ);
+    if (getenv("LLAMA_TEST_VERBOSE"))
+        printf("  %s %s bucket %d: worst |decode - full| / max|logit| = %g over %d positions\n", be,
+               rlx_dtype_name(dt), bucket, worst, SEQ);
+    if (worst > rtol)
+        test_fail(__FILE__, __LINE__, "%s %s bucket %d: decode logits differ from the full forward (rel %g > %g)",
+                  be, rlx_dtype_name(dt), bucket, worst, rtol);
+    CHECK_EQ_INT(llama_decode_step(&d, 1, NULL), RLX_E_ARG); /* the caches are full */
+    d.pos = 0;
+    CHECK_EQ_INT(llama_decode_step(&d, VOCAB, NULL), RLX_E_ARG); /* no such token */
+    llama_decoder_free(&d);
+}
+
 static void decode_matches_forward(rlx_dtype dt, double rtol)
 {
     const llama_config c = small(dt);
@@ -76,45 +129,9 @@ static void decode_matches_forward(rlx_dtype dt, double rtol)
                           be, rlx_dtype_name(dt), n);
             free(pre);
         }
-        llama_decoder d;
-        if (!full || llama_decoder_init(&d, &m) != RLX_OK) {
-            test_fail(__FILE__, __LINE__, "%s: decoder init: %s", be, rlx_last_error());
-            free(full);
-            llama_free(&m);
-            continue;
-        }
-        double worst = 0, got[VOCAB], spread = 0;
-        rlx_stats_t s0, s1;
-        for (int round = 0; round < 2; round++) { /* round 1 restarts over the caches of round 0 */
-            d.pos = 0;
-            for (int t = 0; t < SEQ; t++) {
-                CHECK_EQ_INT(llama_decode_step_f64(&d, tokens[t], got), RLX_OK);
-                /* L = 0 plans the cat of an empty past as a copy of the new
-                 * row, its own kernel; L >= 1 share one size-generic cat. */
-                if (round == 0 && t == 1)
-                    rlx_stats(&s0);
-                double e = row_error(got, full + t * VOCAB, VOCAB);
-                worst = e > worst ? e : worst;
-                for (int j = 0; j < VOCAB; j++)
-                    spread = fabs(got[j]) > spread ? fabs(got[j]) : spread;
-            }
-        }
-        rlx_stats(&s1);
-        CHECK(spread > 0.5); /* the logits are not all near 0 */
-        CHECK_EQ_INT(d.pos, SEQ);
-        if (b) /* the JIT compiles at the first two steps only: every L after them re-plans */
-            CHECK_EQ_INT(s1.kernels_compiled, s0.kernels_compiled);
-        if (getenv("LLAMA_TEST_VERBOSE"))
-            printf("  %s %s: worst |decode - full| / max|logit| = %g over %d positions\n", be, rlx_dtype_name(dt),
-                   worst, SEQ);
-        if (worst > rtol)
-            test_fail(__FILE__, __LINE__, "%s %s: decode logits differ from the full forward (rel %g > %g)", be,
-                      rlx_dtype_name(dt), worst, rtol);
-        CHECK_EQ_INT(llama_decode_step(&d, 1, NULL), RLX_E_ARG); /* the caches are full */
-        d.pos = 0;
-        CHECK_EQ_INT(llama_decode_step(&d, VOCAB, NULL), RLX_E_ARG); /* no such token */
+        for (int bucket = 1; bucket <= 8 && full; bucket += 7)
+            decode_run(&m, be, bucket, tokens, full, rtol);
         free(full);
-        llama_decoder_free(&d);
         llama_free(&m);
     }
 }
