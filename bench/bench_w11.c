@@ -6,14 +6,17 @@
  * examples/llama_model.c, the KV caches growing by a row per token.
  *
  * Each round generates --tokens tokens after a 1-token prompt at 1 and at
- * 2 threads, and measures the weight-streaming limit: the time to read
+ * 2 threads, with the cache views of exactly L rows (bucket 1: a new
+ * length, so a new plan, per token) and rounded up to --bucket rows
+ * (default 32: 8 lengths over max_seq 256, all kept planned), and
+ * measures the weight-streaming limit: the time to read
  * every weight byte once (a plain C loop summing the weight buffers, this
  * file is built -O3 -march=native), all interleaved in one process; each
  * figure is its best over the rounds. Prints ms/token at each thread
  * count, the limit, and the ratio decode / limit at 1 thread (W11's
  * target: <= 1.3).
  *
- * Then how a token's time splits at 1 thread, by timers:
+ * Then how a token's time splits at 1 thread and bucket 1, by timers:
  *   gemv      a program of the step's m = 1 products alone (per layer q,
  *             k, v, o, w1, w3, w2; the classifier), same weights, run
  *             once per token;
@@ -24,7 +27,7 @@
  *   rest      the step's time less the three (norms, rope, cat, silu,
  *             residuals, the caller's binding and appending, argmax).
  *
- *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--quick]
+ *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -210,41 +213,53 @@ static double attention_seconds(const llama_model *m, int n)
     return total;
 }
 
-/* Per token: a step at a new L minus the same step with its plan kept. */
-static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, float *logits, double *step_total)
+/* Per token: a step at a new L (its plan evicted) minus the same step
+ * again (its plan kept), each the best of rounds passes over the lengths. */
+static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, float *logits, int rounds,
+                             double *step_total)
 {
-    double extra = 0, kept = 0;
-    int32_t tok = 1;
-    for (int i = 0; i < n; i++) {
-        double t[2];
-        for (int rep = 0; rep < 2; rep++) {
-            d->pos = i;
-            double t0 = now();
-            if (llama_decode_step(d, tok, logits) != RLX_OK)
-                die("decode step");
-            t[rep] = now() - t0;
+    double *t = malloc((size_t)(2 * n) * sizeof *t);
+    for (int i = 0; i < 2 * n; i++)
+        t[i] = 1e9;
+    for (int r = 0; r < rounds; r++) {
+        int32_t tok = 1;
+        for (int i = 0; i < n; i++) {
+            for (int rep = 0; rep < 2; rep++) {
+                d->pos = i;
+                double t0 = now();
+                if (llama_decode_step(d, tok, logits) != RLX_OK)
+                    die("decode step");
+                double dt = now() - t0;
+                t[2 * i + rep] = dt < t[2 * i + rep] ? dt : t[2 * i + rep];
+            }
+            tok = tokens[i];
         }
-        extra += t[0] - t[1];
-        kept += t[1];
-        tok = tokens[i];
     }
+    double extra = 0, kept = 0;
+    for (int i = 0; i < n; i++) {
+        extra += t[2 * i] - t[2 * i + 1];
+        kept += t[2 * i + 1];
+    }
+    free(t);
     *step_total = kept + extra;
     return extra;
 }
 
 int main(int argc, char **argv)
 {
-    int ntok = 128, rounds = 5;
+    int ntok = 128, rounds = 5, bucket = 32;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             ntok = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
+            bucket = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
         else {
-            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--quick]\n");
+            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]\n");
             return 2;
         }
     }
@@ -255,9 +270,10 @@ int main(int argc, char **argv)
                              .max_seq = 32, .dtype = RLX_F32};
         ntok = ntok > 16 ? 16 : ntok;
         rounds = 2;
+        bucket = 4;
     }
-    if (ntok < 1 || ntok > cfg.max_seq || rounds < 1) {
-        fprintf(stderr, "rlx-bench-w11: --tokens must be 1..%d and --rounds >= 1\n", cfg.max_seq);
+    if (ntok < 1 || ntok > cfg.max_seq || rounds < 1 || bucket < 1) {
+        fprintf(stderr, "rlx-bench-w11: --tokens must be 1..%d, --rounds and --bucket >= 1\n", cfg.max_seq);
         return 2;
     }
     llama_model m;
@@ -276,43 +292,51 @@ int main(int argc, char **argv)
            "%d tokens after a 1-token prompt, best of %d rounds\n",
            cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.hidden, cfg.vocab, (double)bytes / 1e6, ntok, rounds);
 
-    /* Warm-up: the first steps compile the kernels; later rounds only re-plan. */
+    /* Warm-up: the first steps compile the kernels, and each bucket's
+     * lengths are planned; the rounds after only re-plan (bucket 1). */
     rlx_set_num_threads(1);
     rlx_stats_reset();
     double warm = generate(&d, ntok, toks[0], logits);
     rlx_stats(&s0);
-    double best[3] = {1e9, 1e9, 1e9}; /* 1 thread, 2 threads, the limit */
+    d.bucket = bucket;
+    generate(&d, ntok, toks[0], logits);
+    /* best[bucketed][threads - 1]; the limit */
+    double best[2][2] = {{1e9, 1e9}, {1e9, 1e9}}, limit = 1e9;
+    bool same = true;
     for (int r = 0; r < rounds; r++)
-        for (int t = 1; t <= 2; t++) {
-            rlx_set_num_threads(t);
-            double s = generate(&d, ntok, toks[t - 1], logits) / ntok;
-            best[t - 1] = s < best[t - 1] ? s : best[t - 1];
-            double lim = stream_weights(&m);
-            best[2] = lim < best[2] ? lim : best[2];
-        }
+        for (int bk = 0; bk < 2; bk++)
+            for (int t = 1; t <= 2; t++) {
+                rlx_set_num_threads(t);
+                d.bucket = bk ? bucket : 1;
+                double s = generate(&d, ntok, toks[1], logits) / ntok;
+                best[bk][t - 1] = s < best[bk][t - 1] ? s : best[bk][t - 1];
+                same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+                double lim = stream_weights(&m);
+                limit = lim < limit ? lim : limit;
+            }
     rlx_stats(&s1);
-    bool same = memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
     printf("compile %.1f ms; warm-up generation %.2f ms/token (%llu kernels compiled); after it %llu compiled\n",
            compile_s * 1e3, warm / ntok * 1e3, (unsigned long long)s0.kernels_compiled,
            (unsigned long long)(s1.kernels_compiled - s0.kernels_compiled));
-    printf("tokens: %d %d %d %d %d %d %d %d ... (1 and 2 threads %s)\n", toks[0][0], toks[0][1 % ntok],
-           toks[0][2 % ntok], toks[0][3 % ntok], toks[0][4 % ntok], toks[0][5 % ntok], toks[0][6 % ntok],
-           toks[0][7 % ntok], same ? "agree" : "DIFFER");
-    printf("decode 1 thread   %8.3f ms/token\n", best[0] * 1e3);
-    printf("decode 2 threads  %8.3f ms/token\n", best[1] * 1e3);
-    printf("weight streaming  %8.3f ms (%.1f GB/s, one thread)\n", best[2] * 1e3, (double)bytes / best[2] / 1e9);
-    printf("ratio decode/limit at 1 thread: %.2f (target <= 1.3); at 2 threads: %.2f\n", best[0] / best[2],
-           best[1] / best[2]);
+    printf("tokens: %d %d %d %d ... (every configuration %s)\n", toks[0][0], toks[0][1 % ntok], toks[0][2 % ntok],
+           toks[0][3 % ntok], same ? "agrees" : "DIFFERS");
+    printf("weight streaming   %8.3f ms (%.1f GB/s, one thread)\n", limit * 1e3, (double)bytes / limit / 1e9);
+    for (int bk = 0; bk < 2; bk++)
+        for (int t = 1; t <= 2; t++)
+            printf("decode bucket %-3d %d thread%s %8.3f ms/token  ratio to the limit %.2f%s\n", bk ? bucket : 1, t,
+                   t > 1 ? "s" : " ", best[bk][t - 1] * 1e3, best[bk][t - 1] / limit,
+                   t == 1 ? " (target <= 1.3)" : "");
 
-    /* The split, at 1 thread. */
+    /* The split, at 1 thread, bucket 1 (the plain design: a new L per token). */
     rlx_set_num_threads(1);
+    d.bucket = 1;
     generate(&d, ntok, toks[0], logits); /* the caches of this sequence */
     double step_total;
-    double replan = replan_seconds(&d, toks[0], ntok, logits, &step_total) / ntok;
+    double replan = replan_seconds(&d, toks[0], ntok, logits, rounds, &step_total) / ntok;
     double gemv = gemv_seconds(&m, rounds);
     double attn = attention_seconds(&m, ntok) / ntok;
     double step = step_total / ntok, rest = step - gemv - attn - replan;
-    printf("split of a token at 1 thread (this pass %.3f ms/token):\n", step * 1e3);
+    printf("split of a token at 1 thread, bucket 1 (%.3f ms/token in this pass; bucketed: replan ~0):\n", step * 1e3);
     printf("  gemv       %8.3f ms  %5.1f%%\n", gemv * 1e3, 100 * gemv / step);
     printf("  attention  %8.3f ms  %5.1f%%\n", attn * 1e3, 100 * attn / step);
     printf("  replan     %8.3f ms  %5.1f%%\n", replan * 1e3, 100 * replan / step);
