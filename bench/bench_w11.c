@@ -341,6 +341,8 @@ int main(int argc, char **argv)
     printf("  attention  %8.3f ms  %5.1f%%\n", attn * 1e3, 100 * attn / step);
     printf("  replan     %8.3f ms  %5.1f%%\n", replan * 1e3, 100 * replan / step);
     printf("  rest       %8.3f ms  %5.1f%%\n", rest * 1e3, 100 * rest / step);
+    rlx_set_num_threads(2);
+    printf("gemv alone at 2 threads: %.3f ms\n", gemv_seconds(&m, rounds) * 1e3);
 
     free(toks[0]);
     free(toks[1]);
