@@ -341,6 +341,10 @@ int main(int argc, char **argv)
     printf("  attention  %8.3f ms  %5.1f%%\n", attn * 1e3, 100 * attn / step);
     printf("  replan     %8.3f ms  %5.1f%%\n", replan * 1e3, 100 * replan / step);
     printf("  rest       %8.3f ms  %5.1f%%\n", rest * 1e3, 100 * rest / step);
+    double bstep = best[1][0], brest = bstep - gemv - attn;
+    printf("bucket %d at 1 thread (%.3f ms/token, no re-planning): gemv %.1f%%, attention %.1f%%, rest %.3f ms "
+           "(%.1f%%)\n",
+           bucket, bstep * 1e3, 100 * gemv / bstep, 100 * attn / bstep, brest * 1e3, 100 * brest / bstep);
     rlx_set_num_threads(2);
     printf("gemv alone at 2 threads: %.3f ms\n", gemv_seconds(&m, rounds) * 1e3);
 
