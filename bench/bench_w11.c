@@ -30,6 +30,8 @@
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
+ * --profile B: only decoding with bucket B at 1 thread, rounds times (to
+ * run under perf: bench/w11_profile.sh splits its samples).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -253,7 +255,7 @@ static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, flo
 
 int main(int argc, char **argv)
 {
-    int ntok = 128, rounds = 5, bucket = 32;
+    int ntok = 128, rounds = 5, bucket = 32, profile = 0;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
@@ -262,10 +264,12 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
             bucket = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
+            profile = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
         else {
-            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]\n");
+            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--profile B] [--quick]\n");
             return 2;
         }
     }
@@ -306,6 +310,17 @@ int main(int argc, char **argv)
     rlx_stats(&s0);
     d.bucket = bucket;
     generate(&d, ntok, toks[0], logits, NULL);
+    if (profile > 0) { /* decoding alone, for a profiler: rounds generations at 1 thread */
+        d.bucket = profile;
+        generate(&d, ntok, toks[0], logits, NULL);
+        double t = 0;
+        for (int r = 0; r < rounds; r++)
+            t += generate(&d, ntok, toks[0], logits, NULL);
+        printf("profile: bucket %d, %d x %d tokens, %.3f ms/token\n", profile, rounds, ntok, t / rounds / ntok * 1e3);
+        llama_decoder_free(&d);
+        llama_free(&m);
+        return 0;
+    }
     /* best[bucketed][threads - 1]: the best run; steps[...]: per step, the
      * best over the rounds (a 2 ms step is as likely as the 2 ms limit to
      * run between other processes' slices on a busy machine; a whole
