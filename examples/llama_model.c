@@ -244,7 +244,7 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
 {
     int64_t s = rlx_dim(tokens, 1);
     if (s < 0)
-        return NULL; /* (rlx_dim's error: a NULL or rank-0 token tensor) */
+        return NULL; /* (a NULL or rank-0 token tensor: rlx_dim's error; a dynamic length is not served) */
     rlx_scope_begin();
     rlx_tensor *h = embed(m, tokens, s);
     for (int l = 0; l < m->cfg.layers; l++) {
