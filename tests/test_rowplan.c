@@ -125,7 +125,7 @@ static const sched_kernel *plan_of(rlx_tensor *root, bool fma, sched_schedule *s
         done(s, p);
         return NULL;
     }
-    rlx_status st = sched_rowplan_build(k, fma, p, err, sizeof err);
+    rlx_status st = sched_rowplan_build(k, fma, false, p, err, sizeof err);
     if (st != RLX_OK) {
         test_fail(__FILE__, __LINE__, "sched_rowplan_build: %s", err);
         done(s, p);
@@ -374,7 +374,7 @@ TEST(plain_reduction_has_no_plan)
     if (k) {
         sched_rowplan p;
         char err[256];
-        CHECK_EQ_INT(sched_rowplan_build(k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+        CHECK_EQ_INT(sched_rowplan_build(k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
         CHECK(strstr(err, "not a phased") != NULL);
     }
     sched_free(&s);
@@ -419,14 +419,14 @@ TEST(phase_limit_is_an_error)
     sched_rowplan p;
     char err[256] = "";
     sched_kernel k = hand_kernel(in, SCHED_MAX_PHASES);
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_OK);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_OK);
     CHECK_EQ_INT(p.nphases, SCHED_MAX_PHASES);
     CHECK_EQ_INT(p.npass, SCHED_MAX_PHASES + 1);
     CHECK_EQ_INT(p.pass[SCHED_MAX_PHASES].kind, SCHED_ROW_STORE_ONE);
     check_invariants(&k, &p);
     sched_rowplan_free(&p);
     k = hand_kernel(in, SCHED_MAX_PHASES + 1);
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
     CHECK(strstr(err, "9 phases, at most 8") != NULL);
     CHECK(p.mem == NULL);
     sched_rowplan_free(&p); /* harmless */
@@ -439,10 +439,10 @@ TEST(malformed_kernel_is_an_error)
     char err[256] = "";
     sched_kernel k = hand_kernel(in, 2);
     in[2].src[0] = 2; /* reads itself */
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
     CHECK(strstr(err, "instruction 2") != NULL);
     k.ninstr = 0;
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
 }
 
 TEST(allocation_failure_is_reported)
@@ -452,7 +452,7 @@ TEST(allocation_failure_is_reported)
     char err[256] = "";
     sched_kernel k = hand_kernel(in, 2);
     ir_alloc_fail_after(0);
-    rlx_status st = sched_rowplan_build(&k, true, &p, err, sizeof err);
+    rlx_status st = sched_rowplan_build(&k, true, false, &p, err, sizeof err);
     ir_alloc_fail_after(-1);
     CHECK_EQ_INT(st, RLX_E_NOMEM);
     CHECK(strstr(err, "out of memory") != NULL && p.mem == NULL);
