@@ -1086,8 +1086,12 @@ static bool knob_interleaved(const workload *w, state *s, const char *knob, cons
 static void accum_ratios(void)
 {
     static const char *names[] = {"W4a", "W4d", "W4e", "W4b", "W4c"};
-    for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
-        if (!wanted(names[f]) && !wanted("accum"))
+    enum { N = sizeof names / sizeof *names };
+    bool any = false; /* --filter accum,W4c: W4c only */
+    for (size_t f = 0; f < N; f++)
+        any |= wanted(names[f]) && opt.filter;
+    for (size_t f = 0; f < N; f++) {
+        if (any && !wanted(names[f]))
             continue;
         const workload *w = NULL;
         for (int i = 0; i < NWORK; i++)

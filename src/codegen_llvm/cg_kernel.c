@@ -703,6 +703,10 @@ static void emit_prefetches(kctx *c, int d)
     c->iv[0] = iv0;
 }
 
+/* Loop dim d's extent is compiled in (specialized, or a generic kernel's fixed one). */
+static bool fixed_extent(const kctx *c, int d) { return !(c->generic && c->pv[d]); }
+static bool one_block(const kctx *c, int d) { return fixed_extent(c, d) && c->k->shape[d] <= c->block; }
+
 static void open_loop(kctx *c, int d)
 {
     cg_mod *m = c->m;
@@ -723,7 +727,9 @@ static void open_loop(kctx *c, int d)
     }
     LLVMValueRef lo = d == 0 ? c->begin : ci(c, m->i64, 0);
     LLVMValueRef hi = d == 0 ? c->end : chunked ? ci(c, m->i64, c->chunk) : extent(c, d);
-    if (d == c->blkdim) { /* blocks [start, min(start + block, extent)) */
+    if (d == c->blkdim && one_block(c, d)) {
+        c->bstart = NULL; /* one block: the loop as it is, flushed at its end */
+    } else if (d == c->blkdim) { /* blocks [start, min(start + block, extent)) */
         LLVMBuildStore(c->b, ci(c, m->i64, 0), c->blkslot);
         c->bhead = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "block");
         LLVMBasicBlockRef bbody = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "blbody");
@@ -735,7 +741,8 @@ static void open_loop(kctx *c, int d)
         LLVMPositionBuilderAtEnd(c->b, bbody);
         LLVMValueRef top = LLVMBuildNSWAdd(c->b, c->bstart, ci(c, m->i64, c->block), "");
         lo = c->bstart;
-        hi = sel(c, icmp(c, LLVMIntSLT, top, hi), top, hi);
+        /* a known extent, a multiple of the block: a known trip count */
+        hi = fixed_extent(c, d) && c->k->shape[d] % c->block == 0 ? top : sel(c, icmp(c, LLVMIntSLT, top, hi), top, hi);
     }
     LLVMBuildStore(c->b, lo, c->ivslot[d]);
     c->head[d] = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "head");
@@ -789,7 +796,9 @@ static void close_loop(kctx *c, int d)
     if (d == c->k->rank - 1 && (c->interleave > 1 || c->width > 1))
         set_loop_md(c, br, c->width, c->interleave);
     LLVMPositionBuilderAtEnd(c->b, c->exit[d]);
-    if (d == c->blkdim) {
+    if (d == c->blkdim && !c->bstart) {
+        flush_block(c);
+    } else if (d == c->blkdim) {
         flush_block(c);
         LLVMBuildStore(c->b, LLVMBuildNSWAdd(c->b, c->bstart, ci(c, c->m->i64, c->block), ""), c->blkslot);
         LLVMBuildBr(c->b, c->bhead);
