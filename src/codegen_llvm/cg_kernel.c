@@ -1150,6 +1150,11 @@ static void emit_reduce_pass(kctx *c, const row_emit *re, const sched_rowpass *p
     LLVMTypeRef at = reg_type(c->m, ps->acc_dtype);
     rlx_dtype adt = ps->acc_dtype;
     LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), acc);
+    if (ps->block > 0 && re->p->r1 >= k->rank) { /* (a block needs a row loop to run in) */
+        snprintf(c->msg, c->cap, "code generator: blocked sum in a row plan without row dims");
+        c->failed = true;
+        return;
+    }
     if (ps->block > 0) {
         LLVMBuildStore(c->b, cf(c->m->f32, 0), acc32);
         c->acc32 = acc32;

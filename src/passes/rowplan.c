@@ -260,7 +260,7 @@ static void make_passes(planner *b, int pf_pass)
         bool wide = (red->op == IR_OP_SUM || red->op == IR_OP_PROD) && f32ish;
         ps->acc_dtype = wide ? RLX_F64 : red->dtype;
         ps->chunk = L == pf_pass ? SCHED_ROW_PF_CHUNK : 0;
-        if (red->op == IR_OP_SUM && f32ish && !b->acc_f64)
+        if (red->op == IR_OP_SUM && f32ish && !b->acc_f64 && p->r1 < k->rank) /* (no row dim: one element) */
             ps->block = ps->chunk > 0 ? ps->chunk : SCHED_SUM_BLOCK;
         per_row_acts(k, p, L, ps->act);
         row_acts(b, ps->act, b->filled, ps->root);
