@@ -604,14 +604,12 @@ TEST(sum_all_mean_all)
 /* The bound include/rlx.h documents for a sum of n values of f32, f16 or
  * bf16 (blocks of at most m = 1024 elements summed in f32 in any order,
  * block sums added in order in f64, one rounding to the output's unit
- * roundoff uo): |got - s| <= uo |s| + (1 + uo) (g(m-1) + g64(nb) (1 + g(m-1))) sum|x|,
- * g(k) = k u / (1 - k u), u = 2^-24, nb = ceil(n / m) blocks. */
+ * roundoff uo): |got - s| <= uo |s| + (1 + uo) (g(m-1) + g64(n) (1 + g(m-1))) sum|x|,
+ * g(k) = k u / (1 - k u), u = 2^-24, g64 with 2^-53. */
 static double sum_bound(int64_t n, double uo, double s, double abs)
 {
-    const double u = 0x1p-24, u64 = 0x1p-53;
-    const int64_t m = 1024;
-    double g = (double)(m - 1) * u / (1 - (double)(m - 1) * u);
-    double nb = (double)((n + m - 1) / m), g64 = nb * u64 / (1 - nb * u64);
+    const double u = 0x1p-24, u64 = 0x1p-53, m = 1024;
+    double g = (m - 1) * u / (1 - (m - 1) * u), g64 = (double)n * u64 / (1 - (double)n * u64);
     return uo * fabs(s) + (1 + uo) * (g + g64 * (1 + g)) * abs;
 }
 /* The same for reduce_acc_f64=1: every element added in f64. */

@@ -33,10 +33,34 @@
  * f32 division by a value fixed along the vectorized loop is IEEE division
  * bit for bit: in a row kernel's store pass without a divide (fast_div),
  * elsewhere a divide.
- * Reductions: SUM and PROD of f32, f16, bf16 accumulate in f64; the accumulate is the
- * only instruction with a fast-math flag (reassoc), so the vectorizer may
- * keep several partial sums. Order is fixed by the code, so the result is
- * deterministic.
+ * Reductions: PROD of f32, f16, bf16 accumulates in f64, and so does SUM
+ * under the knob reduce_acc_f64; the accumulate is the only instruction
+ * with a fast-math flag (reassoc), so the vectorizer may keep several
+ * partial sums. Otherwise SUM of f32, f16, bf16 is blocked: one loop dim
+ * (the innermost reduced one; in a row kernel the innermost row dim) runs
+ * in blocks, each summed in an f32 accumulator (reassoc: partial sums in
+ * 16 lanes), whose value is then added, exactly converted, into the f64
+ * accumulator (flush_block: in block order, no reassoc) and reset. A block
+ * holds at most m elements per accumulator: SCHED_SUM_BLOCK (1024) along a
+ * row, SUM_BLOCK_ROWS (64) rows of a row buffer over tail dims (column
+ * sums: each slot adds them in order), SCHED_ROW_PF_CHUNK (256) in a
+ * chunked row pass; a compiled-in extent within one block is one block.
+ * f32 holds f16 and bf16 values exactly, so for n values, s their exact
+ * sum, A = sum |x_i|, u = 2^-24, g(k) = k u / (1 - k u), g64 the same
+ * with 2^-53:
+ *  - a block of j <= m values summed in f32 in any order (any binary tree
+ *    of j leaves is at most j - 1 deep; Higham, Accuracy and Stability,
+ *    4.3): |err_b| <= g(m-1) A_b;
+ *  - the k <= n block sums added in f64 in order: g64(k-1) times the sum
+ *    of their magnitudes, which is at most (1 + g(m-1)) A;
+ *  - one rounding of that f64 value to the output (f16/bf16 through f32
+ *    rounded to odd: still one rounding), uo its unit roundoff:
+ *      |out - s| <= uo |s| + (1 + uo) (g(m-1) + g64(n) (1 + g(m-1))) A,
+ * with m = 1024 about uo |s| + 6.1e-5 A (include/rlx.h states it;
+ * test_reduce checks it on 10^7-element sums, which the naive f32 loop
+ * breaks). The order is fixed by the code and the kernel's shape (blocks
+ * run along a reduced dim, threads split loop dim 0, never reduced), so
+ * the result is deterministic and independent of the thread count.
  */
 #include <math.h>
 #include <stdio.h>
