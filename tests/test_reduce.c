@@ -722,10 +722,15 @@ TEST(sum_f32_error_bound)
     static const struct { rlx_dtype dt; double uo; } DT[3] = {{RLX_F32, 0x1p-24}, {RLX_F16, 0x1p-11}, {RLX_BF16, 0x1p-8}};
     static const int64_t SHAPES[][2] = {{3, 1023}, {5, 1025}, {2, 333333}, {1001, 3}, {20011, 129}, {1, 1}};
     CHECK(rlx_set_option("reduce_acc_f64", "0") == RLX_OK);
-    for (int d = 0; d < 3; d++)
-        for (size_t k = 0; k < sizeof SHAPES / sizeof *SHAPES; k++)
-            for (int axis = 0; axis < 2; axis++)
-                check_sums("random", x, SHAPES[k][0], SHAPES[k][1], axis, axis, DT[d].dt, DT[d].uo, false);
+    for (int gen = 0; gen < 2; gen++) { /* specialized kernels, then size-generic ones (run-time blocks) */
+        CHECK(rlx_set_option("generic_kernels", gen ? "2" : "0") == RLX_OK);
+        for (int d = 0; d < 3; d++)
+            for (size_t k = 0; k < sizeof SHAPES / sizeof *SHAPES; k++)
+                for (int axis = 0; axis < 2; axis++)
+                    check_sums(gen ? "random, generic" : "random", x, SHAPES[k][0], SHAPES[k][1], axis, axis, DT[d].dt,
+                               DT[d].uo, false);
+    }
+    CHECK(rlx_set_option("generic_kernels", "default") == RLX_OK);
     CHECK(rlx_set_option("reduce_acc_f64", "default") == RLX_OK);
     free(x);
 }
