@@ -735,6 +735,40 @@ TEST(sum_f32_error_bound)
     free(x);
 }
 
+/* A large softmax sums exp(x - max) in the chunks of its prefetching pass
+ * (passes/rowplan.c: the chunks are the blocks): each value within the sum's
+ * bound (all terms positive: relative g(255) at most, m = the chunk) plus
+ * a few ulps of exp and the division, against double. */
+TEST(softmax_chunked_sum_bound)
+{
+    const int64_t R = 8, C = 1 << 18, shape[2] = {R, C}; /* 8 MiB: chunked */
+    float *x = malloc((size_t)(R * C) * sizeof *x);
+    for (int64_t i = 0; i < R * C; i++)
+        x[i] = (float)test_uniform(-4, 4);
+    x[5] = 30; /* one term dominating row 0 */
+    int64_t n = 0;
+    double *got = test_values(rlx_softmax(tf32(2, shape, x), -1), &n);
+    const double u = 0x1p-24, tol = 255 * u / (1 - 255 * u) + 16 * u;
+    double worst = 0;
+    for (int64_t r = 0; got && r < R; r++) {
+        const float *xr = x + r * C;
+        double m = -INFINITY, s = 0;
+        for (int64_t j = 0; j < C; j++)
+            m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < C; j++)
+            s += exp((double)xr[j] - m);
+        for (int64_t j = 0; j < C; j++) {
+            double want = exp((double)xr[j] - m) / s, e = fabs(got[r * C + j] - want) / want;
+            worst = e > worst ? e : worst;
+        }
+    }
+    if (!(worst <= tol))
+        test_fail(__FILE__, __LINE__, "softmax [%lld,%lld]: relative error %.3g over %.3g", (long long)R, (long long)C,
+                  worst, tol);
+    free(got);
+    free(x);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 TEST(reduce_bad_input)
@@ -816,4 +850,4 @@ TEST(reduce_narrow_integers)
 TEST_MAIN(T(reduce_random_shapes_f64), T(reduce_random_shapes_f32), T(reduce_transposed_views), T(reduce_axes_forms),
           T(reduce_dtypes), T(reduce_empty), T(reduce_nan_inf), T(argmax_argmin), T(logsumexp), T(cumsum),
           T(sum_all_mean_all), T(reduce_bad_input), T(reduce_narrow_floats), T(reduce_narrow_integers),
-          T(sum_f32_error_bound))
+          T(sum_f32_error_bound), T(softmax_chunked_sum_bound))

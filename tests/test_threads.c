@@ -133,17 +133,19 @@ TEST(program_outputs_stay_mapped)
 
 /* Long f32 sums on the JIT at 1, 2 and 3 threads (the pool splitting
  * rows): identical bits, the block order fixed by the kernel's shape,
- * for a whole-tensor sum, row sums, column sums, a row kernel's phase
- * (softmax) and f16; with reduce_acc_f64 on and off. */
+ * for a whole-tensor sum, row sums, column sums, row kernels' phases
+ * (softmax, layer_norm, a large softmax summing in chunks) and f16; with
+ * reduce_acc_f64 on and off. */
 TEST(long_f32_sums_are_thread_count_free)
 {
     use("jit");
     rlx_tensor *x = trand(RLX_F32, 2, (int64_t[]){48, 100003}, -1, 2);
     rlx_tensor *big = trand(RLX_F32, 1, (int64_t[]){3000017}, 0, 1);
     rlx_tensor *cols = trand(RLX_F32, 2, (int64_t[]){100003, 48}, -1, 2);
+    rlx_tensor *wide = trand(RLX_F32, 2, (int64_t[]){8, 1 << 18}, -4, 4); /* softmax in chunks (rowplan.c) */
     for (int f64 = 0; f64 < 2; f64++) {
         CHECK(rlx_set_option("reduce_acc_f64", f64 ? "1" : "0") == RLX_OK);
-        for (int w = 0; w < 6; w++) {
+        for (int w = 0; w < 7; w++) {
             double *got[3] = {NULL, NULL, NULL};
             int64_t n[3] = {0, 0, 0};
             for (int t = 1; t <= 3; t++) {
@@ -154,7 +156,8 @@ TEST(long_f32_sums_are_thread_count_free)
                                 : w == 2 ? rlx_sum(cols, (const int[]){0}, 1, false)
                                 : w == 3 ? rlx_softmax(x, -1)
                                 : w == 4 ? rlx_sum(rlx_cast(x, RLX_F16), (const int[]){1}, 1, false)
-                                         : rlx_layer_norm(x, NULL, NULL, 1e-5);
+                                : w == 5 ? rlx_layer_norm(x, NULL, NULL, 1e-5)
+                                         : rlx_softmax(wide, -1);
                 got[t - 1] = test_values(r, &n[t - 1]);
                 rlx_scope_end();
             }
