@@ -38,6 +38,10 @@
  *       best of each; the sgemm/q8 and linear/q8 time ratios
  *   W7  a + b of 4 elements built, realized and read; and through a
  *       compiled program (ns per iteration)
+ *   W4d, W4e column sums (bias gradients), [256, 512] and [8192, 512]
+ *   accum: W4a, W4d, W4e, W4b, W4c with f32 sums in f64 (reduce_acc_f64=1)
+ *       against blocked f32 (=0), interleaved rounds, the best wall and
+ *       process CPU time of each, and =1 again as a control
  *   generic: W1-W4 with generic_kernels=2 against =0, interleaved rounds,
  *       the best of each, and =0 again as a control (the noise floor);
  *       then layer_norm+gelu over [n, 256] realized at
@@ -305,6 +309,23 @@ static int build_w4a(state *s, rlx_tensor **o)
     return 1;
 }
 static void peer_w4a(state *s) { traffic_w4a(host(s, 0), s->out, (size_t)s->d[0], (size_t)s->d[1]); }
+
+/* column sums: a bias gradient over the batch */
+static void setup_w4d(state *s, bool q)
+{
+    setup_rows(s, q, 256, 512, 5, 64);
+    s->bytes = 4.0 * (double)(s->d[0] * s->d[1]) + 4.0 * (double)s->d[1];
+}
+static void setup_w4e(state *s, bool q)
+{
+    setup_rows(s, q, 8192, 512, 70, 64);
+    s->bytes = 4.0 * (double)(s->d[0] * s->d[1]) + 4.0 * (double)s->d[1];
+}
+static int build_colsum(state *s, rlx_tensor **o)
+{
+    o[0] = rlx_sum(s->in[0], (int[]){0}, 1, false);
+    return 1;
+}
 
 static void setup_w4b(state *s, bool q) { setup_rows(s, q, 4096, 4096, 5, 130); }
 static int build_w4b(state *s, rlx_tensor **o)
@@ -605,6 +626,8 @@ static const workload workloads[] = {
     {"W3bf16", "ew", "W3 on bf16", setup_w3bf16, build_w3, NULL, NULL},
     {"W3f16", "ew", "W3 on f16", setup_w3f16, build_w3, NULL, NULL},
     {"W4a", "reduce", "row sums, [4096,4096]", setup_w4a, build_w4a, peer_w4a, "traffic row sums"},
+    {"W4d", "reduce", "column sums, [256,512]", setup_w4d, build_colsum, NULL, NULL},
+    {"W4e", "reduce", "column sums, [8192,512]", setup_w4e, build_colsum, NULL, NULL},
     {"W4b", "rows", "softmax last axis, [4096,4096]", setup_w4b, build_w4b, peer_w4b, "traffic x+1"},
     {"W4c", "rows", "layer_norm, [8192,1024], gamma, beta", setup_w4c, build_w4c, peer_w4c, "traffic x*g+b"},
     {"W5a", "matmul", "matmul 2048^3", setup_w5a, build_w5a, peer_w5a, "cblas_sgemm"},
@@ -1028,6 +1051,83 @@ static void narrow_ratios(void)
 
 static int set_or_die(const char *key, const char *value);
 
+/* w run under knob = val[0], val[1], val[2] in turn, round after round
+ * (round -1 compiles): best[v] the best time under val[v] (cpu: the best
+ * process CPU time, NULL: not kept), cold[v] the compile seconds of its
+ * first run. The knob is then back to default. */
+static bool knob_interleaved(const workload *w, state *s, const char *knob, const char *const *val, double *best,
+                             double *cpu, double *cold, int *rounds)
+{
+    uint64_t kern[3] = {0};
+    bool ok = true;
+    *rounds = opt.quick ? 2 : 3 * opt.repeat;
+    for (int v = 0; v < 3; v++) {
+        best[v] = INFINITY, cold[v] = 0;
+        if (cpu)
+            cpu[v] = INFINITY;
+    }
+    for (int r = -1; r < *rounds && ok; r++)
+        for (int v = 0; v < 3 && ok; v++) {
+            set_or_die(knob, val[v]);
+            double c0 = cpu_now();
+            double dt = run_once(w, s, &kern[v]);
+            double dc = cpu_now() - c0;
+            ok = dt >= 0;
+            if (r >= 0 && dt < best[v])
+                best[v] = dt;
+            if (r >= 0 && cpu && dc < cpu[v])
+                cpu[v] = dc;
+            if (r < 0) { /* run_once reset the counters: its compiles */
+                rlx_stats_t st;
+                rlx_stats(&st);
+                cold[v] = st.compile_seconds;
+            }
+        }
+    set_or_die(knob, "default");
+    return ok;
+}
+
+/* The f32 accumulation policy (knob reduce_acc_f64, issue #14): the row
+ * and column sums and the row kernels with every element added in f64
+ * (=1) against blocked f32 sums (=0), interleaved, and =1 again as a
+ * control: the ratio f64/blocked. */
+static void accum_ratios(void)
+{
+    static const char *names[] = {"W4a", "W4d", "W4e", "W4b", "W4c"};
+    enum { N = sizeof names / sizeof *names };
+    bool any = false; /* --filter accum,W4c: W4c only */
+    for (size_t f = 0; f < N; f++)
+        any |= wanted(names[f]) && opt.filter;
+    for (size_t f = 0; f < N; f++) {
+        if (any && !wanted(names[f]))
+            continue;
+        const workload *w = NULL;
+        for (int i = 0; i < NWORK; i++)
+            if (!strcmp(workloads[i].name, names[f]))
+                w = &workloads[i];
+        state s;
+        memset(&s, 0, sizeof s);
+        w->setup(&s, opt.quick);
+        double best[3], cpu[3], cold[3];
+        int rounds;
+        if (!knob_interleaved(w, &s, "reduce_acc_f64", (const char *[]){"1", "0", "1"}, best, cpu, cold, &rounds))
+            failures++;
+        else if (opt.json)
+            printf("{\"type\":\"accum\",\"workload\":\"%s\",\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"f64_ms\":%.4f,\"blocked_f32_ms\":%.4f,\"f64_over_blocked\":%.3f,\"control_ratio\":%.3f,"
+                   "\"f64_cpu_ms\":%.4f,\"blocked_f32_cpu_ms\":%.4f,\"cpu_ratio\":%.3f,\"cpu_control_ratio\":%.3f}\n",
+                   w->name, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
+                   best[0] / best[1], best[2] / best[0], 1e3 * cpu[0], 1e3 * cpu[1], cpu[0] / cpu[1], cpu[2] / cpu[0]);
+        else
+            printf("accum      %-5s best of %d interleaved rounds: f64 %.3f ms, blocked f32 %.3f ms; "
+                   "f64/blocked %.3fx (control: f64 again %.3fx); process CPU f64/blocked %.3fx (control %.3fx)\n",
+                   w->name, rounds, 1e3 * best[0], 1e3 * best[1], best[0] / best[1], best[2] / best[0],
+                   cpu[0] / cpu[1], cpu[2] / cpu[0]);
+        fflush(stdout);
+        teardown(&s);
+    }
+}
+
 /* Size-generic kernels (knob generic_kernels, issue #15): W1-W4 with
  * generic_kernels=2 and =0 interleaved, round after round, the best of
  * each (the ratio generic/specialized); then a stream of plain
@@ -1049,24 +1149,9 @@ static void generic_ratios(void)
         w->setup(&s, opt.quick);
         /* v 2 runs the specialized kernels again: the ratio of two runs of
          * the same code, the noise floor of the comparison */
-        double best[3] = {INFINITY, INFINITY, INFINITY}, cold[3] = {0, 0, 0};
-        uint64_t kern[3] = {0};
-        bool ok = true;
-        int rounds = opt.quick ? 2 : 3 * opt.repeat;
-        for (int r = -1; r < rounds && ok; r++) /* round -1 compiles */
-            for (int v = 0; v < 3 && ok; v++) {
-                set_or_die("generic_kernels", v == 1 ? "2" : "0");
-                double dt = run_once(w, &s, &kern[v]);
-                ok = dt >= 0;
-                if (r >= 0 && dt < best[v])
-                    best[v] = dt;
-                if (r < 0) { /* run_once reset the counters: its compiles */
-                    rlx_stats_t st;
-                    rlx_stats(&st);
-                    cold[v] = st.compile_seconds;
-                }
-            }
-        set_or_die("generic_kernels", "default");
+        double best[3], cold[3];
+        int rounds;
+        bool ok = knob_interleaved(w, &s, "generic_kernels", (const char *[]){"0", "2", "0"}, best, NULL, cold, &rounds);
         if (!ok)
             failures++;
         else if (opt.json)
@@ -1722,7 +1807,7 @@ static int parse_args(int argc, char **argv)
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
-                         !strcmp(t, "bf16gemm") || !strcmp(t, "q8linear");
+                         !strcmp(t, "accum") || !strcmp(t, "bf16gemm") || !strcmp(t, "q8linear");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1754,6 +1839,7 @@ int main(int argc, char **argv)
         printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
         printf("%-10s %-8s %s\n", "bf16gemm", "-", "bf16 matmul 512^3, 2048^3 against f32 cblas_sgemm, interleaved rounds");
         printf("%-10s %-8s %s\n", "generic", "-", "W1-W4 generic/specialized kernels, interleaved; a 64-size stream");
+        printf("%-10s %-8s %s\n", "accum", "-", "W4a,W4d,W4e,W4b,W4c: f32 sums in f64 against blocked f32, interleaved");
         printf("%-10s %-8s %s\n", "q8linear", "-", "i8-weight linear [1|8|256,4096]x[4096,4096]^T against f32, interleaved");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
@@ -1783,5 +1869,7 @@ int main(int argc, char **argv)
         generic_ratios();
     if (wanted("q8linear"))
         q8_linear();
+    if (wanted("accum"))
+        accum_ratios();
     return failures ? 1 : 0;
 }

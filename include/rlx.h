@@ -414,7 +414,20 @@ RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
  * a float max/min over +0 and -0 may return either zero (the JIT does not
  * order them, as NumPy's vector loops do not). var is the population variance; norm is the 2-norm sqrt(sum(x^2)).
  * The gradients of norm and std are 0 where the value is 0 (PyTorch's
- * subgradient), not NaN. */
+ * subgradient), not NaN.
+ * Accuracy of f32, f16 and bf16 sums (the JIT; the reference backend adds in
+ * double): blocks of at most m = 1024 elements are summed in f32 (in an
+ * order the vectorizer picks), each block's sum is added in f64 in a fixed
+ * order, and the result is rounded once. For n elements x_i with exact sum s:
+ *   |sum - s| <= uo |s| + (1 + uo) (g(m-1) + g64(n) (1 + g(m-1))) sum|x_i|,
+ *   g(k) = k u / (1 - k u), u = 2^-24, g64(n) = n 2^-53 / (1 - n 2^-53),
+ * uo the output's unit roundoff (2^-24 f32, 2^-11 f16, 2^-8 bf16); about
+ * uo |s| + 6.1e-5 sum|x_i| for n < 2^30 (typically far less: partial sums in
+ * 16 lanes). mean is sum / n rounded once: uo |s/n| + (1 + uo) E / n, E the
+ * sum's bound above with uo = 2^-24. var, std, norm, logsumexp, softmax and
+ * layer_norm sum the same way. The knob "reduce_acc_f64" = 1 adds every
+ * element in f64 instead: |sum - s| <= uo |s| + (1 + uo) g64(n) sum|x_i|.
+ * Neither depends on the thread count. PROD of f32 multiplies in f64. */
 
 RLX_API rlx_tensor *rlx_sum(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
 RLX_API rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
@@ -1066,6 +1079,9 @@ RLX_API int rlx_get_num_threads(void);
  *                         elementwise chains, a reduction absorbing its
  *                         elementwise producers, a row reduction running as
  *                         a phase of its reader (softmax in one kernel)
+ *   "reduce_acc_f64"      1: f32, f16 and bf16 sums add every element in f64
+ *                         (about 2x the work per element); 0 (default): blocked
+ *                         f32 sums (the error bound under reductions)
  *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
  *                         2 always. A generic kernel reads its extents, strides,
  *                         offsets and pad bounds at run time, so one compile

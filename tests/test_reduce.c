@@ -599,6 +599,176 @@ TEST(sum_all_mean_all)
     EXPECT_V("mean_all i32", rlx_mean_all(i), RLX_F32, 0, NULL, V(7.0 / 3), 1e-6, 0);
 }
 
+/* ------------------------------------------------- f32 sum error bound */
+
+/* The bound include/rlx.h documents for a sum of n values of f32, f16 or
+ * bf16 (blocks of at most m = 1024 elements summed in f32 in any order,
+ * block sums added in order in f64, one rounding to the output's unit
+ * roundoff uo): |got - s| <= uo |s| + (1 + uo) (g(m-1) + g64(n) (1 + g(m-1))) sum|x|,
+ * g(k) = k u / (1 - k u), u = 2^-24, g64 with 2^-53. */
+static double sum_bound(int64_t n, double uo, double s, double abs)
+{
+    const double u = 0x1p-24, u64 = 0x1p-53, m = 1024;
+    double g = (m - 1) * u / (1 - (m - 1) * u), g64 = (double)n * u64 / (1 - (double)n * u64);
+    return uo * fabs(s) + (1 + uo) * (g + g64 * (1 + g)) * abs;
+}
+/* The same for reduce_acc_f64=1: every element added in f64. */
+static double sum_bound_f64(int64_t n, double uo, double s, double abs)
+{
+    double g64 = (double)n * 0x1p-53 / (1 - (double)n * 0x1p-53);
+    return uo * fabs(s) + (1 + uo) * g64 * abs;
+}
+
+/* Compensated (Neumaier) sums of x[i*stride], i < n: the reference. */
+static void ref_sum(const float *x, int64_t n, int64_t stride, double *s, double *abs)
+{
+    double sum = 0, c = 0, a = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i * stride], t = sum + v;
+        c += fabs(sum) >= fabs(v) ? (sum - t) + v : (v - t) + sum;
+        sum = t;
+        a += fabs(v);
+    }
+    *s = sum + c;
+    *abs = a;
+}
+
+/* The old naive loop: one f32 accumulator, in order. */
+static double naive_f32(const float *x, int64_t n)
+{
+    volatile float acc = 0; /* (no reassociation) */
+    for (int64_t i = 0; i < n; i++)
+        acc += x[i];
+    return acc;
+}
+
+/* The sums along axis of the [rows, cols] matrix x (row sums: axis 1, or
+ * each row broadcast back through a row kernel, phase 1; column sums:
+ * axis 0) against the bound; the worst error over the bound returned. */
+static double check_sums(const char *what, const float *x, int64_t rows, int64_t cols, int axis, int phase,
+                         rlx_dtype dt, double uo, bool f64)
+{
+    int64_t shape[2] = {rows, cols}, n = 0;
+    float *q = NULL;
+    if (dt != RLX_F32) { /* the values dt holds: the reference's too */
+        q = malloc((size_t)(rows * cols) * sizeof *q);
+        for (int64_t i = 0; i < rows * cols; i++)
+            q[i] = (float)test_quantize(dt, x[i]);
+        x = q;
+    }
+    rlx_tensor *t = tf32(2, shape, x);
+    if (dt != RLX_F32)
+        t = rlx_cast(t, dt);
+    rlx_tensor *r = rlx_sum(t, (const int[]){axis}, 1, phase != 0);
+    if (phase) /* a phase of a row kernel: 0*x + sum, stored per element */
+        r = rlx_add(rlx_mul(t, rlx_scalar(dt, 0)), r);
+    double *got = test_values(r, &n);
+    double worst = 0;
+    int64_t outs = axis == 1 ? rows : cols, len = axis == 1 ? cols : rows;
+    for (int64_t o = 0; got && o < outs; o++) {
+        double s, abs;
+        ref_sum(axis == 1 ? x + o * cols : x + o, len, axis == 1 ? 1 : cols, &s, &abs);
+        double b = f64 ? sum_bound_f64(len, uo, s, abs) : sum_bound(len, uo, s, abs);
+        double g = got[phase ? o * cols + cols - 1 : o], e = fabs(g - s);
+        if (!(e <= b))
+            test_fail(__FILE__, __LINE__, "%s %s%s: sum %lld got %.9g want %.9g: error %.3g over the bound %.3g", what,
+                      rlx_dtype_name(dt), f64 ? " (reduce_acc_f64)" : "", (long long)o, g, s, e, b);
+        if (e / b > worst)
+            worst = e / b;
+    }
+    free(got);
+    free(q);
+    return worst;
+}
+
+/* Long f32 sums (up to 10^7 elements; many small values after a large
+ * one, alternating signs, random) against a compensated double reference
+ * within the documented bound, for row sums, column sums (the blocked
+ * dim keeps tail dims), a row kernel's phase and f16/bf16; with
+ * reduce_acc_f64=1 within the f64 policy's bound. The bound is not
+ * vacuous: the naive f32 loop breaks it. */
+TEST(sum_f32_error_bound)
+{
+    const int64_t N = 10000000;
+    float *x = malloc((size_t)N * sizeof *x);
+    /* a large value, then many small ones each below its half ulp */
+    x[0] = 1;
+    for (int64_t i = 1; i < N; i++)
+        x[i] = 1e-8f;
+    double s, abs;
+    ref_sum(x, N, 1, &s, &abs);
+    double naive = fabs(naive_f32(x, N) - s), b = sum_bound(N, 0x1p-24, s, abs);
+    if (!(naive > 100 * b))
+        test_fail(__FILE__, __LINE__, "the naive f32 loop's error %.3g is within 100x the bound %.3g", naive, b);
+    for (int f64 = 0; f64 < 2; f64++) {
+        CHECK(rlx_set_option("reduce_acc_f64", f64 ? "1" : "0") == RLX_OK);
+        check_sums("large then small, one row", x, 1, N, 1, 0, RLX_F32, 0x1p-24, f64);
+        check_sums("large then small, 10 rows", x, 10, N / 10, 1, 0, RLX_F32, 0x1p-24, f64);
+        check_sums("large then small, row kernel", x, 10, N / 10, 1, 1, RLX_F32, 0x1p-24, f64);
+        check_sums("large then small, columns", x, N / 5, 5, 0, 0, RLX_F32, 0x1p-24, f64);
+    }
+    /* alternating signs around 1 and 2^12: the sum far below sum|x| */
+    for (int64_t i = 0; i < N; i++)
+        x[i] = (float)((i & 1 ? -1 : 1) * (i % 3 ? 1 + 0x1p-12 * (double)(i % 4093) : 4096 + (double)(i % 7)));
+    for (int f64 = 0; f64 < 2; f64++) {
+        CHECK(rlx_set_option("reduce_acc_f64", f64 ? "1" : "0") == RLX_OK);
+        check_sums("alternating, one row", x, 1, N, 1, 0, RLX_F32, 0x1p-24, f64);
+        check_sums("alternating, 7 rows", x, 7, N / 7, 1, 1, RLX_F32, 0x1p-24, f64);
+        check_sums("alternating, columns", x, N / 8, 8, 0, 0, RLX_F32, 0x1p-24, f64);
+    }
+    /* random rows of odd lengths (partial blocks), all dtypes */
+    for (int64_t i = 0; i < N; i++)
+        x[i] = (float)test_uniform(0, 0.05);
+    static const struct { rlx_dtype dt; double uo; } DT[3] = {{RLX_F32, 0x1p-24}, {RLX_F16, 0x1p-11}, {RLX_BF16, 0x1p-8}};
+    static const int64_t SHAPES[][2] = {{3, 1023}, {5, 1025}, {2, 333333}, {1001, 3}, {20011, 129}, {1, 1}};
+    CHECK(rlx_set_option("reduce_acc_f64", "0") == RLX_OK);
+    for (int gen = 0; gen < 2; gen++) { /* specialized kernels, then size-generic ones (run-time blocks) */
+        CHECK(rlx_set_option("generic_kernels", gen ? "2" : "0") == RLX_OK);
+        for (int d = 0; d < 3; d++)
+            for (size_t k = 0; k < sizeof SHAPES / sizeof *SHAPES; k++)
+                for (int axis = 0; axis < 2; axis++)
+                    check_sums(gen ? "random, generic" : "random", x, SHAPES[k][0], SHAPES[k][1], axis, axis, DT[d].dt,
+                               DT[d].uo, false);
+    }
+    CHECK(rlx_set_option("generic_kernels", "default") == RLX_OK);
+    CHECK(rlx_set_option("reduce_acc_f64", "default") == RLX_OK);
+    free(x);
+}
+
+/* A large softmax sums exp(x - max) in the chunks of its prefetching pass
+ * (passes/rowplan.c: the chunks are the blocks): each value within the sum's
+ * bound (all terms positive: relative g(255) at most, m = the chunk) plus
+ * a few ulps of exp and the division, against double. */
+TEST(softmax_chunked_sum_bound)
+{
+    const int64_t R = 8, C = 1 << 18, shape[2] = {R, C}; /* 8 MiB: chunked */
+    float *x = malloc((size_t)(R * C) * sizeof *x);
+    for (int64_t i = 0; i < R * C; i++)
+        x[i] = (float)test_uniform(-4, 4);
+    x[5] = 30; /* one term dominating row 0 */
+    int64_t n = 0;
+    double *got = test_values(rlx_softmax(tf32(2, shape, x), -1), &n);
+    const double u = 0x1p-24, tol = 255 * u / (1 - 255 * u) + 16 * u;
+    double worst = 0;
+    for (int64_t r = 0; got && r < R; r++) {
+        const float *xr = x + r * C;
+        double m = -INFINITY, s = 0;
+        for (int64_t j = 0; j < C; j++)
+            m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < C; j++)
+            s += exp((double)xr[j] - m);
+        for (int64_t j = 0; j < C; j++) {
+            double want = exp((double)xr[j] - m) / s, e = fabs(got[r * C + j] - want) / want;
+            worst = e > worst ? e : worst;
+        }
+    }
+    if (!(worst <= tol))
+        test_fail(__FILE__, __LINE__, "softmax [%lld,%lld]: relative error %.3g over %.3g", (long long)R, (long long)C,
+                  worst, tol);
+    free(got);
+    free(x);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 TEST(reduce_bad_input)
@@ -679,4 +849,5 @@ TEST(reduce_narrow_integers)
 
 TEST_MAIN(T(reduce_random_shapes_f64), T(reduce_random_shapes_f32), T(reduce_transposed_views), T(reduce_axes_forms),
           T(reduce_dtypes), T(reduce_empty), T(reduce_nan_inf), T(argmax_argmin), T(logsumexp), T(cumsum),
-          T(sum_all_mean_all), T(reduce_bad_input), T(reduce_narrow_floats), T(reduce_narrow_integers))
+          T(sum_all_mean_all), T(reduce_bad_input), T(reduce_narrow_floats), T(reduce_narrow_integers),
+          T(sum_f32_error_bound), T(softmax_chunked_sum_bound))

@@ -125,7 +125,7 @@ static const sched_kernel *plan_of(rlx_tensor *root, bool fma, sched_schedule *s
         done(s, p);
         return NULL;
     }
-    rlx_status st = sched_rowplan_build(k, fma, p, err, sizeof err);
+    rlx_status st = sched_rowplan_build(k, fma, false, p, err, sizeof err);
     if (st != RLX_OK) {
         test_fail(__FILE__, __LINE__, "sched_rowplan_build: %s", err);
         done(s, p);
@@ -162,6 +162,8 @@ TEST(softmax_stashes_exp_in_the_output_row)
     CHECK_EQ_INT(k->instr[p.phase[1]].op, IR_OP_SUM);
     CHECK_EQ_INT(p.pass[0].acc_dtype, RLX_F32);
     CHECK_EQ_INT(p.pass[1].acc_dtype, RLX_F64); /* f32 sums accumulate in f64 */
+    CHECK_EQ_INT(p.pass[0].block, 0);
+    CHECK_EQ_INT(p.pass[1].block, SCHED_SUM_BLOCK); /* ... in blocks first summed in f32 */
     int e = find_op(k, IR_OP_EXP), div = find_op(k, IR_OP_DIV);
     CHECK(e >= 0 && div >= 0);
     CHECK_EQ_INT(p.ostash, e);
@@ -276,6 +278,35 @@ TEST(layer_norm_two_sums)
     done(&s, &p);
 }
 
+/* Blocked f32 sums: every f32 and f16 SUM phase, none with acc_f64
+ * (knob reduce_acc_f64), none for f64 or RMAX. */
+TEST(sum_blocks_follow_the_policy)
+{
+    int64_t n1 = ROWS[1];
+    for (int v = 0; v < 4; v++) {
+        rlx_dtype dt = v == 2 ? RLX_F64 : v == 3 ? RLX_F16 : RLX_F32;
+        bool f64 = v == 1;
+        rlx_tensor *x = x_of(dt), *g = trand(dt, 1, &n1, -1, 1), *b = trand(dt, 1, &n1, -1, 1);
+        sched_schedule s;
+        const sched_kernel *k = phased_of(rlx_layer_norm(x, g, b, 1e-5), &s);
+        if (!k) {
+            test_fail(__FILE__, __LINE__, "no phased kernel");
+            sched_free(&s);
+            continue;
+        }
+        sched_rowplan p;
+        char err[256];
+        CHECK_EQ_INT(sched_rowplan_build(k, true, f64, &p, err, sizeof err), RLX_OK);
+        CHECK_EQ_INT(p.nphases, 2);
+        for (int L = 0; L < p.nphases; L++) {
+            CHECK_EQ_INT(p.pass[L].acc_dtype, RLX_F64);
+            CHECK_EQ_INT(p.pass[L].block, f64 || dt == RLX_F64 ? 0 : SCHED_SUM_BLOCK);
+        }
+        sched_rowplan_free(&p);
+        sched_free(&s);
+    }
+}
+
 /* rms_norm: one phase (the sum of squares), then the store pass. */
 TEST(rms_norm_one_phase)
 {
@@ -351,6 +382,7 @@ TEST(large_softmax_prefetches_in_chunks)
     CHECK(!strcmp(kinds(&p), "RRST"));
     for (int P = 0; P < p.npass; P++)
         CHECK_EQ_INT(p.pass[P].chunk, P == 1 ? SCHED_ROW_PF_CHUNK : 0);
+    CHECK_EQ_INT(p.pass[1].block, SCHED_ROW_PF_CHUNK); /* the chunks are the sum's blocks */
     CHECK_EQ_INT(p.npf, 1);
     const sched_instr *ld = &k->instr[p.pf[0]];
     CHECK(ld->kind == SCHED_I_LOAD && ld->idx.stride[0] == 1024 && ld->idx.stride[1] == 1);
@@ -374,7 +406,7 @@ TEST(plain_reduction_has_no_plan)
     if (k) {
         sched_rowplan p;
         char err[256];
-        CHECK_EQ_INT(sched_rowplan_build(k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+        CHECK_EQ_INT(sched_rowplan_build(k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
         CHECK(strstr(err, "not a phased") != NULL);
     }
     sched_free(&s);
@@ -419,14 +451,14 @@ TEST(phase_limit_is_an_error)
     sched_rowplan p;
     char err[256] = "";
     sched_kernel k = hand_kernel(in, SCHED_MAX_PHASES);
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_OK);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_OK);
     CHECK_EQ_INT(p.nphases, SCHED_MAX_PHASES);
     CHECK_EQ_INT(p.npass, SCHED_MAX_PHASES + 1);
     CHECK_EQ_INT(p.pass[SCHED_MAX_PHASES].kind, SCHED_ROW_STORE_ONE);
     check_invariants(&k, &p);
     sched_rowplan_free(&p);
     k = hand_kernel(in, SCHED_MAX_PHASES + 1);
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
     CHECK(strstr(err, "9 phases, at most 8") != NULL);
     CHECK(p.mem == NULL);
     sched_rowplan_free(&p); /* harmless */
@@ -439,10 +471,10 @@ TEST(malformed_kernel_is_an_error)
     char err[256] = "";
     sched_kernel k = hand_kernel(in, 2);
     in[2].src[0] = 2; /* reads itself */
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
     CHECK(strstr(err, "instruction 2") != NULL);
     k.ninstr = 0;
-    CHECK_EQ_INT(sched_rowplan_build(&k, true, &p, err, sizeof err), RLX_E_INTERNAL);
+    CHECK_EQ_INT(sched_rowplan_build(&k, true, false, &p, err, sizeof err), RLX_E_INTERNAL);
 }
 
 TEST(allocation_failure_is_reported)
@@ -452,13 +484,13 @@ TEST(allocation_failure_is_reported)
     char err[256] = "";
     sched_kernel k = hand_kernel(in, 2);
     ir_alloc_fail_after(0);
-    rlx_status st = sched_rowplan_build(&k, true, &p, err, sizeof err);
+    rlx_status st = sched_rowplan_build(&k, true, false, &p, err, sizeof err);
     ir_alloc_fail_after(-1);
     CHECK_EQ_INT(st, RLX_E_NOMEM);
     CHECK(strstr(err, "out of memory") != NULL && p.mem == NULL);
 }
 
 TEST_MAIN(T(softmax_stashes_exp_in_the_output_row), T(half_softmax_stashes_a_row_buffer), T(softmax_without_guard), T(log_softmax_log_is_per_row),
-          T(layer_norm_two_sums), T(rms_norm_one_phase), T(logsumexp_stores_once_per_row),
+          T(layer_norm_two_sums), T(sum_blocks_follow_the_policy), T(rms_norm_one_phase), T(logsumexp_stores_once_per_row),
           T(second_stash_is_a_row_buffer), T(large_softmax_prefetches_in_chunks), T(plain_reduction_has_no_plan),
           T(phase_limit_is_an_error), T(malformed_kernel_is_an_error), T(allocation_failure_is_reported))

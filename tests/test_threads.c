@@ -2,7 +2,9 @@
  * a large matmul split over the pool (kernels/blas.c, mm_item_split) gives
  * bitwise the values of one call at 1, 2 and 3 threads, and a compiled
  * program fed its own outputs takes no fresh memory from the OS once warm
- * (exec/bufpool.c: small outputs too, not only those of 1 MiB and more). */
+ * (exec/bufpool.c: small outputs too, not only those of 1 MiB and more);
+ * and long f32 sums (blocked in f32, cg_kernel.c) give the same bits at
+ * any thread count. */
 #include <string.h>
 #include <sys/resource.h>
 
@@ -129,4 +131,47 @@ TEST(program_outputs_stay_mapped)
     use("ref");
 }
 
-TEST_MAIN(T(matmul_split_is_thread_count_free), T(program_outputs_stay_mapped))
+/* Long f32 sums on the JIT at 1, 2 and 3 threads (the pool splitting
+ * rows): identical bits, the block order fixed by the kernel's shape,
+ * for a whole-tensor sum, row sums, column sums, row kernels' phases
+ * (softmax, layer_norm, a large softmax summing in chunks) and f16; with
+ * reduce_acc_f64 on and off. */
+TEST(long_f32_sums_are_thread_count_free)
+{
+    use("jit");
+    rlx_tensor *x = trand(RLX_F32, 2, (int64_t[]){48, 100003}, -1, 2);
+    rlx_tensor *big = trand(RLX_F32, 1, (int64_t[]){3000017}, 0, 1);
+    rlx_tensor *cols = trand(RLX_F32, 2, (int64_t[]){100003, 48}, -1, 2);
+    rlx_tensor *wide = trand(RLX_F32, 2, (int64_t[]){8, 1 << 18}, -4, 4); /* softmax in chunks (rowplan.c) */
+    for (int f64 = 0; f64 < 2; f64++) {
+        CHECK(rlx_set_option("reduce_acc_f64", f64 ? "1" : "0") == RLX_OK);
+        for (int w = 0; w < 7; w++) {
+            double *got[3] = {NULL, NULL, NULL};
+            int64_t n[3] = {0, 0, 0};
+            for (int t = 1; t <= 3; t++) {
+                rlx_set_num_threads(t);
+                rlx_scope_begin();
+                rlx_tensor *r = w == 0   ? rlx_sum_all(big)
+                                : w == 1 ? rlx_sum(x, (const int[]){1}, 1, false)
+                                : w == 2 ? rlx_sum(cols, (const int[]){0}, 1, false)
+                                : w == 3 ? rlx_softmax(x, -1)
+                                : w == 4 ? rlx_sum(rlx_cast(x, RLX_F16), (const int[]){1}, 1, false)
+                                : w == 5 ? rlx_layer_norm(x, NULL, NULL, 1e-5)
+                                         : rlx_softmax(wide, -1);
+                got[t - 1] = test_values(r, &n[t - 1]);
+                rlx_scope_end();
+            }
+            rlx_set_num_threads(0);
+            for (int t = 2; t <= 3; t++)
+                if (got[0] && got[t - 1] && (n[0] != n[t - 1] || memcmp(got[0], got[t - 1], (size_t)n[0] * sizeof(double))))
+                    test_fail(__FILE__, __LINE__, "case %d (reduce_acc_f64=%d): %d threads differ from 1", w, f64, t);
+            for (int t = 0; t < 3; t++)
+                free(got[t]);
+        }
+    }
+    CHECK(rlx_set_option("reduce_acc_f64", "default") == RLX_OK);
+    use("ref");
+}
+
+TEST_MAIN(T(matmul_split_is_thread_count_free), T(program_outputs_stay_mapped),
+          T(long_f32_sums_are_thread_count_free))

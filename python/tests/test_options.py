@@ -23,6 +23,7 @@ KNOBS = {
     "fuse_reduce": ("1", "0", "2"),
     "fuse_phases": ("1", "0", "2"),
     "generic_kernels": ("1", "2", "3"),
+    "reduce_acc_f64": ("0", "1", "2"),
 }
 
 

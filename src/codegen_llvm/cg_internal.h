@@ -25,6 +25,7 @@ typedef struct {
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
     bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
     int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
+    bool acc_f64;                      /* f32 sums in f64, not blocked f32 (knob reduce_acc_f64), set by the caller */
     bool generic;                      /* size-generic: numbers from the parameter array (sched_kernel_key) */
 } cg_mod;
 
@@ -51,6 +52,9 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
  * built-in rules; 0 = the vectorizer's choice), and both packed in one
  * word for the kernel cache key. */
 void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, int *interleave);
+/* The knob word: width, interleave and acc_f64 (the kernel cache key's
+ * last word); cg_kernel_knob_apply sets them in m from it. */
 uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k);
+void cg_kernel_knob_apply(cg_mod *m, uint64_t word);
 
 #endif

@@ -572,8 +572,7 @@ static rlx_status build_object(const sched_kernel *k, uint64_t knob_word, bool g
     LLVMSetDataLayout(mod, J.layout);
     cg_mod m;
     cg_mod_init(&m, ctx, mod);
-    m.width = (int)(knob_word >> 32);
-    m.interleave = (int)(uint32_t)knob_word;
+    cg_kernel_knob_apply(&m, knob_word);
     m.generic = generic;
     if (inj == 3) /* f16 in integer operations, as on a host without F16C */
         m.f16c = false;

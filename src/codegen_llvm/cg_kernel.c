@@ -33,10 +33,34 @@
  * f32 division by a value fixed along the vectorized loop is IEEE division
  * bit for bit: in a row kernel's store pass without a divide (fast_div),
  * elsewhere a divide.
- * Reductions: SUM and PROD of f32, f16, bf16 accumulate in f64; the accumulate is the
- * only instruction with a fast-math flag (reassoc), so the vectorizer may
- * keep several partial sums. Order is fixed by the code, so the result is
- * deterministic.
+ * Reductions: PROD of f32, f16, bf16 accumulates in f64, and so does SUM
+ * under the knob reduce_acc_f64; the accumulate is the only instruction
+ * with a fast-math flag (reassoc), so the vectorizer may keep several
+ * partial sums. Otherwise SUM of f32, f16, bf16 is blocked: one loop dim
+ * (the innermost reduced one; in a row kernel the innermost row dim) runs
+ * in blocks, each summed in an f32 accumulator (reassoc: partial sums in
+ * 16 lanes), whose value is then added, exactly converted, into the f64
+ * accumulator (flush_block: in block order, no reassoc) and reset. A block
+ * holds at most m elements per accumulator: SCHED_SUM_BLOCK (1024) along a
+ * row, SUM_BLOCK_ROWS (64) rows of a row buffer over tail dims (column
+ * sums: each slot adds them in order), SCHED_ROW_PF_CHUNK (256) in a
+ * chunked row pass; a compiled-in extent within one block is one block.
+ * f32 holds f16 and bf16 values exactly, so for n values, s their exact
+ * sum, A = sum |x_i|, u = 2^-24, g(k) = k u / (1 - k u), g64 the same
+ * with 2^-53:
+ *  - a block of j <= m values summed in f32 in any order (any binary tree
+ *    of j leaves is at most j - 1 deep; Higham, Accuracy and Stability,
+ *    4.3): |err_b| <= g(m-1) A_b;
+ *  - the k <= n block sums added in f64 in order: g64(k-1) times the sum
+ *    of their magnitudes, which is at most (1 + g(m-1)) A;
+ *  - one rounding of that f64 value to the output (f16/bf16 through f32
+ *    rounded to odd: still one rounding), uo its unit roundoff:
+ *      |out - s| <= uo |s| + (1 + uo) (g(m-1) + g64(n) (1 + g(m-1))) A,
+ * with m = 1024 about uo |s| + 6.1e-5 A (include/rlx.h states it;
+ * test_reduce checks it on 10^7-element sums, which the naive f32 loop
+ * breaks). The order is fixed by the code and the kernel's shape (blocks
+ * run along a reduced dim, threads split loop dim 0, never reduced), so
+ * the result is deterministic and independent of the thread count.
  */
 #include <math.h>
 #include <stdio.h>
@@ -94,6 +118,10 @@ LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTy
 /* ------------------------------------------------------------ the state */
 
 enum { FD_SLOTS = SCHED_ROW_FD_SLOTS, PF_LOADS = SCHED_ROW_PF_LOADS };
+/* A blocked sum keeping tail dims (column sums): rows per block. Each
+ * slot adds them in order; the flush costs a pass over the f64 row
+ * buffer per block. */
+enum { SUM_BLOCK_ROWS = 64 };
 enum { DIV_PLAIN, DIV_FAST };
 
 typedef struct {
@@ -133,6 +161,17 @@ typedef struct {
     int npf, pf[PF_LOADS];
     LLVMValueRef chslot, chiv, jiv, pfrow;
     LLVMBasicBlockRef chhead, chexit;
+    /* a blocked f32 sum (the file header): acc32 (non-NULL) holds the f32
+     * partial sums, acc64 the f64 accumulators they are added into, each
+     * a row buffer over the tail dims [r2, rank) when btail; loop dim
+     * blkdim (-1: none) runs in blocks of `block` iterations, and at the
+     * end of each (or of each chunk, with blk_chunk) flush_block adds them */
+    LLVMValueRef acc32, acc64;
+    bool btail, blk_chunk;
+    int blkdim;
+    int64_t block;
+    LLVMValueRef blkslot, bstart;
+    LLVMBasicBlockRef bhead, bexit;
     char *msg;
     size_t cap;
     bool failed, oom;
@@ -688,6 +727,10 @@ static void emit_prefetches(kctx *c, int d)
     c->iv[0] = iv0;
 }
 
+/* Loop dim d's extent is compiled in (specialized, or a generic kernel's fixed one). */
+static bool fixed_extent(const kctx *c, int d) { return !(c->generic && c->pv[d]); }
+static bool one_block(const kctx *c, int d) { return fixed_extent(c, d) && c->k->shape[d] <= c->block; }
+
 static void open_loop(kctx *c, int d)
 {
     cg_mod *m = c->m;
@@ -707,6 +750,24 @@ static void open_loop(kctx *c, int d)
         emit_prefetches(c, d);
     }
     LLVMValueRef lo = d == 0 ? c->begin : ci(c, m->i64, 0);
+    LLVMValueRef hi = d == 0 ? c->end : chunked ? ci(c, m->i64, c->chunk) : extent(c, d);
+    if (d == c->blkdim && one_block(c, d)) {
+        c->bstart = NULL; /* one block: the loop as it is, flushed at its end */
+    } else if (d == c->blkdim) { /* blocks [start, min(start + block, extent)) */
+        LLVMBuildStore(c->b, ci(c, m->i64, 0), c->blkslot);
+        c->bhead = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "block");
+        LLVMBasicBlockRef bbody = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "blbody");
+        c->bexit = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "blexit");
+        LLVMBuildBr(c->b, c->bhead);
+        LLVMPositionBuilderAtEnd(c->b, c->bhead);
+        c->bstart = LLVMBuildLoad2(c->b, m->i64, c->blkslot, "");
+        LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, c->bstart, hi), bbody, c->bexit);
+        LLVMPositionBuilderAtEnd(c->b, bbody);
+        LLVMValueRef top = LLVMBuildNSWAdd(c->b, c->bstart, ci(c, m->i64, c->block), "");
+        lo = c->bstart;
+        /* a known extent, a multiple of the block: a known trip count */
+        hi = fixed_extent(c, d) && c->k->shape[d] % c->block == 0 ? top : sel(c, icmp(c, LLVMIntSLT, top, hi), top, hi);
+    }
     LLVMBuildStore(c->b, lo, c->ivslot[d]);
     c->head[d] = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "head");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "body");
@@ -714,7 +775,6 @@ static void open_loop(kctx *c, int d)
     LLVMBuildBr(c->b, c->head[d]);
     LLVMPositionBuilderAtEnd(c->b, c->head[d]);
     LLVMValueRef i = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
-    LLVMValueRef hi = d == 0 ? c->end : chunked ? ci(c, m->i64, c->chunk) : extent(c, d);
     LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, hi), body, c->exit[d]);
     LLVMPositionBuilderAtEnd(c->b, body);
     c->iv[d] = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
@@ -749,6 +809,8 @@ static void set_loop_md(kctx *c, LLVMValueRef br, int width, int interleave)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, loop));
 }
 
+static void flush_block(kctx *c);
+
 static void close_loop(kctx *c, int d)
 {
     bool chunked = c->chunk > 0 && d == c->k->rank - 1;
@@ -758,7 +820,17 @@ static void close_loop(kctx *c, int d)
     if (d == c->k->rank - 1 && (c->interleave > 1 || c->width > 1))
         set_loop_md(c, br, c->width, c->interleave);
     LLVMPositionBuilderAtEnd(c->b, c->exit[d]);
+    if (d == c->blkdim && !c->bstart) {
+        flush_block(c);
+    } else if (d == c->blkdim) {
+        flush_block(c);
+        LLVMBuildStore(c->b, LLVMBuildNSWAdd(c->b, c->bstart, ci(c, c->m->i64, c->block), ""), c->blkslot);
+        LLVMBuildBr(c->b, c->bhead);
+        LLVMPositionBuilderAtEnd(c->b, c->bexit);
+    }
     if (chunked) {
+        if (c->blk_chunk)
+            flush_block(c);
         LLVMBuildStore(c->b, LLVMBuildNSWAdd(c->b, c->chiv, ci(c, c->m->i64, 1), ""), c->chslot);
         LLVMBuildBr(c->b, c->chhead);
         LLVMPositionBuilderAtEnd(c->b, c->chexit);
@@ -822,19 +894,46 @@ static LLVMValueRef red_combine(kctx *c, ir_op op, rlx_dtype dt, LLVMValueRef a,
 }
 
 /* The accumulator type: f32, f16 and bf16 sums and products accumulate
- * in f64 (rowplan.c's acc_dtype, the same rule). */
+ * in f64 (rowplan.c's acc_dtype, the same rule); a sum first in f32
+ * blocks unless acc_f64 (blocked_sum). */
 static LLVMTypeRef acc_type(kctx *c, ir_op op, rlx_dtype dt)
 {
     bool wide = (op == IR_OP_SUM || op == IR_OP_PROD) && (dt == RLX_F32 || is_half(dt));
     return wide ? c->m->f64 : reg_type(c->m, dt);
 }
 
-static LLVMValueRef acc_ptr(kctx *c)
+static bool blocked_sum(const kctx *c, ir_op op, rlx_dtype dt)
+{
+    return op == IR_OP_SUM && (dt == RLX_F32 || is_half(dt)) && !c->m->acc_f64;
+}
+
+/* The slot of the accumulators at base (of type t) for the open tail dims. */
+static LLVMValueRef slot_ptr(kctx *c, LLVMValueRef base, LLVMTypeRef t)
 {
     LLVMValueRef idx = ci(c, c->m->i64, 0);
     for (int d = c->r2; d < c->k->rank; d++)
         idx = LLVMBuildNSWAdd(c->b, idx, LLVMBuildNSWMul(c->b, c->iv[d], c->acc_stride[d], ""), "");
-    return LLVMBuildInBoundsGEP2(c->b, c->acc_t, c->acc, &idx, 1, "");
+    return LLVMBuildInBoundsGEP2(c->b, t, base, &idx, 1, "");
+}
+
+static LLVMValueRef acc_ptr(kctx *c) { return slot_ptr(c, c->acc, c->acc_t); }
+
+/* The end of a block: acc64 += acc32 (exact conversion, one f64 rounding,
+ * no reassociation: blocks add in order), acc32 = 0; per slot over the
+ * tail dims when btail. */
+static void flush_block(kctx *c)
+{
+    cg_mod *m = c->m;
+    int r = c->btail ? c->k->rank : c->r2;
+    for (int d = c->r2; d < r; d++)
+        open_loop(c, d);
+    LLVMValueRef p32 = c->btail ? slot_ptr(c, c->acc32, m->f32) : c->acc32;
+    LLVMValueRef p64 = c->btail ? slot_ptr(c, c->acc64, m->f64) : c->acc64;
+    LLVMValueRef part = LLVMBuildFPExt(c->b, LLVMBuildLoad2(c->b, m->f32, p32, ""), m->f64, "");
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, m->f64, p64, ""), part, ""), p64);
+    LLVMBuildStore(c->b, cf(m->f32, 0), p32);
+    for (int d = r - 1; d >= c->r2; d--)
+        close_loop(c, d);
 }
 
 static void emit_reduce(kctx *c)
@@ -847,21 +946,27 @@ static void emit_reduce(kctx *c)
     for (int d = c->r2; d < k->rank; d++)
         open_loop(c, d);
     LLVMBuildStore(c->b, red_identity(c, k->red_op, dt, c->acc_t), acc_ptr(c));
+    if (c->acc32)
+        LLVMBuildStore(c->b, cf(c->m->f32, 0), slot_ptr(c, c->acc32, c->m->f32));
     for (int d = k->rank - 1; d >= c->r2; d--)
         close_loop(c, d);
-    /* accumulate over the reduced dims (and the row, innermost) */
+    /* accumulate over the reduced dims (and the row, innermost); blocked:
+     * into acc32, the innermost reduced dim in blocks */
+    c->blkdim = c->acc32 ? c->r2 - 1 : -1;
     for (int d = c->r1; d < k->rank; d++)
         open_loop(c, d);
     emit_body_values(c);
     if (c->failed)
         return;
     LLVMValueRef v = value_out(c);
-    if (c->acc_t != reg_type(c->m, dt))
-        v = LLVMBuildFPExt(c->b, v, c->acc_t, "");
-    LLVMValueRef p = acc_ptr(c);
-    LLVMBuildStore(c->b, red_combine(c, k->red_op, dt, LLVMBuildLoad2(c->b, c->acc_t, p, ""), v), p);
+    LLVMTypeRef at = c->acc32 ? c->m->f32 : c->acc_t;
+    if (at != reg_type(c->m, dt))
+        v = LLVMBuildFPExt(c->b, v, at, "");
+    LLVMValueRef p = c->acc32 ? slot_ptr(c, c->acc32, at) : acc_ptr(c);
+    LLVMBuildStore(c->b, red_combine(c, k->red_op, dt, LLVMBuildLoad2(c->b, at, p, ""), v), p);
     for (int d = k->rank - 1; d >= c->r1; d--)
         close_loop(c, d);
+    c->blkdim = -1;
     /* store the row */
     for (int d = c->r2; d < k->rank; d++)
         open_loop(c, d);
@@ -910,6 +1015,8 @@ static bool has_phase(const sched_kernel *k)
     return false;
 }
 
+static knob_class red_class(const sched_kernel *k) { return k->red_op != IR_OP_COUNT ? KCLASS_REDUCE : KCLASS_ROWS; }
+
 /* Width and interleave of the innermost loop: the knobs of ks (passes/knobs.c,
  * per kernel class and size) where set, else the built-in rules. */
 void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, int *interleave)
@@ -921,7 +1028,7 @@ void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, in
     int64_t elems = 1;
     for (int d = 0; d < k->rank; d++)
         elems *= k->shape[d];
-    knob_class cls = red ? (k->red_op != IR_OP_COUNT ? KCLASS_REDUCE : KCLASS_ROWS) : nmath ? KCLASS_EW_MATH : KCLASS_EW;
+    knob_class cls = red ? red_class(k) : nmath ? KCLASS_EW_MATH : KCLASS_EW;
     *interleave = nmath ? MATH_INTERLEAVE : 0;
     /* f32 (f16, bf16) rows summed in f64: still 16 lanes (two f64 vectors of partial sums) */
     rlx_dtype odt = k->node->dtype;
@@ -946,7 +1053,20 @@ uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k)
 {
     int w, u;
     cg_kernel_knobs(ks, k, &w, &u);
-    return (uint64_t)(uint32_t)w << 32 | (uint32_t)u;
+    bool red = k->red_op != IR_OP_COUNT || has_phase(k);
+    int64_t elems = 1;
+    for (int d = 0; d < k->rank; d++)
+        elems *= k->shape[d];
+    /* (interleave <= 16: bit 16 is free) */
+    uint64_t f64 = red && knob_value(ks, KNOB_REDUCE_ACC_F64, red_class(k), elems) != 0;
+    return (uint64_t)(uint32_t)w << 32 | f64 << 16 | (uint32_t)u;
+}
+
+void cg_kernel_knob_apply(cg_mod *m, uint64_t word)
+{
+    m->width = (int)(word >> 32);
+    m->interleave = (int)(word & 0xffff);
+    m->acc_f64 = word >> 16 & 1;
 }
 
 /* A phased (row) kernel follows its plan (passes/rowplan.c): the plan
@@ -980,8 +1100,10 @@ static void emit_row_allocas(kctx *c, row_emit *re, LLVMValueRef *accs)
                                  : LLVMBuildAlloca(c->b, LLVMArrayType2(et, (uint64_t)p->rowlen), "stash");
         LLVMSetAlignment(re->slot[i], 64);
     }
-    for (int L = 0; L < p->nphases; L++)
+    for (int L = 0; L < p->nphases; L++) {
         accs[L] = LLVMBuildAlloca(c->b, reg_type(m, p->pass[L].acc_dtype), "acc");
+        accs[SCHED_MAX_PHASES + L] = p->pass[L].block > 0 ? LLVMBuildAlloca(c->b, m->f32, "acc32") : NULL;
+    }
     for (int s = 0; s < p->nfd; s++) {
         c->fdlo[s] = LLVMBuildAlloca(c->b, m->i32, "fdlo");
         c->fdhi[s] = LLVMBuildAlloca(c->b, m->i32, "fdhi");
@@ -1042,13 +1164,32 @@ static void begin_chunks(kctx *c, const sched_rowpass *ps)
     c->chunk = ps->chunk;
 }
 
-/* A phase: its accumulator over the row, then its per-row value. */
-static void emit_reduce_pass(kctx *c, const row_emit *re, const sched_rowpass *ps, LLVMValueRef acc)
+/* A phase: its accumulator over the row, then its per-row value. A
+ * blocked sum (ps->block) adds in acc32, the innermost row dim in blocks
+ * (a chunked pass: its chunks), each block's sum then into acc. */
+static void emit_reduce_pass(kctx *c, const row_emit *re, const sched_rowpass *ps, LLVMValueRef acc, LLVMValueRef acc32)
 {
     const sched_kernel *k = c->k;
     const sched_instr *red = &k->instr[ps->red];
     LLVMTypeRef at = reg_type(c->m, ps->acc_dtype);
+    rlx_dtype adt = ps->acc_dtype;
     LLVMBuildStore(c->b, red_identity(c, red->op, red->dtype, at), acc);
+    if (ps->block > 0 && re->p->r1 >= k->rank) { /* (a block needs a row loop to run in) */
+        snprintf(c->msg, c->cap, "code generator: blocked sum in a row plan without row dims");
+        c->failed = true;
+        return;
+    }
+    if (ps->block > 0) {
+        LLVMBuildStore(c->b, cf(c->m->f32, 0), acc32);
+        c->acc32 = acc32;
+        c->acc64 = acc;
+        c->btail = false;
+        c->blk_chunk = ps->chunk > 0;
+        c->blkdim = ps->chunk > 0 ? -1 : k->rank - 1;
+        c->block = ps->block;
+        at = c->m->f32;
+        adt = RLX_F32;
+    }
     begin_chunks(c, ps);
     for (int d = re->p->r1; d < k->rank; d++)
         open_loop(c, d);
@@ -1056,12 +1197,17 @@ static void emit_reduce_pass(kctx *c, const row_emit *re, const sched_rowpass *p
     if (c->failed)
         return;
     LLVMValueRef v = c->vals[ps->root];
+    LLVMValueRef ap = ps->block > 0 ? acc32 : acc;
     if (LLVMTypeOf(v) != at)
-        v = convert(c, v, k->instr[ps->root].dtype, ps->acc_dtype);
-    LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, acc, ""), v), acc);
+        v = convert(c, v, k->instr[ps->root].dtype, adt);
+    LLVMBuildStore(c->b, red_combine(c, red->op, red->dtype, LLVMBuildLoad2(c->b, at, ap, ""), v), ap);
     for (int d = k->rank - 1; d >= re->p->r1; d--)
         close_loop(c, d);
     c->chunk = 0;
+    c->acc32 = NULL;
+    c->blk_chunk = false;
+    c->blkdim = -1;
+    at = reg_type(c->m, ps->acc_dtype);
     LLVMValueRef a = LLVMBuildLoad2(c->b, at, acc, "");
     if (ps->acc_dtype != red->dtype)
         a = convert(c, a, ps->acc_dtype, red->dtype);
@@ -1130,7 +1276,9 @@ static void emit_row_pass(kctx *c, const row_emit *re, int P, LLVMValueRef *accs
     if (c->failed)
         return;
     switch (ps->kind) {
-    case SCHED_ROW_REDUCE: emit_reduce_pass(c, re, ps, accs[P]); return; /* the phases are passes 0..nphases-1 */
+    case SCHED_ROW_REDUCE: /* the phases are passes 0..nphases-1 */
+        emit_reduce_pass(c, re, ps, accs[P], accs[SCHED_MAX_PHASES + P]);
+        return;
     case SCHED_ROW_STORE_ONE: store(c, 0, c->k->node->dtype, aff_out(c), c->vals[c->k->ninstr - 1]); return;
     case SCHED_ROW_RETRY: emit_retry_pass(c, re, ps); return;
     case SCHED_ROW_STORE:
@@ -1152,13 +1300,13 @@ static void emit_phased(kctx *c)
 {
     const sched_kernel *k = c->k;
     sched_rowplan p;
-    rlx_status st = sched_rowplan_build(k, c->m->fma, &p, c->msg, c->cap);
+    rlx_status st = sched_rowplan_build(k, c->m->fma, c->m->acc_f64, &p, c->msg, c->cap);
     if (st != RLX_OK) {
         c->failed = true;
         c->oom = st == RLX_E_NOMEM;
         return;
     }
-    LLVMValueRef accs[SCHED_MAX_PHASES]; /* the plan has at most that many */
+    LLVMValueRef accs[2 * SCHED_MAX_PHASES]; /* per phase its accumulator, then its f32 one */
     row_emit re = {.p = &p, .slot = ir_calloc((size_t)k->ninstr, sizeof(LLVMValueRef))};
     if (!re.slot) {
         snprintf(c->msg, c->cap, "out of memory generating a kernel");
@@ -1304,6 +1452,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, body, "entry"));
     for (int d = 0; d < k->rank; d++)
         c.ivslot[d] = LLVMBuildAlloca(c.b, m->i64, "");
+    c.blkslot = LLVMBuildAlloca(c.b, m->i64, "blk");
+    c.blkdim = -1;
     if (c.generic) /* the numbers it reads, loaded once */
         load_params(&c, LLVMGetParam(body, (unsigned)na), np);
     c.inner = inner;
@@ -1349,6 +1499,14 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         else
             c.acc = LLVMBuildAlloca(c.b, count > 1 ? LLVMArrayType2(c.acc_t, (uint64_t)count) : c.acc_t, "acc");
         LLVMSetAlignment(c.acc, 64);
+        if (c.r1 < c.r2 && blocked_sum(&c, k->red_op, k->node->dtype)) {
+            c.acc32 = c.generic && c.r2 < k->rank ? LLVMBuildArrayAlloca(c.b, m->f32, cv, "acc32")
+                      : LLVMBuildAlloca(c.b, count > 1 ? LLVMArrayType2(m->f32, (uint64_t)count) : m->f32, "acc32");
+            LLVMSetAlignment(c.acc32, 64);
+            c.acc64 = c.acc;
+            c.btail = c.r2 < k->rank;
+            c.block = c.btail ? SUM_BLOCK_ROWS : SCHED_SUM_BLOCK;
+        }
         emit_reduce(&c);
     } else if (k->red_mask || has_phase(k)) { /* (rows of extent 1 leave no row dim) */
         emit_phased(&c);

@@ -47,6 +47,7 @@ typedef enum {
     KNOB_FUSE_REDUCE,    /* 0: a reduction does not absorb its elementwise producers */
     KNOB_FUSE_PHASES,    /* 0: a row reduction is not a phase of its reader */
     KNOB_GENERIC_KERNELS, /* size-generic kernels: 0 never, 1 auto, 2 always (codegen_llvm/cg.h) */
+    KNOB_REDUCE_ACC_F64, /* 1: f32/f16/bf16 sums accumulate in f64, not in blocked f32 (cg_kernel.c) */
     KNOB_COUNT
 } knob_id;
 

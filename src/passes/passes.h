@@ -249,7 +249,8 @@ bool ts_simp_fold(ir_op op, const ir_attrs *attr, rlx_dtype dtype, int nsrc, ir_
  * the row), else per row (computed once per row, at the start of the first
  * pass after the phases it waits for). Passes, in order:
  *  - one ROW_REDUCE per SCHED_I_REDUCE (a phase): accumulates its source
- *    over the row, in an accumulator of acc_dtype (f64 for f32 SUM, PROD);
+ *    over the row, in an accumulator of acc_dtype (f64 for f32 SUM, PROD;
+ *    an f32 SUM in blocks of f32 partial sums unless acc_f64, see block);
  *  - then either ROW_STORE, a pass storing each element (the stored value
  *    or its place depends on the row), or ROW_STORE_ONE, one store per row;
  *  - ROW_RETRY after a ROW_STORE with guarded f32 divisions (Markstein,
@@ -269,7 +270,11 @@ enum {
     SCHED_ROW_PF_LOADS = 4,                /* loads prefetched by the chunked pass */
     SCHED_ROW_STASH_BYTES = 128 * 1024,    /* row buffers in all: a small thread stack suffices */
     SCHED_ROW_PF_CHUNK = 256,              /* beat 128 and 1024 on softmax [4096, 4096] */
-    SCHED_ROW_PF_MIN_BYTES = 4 << 20       /* the kernel's elements: beyond the caches */
+    SCHED_ROW_PF_MIN_BYTES = 4 << 20,      /* the kernel's elements: beyond the caches */
+    /* an f32 (f16, bf16) SUM along a row: f32 partial sums of this many
+     * elements of the innermost loop dim, each block's added into the f64
+     * accumulator (codegen_llvm/cg_kernel.c derives the error bound) */
+    SCHED_SUM_BLOCK = 1024
 };
 
 typedef enum { SCHED_ROW_REDUCE = 0, SCHED_ROW_STORE = 1, SCHED_ROW_STORE_ONE = 2, SCHED_ROW_RETRY = 3 } sched_rowpass_kind;
@@ -290,6 +295,8 @@ typedef struct {
     int red;             /* ROW_REDUCE: its SCHED_I_REDUCE; else -1 */
     int root;            /* the value the loop ends with: red's source, or the stored value */
     rlx_dtype acc_dtype; /* ROW_REDUCE: the accumulator's */
+    int64_t block;       /* ROW_REDUCE: > 0: blocked f32 sum, f32 partial sums of that many elements of the
+                          * innermost row dim (a chunked pass: its chunks) added into the f64 accumulator */
     bool fast_div;       /* ROW_STORE: divisions with an fdslot are guarded ones */
     int64_t chunk;       /* > 0: the row loop runs in chunks of that many, prefetching the next row */
     unsigned char *act;  /* per instruction: sched_rowact; borrows the plan's memory */
@@ -319,7 +326,8 @@ typedef struct {
  * (guarded divisions need it). RLX_E_NOMEM, or RLX_E_INTERNAL for a kernel
  * that is not a phased one or has more than SCHED_MAX_PHASES phases, with
  * a message in err and nothing to free. */
-rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, sched_rowplan *p, char *err, size_t errcap);
+rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, bool acc_f64, sched_rowplan *p, char *err,
+                                size_t errcap);
 void sched_rowplan_free(sched_rowplan *p);
 /* The words of a generic kernel's key (sched_kernel_key) that say the
  * plan's decisions depending on sizes: per instruction its stash, the

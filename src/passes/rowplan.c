@@ -25,7 +25,11 @@
  *  - rows of a [rows, n] matrix of at least SCHED_ROW_PF_MIN_BYTES, n a
  *    multiple of SCHED_ROW_PF_CHUNK (four chunks or more): when the pass
  *    after the first computes a math function, it runs in chunks, each
- *    prefetching that chunk of the next row of the first few row loads.
+ *    prefetching that chunk of the next row of the first few row loads;
+ *  - an f32, f16 or bf16 SUM phase sums blocks of SCHED_SUM_BLOCK elements
+ *    (a chunked pass: of its chunks) in f32, adding each block's sum into
+ *    an f64 accumulator; with acc_f64 (knob reduce_acc_f64) every element
+ *    is added in f64, as PROD always is.
  */
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +61,7 @@ typedef struct {
     sched_rowplan *p;
     unsigned char *mark, *filled, *uses;
     bool row_store;
+    bool acc_f64; /* the knob reduce_acc_f64: no blocked f32 sums */
 } planner;
 
 /* mark[i] for each instruction the loop computing `root` needs (a stash
@@ -248,10 +253,15 @@ static void make_passes(planner *b, int pf_pass)
     for (int L = 0; L < p->nphases; L++) {
         const sched_instr *red = &k->instr[p->phase[L]];
         sched_rowpass *ps = add_pass(p, SCHED_ROW_REDUCE, p->phase[L], red->src[0]);
-        /* f32, f16 and bf16 sums and products accumulate in f64 */
-        bool wide = (red->op == IR_OP_SUM || red->op == IR_OP_PROD) && (red->dtype == RLX_F32 || half_float(red->dtype));
+        /* f32, f16 and bf16 sums and products accumulate in f64; a sum
+         * first in f32 blocks (unless acc_f64): a chunked pass's chunk is
+         * its block, the chunk loop being the natural place to add it */
+        bool f32ish = red->dtype == RLX_F32 || half_float(red->dtype);
+        bool wide = (red->op == IR_OP_SUM || red->op == IR_OP_PROD) && f32ish;
         ps->acc_dtype = wide ? RLX_F64 : red->dtype;
         ps->chunk = L == pf_pass ? SCHED_ROW_PF_CHUNK : 0;
+        if (red->op == IR_OP_SUM && f32ish && !b->acc_f64 && p->r1 < k->rank) /* (no row dim: one element) */
+            ps->block = ps->chunk > 0 ? ps->chunk : SCHED_SUM_BLOCK;
         per_row_acts(k, p, L, ps->act);
         row_acts(b, ps->act, b->filled, ps->root);
     }
@@ -298,7 +308,7 @@ static rlx_status check_kernel(const sched_kernel *k, char *err, size_t errcap)
     return RLX_OK;
 }
 
-rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, sched_rowplan *p, char *err, size_t errcap)
+rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, bool acc_f64, sched_rowplan *p, char *err, size_t errcap)
 {
     memset(p, 0, sizeof *p);
     rlx_status st = check_kernel(k, err, errcap);
@@ -320,7 +330,7 @@ rlx_status sched_rowplan_build(const sched_kernel *k, bool fma, sched_rowplan *p
     p->per_elem = bytes;
     p->stash = bytes + n;
     p->fdslot = (signed char *)(bytes + 2 * n);
-    planner b = {k, p, bytes + 3 * n, bytes + 4 * n, bytes + 5 * n, false};
+    planner b = {k, p, bytes + 3 * n, bytes + 4 * n, bytes + 5 * n, false, acc_f64};
     row_dims(k, p);
     levels(k, p);
     b.row_store = stores_over_row(k, p);
@@ -342,8 +352,9 @@ size_t sched_rowplan_key(const sched_kernel *k, uint64_t *buf, size_t cap)
 {
     sched_rowplan p;
     char err[8];
-    /* (fma changes which divisions are guarded, never with sizes) */
-    if (sched_rowplan_build(k, true, &p, err, sizeof err) != RLX_OK)
+    /* (fma changes which divisions are guarded, acc_f64 the blocks, never
+     * with sizes: the knob word of the key has acc_f64) */
+    if (sched_rowplan_build(k, true, false, &p, err, sizeof err) != RLX_OK)
         return SIZE_MAX;
     size_t n = 0;
 #define PUT(v) do { uint64_t v_ = (uint64_t)(v); if (n < cap) buf[n] = v_; n++; } while (0)
