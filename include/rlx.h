@@ -241,6 +241,14 @@ RLX_API rlx_tensor *rlx_scalar(rlx_dtype dt, double value); /* rank 0 */
 /* [start, stop) by step, NumPy length ceil((stop-start)/step); step 0 or a
  * non-finite argument is RLX_E_ARG; bool is RLX_E_DTYPE. */
 RLX_API rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step);
+/* [n] = 0, 1, ..., n-1 in dt, n the size of t's axis (PyTorch's
+ * torch.arange(t.size(axis))): a plain rlx_arange when the axis is static;
+ * over a dynamic axis (rlx_input) a compiled program makes it in each
+ * binding's size, so one compile serves every length (e.g. the positions of
+ * a dynamic sequence for rlx_index_select). t's values are never read; the
+ * result has no gradient. Errors: t NULL propagates; axis out of range
+ * RLX_E_ARG; dt bool or c64 RLX_E_DTYPE. */
+RLX_API rlx_tensor *rlx_arange_of(rlx_tensor *t, int axis, rlx_dtype dt);
 RLX_API rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n); /* [n, n] identity */
 /* Counter-based random numbers: the same (dt, shape, seed) always gives the
  * same values, whatever the backend or thread count. Float dtypes only

@@ -403,9 +403,19 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
         dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
         return;
     }
+    if (outer < 0 || inner < 0) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s (dynamic dims off the axis)", ax,
+                 ts_shape_str(x));
+        return;
+    }
+    /* a dynamic index count or axis length is the one -1 of its reshape,
+     * and the shapes follow g and x when a program binds them */
     int64_t gs[3] = {outer, ni, inner}, xs[3] = {outer, len, inner}, is[3] = {1, ni, 1};
-    rlx_tensor *at = rlx_broadcast_to(rlx_reshape(T(idx), 3, is), 3, gs);
-    rlx_tensor *d = rlx_scatter_add(rlx_zeros(x->dtype, 3, xs), 1, at, rlx_reshape(g, 3, gs));
+    rlx_tensor *g3 = rlx_reshape(g, 3, gs), *x3 = len < 0 ? rlx_reshape(T(x), 3, xs) : NULL;
+    rlx_tensor *at = ni < 0 ? expand_like(rlx_reshape(T(idx), 3, is), ts_node(g3))
+                            : rlx_broadcast_to(rlx_reshape(T(idx), 3, is), 3, gs);
+    rlx_tensor *base = x3 ? zeros_of(ts_node(x3)) : rlx_zeros(x->dtype, 3, xs);
+    rlx_tensor *d = rlx_scatter_add(base, 1, at, g3);
     dx[0] = rlx_reshape(d, x->rank, x->shape);
 }
 

@@ -443,7 +443,13 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             made[i] = remake(fn, nd, 1, src, &a);
             loose[i] = any_loose;
         } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[ir_map_get(pos, nd->src[2])]) {
-            /* where(true, a, ref): a in ref's shape, ref itself unread */
+            /* where(true, a, ref): a in ref's shape, ref itself unread; an
+             * iota traced over a dynamic dim (rlx_arange_of) is made in it */
+            const ir_node *x = nd->src[1];
+            if (x->op == IR_OP_IOTA && has_dynamic_dim(x->rank, x->shape) && x->rank == src[2]->rank) {
+                made[i] = ts_leaf(fn, IR_OP_IOTA, &x->attr, x->dtype, x->rank, src[2]->shape);
+                goto made;
+            }
             uint32_t m = loose[ir_map_get(pos, nd->src[1])];
             bool fits = src[1]->rank == src[2]->rank;
             for (int d = 0; d < src[2]->rank && fits; d++)
@@ -518,6 +524,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             }
             made[i] = remake(fn, nd, nd->nsrc, src, &a);
         }
+    made:
         if (src != srcbuf) {
             ir_free(src);
             src = srcbuf;
