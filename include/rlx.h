@@ -936,6 +936,15 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
 RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
+/* The arenas p holds between runs (JIT; none on the reference backend):
+ * *count of them, *bytes in all. Every specialization's memory plan is
+ * resolved into the program's arenas, not one arena per specialization: a
+ * run takes an idle arena, grows it when its binding needs more and gives
+ * it back, so a smaller binding reuses the largest one. p keeps one per
+ * run in flight at once (at most 4), each as large as the largest plan it
+ * served; concurrent runs never share one. Either pointer may be NULL. p
+ * NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_arenas(rlx_program *p, int *count, size_t *bytes);
 
 /* --------------------------------------------------------------- autodiff */
 

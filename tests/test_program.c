@@ -733,6 +733,124 @@ TEST(dynamic_program_shared_by_threads)
     rlx_program_free(p);
 }
 
+/* A two-layer MLP over x [-1, C]: its [n, 64] hidden values live in the
+ * arena. */
+static rlx_tensor *e_mlp(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *h = rlx_tanh(rlx_linear(x, par[0], par[1]));
+    rlx_tensor *z = rlx_tanh(rlx_add(rlx_matmul(h, par[2]), h));
+    return rlx_sum(rlx_mul(z, rlx_sigmoid(rlx_matmul(z, par[2]))), ax1, 1, true);
+}
+
+static void mlp_params(rlx_tensor **par)
+{
+    par[0] = rlx_randn(RLX_F64, 2, (int64_t[]){64, C}, 11);
+    par[1] = rlx_randn(RLX_F64, 1, (int64_t[]){64}, 12);
+    par[2] = rlx_mul_s(rlx_randn(RLX_F64, 2, (int64_t[]){64, 64}, 13), 0.125);
+}
+
+/* The program's value at x (n rows) against the expression realized
+ * eagerly (no program, no shared arena); the number of wrong entries. */
+static int mlp_check(rlx_program *p, rlx_tensor *const *par, int64_t n, int seed)
+{
+    rlx_tensor *xv = rlx_randn(RLX_F64, 2, (int64_t[]){n, C}, (uint64_t)seed), *got = NULL;
+    if (!xv || rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got) != RLX_OK)
+        return 1;
+    rlx_tensor *want = e_mlp(xv, par);
+    double g[64], w[64];
+    if (rlx_read_f64(got, g, (size_t)n) != RLX_OK || rlx_read_f64(want, w, (size_t)n) != RLX_OK)
+        return 1;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += !(fabs(g[i] - w[i]) <= 1e-12 * (1 + fabs(w[i])));
+    return bad;
+}
+
+/* The arena grows only: a program's specs share its arena, grown to the
+ * largest plan run, reused by smaller bindings (not one arena per spec). */
+TEST(dynamic_arena_grows_only)
+{
+    rlx_tensor *par[3];
+    mlp_params(par);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
+    rlx_tensor *y = e_mlp(x, par);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    int count = -1;
+    size_t bytes = 1, need[65] = {0};
+    CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+    CHECK_EQ_INT(count, 0);
+    CHECK_EQ_INT((long long)bytes, 0);
+    const int64_t sizes[4] = {8, 64, 8, 16};
+    for (int k = 0; k < 4; k++) {
+        rlx_stats_t st;
+        rlx_stats_reset();
+        CHECK_EQ_INT(mlp_check(p, par, sizes[k], k), 0);
+        rlx_stats(&st);
+        need[sizes[k]] = st.arena_bytes; /* the plan's need (the eager check's own arena is smaller or equal) */
+        CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+        CHECK_EQ_INT(count, 1);
+        if (k == 0)
+            CHECK(bytes >= need[8] && bytes > 0);
+        else
+            CHECK_EQ_INT((long long)bytes, (long long)need[64]);
+    }
+    CHECK(need[64] > need[16] && need[16] > need[8]);
+    int kept = 0;
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, NULL), RLX_OK);
+    CHECK_EQ_INT(kept, 3); /* three specs, one arena */
+    CHECK_EQ_INT(rlx_program_arenas(NULL, &count, &bytes), RLX_E_ARG);
+    CHECK(strstr(rlx_last_error(), "rlx_program_arenas") != NULL);
+    CHECK_EQ_INT(rlx_program_arenas(p, NULL, NULL), RLX_OK);
+    rlx_program_free(p);
+}
+
+/* Threads running one program at different sizes at once: each run takes
+ * an arena of its own from the program's pool (grown on demand), so the
+ * values stay right; the pool keeps at most one per run in flight. */
+typedef struct {
+    rlx_program *p;
+    rlx_tensor *const *par;
+    int id, bad;
+} mlp_runner;
+
+static void *mlp_sizes(void *arg)
+{
+    mlp_runner *r = arg;
+    rlx_scope_begin();
+    for (int k = 0; k < 16; k++)
+        r->bad += mlp_check(r->p, r->par, 1 + (r->id * 7 + k * 13) % 64, r->id * 100 + k);
+    rlx_scope_end();
+    return NULL;
+}
+
+TEST(dynamic_arena_threads)
+{
+    rlx_tensor *par[3];
+    mlp_params(par);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
+    rlx_tensor *y = e_mlp(x, par);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    rlx_set_num_threads(1); /* the runs overlap; each one runs on its own thread */
+    pthread_t th[4];
+    mlp_runner r[4];
+    for (int t = 0; t < 4; t++) {
+        r[t] = (mlp_runner){p, par, t, 0};
+        CHECK_EQ_INT(pthread_create(&th[t], NULL, mlp_sizes, &r[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_EQ_INT(r[t].bad, 0);
+    }
+    rlx_set_num_threads(0);
+    int count = 0;
+    size_t bytes = 0;
+    CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+    CHECK(count >= 1 && count <= 4);
+    rlx_program_free(p);
+}
+
 /* Allocation failures while compiling and specializing: NOMEM, no leak. */
 static int dynamic_workload(void)
 {
@@ -760,4 +878,4 @@ TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
-          T(dynamic_attention_sequence))
+          T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads))
