@@ -733,6 +733,86 @@ TEST(dynamic_program_shared_by_threads)
     rlx_program_free(p);
 }
 
+/* rlx_arange_of: a plain range over static axes (every dtype it takes);
+ * over a dynamic axis a program makes it in each bound size, on both
+ * backends, 0 and 1 included; it reads no value of t and has no gradient. */
+TEST(arange_of_values)
+{
+    const rlx_dtype dts[4] = {RLX_I32, RLX_I64, RLX_F32, RLX_F64};
+    rlx_tensor *t = rlx_zeros(RLX_F32, 3, (int64_t[]){3, 0, 5});
+    for (int k = 0; k < 4; k++)
+        for (int ax = -3; ax < 3; ax++) {
+            rlx_tensor *r = rlx_arange_of(t, ax, dts[k]);
+            int64_t n = rlx_dim(t, ax);
+            double v[5] = {-1, -1, -1, -1, -1};
+            CHECK(r != NULL && rlx_dtype_of(r) == dts[k] && rlx_rank(r) == 1 && rlx_dim(r, 0) == n);
+            CHECK_EQ_INT(rlx_read_f64(r, v, (size_t)n), RLX_OK);
+            for (int64_t i = 0; i < n; i++)
+                CHECK_EQ_INT((long long)v[i], (long long)i);
+        }
+    EACH_BACKEND(b)
+    {
+        /* x [2, -1, 3]: y = x * pos[axis 1] + pos[axis 0]; a strided view of x */
+        rlx_tensor *x = rlx_input("x", RLX_F64, 3, (int64_t[]){2, -1, 3});
+        rlx_tensor *xt = rlx_transpose(x, 3, (int[]){1, 0, 2}); /* [-1, 2, 3] */
+        rlx_tensor *pos = rlx_arange_of(xt, 0, RLX_F64), *p0 = rlx_arange_of(x, 0, RLX_I32);
+        rlx_tensor *y = rlx_add(rlx_mul(x, rlx_reshape(pos, 3, (int64_t[]){1, -1, 1})),
+                                rlx_reshape(rlx_cast(p0, RLX_F64), 3, (int64_t[]){2, 1, 1}));
+        rlx_tensor *outs[2] = {y, rlx_arange_of(x, -2, RLX_I64)};
+        rlx_program *p = rlx_compile(outs, 2);
+        CHECK(p != NULL);
+        const int64_t sizes[6] = {0, 1, 4, 9, 2, 17};
+        for (int k = 0; p && k < 6; k++) {
+            int64_t n = sizes[k];
+            rlx_tensor *xv = rlx_randn(RLX_F64, 3, (int64_t[]){2, n, 3}, (uint64_t)k), *got[2];
+            double g[2 * 17 * 3], xd[2 * 17 * 3];
+            int64_t gi[17];
+            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+            CHECK_EQ_INT(rlx_dim(got[1], 0), n);
+            CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(6 * n)), RLX_OK);
+            CHECK_EQ_INT(rlx_read_f64(got[0], g, (size_t)(6 * n)), RLX_OK);
+            CHECK_EQ_INT(rlx_read(got[1], gi, sizeof gi[0] * (size_t)n), RLX_OK);
+            for (int64_t i = 0; i < 2 * n * 3; i++) {
+                int64_t r = i / (n * 3), s = i / 3 % n;
+                if (g[i] != xd[i] * (double)s + (double)r)
+                    test_fail(__FILE__, __LINE__, "backend %d n %lld: y[%lld] = %g", b, (long long)n, (long long)i, g[i]);
+            }
+            for (int64_t i = 0; i < n; i++)
+                CHECK_EQ_INT(gi[i], i);
+        }
+        rlx_program_free(p);
+    }
+    /* no gradient: d sum(arange_of(w) * w) / dw = arange */
+    rlx_tensor *w = rlx_randn(RLX_F64, 1, (int64_t[]){4}, 5), *g = NULL;
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(rlx_arange_of(w, 0, RLX_F64), w)), &w, 1, &g), RLX_OK);
+    double gv[4];
+    CHECK_EQ_INT(rlx_read_f64(g, gv, 4), RLX_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT((long long)gv[i], i);
+}
+
+TEST(arange_of_errors)
+{
+    rlx_tensor *t = rlx_zeros(RLX_F32, 2, (int64_t[]){2, 3});
+    CHECK_NULL_ERR(rlx_arange_of(NULL, 0, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 2, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, -3, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(rlx_scalar(RLX_F32, 1), 0, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 0, RLX_BOOL), RLX_E_DTYPE, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 0, (rlx_dtype)99), -1, "rlx_arange_of");
+    rlx_tensor *x = rlx_input("x", RLX_F32, 1, (int64_t[]){-1});
+    CHECK_NULL_ERR(rlx_arange_of(x, 0, RLX_BOOL), RLX_E_DTYPE, "rlx_arange_of");
+    /* a position past a table's end fails when run, never reads out of bounds */
+    rlx_tensor *tab = rlx_arange(RLX_F32, 0, 4, 1);
+    rlx_tensor *y = rlx_index_select(tab, 0, rlx_arange_of(x, 0, RLX_I32));
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    rlx_tensor *got = NULL;
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", rlx_zeros(RLX_F32, 1, (int64_t[]){4})}, 1, &got), RLX_OK);
+    CHECK(rlx_program_run(p, &(rlx_binding){"x", rlx_zeros(RLX_F32, 1, (int64_t[]){5})}, 1, &got) != RLX_OK);
+    rlx_program_free(p);
+}
+
 /* A two-layer MLP over x [-1, C]: its [n, 64] hidden values live in the
  * arena. */
 static rlx_tensor *e_mlp(rlx_tensor *x, rlx_tensor *const *par)
@@ -878,4 +958,5 @@ TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
-          T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads))
+          T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
+          T(arange_of_values), T(arange_of_errors))
