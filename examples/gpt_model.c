@@ -127,15 +127,23 @@ static rlx_tensor *linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act a
     rlx_dtype dt = rlx_dtype_of(w);
     int64_t shape[3];
     int rank = rlx_shape(x, shape, 3);
+    if (rank == 3 && shape[1] < 0 && dt != RLX_BF16 && dt != RLX_F16) {
+        /* a dynamic length: [batch*S, in] flattened here, as the static
+         * shapes' gradient does itself, so that w's gradient is one GEMM
+         * over every token, not one per batch row summed after */
+        rlx_tensor *f = rlx_reshape(x, 2, (int64_t[]){-1, shape[2]});
+        f = act == RLX_ACT_NONE ? rlx_linear(f, w, b) : rlx_linear_act(f, w, b, act);
+        return rlx_reshape(f, 3, (int64_t[]){shape[0], -1, rlx_dim(w, 0)});
+    }
     if ((dt != RLX_BF16 && dt != RLX_F16) || rank != 3 || (act != RLX_ACT_NONE && act != RLX_ACT_GELU_TANH))
         return act == RLX_ACT_NONE ? rlx_linear(x, w, b) : rlx_linear_act(x, w, b, act);
     /* [batch, seq, in] flattened: w multiplied once */
-    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[0] * shape[1], shape[2]}), w);
+    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[1] < 0 ? -1 : shape[0] * shape[1], shape[2]}), w);
     y = rlx_add(y, b);
     if (act == RLX_ACT_GELU_TANH)
         y = rlx_gelu_tanh(y);
     shape[2] = rlx_dim(w, 0);
-    return rlx_reshape(y, 3, shape);
+    return rlx_reshape(y, 3, shape[1] < 0 ? (int64_t[]){shape[0], -1, shape[2]} : shape);
 }
 
 /* The attention input of a block: pre-LN, one fused q/k/v linear, split. */

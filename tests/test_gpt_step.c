@@ -430,9 +430,9 @@ static double worst_rel(const gpt_layout *lay, const run_result *a, const run_re
  * steps. The graphs differ in how the positions reach the embedding
  * (narrow of wpe against index_select at arange_of, whose backward is a
  * scatter-add into zeros: exact) and in the kernels being size-generic,
- * which may group a reduction's partial sums differently: measured, the
- * worst relative difference is ~5 ulps in f32 (3e-7) and up to ~28 ulps
- * in f64 (3.2e-15), so the bound is 64 ulps of the dtype; a real error (a wrong
+ * which may group a reduction's partial sums differently: measured, f32
+ * gives identical bits and f64 differs by up to ~28 ulps (3.1e-15, at
+ * length 1), so the bound is 64 ulps of the dtype; a real error (a wrong
  * position, a wrong count in the mean) is orders of magnitude above it.
  * Skipped as in compare_backends: entries whose exact gradient is 0 (the
  * key bias; at length 1 also q's and k's weights, a softmax over one key
