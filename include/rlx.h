@@ -285,7 +285,11 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, attention over a dynamic sequence (every mask),
  * transpose/unsqueeze, cat, pad of a static axis, reshape with one -1,
- * and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
+ * gather/index_select with a dynamic count of indices or a dynamic axis
+ * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
+ * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
+ * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
+ * length), and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
  * chunk, flip, roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
@@ -294,7 +298,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * einsum, fft and conv/pool over dynamic dims, rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
  * other than +-1, a cat of several pieces of dynamic length along its axis
- * (so roll of a dynamic axis) and a reshape whose dynamic dims cannot be
+ * (so roll of a dynamic axis), a gather from a tensor with dynamic dims
+ * off its gather axis, and a reshape whose dynamic dims cannot be
  * matched back (several dynamic dims merged). None computes a wrong
  * value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
@@ -919,7 +924,13 @@ typedef struct {
  * bindings and runs the kernels (whatever the backend is then). With
  * dynamic dims the plan is made on the first run of each new set of
  * bound dims and kept: the 8 most recently used per program (a new set
- * evicts the least recently used; rlx_program_specs counts them). With the
+ * evicts the least recently used; rlx_program_specs counts them). Its
+ * kernels are size-generic (knob generic_kernels), so a new binding
+ * schedules and plans memory but compiles nothing, except a variant where
+ * the generic key differs (a dim bound to 1, whose strides become 0, or a
+ * size-dependent row plan): a handful of kernels the first time such a
+ * binding comes. The memory plans of every binding are resolved into the
+ * program's own arenas, which grow only (rlx_program_arenas). With the
  * reference backend each run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
