@@ -669,14 +669,14 @@ static int run_dyn_seq(const workload *wl, const options *o)
     }
     int kept = 0, narena = 0;
     int64_t prepared = 0;
-    size_t arena = 0;
+    int64_t arena = 0;
     rlx_program_specs(dyn, &kept, &prepared);
     rlx_program_arenas(dyn, &narena, &arena);
     printf("W10-DYN workload=%s threads=%d compile_ms=%.1f kernels_first_len=%llu kernels_later_lens=%llu "
            "specs_prepared=%lld kept=%d new_len_step_ms_median=%.2f repeat_len_step_ms_median=%.2f arenas=%d "
-           "arena_bytes=%zu\n",
+           "arena_bytes=%lld\n",
            wl->name, o->threads, compile_ms, (unsigned long long)first_kc, (unsigned long long)later_kc,
-           (long long)prepared, kept, median(new_ms + 1, nnew - 1), nrep ? median(rep_ms, nrep) : -1.0, narena, arena);
+           (long long)prepared, kept, nnew > 1 ? median(new_ms + 1, nnew - 1) : -1.0, nrep ? median(rep_ms, nrep) : -1.0, narena, (long long)arena);
     fflush(stdout);
     const int64_t lens[3] = {c->seq / 4 > 0 ? c->seq / 4 : 1, c->seq / 2 > 0 ? c->seq / 2 : 1, c->seq};
     int status = 0;

@@ -955,7 +955,7 @@ RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepare
  * run in flight at once (at most 4), each as large as the largest plan it
  * served; concurrent runs never share one. Either pointer may be NULL. p
  * NULL is RLX_E_ARG. */
-RLX_API rlx_status rlx_program_arenas(rlx_program *p, int *count, size_t *bytes);
+RLX_API rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes);
 
 /* --------------------------------------------------------------- autodiff */
 

@@ -505,16 +505,17 @@ static void dyn_seq_matches_static(rlx_dtype dt, double tol, double ref_tol)
 }
 
 /* One step at every length 1..seq on a fresh dynamic program: the first
- * length compiles the kernels; later ones compile only the variants whose
- * generic key differs (a size-1 dim's zero strides, size-dependent row
- * plans: a few kernels, counted and bounded here); a second program over
- * the same lengths compiles nothing. */
+ * length compiles the kernels it misses (earlier tests may have compiled
+ * them); later ones compile only the variants whose generic key differs
+ * (a size-1 dim's zero strides, size-dependent row plans): at most a third
+ * of the kernels one step runs, counted here; a second program over the
+ * same lengths compiles nothing. */
 TEST(gpt_step_dyn_seq_compiles_once)
 {
     gpt_layout lay;
     gpt_config c = tiny(RLX_F32);
     CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
-    uint64_t per[2][16] = {{0}};
+    uint64_t per[2][16] = {{0}}, run_first = 0;
     for (int pass = 0; pass < 2; pass++) {
         rlx_program *dyn = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
         gpt_state st;
@@ -531,6 +532,8 @@ TEST(gpt_step_dyn_seq_compiles_once)
             CHECK_EQ_INT(gpt_step(dyn, &st, tok, tgt, NULL), RLX_OK);
             rlx_stats(&s);
             per[pass][len] = s.kernels_compiled;
+            if (len == c.seq && pass == 0)
+                run_first = s.kernels_run;
         }
         int64_t prepared = 0;
         CHECK_EQ_INT(rlx_program_specs(dyn, NULL, &prepared), RLX_OK);
@@ -547,10 +550,10 @@ TEST(gpt_step_dyn_seq_compiles_once)
             printf(" %lld:%llu", (long long)len, (unsigned long long)per[0][len]);
         printf("\n");
     }
-    CHECK(per[0][c.seq] > 0);
-    if (later * 3 > per[0][c.seq])
-        test_fail(__FILE__, __LINE__, "%llu kernels compiled after the first length (%llu at it)",
-                  (unsigned long long)later, (unsigned long long)per[0][c.seq]);
+    CHECK(run_first > 0);
+    if (later * 3 > run_first)
+        test_fail(__FILE__, __LINE__, "%llu kernels compiled after the first length (a step runs %llu)",
+                  (unsigned long long)later, (unsigned long long)run_first);
     for (int64_t len = 1; len <= c.seq; len++)
         if (per[1][len])
             test_fail(__FILE__, __LINE__, "a second program compiled %llu kernels at length %lld",

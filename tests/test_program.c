@@ -857,7 +857,8 @@ TEST(dynamic_arena_grows_only)
     rlx_program *p = rlx_compile(&y, 1);
     CHECK(p != NULL);
     int count = -1;
-    size_t bytes = 1, need[65] = {0};
+    int64_t bytes = 1;
+    size_t need[65] = {0};
     CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
     CHECK_EQ_INT(count, 0);
     CHECK_EQ_INT((long long)bytes, 0);
@@ -871,7 +872,7 @@ TEST(dynamic_arena_grows_only)
         CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
         CHECK_EQ_INT(count, 1);
         if (k == 0)
-            CHECK(bytes >= need[8] && bytes > 0);
+            CHECK(bytes > 0 && (size_t)bytes >= need[8]);
         else
             CHECK_EQ_INT((long long)bytes, (long long)need[64]);
     }
@@ -925,9 +926,9 @@ TEST(dynamic_arena_threads)
     }
     rlx_set_num_threads(0);
     int count = 0;
-    size_t bytes = 0;
+    int64_t bytes = 0;
     CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
-    CHECK(count >= 1 && count <= 4);
+    CHECK(count >= 1 && count <= 4 && bytes > 0);
     rlx_program_free(p);
 }
 

@@ -76,7 +76,7 @@ class Program:
         """(count, bytes): the arenas the program holds between runs, one per
         run in flight at once, each grown to the largest plan it served
         (rlx_program_arenas)."""
-        count, nbytes = _ctypes.c_int(0), _ctypes.c_size_t(0)
+        count, nbytes = _ctypes.c_int(0), _ctypes.c_int64(0)
         _clear()
         _check(_lib.rlx_program_arenas(self._p, _ctypes.byref(count), _ctypes.byref(nbytes)))
         return count.value, nbytes.value

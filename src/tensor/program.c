@@ -607,7 +607,7 @@ static void arena_give(rlx_program *p, ir_storage *a)
     ir_storage_release(a);
 }
 
-rlx_status rlx_program_arenas(rlx_program *p, int *count, size_t *bytes)
+rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes)
 {
     if (!p) {
         ts_error(RLX_E_ARG, "rlx_program_arenas", "program is NULL");
@@ -621,7 +621,7 @@ rlx_status rlx_program_arenas(rlx_program *p, int *count, size_t *bytes)
         *count = p->narenas;
     pthread_mutex_unlock(&p->lock);
     if (bytes)
-        *bytes = b;
+        *bytes = (int64_t)b;
     return RLX_OK;
 }
 
