@@ -430,9 +430,13 @@ static double worst_rel(const gpt_layout *lay, const run_result *a, const run_re
  * steps. The graphs differ in how the positions reach the embedding
  * (narrow of wpe against index_select at arange_of, whose backward is a
  * scatter-add into zeros: exact) and in the kernels being size-generic,
- * which may group a reduction's partial sums differently: measured, f32
- * gives identical bits and f64 differs by up to ~28 ulps (3.1e-15, at
- * length 1), so the bound is 64 ulps of the dtype; a real error (a wrong
+ * which may group a reduction's partial sums differently (and, with the
+ * blocked f32 sums, a kernel compiled for known extents sums in one block
+ * where a generic one takes blocks: which variant the static program gets
+ * depends on what ran before in the process). Measured over the 3 steps:
+ * f32 0 alone and up to 4.2e-6 (~70 ulps) in the whole suite on a tree
+ * with blocked sums, f64 up to ~28 ulps (3.1e-15, at length 1); the
+ * bounds are 256 ulps in f32 and 64 in f64; a real error (a wrong
  * position, a wrong count in the mean) is orders of magnitude above it.
  * Skipped as in compare_backends: entries whose exact gradient is 0 (the
  * key bias; at length 1 also q's and k's weights, a softmax over one key
@@ -560,7 +564,7 @@ TEST(gpt_step_dyn_seq_compiles_once)
                       (unsigned long long)per[1][len], (long long)len);
 }
 
-TEST(gpt_step_dyn_seq_f32) { dyn_seq_matches_static(RLX_F32, 64 * 0x1p-24, 1e-4); }
+TEST(gpt_step_dyn_seq_f32) { dyn_seq_matches_static(RLX_F32, 256 * 0x1p-24, 1e-4); }
 TEST(gpt_step_dyn_seq_f64) { dyn_seq_matches_static(RLX_F64, 64 * 0x1p-53, 1e-10); }
 
 /* A compute dtype needs f32 master weights; others are refused. */
