@@ -44,6 +44,13 @@
  *                                    round; reports f32 / bf16 step time
  *   --first-step                     only trace + compile + one step (the
  *                                    driver's warm-cache child)
+ *   --dyn-seq                        (with --threads, default 1) the step over
+ *                                    a dynamic sequence length instead: a
+ *                                    stream of lengths (compiles, new and
+ *                                    repeated lengths' step time, arena) and
+ *                                    the dynamic step against the static-
+ *                                    length step at seq/4, seq/2, seq
+ *                                    (interleaved, best round; run_dyn_seq)
  *   --export DIR                     (with --threads) also write the initial
  *                                    parameters, the batches and librlx's
  *                                    first losses for bench/compare.py:
@@ -391,7 +398,7 @@ static int export_run(const char *dir, const gpt_layout *lay, const batches *bt,
 }
 
 typedef struct {
-    int threads, steps, rounds, warmup, first_only, no_gemm, bf16;
+    int threads, steps, rounds, warmup, first_only, no_gemm, bf16, dyn_seq;
     const char *export_dir;
 } options;
 
@@ -566,6 +573,147 @@ static int run_workload(const workload *wl, const options *o)
     return 0;
 }
 
+/* ------------------------------------------------- dynamic length */
+
+/* Tokens and targets of batch b cut to length len: [batch, len] for the
+ * dynamic program (two_d), [batch*len] for the static one. */
+static void cut_batch(const gpt_config *c, const batches *bt, int b, int64_t len, int two_d, rlx_tensor **tok,
+                      rlx_tensor **tgt)
+{
+    int32_t *tv = malloc((size_t)(c->batch * len) * sizeof *tv), *yv = malloc((size_t)(c->batch * len) * sizeof *yv);
+    for (int r = 0; r < c->batch; r++)
+        for (int64_t k = 0; k < len; k++) {
+            tv[r * len + k] = bt->tv[b][r * c->seq + k];
+            yv[r * len + k] = bt->yv[b][r * c->seq + k];
+        }
+    const int64_t sh[2] = {c->batch, len}, flat = c->batch * len;
+    *tok = two_d ? rlx_from_data(RLX_I32, 2, sh, tv) : rlx_from_data(RLX_I32, 1, &flat, tv);
+    *tgt = two_d ? rlx_from_data(RLX_I32, 2, sh, yv) : rlx_from_data(RLX_I32, 1, &flat, yv);
+    free(tv);
+    free(yv);
+}
+
+/* Median ms of `steps` steps of prog at length len (batches in turn). */
+static double steps_ms(rlx_program *prog, gpt_state *st, const gpt_config *c, const batches *bt, int64_t len,
+                       int two_d, int steps)
+{
+    double *ms = malloc((size_t)steps * sizeof *ms), l, r = -1;
+    rlx_tensor *tok[NBATCH], *tgt[NBATCH];
+    for (int b = 0; b < NBATCH; b++)
+        cut_batch(c, bt, b, len, two_d, &tok[b], &tgt[b]);
+    int ok = 1;
+    for (int s = 0; s < steps && ok; s++) {
+        double t0 = now();
+        ok = gpt_step(prog, st, tok[s % NBATCH], tgt[s % NBATCH], &l) == RLX_OK;
+        ms[s] = 1e3 * (now() - t0);
+    }
+    if (ok)
+        r = median(ms, steps);
+    else
+        fprintf(stderr, "step at length %lld: %s\n", (long long)len, rlx_last_error());
+    for (int b = 0; b < NBATCH; b++) {
+        rlx_release(tok[b]);
+        rlx_release(tgt[b]);
+    }
+    free(ms);
+    return r;
+}
+
+/* --dyn-seq: the step compiled once over a dynamic sequence length
+ * (gpt_compile_step_len GPT_DYN_SEQ). A stream of 24 lengths in 1..seq
+ * (fixed seed; some repeat): kernels compiled at the first length and at
+ * all later ones, what a new length's first step costs over the next step
+ * at it (its spec prepared), the arena the program holds after it. Then at
+ * seq/4, seq/2 and seq: the dynamic program's step time against the
+ * static-length program's at the same length (gpt_compile_step_len len),
+ * interleaved in rounds of --steps each, best round median of each. */
+static int run_dyn_seq(const workload *wl, const options *o)
+{
+    const gpt_config *c = &wl->cfg;
+    gpt_layout lay;
+    if (gpt_layout_make(c, &lay) != RLX_OK)
+        return 1;
+    batches bt;
+    make_batches(c, &bt);
+    double t0 = now();
+    rlx_program *dyn = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
+    double compile_ms = 1e3 * (now() - t0);
+    gpt_state st;
+    if (!dyn || gpt_state_init(&st, &lay, SEED) != RLX_OK) {
+        fprintf(stderr, "%s: compile/init: %s\n", wl->name, rlx_last_error());
+        return 1;
+    }
+    enum { NSTREAM = 24 };
+    uint64_t rng = 0x2545f4914f6cdd1dull, first_kc = 0, later_kc = 0;
+    double new_ms[NSTREAM], rep_ms[NSTREAM];
+    int nnew = 0, nrep = 0, seen[4096] = {0}; /* (seq <= 4096: gpt_layout_make's workloads here) */
+    for (int k = 0; k < NSTREAM; k++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int64_t len = k == 0 ? c->seq : 1 + (int64_t)(rng % (uint64_t)c->seq);
+        rlx_stats_t s;
+        rlx_stats_reset();
+        double ms = steps_ms(dyn, &st, c, &bt, len, 1, 1);
+        rlx_stats(&s);
+        if (ms < 0)
+            return 1;
+        if (k == 0)
+            first_kc = s.kernels_compiled;
+        else
+            later_kc += s.kernels_compiled;
+        /* a new length's step minus the next step at it: what a new binding
+         * costs (instantiate, schedule, memory plan, kernels looked up) */
+        double again = seen[len] ? -1 : steps_ms(dyn, &st, c, &bt, len, 1, 1);
+        if (seen[len]++)
+            rep_ms[nrep++] = ms;
+        else if (k > 0)
+            new_ms[nnew++] = ms - again;
+        printf("W10-DYN-STREAM workload=%s step=%d len=%lld ms=%.2f next_step_ms=%.2f kernels_compiled=%llu %s\n",
+               wl->name, k, (long long)len, ms, again, (unsigned long long)s.kernels_compiled,
+               seen[len] > 1 ? "repeat" : "new");
+    }
+    int kept = 0, narena = 0;
+    int64_t prepared = 0;
+    int64_t arena = 0;
+    rlx_program_specs(dyn, &kept, &prepared);
+    rlx_program_arenas(dyn, &narena, &arena);
+    printf("W10-DYN workload=%s threads=%d compile_ms=%.1f kernels_first_len=%llu kernels_later_lens=%llu "
+           "specs_prepared=%lld kept=%d new_len_extra_ms_median=%.2f repeat_len_step_ms_median=%.2f arenas=%d "
+           "arena_bytes=%lld\n",
+           wl->name, o->threads, compile_ms, (unsigned long long)first_kc, (unsigned long long)later_kc,
+           (long long)prepared, kept, nnew ? median(new_ms, nnew) : -1.0, nrep ? median(rep_ms, nrep) : -1.0, narena, (long long)arena);
+    fflush(stdout);
+    const int64_t lens[3] = {c->seq / 4 > 0 ? c->seq / 4 : 1, c->seq / 2 > 0 ? c->seq / 2 : 1, c->seq};
+    int status = 0;
+    for (int k = 0; k < 3 && !status; k++) {
+        int64_t len = lens[k];
+        rlx_program *stat = gpt_compile_step_len(&lay, len);
+        gpt_state ss;
+        if (!stat || gpt_state_init(&ss, &lay, SEED) != RLX_OK) {
+            fprintf(stderr, "%s: static compile at %lld: %s\n", wl->name, (long long)len, rlx_last_error());
+            return 1;
+        }
+        double bd = 1e300, bs = 1e300;
+        steps_ms(dyn, &st, c, &bt, len, 1, o->warmup + 1);
+        steps_ms(stat, &ss, c, &bt, len, 0, o->warmup + 1);
+        for (int r = 0; r < o->rounds; r++) {
+            double d = steps_ms(dyn, &st, c, &bt, len, 1, o->steps), t = steps_ms(stat, &ss, c, &bt, len, 0, o->steps);
+            if (d < 0 || t < 0)
+                status = 1;
+            bd = d < bd ? d : bd;
+            bs = t < bs ? t : bs;
+        }
+        printf("W10-DYN-VS-STATIC workload=%s threads=%d len=%lld dyn_ms=%.3f static_ms=%.3f ratio=%.3f\n", wl->name,
+               o->threads, (long long)len, bd, bs, bd / bs);
+        fflush(stdout);
+        gpt_state_free(&ss);
+        rlx_program_free(stat);
+    }
+    gpt_state_free(&st);
+    rlx_program_free(dyn);
+    free_batches(&bt);
+    return status;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static int run_child(char *exe, const char *cfg, int threads, const options *o, int first_only, const char *cache)
@@ -647,10 +795,12 @@ int main(int argc, char **argv)
             o.no_gemm = 1;
         else if (strcmp(argv[i], "--bf16") == 0)
             o.bf16 = 1;
+        else if (strcmp(argv[i], "--dyn-seq") == 0)
+            o.dyn_seq = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--config a|b|all] [--steps S] [--rounds R] [--warmup W] "
-                    "[--first-step] [--no-gemm] [--bf16] [--export DIR]\n",
+                    "[--first-step] [--no-gemm] [--bf16] [--export DIR] [--dyn-seq]\n",
                     argv[0]);
             return 64;
         }
@@ -662,6 +812,8 @@ int main(int argc, char **argv)
     o.steps = o.steps < 3 ? 3 : o.steps;
     o.rounds = o.rounds < 1 ? 1 : o.rounds;
     o.warmup = o.warmup < 0 ? 0 : o.warmup;
+    if (o.dyn_seq && o.threads <= 0)
+        o.threads = 1; /* one configuration in this process */
     if (o.threads <= 0)
         return driver(argv[0], cfg, &o);
 
@@ -679,7 +831,7 @@ int main(int argc, char **argv)
     for (size_t w = 0; w < sizeof workloads / sizeof *workloads; w++) {
         const char *one = w ? "b" : "a";
         if (strcmp(cfg, "all") == 0 || strcmp(cfg, one) == 0)
-            status |= run_workload(&workloads[w], &o);
+            status |= o.dyn_seq ? run_dyn_seq(&workloads[w], &o) : run_workload(&workloads[w], &o);
     }
     return status;
 }

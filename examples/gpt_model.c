@@ -127,15 +127,23 @@ static rlx_tensor *linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, rlx_act a
     rlx_dtype dt = rlx_dtype_of(w);
     int64_t shape[3];
     int rank = rlx_shape(x, shape, 3);
+    if (rank == 3 && shape[1] < 0 && dt != RLX_BF16 && dt != RLX_F16) {
+        /* a dynamic length: [batch*S, in] flattened here, as the static
+         * shapes' gradient does itself, so that w's gradient is one GEMM
+         * over every token, not one per batch row summed after */
+        rlx_tensor *f = rlx_reshape(x, 2, (int64_t[]){-1, shape[2]});
+        f = act == RLX_ACT_NONE ? rlx_linear(f, w, b) : rlx_linear_act(f, w, b, act);
+        return rlx_reshape(f, 3, (int64_t[]){shape[0], -1, rlx_dim(w, 0)});
+    }
     if ((dt != RLX_BF16 && dt != RLX_F16) || rank != 3 || (act != RLX_ACT_NONE && act != RLX_ACT_GELU_TANH))
         return act == RLX_ACT_NONE ? rlx_linear(x, w, b) : rlx_linear_act(x, w, b, act);
     /* [batch, seq, in] flattened: w multiplied once */
-    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[0] * shape[1], shape[2]}), w);
+    rlx_tensor *y = rlx_matmul_t(rlx_reshape(x, 2, (int64_t[]){shape[1] < 0 ? -1 : shape[0] * shape[1], shape[2]}), w);
     y = rlx_add(y, b);
     if (act == RLX_ACT_GELU_TANH)
         y = rlx_gelu_tanh(y);
     shape[2] = rlx_dim(w, 0);
-    return rlx_reshape(y, 3, shape);
+    return rlx_reshape(y, 3, shape[1] < 0 ? (int64_t[]){shape[0], -1, shape[2]} : shape);
 }
 
 /* The attention input of a block: pre-LN, one fused q/k/v linear, split. */
@@ -176,24 +184,53 @@ static rlx_tensor *head(const gpt_layout *lay, rlx_tensor *h, int64_t n, rlx_ten
     return rlx_matmul_t(rlx_reshape(h, 2, (int64_t[]){n, c->width}), params[0]);
 }
 
+/* The logits of flat tokens [batch*len] with position embeddings pe
+ * [len, W]; len -1: a dynamic length (reshapes infer it). */
+static rlx_tensor *logits_pe(const gpt_layout *lay, rlx_tensor *tokens, int64_t batch, int64_t len, rlx_tensor *pe,
+                             rlx_tensor *const *params)
+{
+    const gpt_config *c = &lay->cfg;
+    rlx_tensor *emb = rlx_index_select(params[0], 0, tokens);
+    rlx_tensor *h = rlx_add(rlx_reshape(emb, 3, (int64_t[]){batch, len, c->width}), pe);
+    for (int l = 0; l < c->layers; l++)
+        h = block(c, h, params + layer_base(l));
+    return head(lay, h, len < 0 ? -1 : batch * len, params);
+}
+
 rlx_tensor *gpt_logits(const gpt_layout *lay, rlx_tensor *tokens, int64_t batch, int64_t len,
                        rlx_tensor *const *params)
 {
     const gpt_config *c = &lay->cfg;
-    rlx_tensor *wte = params[0], *wpe = params[1];
+    rlx_tensor *wpe = params[1];
     if (len != c->seq) /* (the full table itself at len == seq: the W10 graph as it was) */
         wpe = rlx_narrow(wpe, 0, 0, len);
-    rlx_tensor *emb = rlx_index_select(wte, 0, tokens);
-    rlx_tensor *h = rlx_add(rlx_reshape(emb, 3, (int64_t[]){batch, len, c->width}), wpe);
-    for (int l = 0; l < c->layers; l++)
-        h = block(c, h, params + layer_base(l));
-    return head(lay, h, batch * len, params);
+    return logits_pe(lay, tokens, batch, len, wpe, params);
+}
+
+/* Logits of tokens [batch, S], S static or dynamic: the positions 0..S-1
+ * gathered from wpe (their gradient a scatter-add into it). */
+static rlx_tensor *logits_2d(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *const *params)
+{
+    rlx_tensor *pe = rlx_index_select(params[1], 0, rlx_arange_of(tokens, 1, RLX_I32));
+    rlx_tensor *flat = rlx_reshape(tokens, 1, (int64_t[]){-1});
+    return logits_pe(lay, flat, lay->cfg.batch, rlx_dim(tokens, 1), pe, params);
+}
+
+/* The step's logits: flat tokens [batch*len] (len from their count) or
+ * tokens [batch, S]. */
+static rlx_tensor *step_logits(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *const *params)
+{
+    if (rlx_rank(tokens) == 2)
+        return logits_2d(lay, tokens, params);
+    int64_t n = rlx_numel(tokens), b = lay->cfg.batch;
+    return gpt_logits(lay, tokens, b, n >= 0 ? n / b : -1, params);
 }
 
 rlx_tensor *gpt_loss(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *const *params)
 {
-    const gpt_config *c = &lay->cfg;
-    rlx_tensor *logits = gpt_logits(lay, tokens, c->batch, c->seq, params);
+    rlx_tensor *logits = step_logits(lay, tokens, params);
+    if (rlx_rank(targets) == 2)
+        targets = rlx_reshape(targets, 1, (int64_t[]){-1});
     return rlx_mean_all(rlx_softmax_cross_entropy_with_logits(logits, targets));
 }
 
@@ -228,7 +265,9 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
         rlx_tensor *pc[GPT_MAX_PARAMS];
         for (int i = 0; i < np; i++)
             pc[i] = rlx_cast(p[i], c->compute);
-        rlx_tensor *logits = gpt_logits(lay, tokens, c->batch, c->seq, pc);
+        rlx_tensor *logits = step_logits(lay, tokens, pc);
+        if (rlx_rank(targets) == 2)
+            targets = rlx_reshape(targets, 1, (int64_t[]){-1});
         loss = rlx_mean_all(rlx_cast(rlx_softmax_cross_entropy_with_logits(logits, targets), c->dtype));
         rc = loss ? rlx_grad(loss, pc, np, g) : rlx_last_status();
         for (int i = 0; i < np && rc == RLX_OK; i++)
@@ -261,13 +300,21 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
     return rc;
 }
 
-rlx_program *gpt_compile_step(const gpt_layout *lay)
+rlx_program *gpt_compile_step(const gpt_layout *lay) { return gpt_compile_step_len(lay, lay->cfg.seq); }
+
+rlx_program *gpt_compile_step_len(const gpt_layout *lay, int64_t len)
 {
     const gpt_config *c = &lay->cfg;
     const int np = lay->nparam;
-    const int64_t nsh[1] = {(int64_t)c->batch * c->seq};
+    if (len != GPT_DYN_SEQ && (len < 1 || len > c->seq)) {
+        fprintf(stderr, "gpt_compile_step_len: length %lld is not in 1..%d\n", (long long)len, c->seq);
+        return NULL;
+    }
+    /* dynamic: tokens and targets [batch, S], S one named symbol */
+    const int64_t nsh[2] = {len == GPT_DYN_SEQ ? c->batch : c->batch * len, -2};
+    const int rank = len == GPT_DYN_SEQ ? 2 : 1;
     rlx_scope_begin();
-    rlx_tensor *tokens = rlx_input("tokens", RLX_I32, 1, nsh), *targets = rlx_input("targets", RLX_I32, 1, nsh);
+    rlx_tensor *tokens = rlx_input("tokens", RLX_I32, rank, nsh), *targets = rlx_input("targets", RLX_I32, rank, nsh);
     rlx_tensor *t = rlx_input("step", c->dtype, 0, NULL);
     rlx_tensor *p[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS], *out[1 + 3 * GPT_MAX_PARAMS];
     for (int i = 0; i < np; i++) {

@@ -108,6 +108,14 @@ rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor 
 /* Traces the whole training step and compiles it (under the backend
  * selected now). NULL with the library's error on failure. */
 rlx_program *gpt_compile_step(const gpt_layout *lay);
+/* The step at sequence length len, 1..seq: tokens and targets i32
+ * [batch*len], positions the first len rows of wpe (gpt_compile_step is
+ * len = seq); or len GPT_DYN_SEQ: tokens and targets i32 [batch, S] with S
+ * a named dynamic dim, positions rlx_index_select(wpe, 0, rlx_arange_of(
+ * tokens, 1)): one compile serves every S in 1..seq (a larger S fails at
+ * run time, in index_select). */
+enum { GPT_DYN_SEQ = -1 };
+rlx_program *gpt_compile_step_len(const gpt_layout *lay, int64_t len);
 /* Parameters from seed, zero moments, step 1. */
 rlx_status gpt_state_init(gpt_state *st, const gpt_layout *lay, uint64_t seed);
 void gpt_state_free(gpt_state *st);

@@ -241,6 +241,14 @@ RLX_API rlx_tensor *rlx_scalar(rlx_dtype dt, double value); /* rank 0 */
 /* [start, stop) by step, NumPy length ceil((stop-start)/step); step 0 or a
  * non-finite argument is RLX_E_ARG; bool is RLX_E_DTYPE. */
 RLX_API rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step);
+/* [n] = 0, 1, ..., n-1 in dt, n the size of t's axis (PyTorch's
+ * torch.arange(t.size(axis))): a plain rlx_arange when the axis is static;
+ * over a dynamic axis (rlx_input) a compiled program makes it in each
+ * binding's size, so one compile serves every length (e.g. the positions of
+ * a dynamic sequence for rlx_index_select). t's values are never read; the
+ * result has no gradient. Errors: t NULL propagates; axis out of range
+ * RLX_E_ARG; dt bool or c64 RLX_E_DTYPE. */
+RLX_API rlx_tensor *rlx_arange_of(rlx_tensor *t, int axis, rlx_dtype dt);
 RLX_API rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n); /* [n, n] identity */
 /* Counter-based random numbers: the same (dt, shape, seed) always gives the
  * same values, whatever the backend or thread count. Float dtypes only
@@ -277,7 +285,11 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, attention over a dynamic sequence (every mask),
  * transpose/unsqueeze, cat, pad of a static axis, reshape with one -1,
- * and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
+ * gather/index_select with a dynamic count of indices or a dynamic axis
+ * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
+ * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
+ * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
+ * length), and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
  * chunk, flip, roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
@@ -286,7 +298,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * einsum, fft and conv/pool over dynamic dims, rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
  * other than +-1, a cat of several pieces of dynamic length along its axis
- * (so roll of a dynamic axis) and a reshape whose dynamic dims cannot be
+ * (so roll of a dynamic axis), a gather from a tensor with dynamic dims
+ * off its gather axis, and a reshape whose dynamic dims cannot be
  * matched back (several dynamic dims merged). None computes a wrong
  * value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
@@ -924,7 +937,13 @@ typedef struct {
  * bindings and runs the kernels (whatever the backend is then). With
  * dynamic dims the plan is made on the first run of each new set of
  * bound dims and kept: the 8 most recently used per program (a new set
- * evicts the least recently used; rlx_program_specs counts them). With the
+ * evicts the least recently used; rlx_program_specs counts them). Its
+ * kernels are size-generic (knob generic_kernels), so a new binding
+ * schedules and plans memory but compiles nothing, except a variant where
+ * the generic key differs (a dim bound to 1, whose strides become 0, or a
+ * size-dependent row plan): a handful of kernels the first time such a
+ * binding comes. The memory plans of every binding are resolved into the
+ * program's own arenas, which grow only (rlx_program_arenas). With the
  * reference backend each run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
@@ -941,6 +960,15 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
 RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
+/* The arenas p holds between runs (JIT; none on the reference backend):
+ * *count of them, *bytes in all. Every specialization's memory plan is
+ * resolved into the program's arenas, not one arena per specialization: a
+ * run takes an idle arena, grows it when its binding needs more and gives
+ * it back, so a smaller binding reuses the largest one. p keeps one per
+ * run in flight at once (at most 4), each as large as the largest plan it
+ * served; concurrent runs never share one. Either pointer may be NULL. p
+ * NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes);
 
 /* --------------------------------------------------------------- autodiff */
 

@@ -355,6 +355,218 @@ static void mixed_tracks_f32(rlx_dtype compute, double tol)
 TEST(gpt_step_mixed_bf16_tracks_f32) { mixed_tracks_f32(RLX_BF16, MIX_TOL); }
 TEST(gpt_step_mixed_f16_tracks_f32) { mixed_tracks_f32(RLX_F16, MIX_TOL_F16); }
 
+/* The first len tokens and targets of each row of batch b, flat
+ * [batch*len] or [batch, len]. */
+static void batch_at_len(const gpt_config *c, int b, int64_t len, bool two_d, rlx_tensor **tok, rlx_tensor **tgt)
+{
+    int32_t tv[64], yv[64], tl[64], yl[64];
+    gpt_make_batch(c, (uint64_t)b, tv, yv);
+    for (int r = 0; r < c->batch; r++)
+        for (int64_t s = 0; s < len; s++) {
+            tl[r * len + s] = tv[r * c->seq + s];
+            yl[r * len + s] = yv[r * c->seq + s];
+        }
+    const int64_t flat = c->batch * len, sh[2] = {c->batch, len};
+    *tok = two_d ? ti32(2, sh, tl) : ti32(1, &flat, tl);
+    *tgt = two_d ? ti32(2, sh, yl) : ti32(1, &flat, yl);
+}
+
+/* STEPS steps of prog at length len from seed 3: losses and parameters. */
+static int steps_at_len(const gpt_layout *lay, rlx_program *prog, int64_t len, bool two_d, run_result *r)
+{
+    gpt_state st;
+    if (!prog || gpt_state_init(&st, lay, 3) != RLX_OK) {
+        test_fail(__FILE__, __LINE__, "len %lld: compile/init: %s", (long long)len, rlx_last_error());
+        return 0;
+    }
+    int ok = 1;
+    for (int s = 0; ok && s < STEPS; s++) {
+        rlx_tensor *tok, *tgt;
+        batch_at_len(&lay->cfg, s % NBATCH, len, two_d, &tok, &tgt);
+        if (gpt_step(prog, &st, tok, tgt, &r->loss[s]) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "len %lld step %d: %s", (long long)len, s + 1, rlx_last_error());
+            ok = 0;
+        }
+    }
+    r->count = 0;
+    for (int i = 0; i < lay->nparam; i++)
+        r->count += lay->numel[i];
+    r->params = malloc((size_t)r->count * sizeof *r->params);
+    for (int i = 0, off = 0; i < lay->nparam && ok; off += (int)lay->numel[i], i++)
+        ok = rlx_read_f64(st.p[i], r->params + off, (size_t)lay->numel[i]) == RLX_OK;
+    gpt_state_free(&st);
+    return ok;
+}
+
+/* The worst relative difference of b from a (losses and parameters; the
+ * key bias skipped, as in compare_backends). */
+static double worst_rel(const gpt_layout *lay, const run_result *a, const run_result *b, int64_t len)
+{
+    double w = 0;
+    for (int s = 0; s < STEPS; s++)
+        w = fmax(w, fabs(a->loss[s] - b->loss[s]) / fabs(a->loss[s]));
+    int64_t k = 0;
+    for (int i = 0; i < lay->nparam; i++) {
+        const char *tail = strrchr(lay->name[i], '.');
+        bool bias = tail && strcmp(tail + 1, "qkv_b") == 0, weight = tail && strcmp(tail + 1, "qkv_w") == 0;
+        int64_t w0 = lay->cfg.width;
+        for (int64_t e = 0; e < lay->numel[i]; e++, k++) {
+            /* exact gradient 0, rounding noise that Adam scales up: the key
+             * bias; at length 1 (one key: softmax is 1) q's and k's weights */
+            int64_t row = weight ? e / w0 : e;
+            if ((bias && row >= w0 && row < 2 * w0) || (len == 1 && (bias || weight) && row < 2 * w0))
+                continue;
+            double d = fabs(a->params[k] - b->params[k]) / (fabs(a->params[k]) + 1e-2);
+            if (getenv("GPT_TEST_VERBOSE") && d > w)
+                printf("    %s[%lld]: %.17g vs %.17g\n", lay->name[i], (long long)e, a->params[k], b->params[k]);
+            w = fmax(w, d);
+        }
+    }
+    return w;
+}
+
+/* One compile over a dynamic sequence length serves lengths 1, 5 and seq,
+ * matching the static-length program at each length after STEPS Adam
+ * steps. The graphs differ in how the positions reach the embedding
+ * (narrow of wpe against index_select at arange_of, whose backward is a
+ * scatter-add into zeros: exact) and in the kernels being size-generic,
+ * which may group a reduction's partial sums differently (and, with the
+ * blocked f32 sums, a kernel compiled for known extents sums in one block
+ * where a generic one takes blocks: which variant the static program gets
+ * depends on what ran before in the process). Measured over the 3 steps:
+ * f32 0 alone and up to 4.2e-6 (~70 ulps) in the whole suite on a tree
+ * with blocked sums, f64 up to ~28 ulps (3.1e-15, at length 1); the
+ * bounds are 256 ulps in f32 and 64 in f64; a real error (a wrong
+ * position, a wrong count in the mean) is orders of magnitude above it.
+ * Skipped as in compare_backends: entries whose exact gradient is 0 (the
+ * key bias; at length 1 also q's and k's weights, a softmax over one key
+ * being 1), where Adam scales rounding noise up to the learning rate. The
+ * dynamic program on the reference backend agrees with the JIT within the
+ * two backends' tolerance (compare_backends'). */
+static void dyn_seq_matches_static(rlx_dtype dt, double tol, double ref_tol)
+{
+    gpt_layout lay;
+    gpt_config c = tiny(dt);
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    rlx_program *dyn = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
+    if (!dyn) {
+        test_fail(__FILE__, __LINE__, "compile: %s", rlx_last_error());
+        return;
+    }
+    const int64_t lens[3] = {1, 5, c.seq};
+    for (int k = 0; k < 3; k++) {
+        run_result a = {0}, b = {0};
+        int ok = steps_at_len(&lay, dyn, lens[k], true, &b);
+        rlx_program *stat = gpt_compile_step_len(&lay, lens[k]);
+        if (ok && steps_at_len(&lay, stat, lens[k], false, &a)) {
+            double w = worst_rel(&lay, &a, &b, lens[k]);
+            if (getenv("GPT_TEST_VERBOSE"))
+                printf("  %s len %lld: dynamic vs static worst rel %g\n", rlx_dtype_name(dt), (long long)lens[k], w);
+            if (!(w <= tol))
+                test_fail(__FILE__, __LINE__, "%s len %lld: dynamic and static steps differ (worst rel %g)",
+                          rlx_dtype_name(dt), (long long)lens[k], w);
+        }
+        rlx_program_free(stat);
+        free(a.params);
+        free(b.params);
+    }
+    int kept = 0;
+    CHECK_EQ_INT(rlx_program_specs(dyn, &kept, NULL), RLX_OK);
+    CHECK_EQ_INT(kept, 3);
+    /* a length past the position table fails at run time, naming nothing wrong silently */
+    {
+        gpt_state st;
+        CHECK_EQ_INT(gpt_state_init(&st, &lay, 3), RLX_OK);
+        const int64_t sh[2] = {c.batch, c.seq + 1};
+        rlx_tensor *tok = rlx_zeros(RLX_I32, 2, sh), *tgt = rlx_zeros(RLX_I32, 2, sh);
+        CHECK(gpt_step(dyn, &st, tok, tgt, NULL) != RLX_OK);
+        gpt_state_free(&st);
+    }
+    rlx_program_free(dyn);
+    /* the reference backend runs the same dynamic program */
+    char saved[16];
+    CHECK_EQ_INT(rlx_get_option("backend", saved, sizeof saved), RLX_OK);
+    run_result j = {0}, r = {0};
+    rlx_program *pj = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
+    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+    rlx_program *pr = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
+    if (steps_at_len(&lay, pr, 3, true, &r)) {
+        CHECK_EQ_INT(rlx_set_option("backend", "jit"), RLX_OK);
+        if (steps_at_len(&lay, pj, 3, true, &j)) {
+            double w = worst_rel(&lay, &r, &j, 3);
+            if (getenv("GPT_TEST_VERBOSE"))
+                printf("  %s len 3: jit vs ref worst rel %g\n", rlx_dtype_name(dt), w);
+            if (!(w <= ref_tol))
+                test_fail(__FILE__, __LINE__, "%s: dynamic step on jit and ref differ (worst rel %g)",
+                          rlx_dtype_name(dt), w);
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", saved), RLX_OK);
+    rlx_program_free(pj);
+    rlx_program_free(pr);
+    free(j.params);
+    free(r.params);
+}
+
+/* One step at every length 1..seq on a fresh dynamic program: the first
+ * length compiles the kernels it misses (earlier tests may have compiled
+ * them); later ones compile only the variants whose generic key differs
+ * (a size-1 dim's zero strides, size-dependent row plans): at most a third
+ * of the kernels one step runs, counted here; a second program over the
+ * same lengths compiles nothing. */
+TEST(gpt_step_dyn_seq_compiles_once)
+{
+    gpt_layout lay;
+    gpt_config c = tiny(RLX_F32);
+    CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
+    uint64_t per[2][16] = {{0}}, run_first = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        rlx_program *dyn = gpt_compile_step_len(&lay, GPT_DYN_SEQ);
+        gpt_state st;
+        if (!dyn || gpt_state_init(&st, &lay, 3) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "compile/init: %s", rlx_last_error());
+            rlx_program_free(dyn);
+            return;
+        }
+        for (int64_t len = c.seq; len >= 1; len--) {
+            rlx_tensor *tok, *tgt;
+            batch_at_len(&c, 0, len, true, &tok, &tgt);
+            rlx_stats_t s;
+            rlx_stats_reset();
+            CHECK_EQ_INT(gpt_step(dyn, &st, tok, tgt, NULL), RLX_OK);
+            rlx_stats(&s);
+            per[pass][len] = s.kernels_compiled;
+            if (len == c.seq && pass == 0)
+                run_first = s.kernels_run;
+        }
+        int64_t prepared = 0;
+        CHECK_EQ_INT(rlx_program_specs(dyn, NULL, &prepared), RLX_OK);
+        CHECK_EQ_INT(prepared, c.seq);
+        gpt_state_free(&st);
+        rlx_program_free(dyn);
+    }
+    uint64_t later = 0;
+    for (int64_t len = 1; len < c.seq; len++)
+        later += per[0][len];
+    if (getenv("GPT_TEST_VERBOSE")) {
+        printf("  kernels compiled per length (seq first):");
+        for (int64_t len = c.seq; len >= 1; len--)
+            printf(" %lld:%llu", (long long)len, (unsigned long long)per[0][len]);
+        printf("\n");
+    }
+    CHECK(run_first > 0);
+    if (later * 3 > run_first)
+        test_fail(__FILE__, __LINE__, "%llu kernels compiled after the first length (a step runs %llu)",
+                  (unsigned long long)later, (unsigned long long)run_first);
+    for (int64_t len = 1; len <= c.seq; len++)
+        if (per[1][len])
+            test_fail(__FILE__, __LINE__, "a second program compiled %llu kernels at length %lld",
+                      (unsigned long long)per[1][len], (long long)len);
+}
+
+TEST(gpt_step_dyn_seq_f32) { dyn_seq_matches_static(RLX_F32, 256 * 0x1p-24, 1e-4); }
+TEST(gpt_step_dyn_seq_f64) { dyn_seq_matches_static(RLX_F64, 64 * 0x1p-53, 1e-10); }
+
 /* A compute dtype needs f32 master weights; others are refused. */
 TEST(gpt_layout_refuses_bad_compute)
 {
@@ -373,4 +585,5 @@ TEST(gpt_layout_refuses_bad_compute)
 TEST_MAIN(T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
           T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves),
           T(gpt_step_mixed_bf16_tracks_f32),
-          T(gpt_step_mixed_f16_tracks_f32), T(gpt_step_mixed_plan_gemms_in_bf16), T(gpt_layout_refuses_bad_compute))
+          T(gpt_step_mixed_f16_tracks_f32), T(gpt_step_mixed_plan_gemms_in_bf16), T(gpt_layout_refuses_bad_compute),
+          T(gpt_step_dyn_seq_f32), T(gpt_step_dyn_seq_f64), T(gpt_step_dyn_seq_compiles_once))

@@ -733,6 +733,205 @@ TEST(dynamic_program_shared_by_threads)
     rlx_program_free(p);
 }
 
+/* rlx_arange_of: a plain range over static axes (every dtype it takes);
+ * over a dynamic axis a program makes it in each bound size, on both
+ * backends, 0 and 1 included; it reads no value of t and has no gradient. */
+TEST(arange_of_values)
+{
+    const rlx_dtype dts[4] = {RLX_I32, RLX_I64, RLX_F32, RLX_F64};
+    rlx_tensor *t = rlx_zeros(RLX_F32, 3, (int64_t[]){3, 0, 5});
+    for (int k = 0; k < 4; k++)
+        for (int ax = -3; ax < 3; ax++) {
+            rlx_tensor *r = rlx_arange_of(t, ax, dts[k]);
+            int64_t n = rlx_dim(t, ax);
+            double v[5] = {-1, -1, -1, -1, -1};
+            CHECK(r != NULL && rlx_dtype_of(r) == dts[k] && rlx_rank(r) == 1 && rlx_dim(r, 0) == n);
+            CHECK_EQ_INT(rlx_read_f64(r, v, (size_t)n), RLX_OK);
+            for (int64_t i = 0; i < n; i++)
+                CHECK_EQ_INT((long long)v[i], (long long)i);
+        }
+    EACH_BACKEND(b)
+    {
+        /* x [2, -1, 3]: y = x * pos[axis 1] + pos[axis 0]; a strided view of x */
+        rlx_tensor *x = rlx_input("x", RLX_F64, 3, (int64_t[]){2, -1, 3});
+        rlx_tensor *xt = rlx_transpose(x, 3, (int[]){1, 0, 2}); /* [-1, 2, 3] */
+        rlx_tensor *pos = rlx_arange_of(xt, 0, RLX_F64), *p0 = rlx_arange_of(x, 0, RLX_I32);
+        rlx_tensor *y = rlx_add(rlx_mul(x, rlx_reshape(pos, 3, (int64_t[]){1, -1, 1})),
+                                rlx_reshape(rlx_cast(p0, RLX_F64), 3, (int64_t[]){2, 1, 1}));
+        rlx_tensor *outs[2] = {y, rlx_arange_of(x, -2, RLX_I64)};
+        rlx_program *p = rlx_compile(outs, 2);
+        CHECK(p != NULL);
+        const int64_t sizes[6] = {0, 1, 4, 9, 2, 17};
+        for (int k = 0; p && k < 6; k++) {
+            int64_t n = sizes[k];
+            rlx_tensor *xv = rlx_randn(RLX_F64, 3, (int64_t[]){2, n, 3}, (uint64_t)k), *got[2];
+            double g[2 * 17 * 3], xd[2 * 17 * 3];
+            int64_t gi[17];
+            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+            CHECK_EQ_INT(rlx_dim(got[1], 0), n);
+            CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(6 * n)), RLX_OK);
+            CHECK_EQ_INT(rlx_read_f64(got[0], g, (size_t)(6 * n)), RLX_OK);
+            CHECK_EQ_INT(rlx_read(got[1], gi, sizeof gi[0] * (size_t)n), RLX_OK);
+            for (int64_t i = 0; i < 2 * n * 3; i++) {
+                int64_t r = i / (n * 3), s = i / 3 % n;
+                if (g[i] != xd[i] * (double)s + (double)r)
+                    test_fail(__FILE__, __LINE__, "backend %d n %lld: y[%lld] = %g", b, (long long)n, (long long)i, g[i]);
+            }
+            for (int64_t i = 0; i < n; i++)
+                CHECK_EQ_INT(gi[i], i);
+        }
+        rlx_program_free(p);
+    }
+    /* no gradient: d sum(arange_of(w) * w) / dw = arange */
+    rlx_tensor *w = rlx_randn(RLX_F64, 1, (int64_t[]){4}, 5), *g = NULL;
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(rlx_arange_of(w, 0, RLX_F64), w)), &w, 1, &g), RLX_OK);
+    double gv[4];
+    CHECK_EQ_INT(rlx_read_f64(g, gv, 4), RLX_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT((long long)gv[i], i);
+}
+
+TEST(arange_of_errors)
+{
+    rlx_tensor *t = rlx_zeros(RLX_F32, 2, (int64_t[]){2, 3});
+    CHECK_NULL_ERR(rlx_arange_of(NULL, 0, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 2, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, -3, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(rlx_scalar(RLX_F32, 1), 0, RLX_I64), RLX_E_ARG, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 0, RLX_BOOL), RLX_E_DTYPE, "rlx_arange_of");
+    CHECK_NULL_ERR(rlx_arange_of(t, 0, (rlx_dtype)99), -1, "rlx_arange_of");
+    rlx_tensor *x = rlx_input("x", RLX_F32, 1, (int64_t[]){-1});
+    CHECK_NULL_ERR(rlx_arange_of(x, 0, RLX_BOOL), RLX_E_DTYPE, "rlx_arange_of");
+    /* a position past a table's end fails when run, never reads out of bounds */
+    rlx_tensor *tab = rlx_arange(RLX_F32, 0, 4, 1);
+    rlx_tensor *y = rlx_index_select(tab, 0, rlx_arange_of(x, 0, RLX_I32));
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    rlx_tensor *got = NULL;
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", rlx_zeros(RLX_F32, 1, (int64_t[]){4})}, 1, &got), RLX_OK);
+    CHECK(rlx_program_run(p, &(rlx_binding){"x", rlx_zeros(RLX_F32, 1, (int64_t[]){5})}, 1, &got) != RLX_OK);
+    rlx_program_free(p);
+}
+
+/* A two-layer MLP over x [-1, C]: its [n, 64] hidden values live in the
+ * arena. */
+static rlx_tensor *e_mlp(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *h = rlx_tanh(rlx_linear(x, par[0], par[1]));
+    rlx_tensor *z = rlx_tanh(rlx_add(rlx_matmul(h, par[2]), h));
+    return rlx_sum(rlx_mul(z, rlx_sigmoid(rlx_matmul(z, par[2]))), ax1, 1, true);
+}
+
+static void mlp_params(rlx_tensor **par)
+{
+    par[0] = rlx_randn(RLX_F64, 2, (int64_t[]){64, C}, 11);
+    par[1] = rlx_randn(RLX_F64, 1, (int64_t[]){64}, 12);
+    par[2] = rlx_mul_s(rlx_randn(RLX_F64, 2, (int64_t[]){64, 64}, 13), 0.125);
+}
+
+/* The program's value at x (n rows) against the expression realized
+ * eagerly (no program, no shared arena); the number of wrong entries. */
+static int mlp_check(rlx_program *p, rlx_tensor *const *par, int64_t n, int seed)
+{
+    rlx_tensor *xv = rlx_randn(RLX_F64, 2, (int64_t[]){n, C}, (uint64_t)seed), *got = NULL;
+    if (!xv || rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got) != RLX_OK)
+        return 1;
+    rlx_tensor *want = e_mlp(xv, par);
+    double g[64], w[64];
+    if (rlx_read_f64(got, g, (size_t)n) != RLX_OK || rlx_read_f64(want, w, (size_t)n) != RLX_OK)
+        return 1;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += !(fabs(g[i] - w[i]) <= 1e-12 * (1 + fabs(w[i])));
+    return bad;
+}
+
+/* The arena grows only: a program's specs share its arena, grown to the
+ * largest plan run, reused by smaller bindings (not one arena per spec). */
+TEST(dynamic_arena_grows_only)
+{
+    rlx_tensor *par[3];
+    mlp_params(par);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
+    rlx_tensor *y = e_mlp(x, par);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    int count = -1;
+    int64_t bytes = 1;
+    size_t need[65] = {0};
+    CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+    CHECK_EQ_INT(count, 0);
+    CHECK_EQ_INT((long long)bytes, 0);
+    const int64_t sizes[4] = {8, 64, 8, 16};
+    for (int k = 0; k < 4; k++) {
+        rlx_stats_t st;
+        rlx_stats_reset();
+        CHECK_EQ_INT(mlp_check(p, par, sizes[k], k), 0);
+        rlx_stats(&st);
+        need[sizes[k]] = st.arena_bytes; /* the plan's need (the eager check's own arena is smaller or equal) */
+        CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+        CHECK_EQ_INT(count, 1);
+        if (k == 0)
+            CHECK(bytes > 0 && (size_t)bytes >= need[8]);
+        else
+            CHECK_EQ_INT((long long)bytes, (long long)need[64]);
+    }
+    CHECK(need[64] > need[16] && need[16] > need[8]);
+    int kept = 0;
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, NULL), RLX_OK);
+    CHECK_EQ_INT(kept, 3); /* three specs, one arena */
+    CHECK_EQ_INT(rlx_program_arenas(NULL, &count, &bytes), RLX_E_ARG);
+    CHECK(strstr(rlx_last_error(), "rlx_program_arenas") != NULL);
+    CHECK_EQ_INT(rlx_program_arenas(p, NULL, NULL), RLX_OK);
+    rlx_program_free(p);
+}
+
+/* Threads running one program at different sizes at once: each run takes
+ * an arena of its own from the program's pool (grown on demand), so the
+ * values stay right; the pool keeps at most one per run in flight. */
+typedef struct {
+    rlx_program *p;
+    rlx_tensor *const *par;
+    int id, bad;
+} mlp_runner;
+
+static void *mlp_sizes(void *arg)
+{
+    mlp_runner *r = arg;
+    rlx_scope_begin();
+    for (int k = 0; k < 16; k++)
+        r->bad += mlp_check(r->p, r->par, 1 + (r->id * 7 + k * 13) % 64, r->id * 100 + k);
+    rlx_scope_end();
+    return NULL;
+}
+
+TEST(dynamic_arena_threads)
+{
+    rlx_tensor *par[3];
+    mlp_params(par);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
+    rlx_tensor *y = e_mlp(x, par);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    rlx_set_num_threads(1); /* the runs overlap; each one runs on its own thread */
+    pthread_t th[4];
+    mlp_runner r[4];
+    for (int t = 0; t < 4; t++) {
+        r[t] = (mlp_runner){p, par, t, 0};
+        CHECK_EQ_INT(pthread_create(&th[t], NULL, mlp_sizes, &r[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CHECK_EQ_INT(r[t].bad, 0);
+    }
+    rlx_set_num_threads(0);
+    int count = 0;
+    int64_t bytes = 0;
+    CHECK_EQ_INT(rlx_program_arenas(p, &count, &bytes), RLX_OK);
+    CHECK(count >= 1 && count <= 4 && bytes > 0);
+    rlx_program_free(p);
+}
+
 /* Allocation failures while compiling and specializing: NOMEM, no leak. */
 static int dynamic_workload(void)
 {
@@ -760,4 +959,5 @@ TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
-          T(dynamic_attention_sequence))
+          T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
+          T(arange_of_values), T(arange_of_errors))

@@ -79,6 +79,16 @@ def arange(start, stop=None, step=1, dtype=None):
     return _wrap(_lib.rlx_arange(_dtype(dtype).code, *(_builtin_float(v) for v in vals)))
 
 
+def arange_of(t, axis=0, dtype=int64):
+    """0, 1, ..., n-1 with n the size of t's axis (torch.arange(t.size(axis))):
+    a plain arange when the axis is static; over a dynamic axis of a compiled
+    program's input, made in each run's bound size (rlx_arange_of). t's values
+    are not read; no gradient."""
+    t = _tt(t)
+    _clear()
+    return _wrap(_lib.rlx_arange_of(t._h, operator.index(axis), _dtype(dtype).code))
+
+
 def eye(n, dtype=float32):
     _clear()
     return _wrap(_lib.rlx_eye(_dtype(dtype).code, operator.index(n)))

@@ -72,6 +72,15 @@ class Program:
         _check(_lib.rlx_program_specs(self._p, _ctypes.byref(kept), _ctypes.byref(made)))
         return kept.value, made.value
 
+    def arenas(self):
+        """(count, bytes): the arenas the program holds between runs, one per
+        run in flight at once, each grown to the largest plan it served
+        (rlx_program_arenas)."""
+        count, nbytes = _ctypes.c_int(0), _ctypes.c_int64(0)
+        _clear()
+        _check(_lib.rlx_program_arenas(self._p, _ctypes.byref(count), _ctypes.byref(nbytes)))
+        return count.value, nbytes.value
+
     def close(self, _free=_lib.rlx_program_free):
         p, self._p = getattr(self, "_p", None), None
         if p:

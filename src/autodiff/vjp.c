@@ -403,9 +403,19 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
         dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
         return;
     }
+    if (outer < 0 || inner < 0) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s (dynamic dims off the axis)", ax,
+                 ts_shape_str(x));
+        return;
+    }
+    /* a dynamic index count or axis length is the one -1 of its reshape,
+     * and the shapes follow g and x when a program binds them */
     int64_t gs[3] = {outer, ni, inner}, xs[3] = {outer, len, inner}, is[3] = {1, ni, 1};
-    rlx_tensor *at = rlx_broadcast_to(rlx_reshape(T(idx), 3, is), 3, gs);
-    rlx_tensor *d = rlx_scatter_add(rlx_zeros(x->dtype, 3, xs), 1, at, rlx_reshape(g, 3, gs));
+    rlx_tensor *g3 = rlx_reshape(g, 3, gs), *x3 = len < 0 ? rlx_reshape(T(x), 3, xs) : NULL;
+    rlx_tensor *at = ni < 0 ? expand_like(rlx_reshape(T(idx), 3, is), ts_node(g3))
+                            : rlx_broadcast_to(rlx_reshape(T(idx), 3, is), 3, gs);
+    rlx_tensor *base = x3 ? zeros_of(ts_node(x3)) : rlx_zeros(x->dtype, 3, xs);
+    rlx_tensor *d = rlx_scatter_add(base, 1, at, g3);
     dx[0] = rlx_reshape(d, x->rank, x->shape);
 }
 
@@ -649,14 +659,6 @@ static rlx_tensor *mask_heads(ir_node *n, ir_node *m)
     return rlx_reshape(T(m), 5, shape);
 }
 
-/* i64 ones along axis 1 (the sequence) of x [B, S, E], S maybe dynamic. */
-static rlx_tensor *ones_along(ir_node *x)
-{
-    static const int axes[2] = {0, 2};
-    rlx_tensor *z = rlx_sum(rlx_zeros_like(T(x)), axes, 2, false);
-    return rlx_add_s(rlx_cast(z, RLX_I64), 1);
-}
-
 /* The attention weights P of node n, in the scores' layout, rebuilt from
  * q and k with n's masks: a row with no visible key is all zeros (rlx.h). */
 static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
@@ -670,11 +672,11 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
         if (sq >= 0 && sk >= 0) {
             qpos = rlx_unsqueeze(rlx_arange(RLX_I64, sk - sq, sk, 1), 1);
             kpos = rlx_arange(RLX_I64, 0, sk, 1);
-        } else { /* a dynamic length: counted from ones shaped like q and k */
-            rlx_tensor *oq = ones_along(n->src[0]), *ok = ones_along(n->src[1]);
-            kpos = rlx_cumsum(ok, 0, true);
-            qpos = rlx_add(rlx_cumsum(oq, 0, true), rlx_sub(rlx_sum(ok, NULL, 0, false), rlx_sum(oq, NULL, 0, false)));
-            qpos = rlx_unsqueeze(qpos, 1);
+        } else { /* a dynamic length: the positions of q's and k's axis 1, Sk - Sq counted when run */
+            rlx_tensor *qa = rlx_arange_of(T(n->src[0]), 1, RLX_I64);
+            kpos = rlx_arange_of(T(n->src[1]), 1, RLX_I64);
+            rlx_tensor *shift = rlx_sub(rlx_sum(rlx_ones_like(kpos), NULL, 0, false), rlx_sum(rlx_ones_like(qa), NULL, 0, false));
+            qpos = rlx_unsqueeze(rlx_add(qa, shift), 1);
         }
         keep = rlx_le(kpos, qpos);
         if (mask == RLX_MASK_SLIDING)

@@ -175,6 +175,48 @@ rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step)
     return ts_wrap(iota_node(fn, dt, 1, &n, 0, start, step));
 }
 
+/* A [n] view of t's axis ax with n its size, the other axes cut to one
+ * element (an empty static axis padded to one): the shape an arange of a
+ * dynamic axis follows (its values are never read). */
+static rlx_tensor *axis_ref(rlx_tensor *t, int ax, int rank, const int64_t *shape)
+{
+    rlx_tensor *r = t;
+    for (int d = 0; d < rank; d++)
+        if (d != ax)
+            r = shape[d] == 0 ? rlx_pad(r, d, 0, 1, 0) : rlx_narrow(r, d, 0, 1);
+    if (rlx_dtype_of(t) == RLX_C64) /* (the follower is cast to the range's dtype) */
+        r = rlx_real(r);
+    return rlx_reshape(r, 1, (const int64_t[]){-1});
+}
+
+rlx_tensor *rlx_arange_of(rlx_tensor *t, int axis, rlx_dtype dt)
+{
+    const char *fn = "rlx_arange_of";
+    if (ts_null(fn, "t", t) || !ts_check_dtype(fn, (int)dt))
+        return NULL;
+    ir_node *n = ts_node(t);
+    int ax = ts_axis(fn, axis, n->rank);
+    if (ax < 0)
+        return NULL;
+    if (dt == RLX_BOOL || dt == RLX_C64) {
+        ts_error(RLX_E_DTYPE, fn, "%s is not a numeric range dtype", rlx_dtype_name(dt));
+        return NULL;
+    }
+    if (n->shape[ax] >= 0) /* a static axis: a plain range */
+        return rlx_arange(dt, 0, (double)n->shape[ax], 1);
+    /* A dynamic axis: an iota traced as [-1] beside a [-1] view of the
+     * axis; where(true, iota, view) tells a program to make the iota in the
+     * view's bound shape (program.c, instantiate). */
+    if (!ts_open(fn))
+        return NULL;
+    int64_t dyn = -1;
+    rlx_tensor *ref = axis_ref(t, ax, n->rank, n->shape);
+    ir_node *iota = ref ? iota_node(fn, dt, 1, &dyn, 0, 0, 1) : NULL;
+    ir_node *r = iota ? ts_expand_like(fn, iota, ts_node(ref)) : NULL;
+    ir_release(iota);
+    return ts_close(rlx_stop_gradient(ts_wrap(r)));
+}
+
 rlx_tensor *rlx_eye(rlx_dtype dt, int64_t n)
 {
     const char *fn = "rlx_eye";

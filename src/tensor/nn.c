@@ -178,9 +178,10 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
     rlx_tensor *ok = rlx_logical_and(rlx_ge_s(lab, 0), rlx_lt_s(lab, (double)c));
     if (ir_dtype_is_float(yn->dtype))
         ok = rlx_logical_and(ok, rlx_eq(labels, labels));
-    rlx_tensor *idx = rlx_add(rlx_mul_s(rlx_arange(RLX_I64, 0, (double)n, 1), (double)c), lab);
-    idx = rlx_where(ok, idx, rlx_full(RLX_I64, 1, &n, (double)flat));
-    rlx_tensor *ls = rlx_reshape(rlx_log_softmax(logits, 1), 1, &flat);
+    rlx_tensor *idx = rlx_add(rlx_mul_s(rlx_arange_of(logits, 0, RLX_I64), (double)c), lab);
+    /* a dynamic N: an index past any tensor's end stands for N*C */
+    idx = rlx_where(ok, idx, n < 0 ? rlx_full_like(idx, 0x1p62) : rlx_full(RLX_I64, 1, &n, (double)flat));
+    rlx_tensor *ls = rlx_reshape(rlx_log_softmax(logits, 1), 1, n < 0 ? (const int64_t[]){-1} : &flat);
     return ts_close(rlx_neg(rlx_gather(ls, idx, 0)));
 }
 

@@ -28,7 +28,9 @@
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
-enum { SPEC_KEEP = 8 };
+/* SPEC_KEEP specs, ARENA_KEEP idle arenas (runs in flight at once beyond
+ * that take one each and give it back to the buffer pool). */
+enum { SPEC_KEEP = 8, ARENA_KEEP = 4 };
 
 /* The outputs instantiated over slots[j] (a placeholder for input j with
  * the dims in key), and their plan. */
@@ -54,10 +56,12 @@ struct rlx_program {
     ir_node **order;  /* (made once: every instantiation walks them, read-only) */
     ir_map pos;
     bool jit;         /* compiled with the JIT backend: runs use specs */
-    pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared */
+    pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared, arenas, narenas */
     int nspecs;
     uint64_t clock, prepared;
     program_spec *specs[SPEC_KEEP];
+    int narenas;
+    ir_storage *arenas[ARENA_KEEP]; /* owns: idle arenas, shared by every spec (arena_take) */
 };
 
 static void spec_free(program_spec *s)
@@ -87,6 +91,8 @@ static void program_free(rlx_program *p)
         return;
     for (int k = 0; k < p->nspecs; k++)
         spec_unref(p->specs[k]);
+    for (int k = 0; k < p->narenas; k++)
+        ir_storage_release(p->arenas[k]);
     for (int i = 0; p->outputs && i < p->nout; i++)
         ir_release(p->outputs[i]);
     pthread_mutex_destroy(&p->lock);
@@ -443,7 +449,13 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             made[i] = remake(fn, nd, 1, src, &a);
             loose[i] = any_loose;
         } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[ir_map_get(pos, nd->src[2])]) {
-            /* where(true, a, ref): a in ref's shape, ref itself unread */
+            /* where(true, a, ref): a in ref's shape, ref itself unread; an
+             * iota traced over a dynamic dim (rlx_arange_of) is made in it */
+            const ir_node *x = nd->src[1];
+            if (x->op == IR_OP_IOTA && has_dynamic_dim(x->rank, x->shape) && x->rank == src[2]->rank) {
+                made[i] = ts_leaf(fn, IR_OP_IOTA, &x->attr, x->dtype, x->rank, src[2]->shape);
+                goto made;
+            }
             uint32_t m = loose[ir_map_get(pos, nd->src[1])];
             bool fits = src[1]->rank == src[2]->rank;
             for (int d = 0; d < src[2]->rank && fits; d++)
@@ -518,6 +530,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             }
             made[i] = remake(fn, nd, nd->nsrc, src, &a);
         }
+    made:
         if (src != srcbuf) {
             ir_free(src);
             src = srcbuf;
@@ -551,6 +564,67 @@ static long find_input(const rlx_program *p, const char *name)
     return -1;
 }
 
+/* The memory plan is per spec (its offsets depend on the bound sizes), the
+ * arena it indexes is the program's: a run takes an idle one (the
+ * largest), grows it when its plan needs more (the old one goes back to
+ * the buffer pool) and gives it back, so a program holds one arena per
+ * run in flight at once, each the size of the largest plan it ran, not one
+ * per spec; concurrent runs never share one. NULL when the plan needs none
+ * or out of memory (the run then takes its own and reports the failure). */
+static ir_storage *arena_take(rlx_program *p, size_t bytes)
+{
+    if (!bytes)
+        return NULL;
+    ir_storage *a = NULL;
+    pthread_mutex_lock(&p->lock);
+    int at = -1;
+    for (int k = 0; k < p->narenas; k++)
+        if (at < 0 || p->arenas[k]->bytes > p->arenas[at]->bytes)
+            at = k;
+    if (at >= 0) {
+        a = p->arenas[at];
+        p->arenas[at] = p->arenas[--p->narenas];
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (a && a->bytes >= bytes)
+        return a;
+    ir_storage_release(a); /* grown: the smaller one back to the pool */
+    return bytes >= RT_BUFPOOL_MIN ? rt_bufpool_storage(bytes) : rt_storage_alloc(bytes, false);
+}
+
+static void arena_give(rlx_program *p, ir_storage *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&p->lock);
+    /* (a run publishes nothing in the arena; a reference held elsewhere
+     * would keep it from being reused) */
+    if (p->narenas < ARENA_KEEP && atomic_load_explicit(&a->refs, memory_order_acquire) == 1) {
+        p->arenas[p->narenas++] = a;
+        a = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    ir_storage_release(a);
+}
+
+rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes)
+{
+    if (!p) {
+        ts_error(RLX_E_ARG, "rlx_program_arenas", "program is NULL");
+        return RLX_E_ARG;
+    }
+    size_t b = 0;
+    pthread_mutex_lock(&p->lock);
+    for (int k = 0; k < p->narenas; k++)
+        b += p->arenas[k]->bytes;
+    if (count)
+        *count = p->narenas;
+    pthread_mutex_unlock(&p->lock);
+    if (bytes)
+        *bytes = (int64_t)b;
+    return RLX_OK;
+}
+
 /* A run of spec s: binds[j] is the value bound to input j. */
 static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_node **binds, rlx_tensor **outputs)
 {
@@ -572,7 +646,9 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
     pl.plan = s->plan;
     pl.binds = binds;
     pl.views = v;
+    pl.arena = arena_take(p, rt_jit_plan_arena_bytes(s->plan));
     rlx_status st = rt_pipeline_realize(&pl, s->roots, p->nout);
+    arena_give(p, pl.arena);
     ts_options_drop(&o);
     rt_ctx ctx = pl.rt; /* the materializations below add to its record */
     ts_stats_add_run(ctx.nodes_run, ctx.peak_bytes);

@@ -581,7 +581,7 @@ static void release_dead(exec *e, long i)
 }
 
 rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const double *consts,
-                           rt_jit_stats *stats, rt_view *out)
+                           ir_storage *arena, rt_jit_stats *stats, rt_view *out)
 {
     exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = rt_threads(ctx), .binds = binds,
               .consts = consts ? consts : p->consts};
@@ -594,8 +594,13 @@ rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *bi
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the schedule");
     memset(e.vals, 0, (size_t)nk * sizeof *e.vals);
     size_t ab = p->mp.arena_bytes;
-    if (ab) {
+    if (ab && arena && arena->bytes >= ab) { /* the caller's (a compiled program's pool) */
+        ir_storage_retain(arena);
+        e.arena = arena;
+    } else if (ab) {
         e.arena = ab >= RT_BUFPOOL_MIN ? rt_bufpool_storage(ab) : rt_storage_alloc(ab, false);
+    }
+    if (ab) {
         if (!e.arena) {
             rt_fail(ctx, RLX_E_NOMEM, "out of memory allocating the %zu-byte arena", ab);
             goto out;

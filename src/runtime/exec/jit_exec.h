@@ -40,11 +40,13 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
 /* Runs p; out[r] gets a view (one reference) of root r's value, which may
  * be strided (a root published as a view) or share a binding's storage;
  * every out[r].st is NULL on failure. consts: the constant array to run
- * with (rt_jit_plan_consts' layout), NULL for the plan's own. Large
- * kernels split their loop dim 0 over the context's threads (results do
- * not depend on the count). */
+ * with (rt_jit_plan_consts' layout), NULL for the plan's own. arena: the
+ * storage (borrowed, at least rt_jit_plan_arena_bytes, used by no other
+ * run meanwhile) its intermediates live in, NULL: the run takes its own.
+ * Large kernels split their loop dim 0 over the context's threads
+ * (results do not depend on the count). */
 rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const double *consts,
-                           rt_jit_stats *stats, rt_view *out);
+                           ir_storage *arena, rt_jit_stats *stats, rt_view *out);
 void rt_jit_plan_free(rt_jit_plan *p); /* NULL is a no-op */
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p);
 /* The plan's constant array: *n entries, every LOOP kernel's CONST slots

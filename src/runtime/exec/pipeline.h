@@ -27,6 +27,7 @@ typedef struct {
     const rt_jit_plan *plan; /* non-NULL: run this plan (nothing is built) on binds */
     ir_node *const *binds;
     rt_view *views;        /* non-NULL: roots' values handed back (a reference each), not published */
+    ir_storage *arena;     /* non-NULL: the run's intermediates go there (borrowed; a program's pool) */
     bool generic;          /* its kernels are size-generic (a program with dynamic dims: one
                             * compile serves every binding), unless knob generic_kernels is 0 */
 } rt_pipeline;
