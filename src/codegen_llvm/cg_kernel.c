@@ -243,12 +243,16 @@ static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
     return phi;
 }
 
+static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt);
+
 static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueRef v)
 {
     if (dt == RLX_BOOL)
         v = LLVMBuildZExt(c->b, v, c->m->i8, "");
-    if (is_half(dt))
-        v = f32_to_half(c, v, dt);
+    if (is_half(dt)) {
+        LLVMValueRef h = half_bits_of(c, v, dt);
+        v = h ? h : f32_to_half(c, v, dt);
+    }
     LLVMValueRef s = LLVMBuildStore(c->b, v, elem_ptr(c, arg, dt, index));
     LLVMSetAlignment(s, (unsigned)ir_dtype_size(dt));
 }
@@ -315,6 +319,37 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
     LLVMValueRef isnan = icmp(c, LLVMIntUGT, band(c, b, 0x7fffffff), k32(c, 0x7f800000));
     r = sel(c, isnan, nan, r);
     return LLVMBuildTrunc(c->b, r, m->i16, "");
+}
+
+/* The pattern f32_to_half gave for v when v is round_half's result for
+ * dt (half_to_f32 of f32_to_half's trunc: a CAST to dt, the usual last op
+ * of a half composite), else NULL: such a value is stored as those bits,
+ * not rounded a second time (LLVM cannot see that the second rounding is
+ * exact: it was a fifth of W1 bf16's ops). A loaded pattern does not
+ * qualify: the store turns its NaN payloads into the reference's NaN. */
+static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef h;
+    if (!LLVMIsAInstruction(v))
+        return NULL;
+    LLVMOpcode op = LLVMGetInstructionOpcode(v);
+    if (dt == RLX_F16 && m->f16c) { /* fpext (bitcast (trunc ...) to half) */
+        if (op != LLVMFPExt || !LLVMIsABitCastInst(h = LLVMGetOperand(v, 0)) || LLVMTypeOf(h) != m->f16)
+            return NULL;
+        h = LLVMGetOperand(h, 0);
+    } else if (dt == RLX_BF16 && op == LLVMBitCast) { /* bitcast (shl (zext (trunc ...)), 16) */
+        LLVMValueRef s = LLVMGetOperand(v, 0), z, k;
+        if (!LLVMIsAInstruction(s) || LLVMGetInstructionOpcode(s) != LLVMShl)
+            return NULL;
+        z = LLVMGetOperand(s, 0), k = LLVMGetOperand(s, 1);
+        if (!LLVMIsAConstantInt(k) || LLVMConstIntGetZExtValue(k) != 16 || !LLVMIsAZExtInst(z))
+            return NULL;
+        h = LLVMGetOperand(z, 0);
+    } else {
+        return NULL;
+    }
+    return LLVMIsATruncInst(h) && LLVMTypeOf(h) == m->i16 ? h : NULL;
 }
 
 /* f32 x rounded to dt's precision, still an f32. */
