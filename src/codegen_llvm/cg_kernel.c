@@ -120,6 +120,7 @@ typedef struct {
     int *pbase;
     int interleave, width;               /* forced on the innermost loop when > 1 */
     unsigned char *inner;                /* per instruction: varies along the innermost loop dim */
+    unsigned char *lowp;                 /* per instruction: LOWP_BF16/F16 where mark_lowp allows (else 0) */
     /* f32 divisions by a per-row value in a row kernel's store pass
      * (emit_phased): per instruction its guard slot or -1 (fdslot NULL:
      * none); the slot's accumulators (allocas) and divisor once used */
@@ -649,6 +650,53 @@ static LLVMValueRef no_rule(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
     return LLVMGetUndef(t);
 }
 
+/* Which f32 math may use cg_math_fn_lowp's cheaper variants (relative
+ * error 2^-15.5 for bf16, 2^-21 for f16, against 2^-23 and less): in an
+ * elementwise kernel, a math op whose own dtype is f16/bf16 (the
+ * reference rounds its value to that dtype), or an f32 one whose value
+ * reaches nothing but roundings to one half dtype (its CASTs, the store),
+ * through add, sub, mul, div, neg and abs only: an f32 composite with a
+ * half result (gelu_tanh of bf16 computes in f32 and casts back). Those
+ * ops carry the relative error on (a quotient or product adds it, the
+ * variants' tanh and sigmoid also hold it relative to 1 - |f|, so the
+ * 1 + tanh of gelu does too); an add that cancels amplifies it as it
+ * amplifies f32 rounding errors. */
+enum { LOWP_NONE = 0, LOWP_BF16 = 1, LOWP_F16 = 2, LOWP_UNSET = 3 };
+
+static int lowp_of(rlx_dtype dt) { return dt == RLX_BF16 ? LOWP_BF16 : dt == RLX_F16 ? LOWP_F16 : LOWP_NONE; }
+
+static void lowp_meet(unsigned char *l, int v) { *l = *l == LOWP_UNSET || *l == v ? (unsigned char)v : LOWP_NONE; }
+
+static bool has_phase(const sched_kernel *k);
+
+static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
+{
+    int n = k->ninstr;
+    memset(lowp, LOWP_NONE, (size_t)n);
+    if (!n || k->red_op != IR_OP_COUNT || k->red_mask || has_phase(k))
+        return;
+    memset(lowp, LOWP_UNSET, (size_t)n);
+    lowp_meet(&lowp[n - 1], lowp_of(k->node->dtype));
+    for (int j = n - 1; j >= 0; j--) { /* sources come before their users */
+        const sched_instr *in = &k->instr[j];
+        if (lowp[j] == LOWP_UNSET)
+            lowp[j] = LOWP_NONE;
+        if (in->kind != SCHED_I_OP)
+            continue;
+        int pass = LOWP_NONE;
+        bool fl = in->dtype == RLX_F32 || lowp_of(in->dtype);
+        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ir_dtype_is_float(k->instr[in->src[0]].dtype))
+            pass = lowp_of(in->dtype);
+        else if (fl && (in->op == IR_OP_ADD || in->op == IR_OP_SUB || in->op == IR_OP_MUL || in->op == IR_OP_DIV ||
+                        in->op == IR_OP_NEG || in->op == IR_OP_ABS))
+            pass = lowp[j];
+        for (int s = 0; s < sched_instr_nsrc(in); s++)
+            lowp_meet(&lowp[in->src[s]], pass);
+        if (ir_ops[in->op].emit == IR_EMIT_MATH && lowp_of(in->dtype))
+            lowp[j] = (unsigned char)lowp_of(in->dtype);
+    }
+}
+
 static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 {
     cg_mod *m = c->m;
@@ -691,6 +739,14 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
          * vector divide is the cheaper of the two (0.10 against 0.12 ns per
          * element), far below a memory-bound kernel's per-element time. */
         return LLVMBuildFDiv(c->b, a, c->vals[in->src[1]], "");
+    }
+    int lp = c->lowp[in - c->k->instr];
+    if (lp && info->emit == IR_EMIT_MATH && reg_type(m, sdt) == m->f32) { /* see mark_lowp */
+        LLVMValueRef fn = cg_math_fn_lowp(m, in->op, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16), args[2] = {a, NULL};
+        unsigned n = info->cls == IR_CLS_BINARY ? 2 : 1;
+        if (n == 2)
+            args[1] = c->vals[in->src[1]];
+        return fn ? LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, n, "") : no_rule(c, in->op, sdt, t);
     }
     if (info->cls == IR_CLS_UNARY)
         r = fdom ? unary_float(c, in->op, a, sdt, in->dtype) : unary_int(c, in->op, a, sdt, in->dtype);
@@ -969,6 +1025,10 @@ void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, in
         half |= k->instr[i].kind == SCHED_I_LOAD && is_half(k->instr[i].dtype);
     if (half)
         *width = 16;
+    /* and twice the vectors in flight where math runs on them: W1 bf16
+     * 1.55 -> 1.3 ms per 4M elements (the f32 loop is memory-bound at 4) */
+    if (half && nmath && !red)
+        *interleave = 2 * MATH_INTERLEAVE;
     long w = knob_value(ks, KNOB_VECTOR_WIDTH, cls, elems);
     long u = knob_value(ks, red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
     if (w > 0)
@@ -1288,7 +1348,7 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
     LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
     LLVMValueRef *cvals = ir_calloc((size_t)(k->nconsts ? k->nconsts : 1), sizeof *cvals);
-    unsigned char *inner = ir_calloc((size_t)(k->ninstr ? k->ninstr : 1), 1);
+    unsigned char *inner = ir_calloc((size_t)(k->ninstr ? 2 * k->ninstr : 1), 1); /* and lowp after it */
     LLVMValueRef *pv = ir_calloc((size_t)np, sizeof *pv);
     int *pbase = ir_alloc((size_t)(k->ninstr ? k->ninstr : 1) * sizeof *pbase);
     if (!pt || !bufs || !vals || !cvals || !inner || !pv || !pbase) {
@@ -1342,6 +1402,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     if (c.generic) /* the numbers it reads, loaded once */
         load_params(&c, LLVMGetParam(body, (unsigned)na), np);
     c.inner = inner;
+    c.lowp = inner + k->ninstr;
+    mark_lowp(k, c.lowp);
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
         if (in->kind == SCHED_I_CONST)
