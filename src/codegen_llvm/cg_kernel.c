@@ -655,7 +655,7 @@ static LLVMValueRef no_rule(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
  * elementwise kernel, a math op whose own dtype is f16/bf16 (the
  * reference rounds its value to that dtype), or an f32 one whose value
  * reaches nothing but roundings to one half dtype (its CASTs, the store),
- * through add, sub, mul, div, neg and abs only: an f32 composite with a
+ * through add, sub, mul, div, neg, abs, tanh and exact casts to f32: an f32 composite with a
  * half result (gelu_tanh of bf16 computes in f32 and casts back). Those
  * ops carry the relative error on (a quotient or product adds it, the
  * variants' tanh and sigmoid also hold it relative to 1 - |f|, so the
@@ -685,8 +685,13 @@ static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
             continue;
         int pass = LOWP_NONE;
         bool fl = in->dtype == RLX_F32 || lowp_of(in->dtype);
-        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ir_dtype_is_float(k->instr[in->src[0]].dtype))
+        bool ffrom = ir_dtype_is_float(k->instr[in->src[0]].dtype);
+        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ffrom)
             pass = lowp_of(in->dtype);
+        else if (in->op == IR_OP_CAST && in->dtype == RLX_F32 && ffrom && k->instr[in->src[0]].dtype != RLX_F64)
+            pass = lowp[j]; /* exact (f16, bf16 -> f32) */
+        else if (in->op == IR_OP_TANH && fl)
+            pass = lowp[j]; /* x tanh'(x) / tanh(x) <= 1: relative errors do not grow */
         else if (fl && (in->op == IR_OP_ADD || in->op == IR_OP_SUB || in->op == IR_OP_MUL || in->op == IR_OP_DIV ||
                         in->op == IR_OP_NEG || in->op == IR_OP_ABS))
             pass = lowp[j];
@@ -753,6 +758,10 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     else
         r = fdom ? binary_float(c, in->op, a, c->vals[in->src[1]], sdt)
                  : binary_int(c, in->op, a, c->vals[in->src[1]], sdt);
+    /* a product and a sum both only rounded to half may fuse into an fma
+     * (one f32 rounding fewer) */
+    if (r && lp && fdom && (in->op == IR_OP_ADD || in->op == IR_OP_SUB || in->op == IR_OP_MUL) && LLVMIsAInstruction(r))
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
     return r ? r : no_rule(c, in->op, sdt, t);
 }
 

@@ -61,6 +61,16 @@ static LLVMValueRef m_add(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBu
 static LLVMValueRef m_sub(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(c->b, a, b, ""); }
 static LLVMValueRef m_mul(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(c->b, a, b, ""); }
 static LLVMValueRef m_div(mb *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(c->b, a, b, ""); }
+/* a / b in a reduced-precision variant: with arcp and ninf (b and the
+ * quotient are finite where it is used) the backend may use a reciprocal
+ * estimate and a Newton step (x86: vrcp14ps, 2^-14, then 2^-23 or so),
+ * whose throughput is several times a vector divide's. */
+static LLVMValueRef m_div_lowp(mb *c, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef q = LLVMBuildFDiv(c->b, a, b, "");
+    LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs | LLVMFastMathAllowContract);
+    return q;
+}
 static LLVMValueRef sel(mb *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(c->b, k, a, b, ""); }
 static LLVMValueRef fcmp(mb *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b)
 {
@@ -290,7 +300,8 @@ static LLVMValueRef emit_tanh32(mb *c, LLVMValueRef x)
     LLVMValueRef sb = LLVMBuildAdd(c->b, LLVMBuildShl(c->b, tb, KI(c, 23), ""), KI(c, 127 << 23), "");
     LLVMValueRef s = LLVMBuildBitCast(c->b, sb, c->t, "");
     LLVMValueRef u = fma3(c, s, q, m_sub(c, s, K(c, 1)));
-    return copysign_(c, m_div(c, u, m_add(c, u, K(c, 2))), x);
+    LLVMValueRef d = m_add(c, u, K(c, 2)); /* <= e^20 + 1 */
+    return copysign_(c, c->lowp ? m_div_lowp(c, u, d) : m_div(c, u, d), x);
 }
 
 static LLVMValueRef emit_tanh(mb *c, LLVMValueRef x)
@@ -322,7 +333,9 @@ static LLVMValueRef emit_sigmoid(mb *c, LLVMValueRef x)
 {
     /* As the reference: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below. */
     LLVMValueRef e = call1(c, exp_fn(c), LLVMBuildFNeg(c->b, un(c, "llvm.fabs", x), ""));
-    LLVMValueRef d = m_add(c, K(c, 1), e);
+    LLVMValueRef d = m_add(c, K(c, 1), e); /* in [1, 2] */
+    if (c->lowp)
+        return sel(c, fcmp(c, LLVMRealOGE, x, K(c, 0)), m_div_lowp(c, K(c, 1), d), m_div_lowp(c, e, d));
     return sel(c, fcmp(c, LLVMRealOGE, x, K(c, 0)), m_div(c, K(c, 1), d), m_div(c, e, d));
 }
 
