@@ -10,6 +10,18 @@
  * integer add into the exponent field, tanh is e^(2|x|) - 1 over itself
  * + 2), erf too (1 - e^(-x^2) h above 1); sin and cos compute in f64 and
  * round once.
+ * Half results (cg_math_fn_lowp): exp, tanh and sigmoid of an f32 value
+ * that is only rounded to bf16 or f16 afterwards (cg_kernel.c's
+ * mark_lowp says exactly when) use a shorter e^r - 1 core, degree 2 for
+ * bf16 (relative error <= 2^-15.5) and 3 for f16 (<= 2^-21), against half
+ * an ulp of at least 2^-9 and 2^-12 relative; their divisions may take a
+ * reciprocal estimate and a Newton step (about 2^-22). tanh = u/(u + 2)
+ * and sigmoid = 1/(1 + e) hold the error relative to 1 - |f| too, so
+ * gelu's 1 + tanh keeps it. The rounded result is the correctly rounded
+ * one except where the exact value lies within that error of a rounding
+ * midpoint (1 ulp off): tests/test_halfmath.c counts those over all 65,536
+ * inputs of each dtype (<= 16 per function; the f32 kernels give about as
+ * many).
  * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
  * against double-precision libm, is checked by tests/test_jit.c; sin and
  * cos (Cody-Waite below |x| = 32, Payne-Hanek above, in a function of
