@@ -684,11 +684,11 @@ static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
         if (in->kind != SCHED_I_OP)
             continue;
         int pass = LOWP_NONE;
-        bool fl = in->dtype == RLX_F32 || lowp_of(in->dtype);
-        bool ffrom = ir_dtype_is_float(k->instr[in->src[0]].dtype);
-        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ffrom)
+        rlx_dtype from = k->instr[in->src[0]].dtype;
+        bool fl = in->dtype == RLX_F32 || lowp_of(in->dtype), ffrom = from == RLX_F32 || lowp_of(from);
+        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ffrom) /* (an f64 source keeps its one rounding) */
             pass = lowp_of(in->dtype);
-        else if (in->op == IR_OP_CAST && in->dtype == RLX_F32 && ffrom && k->instr[in->src[0]].dtype != RLX_F64)
+        else if (in->op == IR_OP_CAST && in->dtype == RLX_F32 && ffrom)
             pass = lowp[j]; /* exact (f16, bf16 -> f32) */
         else if (in->op == IR_OP_TANH && fl)
             pass = lowp[j]; /* x tanh'(x) / tanh(x) <= 1: relative errors do not grow */
