@@ -298,8 +298,12 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
     LLVMValueRef b = bits32(c, x), sign = band(c, shr(c, b, 16), 0x8000), r;
     LLVMValueRef nan = LLVMBuildOr(c->b, sign, k32(c, dt == RLX_BF16 ? 0x7fc0 : 0x7e00), "");
     if (dt == RLX_BF16) { /* + 0x7fff + lowest kept bit: to nearest, ties to even; a carry runs into the exponent */
-        LLVMValueRef rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, shr(c, b, 16), 1), "");
+        LLVMValueRef t = shr(c, b, 16), rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, t, 1), "");
         r = shr(c, LLVMBuildAdd(c->b, b, rnd, ""), 16);
+        /* NaN: its high half with the quiet bit and no payload; x is never
+         * an fpext here, so the unordered compare stays one vcmpunordps */
+        LLVMValueRef qn = band(c, LLVMBuildOr(c->b, t, k32(c, 0x7fc0), ""), 0xffc0);
+        return LLVMBuildTrunc(c->b, sel(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), qn, r), m->i16, "");
     } else if (m->f16c) {
         r = LLVMBuildZExt(c->b, LLVMBuildBitCast(c->b, LLVMBuildFPTrunc(c->b, x, m->f16, ""), m->i16, ""), m->i32, "");
     } else {
