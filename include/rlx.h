@@ -112,7 +112,8 @@ typedef enum {
  *   correctly rounded one except where the exact value lies within that
  *   error of a rounding midpoint (1 ulp off: a few of the 65,536 inputs
  *   of each dtype); an add that cancels amplifies the error as it does
- *   f32 rounding errors. Values stored as f32 or wider keep the f32 math.
+ *   f32 rounding errors. An f32 op whose value reaches an f32 or wider
+ *   result unrounded keeps the f32 math.
  * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
  *   compute f16/bf16 in f32 and round the result (bf16 matmul multiplies
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm");
