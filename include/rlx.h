@@ -102,6 +102,18 @@ typedef enum {
  *   rlx_cast to f16 or bf16 rounds where it stands); the reference
  *   evaluator rounds each op's result. Reductions of f16/bf16 accumulate in
  *   f32 or wider and round the result once.
+ * - Math precision matched to a half result (JIT): exp, tanh and sigmoid
+ *   whose value is only rounded to f16/bf16 (the op's own dtype is f16 or
+ *   bf16, or it is f32 inside a kernel that stores f16/bf16 and reaches
+ *   that rounding only through add, sub, mul, div, neg, abs, tanh and
+ *   exact casts, as in gelu_tanh of bf16) compute with cheaper f32
+ *   kernels of relative error <= 2^-15.5 (bf16) and 2^-21 (f16), and those
+ *   products and sums may fuse into an fma. The stored value is the
+ *   correctly rounded one except where the exact value lies within that
+ *   error of a rounding midpoint (1 ulp off: a few of the 65,536 inputs
+ *   of each dtype); an add that cancels amplifies the error as it does
+ *   f32 rounding errors. An f32 op whose value reaches an f32 or wider
+ *   result unrounded keeps the f32 math.
  * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
  *   compute f16/bf16 in f32 and round the result (bf16 matmul multiplies
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm");

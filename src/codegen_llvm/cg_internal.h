@@ -20,7 +20,7 @@ typedef struct {
     LLVMContextRef ctx; /* borrows */
     LLVMModuleRef mod;  /* borrows */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, vd;
-    LLVMValueRef math[IR_OP_COUNT][2]; /* [op][is f64]: emitted math functions */
+    LLVMValueRef math[IR_OP_COUNT][4]; /* [op][f32, f64, f32 for bf16, for f16]: emitted math functions */
     LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
     bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
@@ -42,6 +42,11 @@ LLVMValueRef cg_intrinsic2(cg_mod *m, LLVMBuilderRef b, const char *name, LLVMTy
  * ERF, SIGMOID) on ty (f32 or f64): internal, always-inline, branch-free,
  * so the loop vectorizer widens it with the loop. */
 LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
+/* The f32 function of op for a value whose precision only matters as far
+ * as a rounding to half (RLX_F16 or RLX_BF16) sees it: EXP, TANH and
+ * SIGMOID have cheaper variants (cg_math.c says how precise), other ops
+ * give cg_math_fn's. */
+LLVMValueRef cg_math_fn_lowp(cg_mod *m, ir_op op, rlx_dtype half);
 
 /* cg_kernel.c: builds function `name` of kernel k into m's module:
  * void name(void *const *buffers, const double *consts, int64_t begin,

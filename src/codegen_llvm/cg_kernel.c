@@ -148,6 +148,7 @@ typedef struct {
     int *pbase;
     int interleave, width;               /* forced on the innermost loop when > 1 */
     unsigned char *inner;                /* per instruction: varies along the innermost loop dim */
+    unsigned char *lowp;                 /* per instruction: LOWP_BF16/F16 where mark_lowp allows (else 0) */
     /* f32 divisions by a per-row value in a row kernel's store pass
      * (emit_phased): per instruction its guard slot or -1 (fdslot NULL:
      * none); the slot's accumulators (allocas) and divisor once used */
@@ -282,12 +283,16 @@ static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
     return phi;
 }
 
+static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt);
+
 static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueRef v)
 {
     if (dt == RLX_BOOL)
         v = LLVMBuildZExt(c->b, v, c->m->i8, "");
-    if (is_half(dt))
-        v = f32_to_half(c, v, dt);
+    if (is_half(dt)) {
+        LLVMValueRef h = half_bits_of(c, v, dt);
+        v = h ? h : f32_to_half(c, v, dt);
+    }
     LLVMValueRef s = LLVMBuildStore(c->b, v, elem_ptr(c, arg, dt, index));
     LLVMSetAlignment(s, (unsigned)ir_dtype_size(dt));
 }
@@ -332,8 +337,12 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
     LLVMValueRef b = bits32(c, x), sign = band(c, shr(c, b, 16), 0x8000), r;
     LLVMValueRef nan = LLVMBuildOr(c->b, sign, k32(c, dt == RLX_BF16 ? 0x7fc0 : 0x7e00), "");
     if (dt == RLX_BF16) { /* + 0x7fff + lowest kept bit: to nearest, ties to even; a carry runs into the exponent */
-        LLVMValueRef rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, shr(c, b, 16), 1), "");
+        LLVMValueRef t = shr(c, b, 16), rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, t, 1), "");
         r = shr(c, LLVMBuildAdd(c->b, b, rnd, ""), 16);
+        /* NaN: its high half with the quiet bit and no payload; x is never
+         * an fpext here, so the unordered compare stays one vcmpunordps */
+        LLVMValueRef qn = band(c, LLVMBuildOr(c->b, t, k32(c, 0x7fc0), ""), 0xffc0);
+        return LLVMBuildTrunc(c->b, sel(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), qn, r), m->i16, "");
     } else if (m->f16c) {
         r = LLVMBuildZExt(c->b, LLVMBuildBitCast(c->b, LLVMBuildFPTrunc(c->b, x, m->f16, ""), m->i16, ""), m->i32, "");
     } else {
@@ -354,6 +363,37 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
     LLVMValueRef isnan = icmp(c, LLVMIntUGT, band(c, b, 0x7fffffff), k32(c, 0x7f800000));
     r = sel(c, isnan, nan, r);
     return LLVMBuildTrunc(c->b, r, m->i16, "");
+}
+
+/* The pattern f32_to_half gave for v when v is round_half's result for
+ * dt (half_to_f32 of f32_to_half's trunc: a CAST to dt, the usual last op
+ * of a half composite), else NULL: such a value is stored as those bits,
+ * not rounded a second time (LLVM cannot see that the second rounding is
+ * exact: it was a fifth of W1 bf16's ops). A loaded pattern does not
+ * qualify: the store turns its NaN payloads into the reference's NaN. */
+static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt)
+{
+    cg_mod *m = c->m;
+    LLVMValueRef h;
+    if (!LLVMIsAInstruction(v))
+        return NULL;
+    LLVMOpcode op = LLVMGetInstructionOpcode(v);
+    if (dt == RLX_F16 && m->f16c) { /* fpext (bitcast (trunc ...) to half) */
+        if (op != LLVMFPExt || !LLVMIsABitCastInst(h = LLVMGetOperand(v, 0)) || LLVMTypeOf(h) != m->f16)
+            return NULL;
+        h = LLVMGetOperand(h, 0);
+    } else if (dt == RLX_BF16 && op == LLVMBitCast) { /* bitcast (shl (zext (trunc ...)), 16) */
+        LLVMValueRef s = LLVMGetOperand(v, 0), z, k;
+        if (!LLVMIsAInstruction(s) || LLVMGetInstructionOpcode(s) != LLVMShl)
+            return NULL;
+        z = LLVMGetOperand(s, 0), k = LLVMGetOperand(s, 1);
+        if (!LLVMIsAConstantInt(k) || LLVMConstIntGetZExtValue(k) != 16 || !LLVMIsAZExtInst(z))
+            return NULL;
+        h = LLVMGetOperand(z, 0);
+    } else {
+        return NULL;
+    }
+    return LLVMIsATruncInst(h) && LLVMTypeOf(h) == m->i16 ? h : NULL;
 }
 
 /* f32 x rounded to dt's precision, still an f32. */
@@ -653,6 +693,58 @@ static LLVMValueRef no_rule(kctx *c, ir_op op, rlx_dtype dt, LLVMTypeRef t)
     return LLVMGetUndef(t);
 }
 
+/* Which f32 math may use cg_math_fn_lowp's cheaper variants (relative
+ * error 2^-15.5 for bf16, 2^-21 for f16, against 2^-23 and less): in an
+ * elementwise kernel, a math op whose own dtype is f16/bf16 (the
+ * reference rounds its value to that dtype), or an f32 one whose value
+ * reaches nothing but roundings to one half dtype (its CASTs, the store),
+ * through add, sub, mul, div, neg, abs, tanh and exact casts to f32: an f32 composite with a
+ * half result (gelu_tanh of bf16 computes in f32 and casts back). Those
+ * ops carry the relative error on (a quotient or product adds it, the
+ * variants' tanh and sigmoid also hold it relative to 1 - |f|, so the
+ * 1 + tanh of gelu does too); an add that cancels amplifies it as it
+ * amplifies f32 rounding errors. */
+enum { LOWP_NONE = 0, LOWP_BF16 = 1, LOWP_F16 = 2, LOWP_UNSET = 3 };
+
+static int lowp_of(rlx_dtype dt) { return dt == RLX_BF16 ? LOWP_BF16 : dt == RLX_F16 ? LOWP_F16 : LOWP_NONE; }
+
+static void lowp_meet(unsigned char *l, int v) { *l = *l == LOWP_UNSET || *l == v ? (unsigned char)v : LOWP_NONE; }
+
+static bool has_phase(const sched_kernel *k);
+
+static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
+{
+    int n = k->ninstr;
+    memset(lowp, LOWP_NONE, (size_t)n);
+    if (!n || k->red_op != IR_OP_COUNT || k->red_mask || has_phase(k))
+        return;
+    memset(lowp, LOWP_UNSET, (size_t)n);
+    lowp_meet(&lowp[n - 1], lowp_of(k->node->dtype));
+    for (int j = n - 1; j >= 0; j--) { /* sources come before their users */
+        const sched_instr *in = &k->instr[j];
+        if (lowp[j] == LOWP_UNSET)
+            lowp[j] = LOWP_NONE;
+        if (in->kind != SCHED_I_OP)
+            continue;
+        int pass = LOWP_NONE;
+        rlx_dtype from = k->instr[in->src[0]].dtype;
+        bool fl = in->dtype == RLX_F32 || lowp_of(in->dtype), ffrom = from == RLX_F32 || lowp_of(from);
+        if (in->op == IR_OP_CAST && lowp_of(in->dtype) && ffrom) /* (an f64 source keeps its one rounding) */
+            pass = lowp_of(in->dtype);
+        else if (in->op == IR_OP_CAST && in->dtype == RLX_F32 && ffrom)
+            pass = lowp[j]; /* exact (f16, bf16 -> f32) */
+        else if (in->op == IR_OP_TANH && fl)
+            pass = lowp[j]; /* x tanh'(x) / tanh(x) <= 1: relative errors do not grow */
+        else if (fl && (in->op == IR_OP_ADD || in->op == IR_OP_SUB || in->op == IR_OP_MUL || in->op == IR_OP_DIV ||
+                        in->op == IR_OP_NEG || in->op == IR_OP_ABS))
+            pass = lowp[j];
+        for (int s = 0; s < sched_instr_nsrc(in); s++)
+            lowp_meet(&lowp[in->src[s]], pass);
+        if (ir_ops[in->op].emit == IR_EMIT_MATH && lowp_of(in->dtype))
+            lowp[j] = (unsigned char)lowp_of(in->dtype);
+    }
+}
+
 static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 {
     cg_mod *m = c->m;
@@ -696,11 +788,23 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
          * element), far below a memory-bound kernel's per-element time. */
         return LLVMBuildFDiv(c->b, a, c->vals[in->src[1]], "");
     }
+    int lp = c->lowp[in - c->k->instr];
+    if (lp && info->emit == IR_EMIT_MATH && reg_type(m, sdt) == m->f32) { /* see mark_lowp */
+        LLVMValueRef fn = cg_math_fn_lowp(m, in->op, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16), args[2] = {a, NULL};
+        unsigned n = info->cls == IR_CLS_BINARY ? 2 : 1;
+        if (n == 2)
+            args[1] = c->vals[in->src[1]];
+        return fn ? LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, n, "") : no_rule(c, in->op, sdt, t);
+    }
     if (info->cls == IR_CLS_UNARY)
         r = fdom ? unary_float(c, in->op, a, sdt, in->dtype) : unary_int(c, in->op, a, sdt, in->dtype);
     else
         r = fdom ? binary_float(c, in->op, a, c->vals[in->src[1]], sdt)
                  : binary_int(c, in->op, a, c->vals[in->src[1]], sdt);
+    /* a product and a sum both only rounded to half may fuse into an fma
+     * (one f32 rounding fewer) */
+    if (r && lp && fdom && (in->op == IR_OP_ADD || in->op == IR_OP_SUB || in->op == IR_OP_MUL) && LLVMIsAInstruction(r))
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
     return r ? r : no_rule(c, in->op, sdt, t);
 }
 
@@ -1041,6 +1145,10 @@ void cg_kernel_knobs(const knob_state *ks, const sched_kernel *k, int *width, in
         half |= k->instr[i].kind == SCHED_I_LOAD && is_half(k->instr[i].dtype);
     if (half)
         *width = 16;
+    /* and twice the vectors in flight where math runs on them: W1 bf16
+     * 1.55 -> 1.3 ms per 4M elements (the f32 loop is memory-bound at 4) */
+    if (half && nmath && !red)
+        *interleave = 2 * MATH_INTERLEAVE;
     long w = knob_value(ks, KNOB_VECTOR_WIDTH, cls, elems);
     long u = knob_value(ks, red ? KNOB_REDUCE_ACC : KNOB_UNROLL, cls, elems);
     if (w > 0)
@@ -1401,7 +1509,7 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     LLVMValueRef *bufs = ir_alloc((size_t)na * sizeof *bufs);
     LLVMValueRef *vals = ir_calloc((size_t)k->ninstr, sizeof *vals);
     LLVMValueRef *cvals = ir_calloc((size_t)(k->nconsts ? k->nconsts : 1), sizeof *cvals);
-    unsigned char *inner = ir_calloc((size_t)(k->ninstr ? k->ninstr : 1), 1);
+    unsigned char *inner = ir_calloc((size_t)(k->ninstr ? 2 * k->ninstr : 1), 1); /* and lowp after it */
     LLVMValueRef *pv = ir_calloc((size_t)np, sizeof *pv);
     int *pbase = ir_alloc((size_t)(k->ninstr ? k->ninstr : 1) * sizeof *pbase);
     if (!pt || !bufs || !vals || !cvals || !inner || !pv || !pbase) {
@@ -1457,6 +1565,8 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
     if (c.generic) /* the numbers it reads, loaded once */
         load_params(&c, LLVMGetParam(body, (unsigned)na), np);
     c.inner = inner;
+    c.lowp = inner + k->ninstr;
+    mark_lowp(k, c.lowp);
     for (int i = 0; i < k->ninstr; i++) {
         const sched_instr *in = &k->instr[i];
         if (in->kind == SCHED_I_CONST)

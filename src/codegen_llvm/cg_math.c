@@ -10,6 +10,19 @@
  * integer add into the exponent field, tanh is e^(2|x|) - 1 over itself
  * + 2), erf too (1 - e^(-x^2) h above 1); sin and cos compute in f64 and
  * round once.
+ * Half results (cg_math_fn_lowp): exp, tanh and sigmoid of an f32 value
+ * that is only rounded to bf16 or f16 afterwards (cg_kernel.c's
+ * mark_lowp says exactly when) use a shorter e^r - 1 core, degree 2 for
+ * bf16 (relative error <= 2^-15.5) and 3 for f16 (<= 2^-21), against half
+ * an ulp of at least 2^-9 and 2^-12 relative (a reciprocal estimate with
+ * a Newton step in place of their divisions measured 3% slower on znver5:
+ * the divider is not what limits W1). tanh = u/(u + 2)
+ * and sigmoid = 1/(1 + e) hold the error relative to 1 - |f| too, so
+ * gelu's 1 + tanh keeps it. The rounded result is the correctly rounded
+ * one except where the exact value lies within that error of a rounding
+ * midpoint (1 ulp off): tests/test_halfmath.c counts those over all 65,536
+ * inputs of each dtype (<= 16 per function; the f32 kernels give about as
+ * many).
  * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
  * against double-precision libm, is checked by tests/test_jit.c; sin and
  * cos (Cody-Waite below |x| = 32, Payne-Hanek above, in a function of
@@ -31,7 +44,10 @@ typedef struct {
     LLVMTypeRef it; /* the integer of the same width */
     bool f64;
     bool failed; /* a function called has no kernel (call1) */
+    int lowp;    /* MATH_FULL, or the half dtype's variant (cg_math_fn_lowp) */
 } mb;
+
+enum { MATH_FULL = 0, MATH_BF16 = 1, MATH_F16 = 2 };
 
 /* e in every lane of t if t is a vector (the f64 sin/cos bodies are also
  * emitted as vector functions), e itself otherwise */
@@ -125,6 +141,11 @@ static LLVMValueRef call1(mb *c, LLVMValueRef fn, LLVMValueRef x)
  * needs), the f32-rounded coefficients then nudged by a few ulps so that
  * tanh stays within 2 ulp (checked over every f32, as exp's 1). */
 static const double EXPF_P[5] = {0.5, 0x1.5554b4p-3, 0x1.555674p-5, 0x1.1227b0p-7, 0x1.6bebfep-10};
+/* The same at degree 2 and 3 (f32 coefficients fitted by weighted least
+ * squares, Lawson's iteration): relative error of e^r - 1 at most 2^-15.5
+ * and 2^-21 on |r| <= ln2/2, the cores of the bf16 and f16 variants. */
+static const double EXPF_P2[3] = {0x1.00022cp-1, 0x1.5708bap-3, 0x1.54de66p-5};
+static const double EXPF_P3[4] = {0x1.fffe6ep-2, 0x1.555632p-3, 0x1.570592p-5, 0x1.1138dap-7};
 
 /* f32 range reduction y = n ln2 + r with n = round(y / ln2) by the
  * 1.5*2^23 trick: t = y*log2(e) + 1.5*2^23 holds n in its low mantissa
@@ -146,6 +167,11 @@ static LLVMValueRef expm1_core32(mb *c, LLVMValueRef x, bool twice, LLVMValueRef
     }
     *tbits = LLVMBuildBitCast(c->b, t, c->it, "");
     LLVMValueRef r2 = m_mul(c, r, r);
+    if (c->lowp == MATH_BF16)
+        return fma3(c, r2, fma3(c, r, fma3(c, r, K(c, EXPF_P2[2]), K(c, EXPF_P2[1])), K(c, EXPF_P2[0])), r);
+    if (c->lowp == MATH_F16)
+        return fma3(c, r2, fma3(c, r2, fma3(c, r, K(c, EXPF_P3[3]), K(c, EXPF_P3[2])),
+                                fma3(c, r, K(c, EXPF_P3[1]), K(c, EXPF_P3[0]))), r);
     LLVMValueRef p01 = fma3(c, r, K(c, EXPF_P[1]), K(c, EXPF_P[0]));
     LLVMValueRef p23 = fma3(c, r, K(c, EXPF_P[3]), K(c, EXPF_P[2]));
     LLVMValueRef p = fma3(c, r2, fma3(c, r2, K(c, EXPF_P[4]), p23), p01);
@@ -299,10 +325,16 @@ static LLVMValueRef emit_tanh(mb *c, LLVMValueRef x)
     return sel(c, fcmp(c, LLVMRealOLT, ax, K(c, 0.625)), small, big);
 }
 
+static LLVMValueRef exp_fn(mb *c)
+{
+    return c->lowp ? cg_math_fn_lowp(c->m, IR_OP_EXP, c->lowp == MATH_BF16 ? RLX_BF16 : RLX_F16)
+                   : cg_math_fn(c->m, IR_OP_EXP, c->t);
+}
+
 static LLVMValueRef emit_sigmoid(mb *c, LLVMValueRef x)
 {
     /* As the reference: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below. */
-    LLVMValueRef e = call1(c, cg_math_fn(c->m, IR_OP_EXP, c->t), LLVMBuildFNeg(c->b, un(c, "llvm.fabs", x), ""));
+    LLVMValueRef e = call1(c, exp_fn(c), LLVMBuildFNeg(c->b, un(c, "llvm.fabs", x), ""));
     LLVMValueRef d = m_add(c, K(c, 1), e);
     return sel(c, fcmp(c, LLVMRealOGE, x, K(c, 0)), m_div(c, K(c, 1), d), m_div(c, e, d));
 }
@@ -499,7 +531,7 @@ static void trig64_variant(cg_mod *m, LLVMValueRef fn, const char *name, unsigne
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMBasicBlockRef bb[3];
     LLVMValueRef v = trig64_shell(m, name, vt, b, bb);
-    mb c = {m, b, vt, LLVMVectorType(m->i64, lanes), true, false};
+    mb c = {m, b, vt, LLVMVectorType(m->i64, lanes), true, false, MATH_FULL};
     LLVMValueRef x = LLVMGetParam(v, 0);
     LLVMValueRef y = trig64_fast(&c, x, is_cos);
     LLVMValueRef big = fcmp(&c, LLVMRealUGE, un(&c, "llvm.fabs", x), K(&c, 32));
@@ -537,7 +569,7 @@ static LLVMValueRef trig64_fn(cg_mod *m, bool is_cos)
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMBasicBlockRef bb[3];
     fn = trig64_shell(m, name, m->f64, b, bb);
-    mb c = {m, b, m->f64, m->i64, true, false};
+    mb c = {m, b, m->f64, m->i64, true, false, MATH_FULL};
     LLVMValueRef x = LLVMGetParam(fn, 0), ax = un(&c, "llvm.fabs", x);
     LLVMValueRef y = trig64_fast(&c, x, is_cos);
     LLVMBuildCondBr(b, fcmp(&c, LLVMRealUGE, ax, K(&c, 32)), bb[1], bb[2]);
@@ -598,7 +630,7 @@ enum { TRIG_SIN, TRIG_COS, TRIG_TAN };
 static LLVMValueRef emit_trig32(mb *c32, LLVMValueRef x, int fn)
 {
     cg_mod *m = c32->m;
-    mb cc = {m, c32->b, m->f64, m->i64, true, false}, *c = &cc;
+    mb cc = {m, c32->b, m->f64, m->i64, true, false, MATH_FULL}, *c = &cc;
     LLVMBuilderRef b = c->b;
     LLVMValueRef bits = LLVMBuildBitCast(b, x, m->i32, "");
     LLVMValueRef eb = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, LLVMConstInt(m->i32, 23, 0), ""),
@@ -776,7 +808,7 @@ static LLVMValueRef pow_64(mb *c, LLVMValueRef x, LLVMValueRef y)
 static LLVMValueRef via_f64(mb *c32, ir_op op, LLVMValueRef a, LLVMValueRef b)
 {
     cg_mod *m = c32->m;
-    mb cc = {m, c32->b, m->f64, m->i64, true, false}, *c = &cc;
+    mb cc = {m, c32->b, m->f64, m->i64, true, false, MATH_FULL}, *c = &cc;
     LLVMValueRef x = LLVMBuildFPExt(c->b, a, m->f64, ""), y = b ? LLVMBuildFPExt(c->b, b, m->f64, "") : NULL, r;
     switch (op) {
     case IR_OP_EXPM1: r = expm1_64(c, x); break;
@@ -815,16 +847,17 @@ static LLVMValueRef math_body(mb *c, ir_op op, LLVMValueRef x, LLVMValueRef y)
     }
 }
 
-/* NULL unless ops.def marks op MATH on this type and a body exists. */
-LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
+static LLVMValueRef math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty, int lowp)
 {
     bool f64 = ty == m->f64;
+    int slot = lowp ? 1 + lowp : f64;
     if (ir_ops[op].emit != IR_EMIT_MATH || !ir_op_jits(op, f64 ? RLX_F64 : RLX_F32))
         return NULL;
-    if (m->math[op][f64])
-        return m->math[op][f64];
+    if (m->math[op][slot])
+        return m->math[op][slot];
+    static const char *const sfx[4] = {"f32", "f64", "f32_bf16", "f32_f16"};
     char name[64];
-    snprintf(name, sizeof name, "rlx_%s_%s", ir_ops[op].name, f64 ? "f64" : "f32");
+    snprintf(name, sizeof name, "rlx_%s_%s", ir_ops[op].name, sfx[slot]);
     bool binary = ir_ops[op].cls == IR_CLS_BINARY;
     LLVMTypeRef pts[2] = {ty, ty}, ft = LLVMFunctionType(ty, pts, binary ? 2 : 1, 0);
     LLVMValueRef fn = LLVMAddFunction(m->mod, name, ft);
@@ -834,18 +867,28 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty)
         unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
     }
-    m->math[op][f64] = fn; /* before the body: tanh calls exp */
-    mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64, false};
+    m->math[op][slot] = fn; /* before the body: tanh calls exp */
+    mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64, false, lowp};
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
     LLVMValueRef r = math_body(&c, op, LLVMGetParam(fn, 0), binary ? LLVMGetParam(fn, 1) : NULL);
     if (!r || c.failed) {
         LLVMDisposeBuilder(c.b);
         LLVMDeleteFunction(fn);
-        m->math[op][f64] = NULL;
+        m->math[op][slot] = NULL;
         return NULL;
     }
     LLVMBuildRet(c.b, r);
     LLVMDisposeBuilder(c.b);
     return fn;
+}
+
+/* NULL unless ops.def marks op MATH on this type and a body exists. */
+LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty) { return math_fn(m, op, ty, MATH_FULL); }
+
+LLVMValueRef cg_math_fn_lowp(cg_mod *m, ir_op op, rlx_dtype half)
+{
+    if (op != IR_OP_EXP && op != IR_OP_TANH && op != IR_OP_SIGMOID)
+        return cg_math_fn(m, op, m->f32);
+    return math_fn(m, op, m->f32, half == RLX_BF16 ? MATH_BF16 : MATH_F16);
 }
 

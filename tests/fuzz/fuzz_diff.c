@@ -1,8 +1,10 @@
 /*
  * fuzz_diff.c — the differential fuzzer: decodes the input into a random
  * valid graph (elementwise math, comparisons, casts, reductions, views,
- * where, scans, cat, gather, matmul; f32, f64, i32, i64 and bool; edge
- * values such as NaN, infinities, signed zeros, INT_MIN), builds it twice
+ * where, scans, cat, gather, matmul; f32, f64, i32, i64 and bool, and
+ * complex64 with the ops that take it: add, sub, mul, div, neg, abs, conj,
+ * real, imag, exp, sum, mean, matmul, fft_c, the views; edge values such
+ * as NaN, infinities, signed zeros, INT_MIN), builds it twice
  * over two copies of the same leaf data, realizes one copy with the
  * reference evaluator and the other with the JIT, and compares.
  *
@@ -16,7 +18,8 @@
  * to the sign of zero; other float values within rtol (3e-4 when an
  * inexact f32 step is behind the value, else 1e-9) of the reference plus
  * rtol times the largest magnitude any value of the graph reaches; NaN where the reference has NaN; two values
- * beyond 1e30 (f32) or 1e300 (f64) of one sign are equal.
+ * beyond 1e30 (f32) or 1e300 (f64) of one sign are equal. A c64 value is
+ * compared as its real and imaginary parts, each as an f32 value.
  */
 #include "fuzz_common.h"
 
@@ -40,6 +43,8 @@ typedef struct {
 } leaf_spec;
 
 static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
+/* f32 parts: inexact arithmetic as f32's */
+static bool is_inexact_dt(rlx_dtype dt) { return is_float(dt) || dt == RLX_C64; }
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -70,12 +75,15 @@ static rlx_tensor *make_leaf(const leaf_spec *l)
     int64_t n = 1;
     for (int i = 0; i < l->rank; i++)
         n *= l->shape[i];
-    static const size_t es[] = {1, 4, 8, 4, 8};
-    unsigned char *buf = malloc((size_t)(n ? n : 1) * es[l->dt]);
+    unsigned char *buf = malloc((size_t)(n ? n : 1) * ir_dtype_size((rlx_dtype)l->dt));
     uint64_t s = l->seed;
     for (int64_t i = 0; i < n; i++) {
         double v = leaf_value(l, &s);
         switch (l->dt) {
+        case RLX_C64: /* (v, the next value): both parts from the leaf's mode */
+            ((float *)buf)[2 * i] = (float)v;
+            ((float *)buf)[2 * i + 1] = (float)leaf_value(l, &s);
+            break;
         case RLX_BOOL: buf[i] = v > 0; break;
         case RLX_I32: ((int32_t *)buf)[i] = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v; break;
         case RLX_I64: ((int64_t *)buf)[i] = v != v ? 0 : v >= 9e18 ? INT64_MAX : v <= -9e18 ? INT64_MIN : (int64_t)v; break;
@@ -88,7 +96,7 @@ static rlx_tensor *make_leaf(const leaf_spec *l)
     return t;
 }
 
-static double dtype_rtol(rlx_dtype dt) { return dt == RLX_F32 ? 3e-4 : 1e-9; }
+static double dtype_rtol(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_C64 ? 3e-4 : 1e-9; }
 
 static void push(graph *g, rlx_tensor *t, bool exact, double rtol)
 {
@@ -114,7 +122,54 @@ static void step(fz_reader *r, graph *g)
     bool ex = a->exact;
     uint8_t k = fz_u8(r);
     rlx_tensor *y = NULL;
-    switch (k % 12) {
+    switch (k % 13) {
+    case 12: { /* complex64: built from real values, or c64 ops on a c64 value */
+        bool cx = dt == RLX_C64;
+        switch (fz_u8(r) % 10) {
+        case 0: y = rlx_complex(x, b->t); ex = ex && b->exact; break; /* refuses c64 parts */
+        case 1: y = cx ? rlx_conj(x) : rlx_cast(x, RLX_C64); break;
+        case 2: y = rlx_real(x); break;
+        case 3: y = rlx_imag(x); break;
+        case 4: y = cx ? rlx_exp(x) : NULL; ex = false; break;
+        case 5: y = cx ? rlx_abs(x) : NULL; ex = false; break;
+        case 6: { /* mul, div with a complex or real operand: inexact */
+            rlx_tensor *bt = b->t;
+            if (fz_u8(r) & 1) {
+                y = rlx_mul(x, bt);
+            } else {
+                if (!b->exact || rlx_dtype_of(bt) == RLX_C64)
+                    bt = rlx_add_s(rlx_abs(bt), 0.25); /* an inexact divisor near 0 (abs of c64 is f32) */
+                y = rlx_div(x, bt);
+            }
+            ex = false;
+            break;
+        }
+        case 7:
+            if (rank) {
+                y = rlx_fft_c(x, ax, fz_u8(r) & 1);
+                ex = false;
+            }
+            break;
+        case 8: {
+            int axes[RLX_MAX_RANK], na = 0;
+            uint8_t m = fz_u8(r);
+            for (int i = 0; i < rank; i++)
+                if (m >> i & 1)
+                    axes[na++] = i;
+            y = (m & 0x80) ? rlx_mean(x, axes, na, m & 0x40) : rlx_sum(x, axes, na, m & 0x40);
+            ex = false;
+            break;
+        }
+        default: /* add, sub, neg: exact parts (one rounding of the exact sum) */
+            switch (fz_u8(r) % 3) {
+            case 0: y = rlx_add(x, b->t); ex = ex && b->exact; break;
+            case 1: y = rlx_sub(x, b->t); ex = ex && b->exact; break;
+            default: y = rlx_neg(x); break;
+            }
+            break;
+        }
+        break;
+    }
     case 0: { /* exact unary */
         switch (fz_u8(r) % 10) {
         case 0: y = rlx_neg(x); break;
@@ -158,6 +213,8 @@ static void step(fz_reader *r, graph *g)
             bt = rlx_add_s(rlx_abs(bt), 0.25); /* an inexact divisor near 0 */
         y = fns[f](x, bt);
         ex = both && f < 14; /* rem, pow and atan2 of floats are not exact (ints are compared exactly anyway) */
+        if (y && rlx_dtype_of(y) == RLX_C64 && (f == 2 || f == 3))
+            ex = false; /* complex products round their sums of products */
         break;
     }
     case 4: { /* binary with a scalar */
@@ -170,7 +227,7 @@ static void step(fz_reader *r, graph *g)
         if (f == 7 && !ex)
             f = 6; /* s / x with an inexact x near 0 */
         y = fns[f](x, fz_double(r));
-        ex = ex && f < 13;
+        ex = ex && f < 13 && !(dt == RLX_C64 && f >= 2);
         break;
     }
     case 5: { /* reductions */
@@ -183,7 +240,7 @@ static void step(fz_reader *r, graph *g)
         switch (fz_u8(r) % 9) {
         case 0: y = rlx_max(x, axes, na, keep); break;
         case 1: y = rlx_min(x, axes, na, keep); break;
-        case 2: y = rlx_sum(x, axes, na, keep); ex = ex && !is_float(dt); break;
+        case 2: y = rlx_sum(x, axes, na, keep); ex = ex && !is_inexact_dt(dt); break;
         case 3: y = rlx_prod(x, axes, na, keep); ex = ex && !is_float(dt); break;
         case 4: y = rlx_mean(x, axes, na, keep); ex = false; break;
         case 5: y = rlx_var(x, axes, na, keep); ex = false; break;
@@ -280,7 +337,7 @@ static void step(fz_reader *r, graph *g)
         switch (fz_u8(r) % 4) {
         case 0:
             if (rank) {
-                y = rlx_cumsum(x, ax, fz_u8(r) & 1);
+                y = rlx_cumsum(x, ax, fz_u8(r) & 1); /* refuses c64 */
                 ex = ex && !is_float(dt);
             }
             break;
@@ -302,7 +359,7 @@ static void step(fz_reader *r, graph *g)
         default:
             if (rank >= 1 && rlx_rank(b->t) >= 1) {
                 y = rlx_matmul(x, rlx_t(b->t)); /* the scope frees rlx_t's result */
-                ex = ex && b->exact && !is_float(rlx_dtype_of(y));
+                ex = ex && b->exact && y && !is_inexact_dt(rlx_dtype_of(y));
             }
             break;
         }
@@ -345,6 +402,8 @@ static void step(fz_reader *r, graph *g)
         rlx_clear_error(); /* an invalid combination: skipped, in both copies */
         return;
     }
+    if (dt == RLX_C64 && rlx_dtype_of(y) != RLX_C64 && k % 13 == 0)
+        ex = false; /* abs of c64 is a hypot */
     ir_node *n = (ir_node *)y;
     if (!fz_cheap(&n, 1))
         return; /* left in the scope, never realized */
@@ -367,11 +426,32 @@ static void build(fz_reader r, graph *g, rlx_tensor *const *leaves, int nleaves,
         step(&r, g);
 }
 
+/* t's values as doubles (c64: 2n, the parts in turn); *n gets the count. */
+static double *read_values(rlx_tensor *t, int64_t *n, rlx_status *st)
+{
+    *n = rlx_numel(t);
+    bool cx = rlx_dtype_of(t) == RLX_C64;
+    if (cx)
+        *n *= 2;
+    double *v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *v);
+    if (cx) {
+        float *f = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *f);
+        *st = rlx_read(t, f, (size_t)*n * sizeof *f);
+        for (int64_t i = 0; *st == RLX_OK && i < *n; i++)
+            v[i] = f[i];
+        free(f);
+    } else {
+        *st = rlx_read_f64(t, v, (size_t)*n);
+    }
+    return v;
+}
+
 static double max_abs_finite(rlx_tensor *t)
 {
-    int64_t n = rlx_numel(t);
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v), m = 0;
-    if (rlx_read_f64(t, v, (size_t)n) == RLX_OK)
+    int64_t n;
+    rlx_status st;
+    double *v = read_values(t, &n, &st), m = 0;
+    if (st == RLX_OK)
         for (int64_t i = 0; i < n; i++)
             if (isfinite(v[i]) && fabs(v[i]) > m)
                 m = fabs(v[i]);
@@ -386,17 +466,18 @@ static void compare(rlx_tensor *got, rlx_tensor *want, bool exact, double vtol, 
     rlx_dtype dt = rlx_dtype_of(want);
     FUZZ_ASSERT(gr == wr && (gr == 0 || !memcmp(gs, ws, (size_t)gr * sizeof *gs)) && rlx_dtype_of(got) == dt,
                 "value %d: shape or dtype differs between the copies", index);
-    int64_t n = rlx_numel(want);
-    double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a), *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
-    FUZZ_ASSERT(rlx_read_f64(got, a, (size_t)n) == RLX_OK, "value %d: reading the JIT copy", index);
-    FUZZ_ASSERT(rlx_read_f64(want, b, (size_t)n) == RLX_OK, "value %d: reading the reference copy", index);
-    double rtol = fmax(vtol, dtype_rtol(dt)), big = dt == RLX_F32 ? 1e30 : 1e300;
+    int64_t n, nb;
+    rlx_status sa, sb;
+    double *a = read_values(got, &n, &sa), *b = read_values(want, &nb, &sb);
+    FUZZ_ASSERT(sa == RLX_OK, "value %d: reading the JIT copy", index);
+    FUZZ_ASSERT(sb == RLX_OK && nb == n, "value %d: reading the reference copy", index);
+    double rtol = fmax(vtol, dtype_rtol(dt)), big = dt == RLX_F32 || dt == RLX_C64 ? 1e30 : 1e300;
     for (int64_t i = 0; i < n; i++) {
         double x = a[i], y = b[i];
         bool ok;
         if (isnan(x) || isnan(y))
             ok = isnan(x) && isnan(y);
-        else if (exact || !is_float(dt))
+        else if (exact || !is_inexact_dt(dt))
             ok = x == y;
         else if (fabs(x) > big || fabs(y) > big)
             ok = (x > 0) == (y > 0) && fabs(x) > big && fabs(y) > big;
@@ -430,7 +511,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int l = 0; l < nleaves; l++) {
         uint8_t b = fz_u8(&r), m = fz_u8(&r);
-        spec[l].dt = b % 5;
+        spec[l].dt = (m & 0xe0) == 0xe0 ? RLX_C64 : b % 5; /* mask bits 5-7 are unused (rank <= 5) */
         spec[l].mode = (b >> 3) % 4;
         spec[l].seed = fz_u8(&r);
         int drop = (b >> 5) % (brank + 1);
