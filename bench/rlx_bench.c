@@ -994,6 +994,15 @@ static void w7(void)
     rlx_release(b);
 }
 
+/* The workload named name (NULL if none). */
+static const workload *find_workload(const char *name)
+{
+    for (int i = 0; i < NWORK; i++)
+        if (!strcmp(workloads[i].name, name))
+            return &workloads[i];
+    return NULL;
+}
+
 /* --------------------------------------------------------------- narrow */
 
 /* W1 and W3 in f32, bf16 and f16: each round runs the three once, in
@@ -1009,9 +1018,7 @@ static void narrow_ratios(void)
         snprintf(nm[1], sizeof nm[1], "%sbf16", fam[f]);
         snprintf(nm[2], sizeof nm[2], "%sf16", fam[f]);
         for (int v = 0; v < 3; v++)
-            for (int i = 0; i < NWORK; i++)
-                if (!strcmp(workloads[i].name, nm[v]))
-                    w[v] = &workloads[i];
+            w[v] = find_workload(nm[v]);
         state s[3];
         memset(s, 0, sizeof s);
         double best[3] = {INFINITY, INFINITY, INFINITY};
@@ -1101,10 +1108,7 @@ static void accum_ratios(void)
     for (size_t f = 0; f < N; f++) {
         if (any && !wanted(names[f]))
             continue;
-        const workload *w = NULL;
-        for (int i = 0; i < NWORK; i++)
-            if (!strcmp(workloads[i].name, names[f]))
-                w = &workloads[i];
+        const workload *w = find_workload(names[f]);
         state s;
         memset(&s, 0, sizeof s);
         w->setup(&s, opt.quick);
@@ -1140,10 +1144,7 @@ static void generic_ratios(void)
     for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
         if (!wanted(names[f]) && !wanted("generic"))
             continue;
-        const workload *w = NULL;
-        for (int i = 0; i < NWORK; i++)
-            if (!strcmp(workloads[i].name, names[f]))
-                w = &workloads[i];
+        const workload *w = find_workload(names[f]);
         state s;
         memset(&s, 0, sizeof s);
         w->setup(&s, opt.quick);
