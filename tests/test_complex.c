@@ -10,19 +10,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ir/cmplx.h"
 #include "rlx.h"
-
-#ifndef CMPLX /* glibc defines it for gcc only: the parts as the C11 layout, an array of two */
-static inline double complex cmplx_parts(double re, double im)
-{
-    union {
-        double complex z;
-        double p[2];
-    } u = {.p = {re, im}};
-    return u.z;
-}
-#define CMPLX(re, im) cmplx_parts((re), (im))
-#endif
 
 typedef double complex cd;
 

@@ -822,11 +822,14 @@ static rlx_tensor *e_mlp(rlx_tensor *x, rlx_tensor *const *par)
     return rlx_sum(rlx_mul(z, rlx_sigmoid(rlx_matmul(z, par[2]))), ax1, 1, true);
 }
 
-static void mlp_params(rlx_tensor **par)
+/* Fills par and compiles e_mlp over x [-1, C]. */
+static rlx_program *mlp_program(rlx_tensor **par)
 {
     par[0] = rlx_randn(RLX_F64, 2, (int64_t[]){64, C}, 11);
     par[1] = rlx_randn(RLX_F64, 1, (int64_t[]){64}, 12);
     par[2] = rlx_mul_s(rlx_randn(RLX_F64, 2, (int64_t[]){64, 64}, 13), 0.125);
+    rlx_tensor *y = e_mlp(rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C}), par);
+    return rlx_compile(&y, 1);
 }
 
 /* The program's value at x (n rows) against the expression realized
@@ -851,10 +854,7 @@ static int mlp_check(rlx_program *p, rlx_tensor *const *par, int64_t n, int seed
 TEST(dynamic_arena_grows_only)
 {
     rlx_tensor *par[3];
-    mlp_params(par);
-    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
-    rlx_tensor *y = e_mlp(x, par);
-    rlx_program *p = rlx_compile(&y, 1);
+    rlx_program *p = mlp_program(par);
     CHECK(p != NULL);
     int count = -1;
     int64_t bytes = 1;
@@ -908,10 +908,7 @@ static void *mlp_sizes(void *arg)
 TEST(dynamic_arena_threads)
 {
     rlx_tensor *par[3];
-    mlp_params(par);
-    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C});
-    rlx_tensor *y = e_mlp(x, par);
-    rlx_program *p = rlx_compile(&y, 1);
+    rlx_program *p = mlp_program(par);
     CHECK(p != NULL);
     rlx_set_num_threads(1); /* the runs overlap; each one runs on its own thread */
     pthread_t th[4];

@@ -540,17 +540,10 @@ rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out)
         ir_node **pieces = (ir_node **)out;
         for (int i = 0; i < n; i++) {
             int64_t at = TS_DYN_CHUNK + ((int64_t)i << 31 | n), to = TS_DYN_CHUNK + ((int64_t)(i + 1) << 31 | n);
-            if (!(pieces[i] = ts_dyn_range(fn, nd, ax, at, to, 1))) {
-                for (int j = 0; j < i; j++) {
-                    ir_release(pieces[j]);
-                    out[j] = NULL;
-                }
-                return rlx_last_status();
-            }
+            if (!(pieces[i] = ts_dyn_range(fn, nd, ax, at, to, 1)))
+                break;
         }
-        for (int i = 0; i < n; i++)
-            out[i] = ts_wrap(pieces[i]);
-        return RLX_OK;
+        return split_finish(pieces, n, out);
     }
     int64_t *sizes = ir_alloc((size_t)n * sizeof *sizes);
     if (!sizes) {

@@ -8,19 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/cmplx.h"
 #include "runtime/rt.h"
-
-#ifndef CMPLX /* glibc defines it for gcc only: the parts as the C11 layout, an array of two */
-static inline double complex cmplx_parts(double re, double im)
-{
-    union {
-        double complex z;
-        double p[2];
-    } u = {.p = {re, im}};
-    return u.z;
-}
-#define CMPLX(re, im) cmplx_parts((re), (im))
-#endif
 
 /* ------------------------------------------------------ scalar semantics */
 
