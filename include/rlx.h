@@ -952,9 +952,12 @@ typedef struct {
  * evicts the least recently used; rlx_program_specs counts them). Its
  * kernels are size-generic (knob generic_kernels), so a new binding
  * schedules and plans memory but compiles nothing, except a variant where
- * the generic key differs (a dim bound to 1, whose strides become 0, or a
- * size-dependent row plan): a handful of kernels the first time such a
- * binding comes. The memory plans of every binding are resolved into the
+ * the generic key differs: a dim bound to 1 (its loops drop out), a bound
+ * size equal to another dim's extent where that lets a reduction fuse
+ * into its consumer (a sequence length equal to attention's head dim), or
+ * a size-dependent row plan: a handful of kernels the first time such a
+ * binding comes. Constants bound as inputs do not count: a kernel never
+ * depends on whether a constant was realized before. The memory plans of every binding are resolved into the
  * program's own arenas, which grow only (rlx_program_arenas). With the
  * reference backend each run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);

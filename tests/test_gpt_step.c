@@ -518,6 +518,8 @@ TEST(gpt_step_dyn_seq_compiles_once)
 {
     gpt_layout lay;
     gpt_config c = tiny(RLX_F32);
+    c.width = 12; /* head dim 6, below seq: the length 6 variant (rlx.h, rlx_compile) */
+    const int64_t head = c.width / c.heads;
     CHECK_EQ_INT(gpt_layout_make(&c, &lay), RLX_OK);
     uint64_t per[2][16] = {{0}}, run_first = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -558,6 +560,13 @@ TEST(gpt_step_dyn_seq_compiles_once)
     if (later * 3 > run_first)
         test_fail(__FILE__, __LINE__, "%llu kernels compiled after the first length (a step runs %llu)",
                   (unsigned long long)later, (unsigned long long)run_first);
+    /* only lengths 1 and the head dim may compile (their variants: rlx.h,
+     * rlx_compile); the test runs first in this process, so no earlier
+     * test's kernels hide a compile */
+    for (int64_t len = 2; len < c.seq; len++)
+        if (per[0][len] && len != head)
+            test_fail(__FILE__, __LINE__, "%llu kernels compiled at length %lld", (unsigned long long)per[0][len],
+                      (long long)len);
     for (int64_t len = 1; len <= c.seq; len++)
         if (per[1][len])
             test_fail(__FILE__, __LINE__, "a second program compiled %llu kernels at length %lld",
@@ -582,8 +591,8 @@ TEST(gpt_layout_refuses_bad_compute)
     CHECK_EQ_INT(lay.cfg.compute, RLX_F32);
 }
 
-TEST_MAIN(T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
+TEST_MAIN(T(gpt_step_dyn_seq_compiles_once), T(gpt_step_f32_matches_reference), T(gpt_step_f64_matches_reference), T(gpt_step_bitwise_across_threads),
           T(gpt_step_loss_decreases), T(gpt_step_plan_has_no_reference_kernel), T(gpt_step_copies_nothing_a_stride_serves),
           T(gpt_step_mixed_bf16_tracks_f32),
           T(gpt_step_mixed_f16_tracks_f32), T(gpt_step_mixed_plan_gemms_in_bf16), T(gpt_layout_refuses_bad_compute),
-          T(gpt_step_dyn_seq_f32), T(gpt_step_dyn_seq_f64), T(gpt_step_dyn_seq_compiles_once))
+          T(gpt_step_dyn_seq_f32), T(gpt_step_dyn_seq_f64))

@@ -951,10 +951,46 @@ static int dynamic_workload(void)
     return ok;
 }
 
+/* A binding that is an unrealized constant is realized by the run, on the
+ * node hash-consing shares with an equal constant inside the program. The
+ * kernels of later bindings must not change with that (they did: the
+ * constant became a load, and the second size compiled new kernels). */
+TEST(dynamic_constant_binding_compiles_once)
+{
+    EACH_BACKEND(b)
+    {
+        rlx_tensor *x = rlx_input("x", RLX_F32, 1, (int64_t[]){-1});
+        rlx_tensor *c = rlx_input("c", RLX_F32, 1, (int64_t[]){1});
+        rlx_tensor *k = rlx_full(RLX_F32, 1, (int64_t[]){1}, 0.375);
+        rlx_tensor *y = rlx_mul(rlx_sub(rlx_sqrt(rlx_abs(x)), k), c);
+        rlx_program *p = rlx_compile(&y, 1);
+        CHECK(p != NULL);
+        for (int64_t n = 3; n <= 9; n += 3) {
+            float xd[9];
+            for (int i = 0; i < n; i++)
+                xd[i] = 0.25f * (float)i - 1;
+            rlx_stats_t s0, s1;
+            rlx_stats(&s0);
+            rlx_tensor *got;
+            rlx_binding in[2] = {{"x", rlx_from_data(RLX_F32, 1, &n, xd)},
+                                 {"c", rlx_full(RLX_F32, 1, (int64_t[]){1}, 0.375)}};
+            CHECK_EQ_INT(rlx_program_run(p, in, 2, &got), RLX_OK);
+            rlx_stats(&s1);
+            if (b == 1 && n > 3)
+                CHECK_EQ_INT((int)(s1.kernels_compiled - s0.kernels_compiled), 0);
+            float v[9];
+            CHECK_EQ_INT(rlx_read_f32(got, v, (size_t)n), RLX_OK);
+            for (int i = 0; i < n; i++)
+                CHECK(fabs(v[i] - (sqrt(fabs((double)xd[i])) - 0.375) * 0.375) < 1e-6);
+        }
+        rlx_program_free(p);
+    }
+}
+
 TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
           T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
-          T(arange_of_values), T(arange_of_errors))
+          T(arange_of_values), T(arange_of_errors), T(dynamic_constant_binding_compiles_once))

@@ -852,6 +852,20 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     sched_instr in;
     memset(&in, 0, sizeof in);
     in.dtype = n->dtype;
+    /* A constant read by a kernel is a slot of its constant array (the
+     * value is not compiled in), also when the constant has storage: a
+     * binding or rlx_realize may have realized it, on a node hash-consing
+     * shares with every graph holding that value, or this schedule
+     * materializes it for a library kernel. Loading it instead would make
+     * the kernel depend on that history (a program's second binding
+     * compiled new kernels). */
+    if (n->op == IR_OP_CONST && (n != c->root || cls == C_LEAF)) {
+        in.kind = SCHED_I_CONST;
+        in.value = ir_cast_const(n->attr.cst.value, n->dtype); /* as the reference stores it */
+        in.cst = n;
+        in.arg = c->k->nconsts++;
+        return add_instr(c, &in);
+    }
     if (n != c->root && (cls == C_REALIZED || c->p->is_m[i]))
         return lower_load(c, n, m);
     if (depth > MAX_DEPTH || c->k->ninstr > MAX_INSTR) {
@@ -859,15 +873,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         return -1;
     }
     switch (cls) {
-    case C_LEAF:
-        if (n->op == IR_OP_CONST) {
-            /* a slot of the constant array: the value is not compiled in */
-            in.kind = SCHED_I_CONST;
-            in.value = ir_cast_const(n->attr.cst.value, n->dtype); /* as the reference stores it */
-            in.cst = n;
-            in.arg = c->k->nconsts++;
-            return add_instr(c, &in);
-        }
+    case C_LEAF: { /* an IOTA: constants were lowered above */
         lmap dm;
         if (m->flat) {
             if (!to_dims(c, m, n, &dm)) {
@@ -881,6 +887,7 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
         in.step = n->attr.iota.step;
         in.idx = m->dim[n->attr.iota.axis];
         return add_instr(c, &in);
+    }
     case C_VIEW: {
         if (n->op == IR_OP_PAD)
             return lower_pad(c, n, m, depth);
@@ -917,7 +924,7 @@ static int lower(lower_ctx *c, ir_node *n, const lmap *m, int depth)
     /* Each use of a constant gets its own slot: hash-consing makes equal
      * values one node, and the kernel's structure must not depend on
      * whether two constants happen to be equal. */
-    if (n->op == IR_OP_CONST && !ir_node_storage(n) && n != c->root)
+    if (n->op == IR_OP_CONST && n != c->root)
         return lower_uncached(c, n, m, depth);
     uint64_t h = memo_hash(c, n, m);
     int r = memo_find(c, n, m, h);
