@@ -1,0 +1,42 @@
+/*
+ * mpi_int.h — librlx_mpi's internals: the context, the error record and
+ * the agreement every collective starts with. librlx_mpi sits on librlx's
+ * public API only (rlx.h); it is a separate library, prefix mp_.
+ */
+#ifndef RLX_MPI_INT_H
+#define RLX_MPI_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx_mpi.h"
+
+struct rlx_mpi_ctx {
+    MPI_Comm comm;       /* owns: the duplicate, MPI_ERRORS_RETURN */
+    int rank, size;
+    size_t bucket_bytes; /* largest bucket; the same on every rank (agreed) */
+};
+
+/* Records status and the formatted message (which names the function). */
+void mp_error(rlx_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Records librlx's last error under fn's name; returns its status. */
+rlx_status mp_rlx_error(const char *fn, const char *what);
+/* Turns an MPI error code into RLX_E_IO naming fn, the rank and MPI's text. */
+rlx_status mp_mpi_error(const rlx_mpi_ctx *ctx, const char *fn, const char *call, int err);
+/* "f32 [2,3]" into buf. */
+const char *mp_layout_str(char *buf, size_t cap, int dtype, int rank, const int64_t *shape);
+
+/* What every rank brings to a collective: its own status so far (with the
+ * message recorded when not OK), the count, the op or root, and the n
+ * tensors' layouts (dtype, rank, shape of each; ignored when st is not
+ * OK). Returns RLX_OK on every rank, or the same error class on every
+ * rank (recorded): one rank's own failure, different counts / args /
+ * bucket sizes, or the first tensor whose layout differs. */
+rlx_status mp_agree(rlx_mpi_ctx *ctx, const char *fn, rlx_status st, int n, int arg, const char *arg_name,
+                    rlx_tensor *const *in);
+
+#endif
