@@ -273,19 +273,21 @@ static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_t
 rlx_status rlx_mpi_allreduce(rlx_mpi_ctx *ctx, int n, rlx_tensor *const *in, rlx_mpi_op op, rlx_tensor **out)
 {
     static const char fn[] = "rlx_mpi_allreduce";
+    for (int i = 0; out && i < n; i++)
+        out[i] = NULL;
     if (!ctx) {
         mp_error(RLX_E_ARG, "%s: ctx is NULL", fn);
         return RLX_E_ARG;
     }
-    for (int i = 0; out && i < n; i++)
-        out[i] = NULL;
     rlx_status st = check_tensors(fn, n, in, out);
     if (st == RLX_OK && op != RLX_MPI_SUM && op != RLX_MPI_MEAN) {
         mp_error(st = RLX_E_ARG, "%s: op %d is not RLX_MPI_SUM or RLX_MPI_MEAN", fn, (int)op);
     }
     for (int i = 0; st == RLX_OK && i < n; i++) {
         rlx_dtype dt = rlx_dtype_of(in[i]);
-        if (kind_of(dt, op) < 0)
+        if (rlx_numel(in[i]) < 0)
+            mp_error(st = RLX_E_SHAPE, "%s: tensor %d has a dynamic dim", fn, i);
+        else if (kind_of(dt, op) < 0)
             mp_error(st = RLX_E_DTYPE, "%s: tensor %d is %s: %s takes f32, f64, f16, bf16, c64%s", fn, i,
                      rlx_dtype_name(dt), op == RLX_MPI_SUM ? "SUM" : "MEAN",
                      op == RLX_MPI_SUM ? " and the integers" : " (integers: SUM only)");
@@ -375,12 +377,12 @@ out:
 rlx_status rlx_mpi_broadcast(rlx_mpi_ctx *ctx, int root, int n, rlx_tensor *const *in, rlx_tensor **out)
 {
     static const char fn[] = "rlx_mpi_broadcast";
+    for (int i = 0; out && i < n; i++)
+        out[i] = NULL;
     if (!ctx) {
         mp_error(RLX_E_ARG, "%s: ctx is NULL", fn);
         return RLX_E_ARG;
     }
-    for (int i = 0; out && i < n; i++)
-        out[i] = NULL;
     rlx_status st = check_tensors(fn, n, in, out);
     if (st == RLX_OK && (root < 0 || root >= ctx->size))
         mp_error(st = RLX_E_ARG, "%s: root %d is outside 0..%d", fn, root, ctx->size - 1);

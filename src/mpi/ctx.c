@@ -5,6 +5,7 @@
  * rank, so that any rank's bad input or a layout that differs across ranks
  * fails the call on every rank before any data moves.
  */
+#define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
