@@ -21,30 +21,78 @@
 
 /* ---------------------------------------------------- shared buffers */
 
+struct mp_pool {
+    atomic_long refs;                 /* the context + every buffer alive */
+    _Atomic(void *) spare[MP_SPARES]; /* mp_shared *, idle */
+};
+
 typedef struct {
     atomic_long refs;
-    size_t bytes;
+    size_t cap;    /* payload bytes allocated */
+    mp_pool *pool; /* shared */
 } mp_shared; /* followed by the payload, at MP_HEAD bytes */
 enum { MP_HEAD = 64 };
+_Static_assert(sizeof(mp_shared) <= MP_HEAD, "the header fits before the payload");
 
 static unsigned char *shared_data(mp_shared *s) { return (unsigned char *)s + MP_HEAD; }
 
-static mp_shared *shared_new(size_t bytes)
+mp_pool *mp_pool_new(void)
 {
-    size_t total = MP_HEAD + ((bytes + 63) & ~(size_t)63);
-    mp_shared *s = aligned_alloc(64, total);
+    mp_pool *p = malloc(sizeof *p);
+    if (p) {
+        atomic_init(&p->refs, 1);
+        for (int i = 0; i < MP_SPARES; i++)
+            atomic_init(&p->spare[i], NULL);
+    }
+    return p;
+}
+
+void mp_pool_release(mp_pool *p)
+{
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    for (int i = 0; i < MP_SPARES; i++)
+        free(atomic_load(&p->spare[i]));
+    free(p);
+}
+
+/* A buffer of at least `bytes` with one reference: a spare of the pool
+ * that fits (not more than twice as large plus 1 MiB, so a small call
+ * does not pin a large buffer), else a new one. */
+static mp_shared *shared_new(mp_pool *pool, size_t bytes)
+{
+    for (int i = 0; i < MP_SPARES; i++) {
+        mp_shared *s = atomic_load(&pool->spare[i]);
+        if (s && s->cap >= bytes && s->cap <= 2 * bytes + ((size_t)1 << 20) &&
+            atomic_compare_exchange_strong(&pool->spare[i], &(void *){s}, NULL)) {
+            atomic_store(&s->refs, 1);
+            return s;
+        }
+    }
+    size_t cap = (bytes + 63) & ~(size_t)63;
+    mp_shared *s = aligned_alloc(64, MP_HEAD + cap);
     if (s) {
         atomic_init(&s->refs, 1);
-        s->bytes = bytes;
+        s->cap = cap;
+        s->pool = pool;
+        atomic_fetch_add(&pool->refs, 1);
     }
     return s;
 }
 
+/* The deleter: the last reference parks the buffer in a free spare slot
+ * (any thread may run it), or frees it. */
 static void shared_release(void *p)
 {
     mp_shared *s = p;
-    if (s && atomic_fetch_sub(&s->refs, 1) == 1)
-        free(s);
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    mp_pool *pool = s->pool;
+    for (int i = 0; i < MP_SPARES; i++)
+        if (atomic_compare_exchange_strong(&pool->spare[i], &(void *){NULL}, s))
+            return;
+    free(s);
+    mp_pool_release(pool);
 }
 
 /* A tensor of dt reading s's payload at off (zero-copy), holding s. */
@@ -172,16 +220,23 @@ static rlx_status reduce_flat(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, unsig
 {
     const size_t es = kind_size[k], cap = ctx->bucket_bytes / es;
     const size_t m0 = total < cap ? total : cap;
-    unsigned char *slots = malloc((size_t)ctx->size * ((m0 + (size_t)ctx->size - 1) / (size_t)ctx->size) * es + 1);
+    const size_t need = (size_t)ctx->size * ((m0 + (size_t)ctx->size - 1) / (size_t)ctx->size) * es;
+    if (need > ctx->scratch_bytes) { /* kept: reused by the next calls, touched once */
+        unsigned char *grown = realloc(ctx->scratch, need);
+        if (grown) {
+            ctx->scratch = grown;
+            ctx->scratch_bytes = need;
+        }
+    }
     MPI_Request *req = malloc(2 * (size_t)ctx->size * sizeof *req);
     rlx_status st = RLX_OK;
-    if (!slots || !req) {
+    if (need > ctx->scratch_bytes || !req) {
         mp_error(RLX_E_NOMEM, "%s: out of memory for a bucket of %zu bytes", fn, m0 * es);
         st = RLX_E_NOMEM;
     }
     for (size_t off = 0; st == RLX_OK && off < total; off += cap)
-        st = reduce_bucket(ctx, fn, k, buf + off * es, total - off < cap ? total - off : cap, slots, req, mean);
-    free(slots);
+        st = reduce_bucket(ctx, fn, k, buf + off * es, total - off < cap ? total - off : cap, ctx->scratch, req,
+                           mean);
     free(req);
     return st;
 }
@@ -246,7 +301,7 @@ static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_t
             }
         if (!any)
             continue;
-        mp_shared *s = shared_new(total * kind_size[k]);
+        mp_shared *s = shared_new(ctx->pool, total * kind_size[k]);
         if (!s) {
             mp_error(RLX_E_NOMEM, "%s: out of memory for %zu bytes", fn, total * kind_size[k]);
             return RLX_E_NOMEM; /* not agreed: the other ranks wait in the exchange */
@@ -339,7 +394,7 @@ static rlx_status broadcast_data(rlx_mpi_ctx *ctx, const char *fn, int root, int
         return RLX_E_NOMEM;
     }
     size_t total = byte_layout(n, in, offs);
-    mp_shared *s = shared_new(total);
+    mp_shared *s = shared_new(ctx->pool, total);
     rlx_status st = RLX_OK;
     if (!s) {
         mp_error(st = RLX_E_NOMEM, "%s: out of memory for %zu bytes", fn, total);

@@ -101,6 +101,12 @@ rlx_mpi_ctx *rlx_mpi_new(MPI_Comm comm)
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
     ctx->bucket_bytes = RLX_MPI_DEFAULT_BUCKET_BYTES;
+    if (!(ctx->pool = mp_pool_new())) {
+        MPI_Comm_free(&ctx->comm);
+        free(ctx);
+        mp_error(RLX_E_NOMEM, "%s: out of memory", fn);
+        return NULL;
+    }
     return ctx;
 }
 
@@ -112,6 +118,8 @@ void rlx_mpi_free(rlx_mpi_ctx *ctx)
     MPI_Finalized(&fin);
     if (!fin) /* after MPI_Finalize the communicator is gone with MPI */
         MPI_Comm_free(&ctx->comm);
+    mp_pool_release(ctx->pool);
+    free(ctx->scratch);
     free(ctx);
 }
 

@@ -11,11 +11,25 @@
 
 #include "rlx_mpi.h"
 
+/* Result buffers released by their last tensor wait here for the next
+ * call (a fresh buffer costs a page fault per page on first touch; a
+ * training loop releases one step's gradients before the next step's
+ * allreduce). Shared by the context and every buffer it handed out, so a
+ * buffer may outlive the context; freed with its last reference. */
+enum { MP_SPARES = 4 };
+typedef struct mp_pool mp_pool;
+
 struct rlx_mpi_ctx {
     MPI_Comm comm;       /* owns: the duplicate, MPI_ERRORS_RETURN */
     int rank, size;
     size_t bucket_bytes; /* largest bucket; the same on every rank (agreed) */
+    mp_pool *pool;       /* shared: spare result buffers */
+    unsigned char *scratch; /* owns: a bucket's incoming segments, grown on demand */
+    size_t scratch_bytes;
 };
+
+mp_pool *mp_pool_new(void);
+void mp_pool_release(mp_pool *pool);
 
 /* Records status and the formatted message (which names the function). */
 void mp_error(rlx_status st, const char *fmt, ...)
