@@ -416,6 +416,36 @@ TEST(errors)
     CHECK(v[5] == (float)P);
 }
 
+/* Result buffers: a result still held is never reused by a later call; a
+ * released one is (the pool), and results outlive their context. */
+TEST(result_buffers)
+{
+    const int64_t s[1] = {4096};
+    rlx_mpi_ctx *c2 = rlx_mpi_new(MPI_COMM_WORLD);
+    CHECK(c2 != NULL);
+    rlx_tensor *in[3], *held = NULL, *again = NULL, *later = NULL;
+    for (int i = 0; i < 3; i++)
+        in[i] = input(77, R, i, RLX_F32, 1, s, false);
+    CHECK_EQ_INT(rlx_mpi_allreduce(c2, 1, &in[0], RLX_MPI_SUM, &held), RLX_OK);
+    const void *data[3] = {NULL};
+    for (int k = 0; k < 3; k++) { /* released results go back to the pool and come out again */
+        rlx_scope_begin();        /* releases this call's result at its end */
+        rlx_tensor *t = NULL;
+        CHECK_EQ_INT(rlx_mpi_allreduce(c2, 1, &in[1], RLX_MPI_SUM, &t), RLX_OK);
+        check_result(__LINE__, "pooled", t, 77, 1, RLX_F32, 1, s, false, RLX_MPI_SUM);
+        data[k] = rlx_data(t);
+        rlx_scope_end();
+    }
+    CHECK(data[0] == data[1] && data[1] == data[2]); /* reused, not allocated again */
+    CHECK(data[0] != rlx_data(held));
+    CHECK_EQ_INT(rlx_mpi_allreduce(c2, 1, &in[2], RLX_MPI_MEAN, &again), RLX_OK);
+    rlx_mpi_free(c2);
+    CHECK_EQ_INT(rlx_mpi_allreduce(ctx, 1, &in[1], RLX_MPI_SUM, &later), RLX_OK);
+    check_result(__LINE__, "held", held, 77, 0, RLX_F32, 1, s, false, RLX_MPI_SUM);
+    check_result(__LINE__, "after free", again, 77, 2, RLX_F32, 1, s, false, RLX_MPI_MEAN);
+    check_result(__LINE__, "other ctx", later, 77, 1, RLX_F32, 1, s, false, RLX_MPI_SUM);
+}
+
 /* ----------------------------------------------------- a gradient step */
 
 enum { B = 12, IN = 5, H = 7, C = 3, NP = 4 };
@@ -525,7 +555,7 @@ int main(int argc, char **argv)
         return 0;
     }
     static const test_case cases[] = {T(allreduce_values),   T(allreduce_buckets), T(allreduce_repeatable),
-                                      T(broadcast_values),   T(barrier_and_queries), T(errors),
+                                      T(broadcast_values),   T(barrier_and_queries), T(errors), T(result_buffers),
                                       T(gradient_step_matches_one_process)};
     int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof *cases)), worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

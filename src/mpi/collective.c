@@ -22,7 +22,7 @@
 /* ---------------------------------------------------- shared buffers */
 
 struct mp_pool {
-    atomic_long refs;                 /* the context + every buffer alive */
+    atomic_long refs;                 /* the context + every buffer in use (not the spares) */
     _Atomic(void *) spare[MP_SPARES]; /* mp_shared *, idle */
 };
 
@@ -66,6 +66,7 @@ static mp_shared *shared_new(mp_pool *pool, size_t bytes)
         if (s && s->cap >= bytes && s->cap <= 2 * bytes + ((size_t)1 << 20) &&
             atomic_compare_exchange_strong(&pool->spare[i], &(void *){s}, NULL)) {
             atomic_store(&s->refs, 1);
+            atomic_fetch_add(&pool->refs, 1); /* live again (the context's reference keeps pool alive here) */
             return s;
         }
     }
@@ -81,17 +82,21 @@ static mp_shared *shared_new(mp_pool *pool, size_t bytes)
 }
 
 /* The deleter: the last reference parks the buffer in a free spare slot
- * (any thread may run it), or frees it. */
+ * (any thread may run it), or frees it; either way it then drops its
+ * reference to the pool, so the last one (context or buffer) frees the
+ * pool and its spares. Parked before the drop: whoever frees the pool
+ * sees it. */
 static void shared_release(void *p)
 {
     mp_shared *s = p;
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     mp_pool *pool = s->pool;
-    for (int i = 0; i < MP_SPARES; i++)
-        if (atomic_compare_exchange_strong(&pool->spare[i], &(void *){NULL}, s))
-            return;
-    free(s);
+    bool parked = false;
+    for (int i = 0; i < MP_SPARES && !parked; i++)
+        parked = atomic_compare_exchange_strong(&pool->spare[i], &(void *){NULL}, s);
+    if (!parked)
+        free(s);
     mp_pool_release(pool);
 }
 
