@@ -47,7 +47,22 @@
  * buffer per accumulation type (below), which is reduced in buckets of at
  * most rlx_mpi_set_bucket_bytes bytes (default 25 MiB, PyTorch DDP's),
  * many small tensors fused into one bucket and a large one spread over
- * several. The results of one type share that buffer (zero-copy).
+ * several. The results of one type share that buffer (zero-copy). Memory
+ * besides the results: the context keeps one bucket of scratch, and up to
+ * 4 result buffers whose results were all released, for reuse by later
+ * calls of the same size (a fresh buffer pays a page fault per page on
+ * first touch: 18 ms per MB on the test machine, 10x the whole 100 MB
+ * allreduce); they are freed with the context (or its last result).
+ *
+ * No overlap with the backward pass (DDP's bucket-by-bucket reduction
+ * while gradients are still computed): rlx_program_run computes all
+ * gradients in one call, and splitting it per bucket would lose the
+ * shared work; more to the point, over shared memory (OpenMPI's vader:
+ * the CPU copies every byte, and OpenMPI progresses messages only inside
+ * MPI calls) there is no idle engine to overlap with when every core
+ * computes. W6 over 2 ranks x 1 thread on 2 cores spends the allreduce's
+ * time copying on the same cores (bench/bench_mpi.c prints its share).
+ * Over a network with RDMA, overlap would pay; it is not built.
  */
 #ifndef RLX_MPI_H
 #define RLX_MPI_H
@@ -97,8 +112,7 @@ RLX_MPI_API int rlx_mpi_size(const rlx_mpi_ctx *ctx);
 /* Largest bucket in bytes, 16 .. 2^30 (else RLX_E_ARG); every rank must
  * set the same value (a call with different sizes fails with RLX_E_ARG on
  * every rank). Smaller buckets send more messages (tests use a few bytes
- * to cross bucket boundaries); memory beyond the results is about
- * (size-1)/size of one bucket. */
+ * to cross bucket boundaries); the context keeps one bucket of scratch. */
 RLX_MPI_API rlx_status rlx_mpi_set_bucket_bytes(rlx_mpi_ctx *ctx, size_t bytes);
 
 /* out[i] = the elementwise sum (RLX_MPI_SUM) or mean (RLX_MPI_MEAN) of
