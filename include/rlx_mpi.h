@@ -115,6 +115,19 @@ RLX_MPI_API int rlx_mpi_size(const rlx_mpi_ctx *ctx);
  * to cross bucket boundaries); the context keeps one bucket of scratch. */
 RLX_MPI_API rlx_status rlx_mpi_set_bucket_bytes(rlx_mpi_ctx *ctx, size_t bytes);
 
+/* Shared memory (on by default when every rank of ctx is on one node, as
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) tells; never otherwise):
+ * rlx_mpi_allreduce moves its buckets through an MPI-3 shared window
+ * (MPI_Win_allocate_shared, one bucket per rank, kept by the context)
+ * instead of messages: each rank stores its bucket, folds its segment
+ * reading the others' in place, and copies the sums out. Results are
+ * bitwise the same either way (the same fold); off forces messages.
+ * Every rank must set the same (else RLX_E_ARG on every rank at the next
+ * call). rlx_mpi_shared_memory tells whether it is in use (false and
+ * RLX_E_ARG for a NULL ctx). */
+RLX_MPI_API rlx_status rlx_mpi_set_shared_memory(rlx_mpi_ctx *ctx, bool on);
+RLX_MPI_API bool rlx_mpi_shared_memory(const rlx_mpi_ctx *ctx);
+
 /* out[i] = the elementwise sum (RLX_MPI_SUM) or mean (RLX_MPI_MEAN) of
  * in[i] over every rank, i < n, each realized, with in[i]'s shape and
  * dtype (rank 0 and empty shapes too; any view: it is realized
@@ -122,8 +135,9 @@ RLX_MPI_API rlx_status rlx_mpi_set_bucket_bytes(rlx_mpi_ctx *ctx, size_t bytes);
  *
  * Deterministic by construction (no MPI_Allreduce, whose algorithm and
  * order OpenMPI chooses by message size): each bucket is split into size
- * segments, segment k is sent to rank k, which adds the ranks' values in
- * rank order, then sends the sums to every rank. So each element is
+ * segments, segment k of every rank goes to rank k (a message, or a load
+ * from the shared window), which adds the ranks' values in rank order,
+ * then the sums go to every rank. So each element is
  *     s = (...((x_0 + x_1) + x_2) + ... ) + x_{size-1}
  * computed in the accumulation type, and the mean is s / size (one
  * correctly rounded division), whatever the bucket size, the message

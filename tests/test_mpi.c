@@ -198,6 +198,7 @@ static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64 || dt
 /* Every dtype, SUM and MEAN, over rank-0, empty, odd and strided shapes. */
 TEST(allreduce_values)
 {
+    for (int shm = 0; shm < 2; shm++)
     for (int d = 0; d < NDTYPES; d++)
         for (int op = RLX_MPI_SUM; op <= RLX_MPI_MEAN; op++) {
             rlx_dtype dt = all_dtypes[d];
@@ -205,6 +206,7 @@ TEST(allreduce_values)
                 continue;
             uint64_t seed = 100u * (uint64_t)d + (uint64_t)op;
             rlx_tensor *in[NSHAPES], *out[NSHAPES];
+            CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, shm), RLX_OK); /* messages, then the window */
             for (int i = 0; i < NSHAPES; i++)
                 in[i] = input(seed, R, i, dt, shape_rank[i], shapes[i], shape_view[i]);
             CHECK_EQ_INT(rlx_mpi_allreduce(ctx, NSHAPES, in, (rlx_mpi_op)op, out), RLX_OK);
@@ -221,8 +223,10 @@ TEST(allreduce_buckets)
 {
     enum { N = 40 };
     static const size_t buckets[] = {16, 20, 24, 100, 4096, RLX_MPI_DEFAULT_BUCKET_BYTES};
+    for (int shm = 0; shm < 2; shm++)
     for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
         for (int op = RLX_MPI_SUM; op <= RLX_MPI_MEAN; op++) {
+            CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, shm), RLX_OK);
             CHECK_EQ_INT(rlx_mpi_set_bucket_bytes(ctx, buckets[b]), RLX_OK);
             uint64_t seed = 7000u + 10u * b + (uint64_t)op;
             rlx_tensor *in[N], *out[N];
@@ -257,9 +261,10 @@ TEST(allreduce_repeatable)
 {
     const int64_t s1[2] = {300, 37}, s2[1] = {1001};
     rlx_tensor *in[2] = {input(31, R, 0, RLX_F32, 2, s1, false), input(31, R, 1, RLX_F16, 1, s2, false)};
-    uint64_t h[3] = {0};
-    for (int run = 0; run < 3; run++) {
+    uint64_t h[4] = {0};
+    for (int run = 0; run < 4; run++) { /* twice, small buckets, messages */
         CHECK_EQ_INT(rlx_mpi_set_bucket_bytes(ctx, run == 2 ? 64 : RLX_MPI_DEFAULT_BUCKET_BYTES), RLX_OK);
+        CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, run != 3), RLX_OK);
         rlx_tensor *out[2];
         CHECK_EQ_INT(rlx_mpi_allreduce(ctx, 2, in, RLX_MPI_MEAN, out), RLX_OK);
         for (int i = 0; i < 2 && out[i]; i++) {
@@ -271,6 +276,9 @@ TEST(allreduce_repeatable)
     }
     CHECK(h[0] == h[1]);
     CHECK(h[0] == h[2]);
+    CHECK(h[0] == h[3]);
+    CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, true), RLX_OK);
+    CHECK(rlx_mpi_shared_memory(ctx)); /* every rank of this test is on one machine */
     unsigned long long lo, hi, mine = (unsigned long long)h[0];
     MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -353,6 +361,10 @@ TEST(errors)
     CHECK_MPI(rlx_mpi_broadcast(NULL, 0, 1, &a, out), RLX_E_ARG, "rlx_mpi_broadcast");
     CHECK_MPI(rlx_mpi_barrier(NULL), RLX_E_ARG, "rlx_mpi_barrier");
     CHECK_MPI(rlx_mpi_set_bucket_bytes(NULL, 64), RLX_E_ARG, "rlx_mpi_set_bucket_bytes");
+    CHECK_MPI(rlx_mpi_set_shared_memory(NULL, true), RLX_E_ARG, "rlx_mpi_set_shared_memory");
+    rlx_mpi_clear_error();
+    CHECK(!rlx_mpi_shared_memory(NULL));
+    CHECK_EQ_INT(rlx_mpi_last_status(), RLX_E_ARG);
     rlx_mpi_clear_error();
     CHECK_EQ_INT(rlx_mpi_rank(NULL), -1);
     CHECK_EQ_INT(rlx_mpi_last_status(), RLX_E_ARG);
@@ -404,6 +416,10 @@ TEST(errors)
     CHECK_MSG("different ops");
     CHECK_MPI(rlx_mpi_broadcast(ctx, R == 1 ? 0 : P - 1, 1, in2, out), RLX_E_ARG, "rlx_mpi_broadcast");
     CHECK_MSG("different roots");
+    CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, R != 1), RLX_OK);
+    CHECK_MPI(rlx_mpi_allreduce(ctx, 1, in2, RLX_MPI_SUM, out), RLX_E_ARG, "rlx_mpi_allreduce");
+    CHECK_MSG("shared-memory");
+    CHECK_EQ_INT(rlx_mpi_set_shared_memory(ctx, true), RLX_OK);
     CHECK_EQ_INT(rlx_mpi_set_bucket_bytes(ctx, R == 1 ? 64 : 128), RLX_OK);
     CHECK_MPI(rlx_mpi_allreduce(ctx, 1, in2, RLX_MPI_SUM, out), RLX_E_ARG, "rlx_mpi_allreduce");
     CHECK_MSG("bucket sizes");

@@ -149,19 +149,45 @@ static int64_t kind_elems(rlx_tensor *t)
     return rlx_numel(t) * (rlx_dtype_of(t) == RLX_C64 ? 2 : 1);
 }
 
+/* ------------------------------------------------------- the inputs */
+
+/* The inputs of one kind, in call order: their payloads end to end are
+ * the flat buffer a reduction works on. */
+typedef struct {
+    int n;
+    const unsigned char **ptr; /* borrows: realized payloads */
+    size_t *bytes;
+} mp_parts;
+
+/* Copies bytes [off, off + len) of the parts' concatenation to dst. */
+static void parts_copy(const mp_parts *p, size_t off, size_t len, unsigned char *dst)
+{
+    size_t at = 0; /* where part i starts */
+    for (int i = 0; i < p->n && len; at += p->bytes[i], i++) {
+        if (off >= at + p->bytes[i])
+            continue;
+        size_t from = off - at, take = p->bytes[i] - from < len ? p->bytes[i] - from : len;
+        memcpy(dst, p->ptr[i] + from, take);
+        dst += take;
+        off += take;
+        len -= take;
+    }
+}
+
 /* ------------------------------------------------------- the folding */
 
 /* dst[j] = (...(s_0[j] + s_1[j]) + ...) + s_{P-1}[j], then / P for the
- * mean; s_q = slots + q * stride elements. */
+ * mean. dst may be one of the s_q: each j reads every source before it
+ * writes (the shared-memory path folds in place). */
 #define FOLD(T, MEAN_OK)                                                      \
-    static void fold_##T(void *dst_, const void *slots_, size_t stride, size_t m, int P, int mean) \
+    static void fold_##T(void *dst_, const void *const *src, size_t m, int P, int mean) \
     {                                                                         \
         T *dst = dst_;                                                        \
-        const T *s = slots_;                                                  \
+        const T *s0 = src[0];                                                 \
         for (size_t j = 0; j < m; j++) {                                      \
-            T acc = s[j];                                                     \
+            T acc = s0[j];                                                    \
             for (int q = 1; q < P; q++)                                       \
-                acc = (T)(acc + s[(size_t)q * stride + j]);                   \
+                acc = (T)(acc + ((const T *)src[q])[j]);                      \
             dst[j] = MEAN_OK && mean ? (T)(acc / (T)P) : acc;                 \
         }                                                                     \
     }
@@ -171,19 +197,21 @@ FOLD(uint8_t, 0)
 FOLD(uint16_t, 0)
 FOLD(uint32_t, 0)
 FOLD(uint64_t, 0)
-typedef void (*fold_fn)(void *, const void *, size_t, size_t, int, int);
+typedef void (*fold_fn)(void *, const void *const *, size_t, int, int);
 static const fold_fn folds[K_COUNT] = {fold_float, fold_double, fold_uint8_t, fold_uint16_t, fold_uint32_t,
                                        fold_uint64_t};
 
-/* Reduces m elements of kind k at buf in place on every rank; slots is
- * scratch of P * ceil(m / P) elements. */
-static rlx_status reduce_bucket(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, unsigned char *buf, size_t m,
-                                unsigned char *slots, MPI_Request *req, int mean)
+/* Bucket segments: q's is [SEG_LO(q), SEG_LO(q + 1)) of m elements. */
+#define SEG_LO(q) (m * (size_t)(q) / (size_t)P)
+#define SEG_LEN(q) (SEG_LO((q) + 1) - SEG_LO(q))
+
+/* Reduces m elements of kind k at buf in place on every rank through
+ * messages; slots is scratch of P * ceil(m / P) elements, src of P. */
+static rlx_status reduce_bucket_p2p(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, unsigned char *buf, size_t m,
+                                    unsigned char *slots, const void **src, MPI_Request *req, int mean)
 {
     const int P = ctx->size, r = ctx->rank;
     const size_t es = kind_size[k], seg_max = (m + (size_t)P - 1) / (size_t)P;
-#define SEG_LO(q) (m * (size_t)(q) / (size_t)P)
-#define SEG_LEN(q) (SEG_LO((q) + 1) - SEG_LO(q))
     int nreq = 0, err;
     const size_t mine = SEG_LEN(r);
     /* 1: segment q of every rank to rank q; this rank's own into slot r. */
@@ -196,11 +224,12 @@ static rlx_status reduce_bucket(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, uns
             (err = MPI_Isend(buf + SEG_LO(q) * es, (int)(SEG_LEN(q) * es), MPI_BYTE, q, 1, ctx->comm,
                              &req[nreq++])) != MPI_SUCCESS)
             return mp_mpi_error(ctx, fn, "MPI_Isend", err);
-    memcpy(slots + (size_t)r * seg_max * es, buf + SEG_LO(r) * es, mine * es);
+    for (int q = 0; q < P; q++)
+        src[q] = q == r ? buf + SEG_LO(r) * es : slots + (size_t)q * seg_max * es;
     if ((err = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
         return mp_mpi_error(ctx, fn, "MPI_Waitall", err);
-    /* 2: the rank-order fold of this rank's segment. */
-    folds[k](buf + SEG_LO(r) * es, slots, seg_max, mine, P, mean);
+    /* 2: the rank-order fold of this rank's segment (in place: see FOLD). */
+    folds[k](buf + SEG_LO(r) * es, src, mine, P, mean);
     /* 3: every segment's sums to every rank. */
     nreq = 0;
     for (int q = 0; q < P; q++)
@@ -214,18 +243,82 @@ static rlx_status reduce_bucket(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, uns
             return mp_mpi_error(ctx, fn, "MPI_Isend", err);
     if ((err = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
         return mp_mpi_error(ctx, fn, "MPI_Waitall", err);
-#undef SEG_LO
-#undef SEG_LEN
     return RLX_OK;
 }
 
-/* Reduces the `total` elements of kind k at buf, bucket by bucket. */
-static rlx_status reduce_flat(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, unsigned char *buf, size_t total,
-                              int mean)
+/* Every rank's stores to the window before, everyone's loads after. */
+static rlx_status shm_fence(rlx_mpi_ctx *ctx, const char *fn)
+{
+    int err = MPI_Win_sync(ctx->win);
+    if (err == MPI_SUCCESS)
+        err = MPI_Barrier(ctx->comm);
+    if (err == MPI_SUCCESS)
+        err = MPI_Win_sync(ctx->win);
+    return err == MPI_SUCCESS ? RLX_OK : mp_mpi_error(ctx, fn, "MPI_Win_sync/MPI_Barrier", err);
+}
+
+/* The same reduction through the shared window: each rank stores its
+ * bucket in its part, folds segment r reading every part in place, then
+ * copies every segment's sums out. Three fences, no message. */
+static rlx_status reduce_bucket_shm(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, const mp_parts *in, size_t off,
+                                    unsigned char *buf, size_t m, const void **src, int mean)
+{
+    const int P = ctx->size, r = ctx->rank;
+    const size_t es = kind_size[k];
+    rlx_status st;
+    parts_copy(in, off * es, m * es, ctx->peer[r]); /* straight from the inputs: no packing pass */
+    if ((st = shm_fence(ctx, fn)) != RLX_OK)
+        return st;
+    for (int q = 0; q < P; q++)
+        src[q] = ctx->peer[q] + SEG_LO(r) * es;
+    folds[k](ctx->peer[r] + SEG_LO(r) * es, src, SEG_LEN(r), P, mean);
+    if ((st = shm_fence(ctx, fn)) != RLX_OK)
+        return st;
+    for (int q = 0; q < P; q++)
+        memcpy(buf + SEG_LO(q) * es, ctx->peer[q] + SEG_LO(q) * es, SEG_LEN(q) * es);
+    return shm_fence(ctx, fn); /* before the next bucket overwrites the window */
+}
+#undef SEG_LO
+#undef SEG_LEN
+
+/* A window of at least `bytes` per rank (collective; every rank decides
+ * alike: same agreed calls, same history). Grows only. */
+static rlx_status shm_window(rlx_mpi_ctx *ctx, const char *fn, size_t bytes)
+{
+    if (bytes <= ctx->win_bytes)
+        return RLX_OK;
+    if (ctx->win_bytes) {
+        MPI_Win_unlock_all(ctx->win);
+        MPI_Win_free(&ctx->win);
+        ctx->win_bytes = 0;
+    }
+    unsigned char *base;
+    int err = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, ctx->comm, &base, &ctx->win);
+    if (err != MPI_SUCCESS)
+        return mp_mpi_error(ctx, fn, "MPI_Win_allocate_shared", err);
+    for (int q = 0; q < ctx->size && err == MPI_SUCCESS; q++) {
+        MPI_Aint size;
+        int unit;
+        err = MPI_Win_shared_query(ctx->win, q, &size, &unit, &ctx->peer[q]);
+    }
+    if (err == MPI_SUCCESS)
+        err = MPI_Win_lock_all(MPI_MODE_NOCHECK, ctx->win);
+    if (err != MPI_SUCCESS) {
+        MPI_Win_free(&ctx->win);
+        return mp_mpi_error(ctx, fn, "MPI_Win_shared_query/MPI_Win_lock_all", err);
+    }
+    ctx->win_bytes = bytes;
+    return RLX_OK;
+}
+
+/* Reduces the `total` elements of kind k of the inputs, bucket by
+ * bucket, into buf. */
+static rlx_status reduce_flat(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, const mp_parts *in, unsigned char *buf,
+                              size_t total, int mean)
 {
     const size_t es = kind_size[k], cap = ctx->bucket_bytes / es;
     const size_t m0 = total < cap ? total : cap;
-    const size_t need = (size_t)ctx->size * ((m0 + (size_t)ctx->size - 1) / (size_t)ctx->size) * es;
+    const size_t need = ctx->shm ? 0 : (size_t)ctx->size * ((m0 + (size_t)ctx->size - 1) / (size_t)ctx->size) * es;
     if (need > ctx->scratch_bytes) { /* kept: reused by the next calls, touched once */
         unsigned char *grown = realloc(ctx->scratch, need);
         if (grown) {
@@ -234,15 +327,23 @@ static rlx_status reduce_flat(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, unsig
         }
     }
     MPI_Request *req = malloc(2 * (size_t)ctx->size * sizeof *req);
+    const void **src = malloc((size_t)ctx->size * sizeof *src);
     rlx_status st = RLX_OK;
-    if (need > ctx->scratch_bytes || !req) {
+    if (need > ctx->scratch_bytes || !req || !src) {
         mp_error(RLX_E_NOMEM, "%s: out of memory for a bucket of %zu bytes", fn, m0 * es);
         st = RLX_E_NOMEM;
     }
-    for (size_t off = 0; st == RLX_OK && off < total; off += cap)
-        st = reduce_bucket(ctx, fn, k, buf + off * es, total - off < cap ? total - off : cap, ctx->scratch, req,
-                           mean);
+    if (st == RLX_OK && ctx->shm)
+        st = shm_window(ctx, fn, m0 * es);
+    else if (st == RLX_OK) /* messages are sent from, and reduced in, the packed buffer */
+        parts_copy(in, 0, total * es, buf);
+    for (size_t off = 0; st == RLX_OK && off < total; off += cap) {
+        size_t m = total - off < cap ? total - off : cap;
+        st = ctx->shm ? reduce_bucket_shm(ctx, fn, k, in, off, buf + off * es, m, src, mean)
+                      : reduce_bucket_p2p(ctx, fn, k, buf + off * es, m, ctx->scratch, src, req, mean);
+    }
     free(req);
+    free(src);
     return st;
 }
 
@@ -294,7 +395,8 @@ static rlx_status allreduce_outputs(const char *fn, int n, rlx_tensor *const *in
 /* Packs, reduces and hands out every kind in turn; src[i] is in[i]
  * realized (f16/bf16 widened to f32). */
 static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_tensor *const *in,
-                                  rlx_tensor *const *src, rlx_mpi_op op, rlx_tensor **out)
+                                  rlx_tensor *const *src, rlx_mpi_op op, rlx_tensor **out,
+                                  const unsigned char **ptrs, size_t *sizes)
 {
     for (int k = 0; k < K_COUNT; k++) {
         size_t total = 0;
@@ -311,16 +413,14 @@ static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_t
             mp_error(RLX_E_NOMEM, "%s: out of memory for %zu bytes", fn, total * kind_size[k]);
             return RLX_E_NOMEM; /* not agreed: the other ranks wait in the exchange */
         }
-        size_t off = 0;
-        for (int i = 0; i < n; i++) {
-            if (kind_of(rlx_dtype_of(in[i]), op) != k)
-                continue;
-            size_t bytes = (size_t)kind_elems(in[i]) * kind_size[k];
-            if (bytes)
-                memcpy(shared_data(s) + off, rlx_data(src[i]), bytes);
-            off += bytes;
-        }
-        rlx_status st = reduce_flat(ctx, fn, (mp_kind)k, shared_data(s), total, op == RLX_MPI_MEAN);
+        mp_parts parts = {0, ptrs, sizes};
+        for (int i = 0; i < n; i++)
+            if (kind_of(rlx_dtype_of(in[i]), op) == k) {
+                sizes[parts.n] = (size_t)kind_elems(in[i]) * kind_size[k];
+                ptrs[parts.n] = sizes[parts.n] ? rlx_data(src[i]) : NULL;
+                parts.n++;
+            }
+        rlx_status st = reduce_flat(ctx, fn, (mp_kind)k, &parts, shared_data(s), total, op == RLX_MPI_MEAN);
         if (st == RLX_OK)
             st = allreduce_outputs(fn, n, in, k, op, s, out);
         shared_release(s); /* the results hold it now */
@@ -354,7 +454,9 @@ rlx_status rlx_mpi_allreduce(rlx_mpi_ctx *ctx, int n, rlx_tensor *const *in, rlx
     }
     rlx_scope_begin(); /* temporaries die here; the results escape */
     rlx_tensor **src = st == RLX_OK && n ? calloc((size_t)n, sizeof *src) : NULL;
-    if (st == RLX_OK && n && !src)
+    const unsigned char **ptrs = st == RLX_OK && n ? malloc((size_t)n * sizeof *ptrs) : NULL;
+    size_t *sizes = st == RLX_OK && n ? malloc((size_t)n * sizeof *sizes) : NULL;
+    if (st == RLX_OK && n && (!src || !ptrs || !sizes))
         mp_error(st = RLX_E_NOMEM, "%s: out of memory", fn);
     for (int i = 0; st == RLX_OK && i < n; i++) {
         rlx_dtype dt = rlx_dtype_of(in[i]);
@@ -364,13 +466,15 @@ rlx_status rlx_mpi_allreduce(rlx_mpi_ctx *ctx, int n, rlx_tensor *const *in, rlx
         st = mp_rlx_error(fn, "realizing the inputs");
     st = mp_agree(ctx, fn, st, n, (int)op, "op", in);
     if (st == RLX_OK && n)
-        st = allreduce_kinds(ctx, fn, n, in, src, op, out);
+        st = allreduce_kinds(ctx, fn, n, in, src, op, out, ptrs, sizes);
     if (st == RLX_OK && n && rlx_realize_many(out, n) != RLX_OK)
         st = mp_rlx_error(fn, "realizing the results");
     for (int i = 0; st == RLX_OK && i < n; i++)
         rlx_escape(out[i]);
     rlx_scope_end();
     free(src);
+    free(ptrs);
+    free(sizes);
     for (int i = 0; st != RLX_OK && out && i < n; i++)
         out[i] = NULL; /* released with the scope */
     return st;

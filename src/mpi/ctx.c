@@ -101,7 +101,18 @@ rlx_mpi_ctx *rlx_mpi_new(MPI_Comm comm)
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
     ctx->bucket_bytes = RLX_MPI_DEFAULT_BUCKET_BYTES;
-    if (!(ctx->pool = mp_pool_new())) {
+    MPI_Comm node; /* the ranks sharing memory with this one */
+    int node_size = 0;
+    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &node_size);
+        MPI_Comm_free(&node);
+    }
+    /* All on one node or not: the same answer on every rank. */
+    ctx->shm = ctx->shm_possible = node_size == ctx->size;
+    ctx->peer = calloc((size_t)ctx->size, sizeof *ctx->peer);
+    if (!(ctx->pool = mp_pool_new()) || !ctx->peer) {
+        mp_pool_release(ctx->pool);
+        free(ctx->peer);
         MPI_Comm_free(&ctx->comm);
         free(ctx);
         mp_error(RLX_E_NOMEM, "%s: out of memory", fn);
@@ -116,9 +127,14 @@ void rlx_mpi_free(rlx_mpi_ctx *ctx)
         return;
     int fin = 0;
     MPI_Finalized(&fin);
+    if (!fin && ctx->win_bytes) {
+        MPI_Win_unlock_all(ctx->win);
+        MPI_Win_free(&ctx->win);
+    }
     if (!fin) /* after MPI_Finalize the communicator is gone with MPI */
         MPI_Comm_free(&ctx->comm);
     mp_pool_release(ctx->pool);
+    free(ctx->peer);
     free(ctx->scratch);
     free(ctx);
 }
@@ -155,6 +171,25 @@ rlx_status rlx_mpi_set_bucket_bytes(rlx_mpi_ctx *ctx, size_t bytes)
     return RLX_OK;
 }
 
+rlx_status rlx_mpi_set_shared_memory(rlx_mpi_ctx *ctx, bool on)
+{
+    if (!ctx) {
+        mp_error(RLX_E_ARG, "rlx_mpi_set_shared_memory: ctx is NULL");
+        return RLX_E_ARG;
+    }
+    ctx->shm = on && ctx->shm_possible;
+    return RLX_OK;
+}
+
+bool rlx_mpi_shared_memory(const rlx_mpi_ctx *ctx)
+{
+    if (!ctx) {
+        mp_error(RLX_E_ARG, "rlx_mpi_shared_memory: ctx is NULL");
+        return false;
+    }
+    return ctx->shm;
+}
+
 rlx_status rlx_mpi_barrier(rlx_mpi_ctx *ctx)
 {
     if (!ctx) {
@@ -170,9 +205,9 @@ rlx_status rlx_mpi_barrier(rlx_mpi_ctx *ctx)
 /* One rank's record: fixed size, sent as bytes (every rank runs this same
  * build, so one layout). */
 typedef struct {
-    int32_t status, n, arg, desc_len;
+    int32_t status, n, arg, desc_len, shm, pad;
     uint64_t hash, bucket;
-    char msg[224];
+    char msg[216];
 } mp_record;
 _Static_assert(sizeof(mp_record) == 256, "mp_record is sent as 256 bytes");
 
@@ -262,7 +297,8 @@ rlx_status mp_agree(rlx_mpi_ctx *ctx, const char *fn, rlx_status st, int n, int 
         }
     }
     mp_record me = {.status = (int32_t)st, .n = n, .arg = arg, .desc_len = st == RLX_OK ? len : 0,
-                    .hash = st == RLX_OK ? fnv1a(mine, len) : 0, .bucket = ctx->bucket_bytes};
+                    .hash = st == RLX_OK ? fnv1a(mine, len) : 0, .bucket = ctx->bucket_bytes,
+                    .shm = ctx->shm};
     if (st != RLX_OK) /* the record is zeroed: a truncated message stays terminated */
         memcpy(me.msg, last_msg, strnlen(last_msg, sizeof me.msg - 1));
     mp_record *rec = malloc((size_t)P * sizeof *rec);
@@ -296,6 +332,12 @@ rlx_status mp_agree(rlx_mpi_ctx *ctx, const char *fn, rlx_status st, int n, int 
             st = RLX_E_ARG;
             mp_error(st, "%s: ranks pass different %ss: rank 0 has %d, rank %d has %d", fn, arg_name, rec[0].arg, r,
                      rec[r].arg);
+            goto out;
+        }
+        if (rec[r].shm != rec[0].shm) {
+            st = RLX_E_ARG;
+            mp_error(st, "%s: ranks set different shared-memory options: rank 0 %s, rank %d %s", fn,
+                     rec[0].shm ? "on" : "off", r, rec[r].shm ? "on" : "off");
             goto out;
         }
         if (rec[r].bucket != rec[0].bucket) {

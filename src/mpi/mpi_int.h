@@ -6,6 +6,7 @@
 #ifndef RLX_MPI_INT_H
 #define RLX_MPI_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,11 @@ struct rlx_mpi_ctx {
     mp_pool *pool;       /* shared: spare result buffers */
     unsigned char *scratch; /* owns: a bucket's incoming segments, grown on demand */
     size_t scratch_bytes;
+    bool shm_possible;      /* every rank on one node (MPI_Comm_split_type) */
+    bool shm;               /* the option: buckets through a shared window */
+    MPI_Win win;            /* owns when win_bytes: one bucket per rank, locked (lock_all) */
+    size_t win_bytes;
+    unsigned char **peer;   /* owns the array: each rank's part of win, as mapped here */
 };
 
 mp_pool *mp_pool_new(void);
