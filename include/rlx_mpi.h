@@ -30,7 +30,8 @@
  *     op refuses, a root outside 0..size-1, a failed realization) returns
  *     its own error; the others return the same status with
  *     "rlx_mpi_allreduce: rank 1 failed: <its message>";
- *   - different counts, ops, roots or bucket sizes: RLX_E_ARG naming both;
+ *   - different counts, ops, roots, bucket sizes or shared-memory
+ *     options: RLX_E_ARG naming both;
  *   - a tensor whose dtype differs: RLX_E_DTYPE, whose shape differs:
  *     RLX_E_SHAPE, e.g. "rlx_mpi_allreduce: tensor 3 differs across ranks:
  *     rank 0 has f32 [2,3], rank 1 has f32 [2,4]";
@@ -43,16 +44,17 @@
  * with a message naming the rank; no call returns. A NULL ctx cannot
  * communicate: it fails on the calling rank only (RLX_E_ARG).
  *
- * Buckets: the tensors of one call are packed, in order, into one flat
- * buffer per accumulation type (below), which is reduced in buckets of at
- * most rlx_mpi_set_bucket_bytes bytes (default 25 MiB, PyTorch DDP's),
- * many small tensors fused into one bucket and a large one spread over
- * several. The results of one type share that buffer (zero-copy). Memory
- * besides the results: the context keeps one bucket of scratch, and up to
- * 4 result buffers whose results were all released, for reuse by later
- * calls of the same size (a fresh buffer pays a page fault per page on
- * first touch: 18 ms per MB on the test machine, 10x the whole 100 MB
- * allreduce); they are freed with the context (or its last result).
+ * Buckets: the tensors of one call, in order, form one flat array per
+ * accumulation type (below), reduced in buckets of at most
+ * rlx_mpi_set_bucket_bytes bytes (default 25 MiB, PyTorch DDP's): many
+ * small tensors fused into one bucket, a large one spread over several.
+ * The results of one type share one buffer (zero-copy blobs). Memory
+ * besides the results: the context keeps one bucket per rank (the shared
+ * window, or message scratch), and up to 4 result buffers whose results
+ * were all released, for reuse by later calls of about the same size (a
+ * fresh buffer pays a page fault per page on first touch: 18 ms per MB on
+ * the machine these were measured on, 10x the whole 100 MB allreduce);
+ * they are freed with the context (or its last result).
  *
  * No overlap with the backward pass (DDP's bucket-by-bucket reduction
  * while gradients are still computed): rlx_program_run computes all
