@@ -1,7 +1,11 @@
 /*
  * bench_mpi.c — librlx_mpi's figures (run under mpirun, 2 ranks):
  *
- *   mpirun -np 2 rlx-bench-mpi [--mb M (100)] [--rounds R (5)] [--steps S (20)]
+ *   mpirun -np 2 --bind-to none rlx-bench-mpi [--mb M (100)] [--rounds R (5)] [--steps S (20)]
+ *
+ * (--bind-to none: with no more ranks than cores OpenMPI binds each rank
+ * to one core, so "1 rank x 2 threads" would run both threads on rank 0's
+ * core.)
  *
  * 1. rlx_mpi_allreduce (SUM) of one f32 tensor of M MB, against a memcpy
  *    of the same bytes in the same process; each round times both, one
@@ -20,6 +24,9 @@
  *                           rank 1 sleeps (it polls for rank 0's message
  *                           every 200 us, so it leaves its core free)
  *      1 rank x 1 thread    the same at one thread, for scale
+ * The machine's load average is printed before and after: on a shared
+ * machine the configurations compete with other work differently (two
+ * busy processes against one), so read the figures with it.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include <math.h>
@@ -67,6 +74,21 @@ static double uniform(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (double)(rng >> 11) * 0x1p-53;
+}
+
+/* "loadavg 1.02 0.98 0.91" (the 1, 5 and 15 minute averages), in a static buffer. */
+static const char *loadavg(void)
+{
+    static char buf[96];
+    double a[3] = {-1, -1, -1};
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &a[0], &a[1], &a[2]) != 3)
+            a[0] = -1;
+        fclose(f);
+    }
+    snprintf(buf, sizeof buf, "loadavg %.2f %.2f %.2f", a[0], a[1], a[2]);
+    return buf;
 }
 
 static void die(const char *what, const char *msg)
@@ -369,7 +391,7 @@ int main(int argc, char **argv)
     if (!ctx)
         die("rlx_mpi_new", rlx_mpi_last_error());
     if (R == 0)
-        printf("librlx %s, %s; %d ranks\n", rlx_version(), rlx_host_info(), P);
+        printf("librlx %s, %s; %d ranks; %s\n", rlx_version(), rlx_host_info(), P, loadavg());
     if (BATCH % P) {
         if (R == 0)
             fprintf(stderr, "batch %d does not split over %d ranks\n", BATCH, P);
@@ -377,6 +399,8 @@ int main(int argc, char **argv)
         bench_allreduce(ctx, mb, rounds);
         bench_w6(ctx, rounds, steps);
     }
+    if (R == 0)
+        printf("%s at the end\n", loadavg());
     rlx_mpi_free(ctx);
     MPI_Finalize();
     return 0;
