@@ -1,17 +1,20 @@
 /*
  * collective.c — rlx_mpi_allreduce and rlx_mpi_broadcast.
  *
- * Both pack the tensors of a call into flat buffers (one per accumulation
- * type for the reduction, one of bytes for the broadcast), move them in
- * buckets of at most ctx->bucket_bytes and hand the results out as
- * zero-copy tensors over the buffer (rlx_from_blob with a shared count;
- * the last result released frees it).
+ * The inputs of a call form flat arrays (one per accumulation type for the
+ * reduction, one of bytes for the broadcast), moved in buckets of at most
+ * ctx->bucket_bytes; the results are zero-copy tensors over one buffer
+ * per array (rlx_from_blob with a shared count; the last result released
+ * parks the buffer in the context's pool of spares).
  *
  * The reduction is deterministic by construction: per bucket, segment k
- * goes from every rank to rank k (MPI_Isend/Irecv), rank k folds the
- * ranks' values left to right in rank order, then sends its segment's
- * sums to every rank. Same volume per rank as a ring (2 (P-1)/P of the
- * data) and an order that depends on nothing but the rank numbers.
+ * of every rank reaches rank k, which folds the ranks' values left to
+ * right in rank order, and every rank collects every segment's sums. Two
+ * transports, the same fold, so the same bits: messages (MPI_Isend/Irecv;
+ * the volume per rank of a ring, 2 (P-1)/P of the data, and an order that
+ * depends on nothing but the rank numbers), or, when every rank shares
+ * one node, an MPI-3 shared window the ranks store into and load from
+ * between fences (no message, no MPI copy).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -392,8 +395,8 @@ static rlx_status allreduce_outputs(const char *fn, int n, rlx_tensor *const *in
     return RLX_OK;
 }
 
-/* Packs, reduces and hands out every kind in turn; src[i] is in[i]
- * realized (f16/bf16 widened to f32). */
+/* Reduces and hands out every kind in turn; src[i] is in[i] realized
+ * (f16/bf16 widened to f32); ptrs/sizes are scratch for n parts. */
 static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_tensor *const *in,
                                   rlx_tensor *const *src, rlx_mpi_op op, rlx_tensor **out,
                                   const unsigned char **ptrs, size_t *sizes)
