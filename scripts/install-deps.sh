@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(cmake gcc libc6-dev make pkg-config llvm-19-dev libopenblas-dev liblapacke-dev libdnnl-dev zlib1g-dev
-      python3-numpy python3-pytest valgrind)
+      python3-numpy python3-pytest valgrind libopenmpi-dev openmpi-bin)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; install by hand: ${pkgs[*]}" >&2
