@@ -2,6 +2,7 @@
 # OUT (#define RLX_BUILD_ID "<hash>") when the hash differs from the one
 # there. See rlx_build_identity.cmake.
 file(GLOB_RECURSE srcs RELATIVE ${SRC_DIR} ${SRC_DIR}/*.c ${SRC_DIR}/*.h ${SRC_DIR}/*.def)
+list(FILTER srcs EXCLUDE REGEX "^mpi/") # librlx_mpi: another library, not librlx's code
 list(SORT srcs)
 set(all "")
 foreach(f ${srcs})
