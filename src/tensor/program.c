@@ -457,12 +457,18 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
         }
         uint32_t any_loose = 0;
         const long *si = p->src_idx + p->src_at[i]; /* si[s]: the place of nd->src[s] */
+        bool same = true;
         for (int s = 0; s < nd->nsrc; s++) {
             src[s] = made[si[s]];
             any_loose |= loose[si[s]];
+            same &= src[s] == nd->src[s];
+        }
+        bool dyn = has_dynamic_dim(nd->rank, nd->shape);
+        if (same && !any_loose && !dyn) { /* reads no input (a weight's transpose): the traced node itself */
+            made[i] = ir_retain(nd);
+            goto made;
         }
         ir_class cls = ir_ops[nd->op].cls;
-        bool dyn = has_dynamic_dim(nd->rank, nd->shape);
         ir_attrs a = nd->attr;
         if (dyn && nd->op == IR_OP_EXPAND) {
             /* static targets and dims passed through are known; 1 -> -1 is loose */
