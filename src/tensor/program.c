@@ -17,7 +17,10 @@
  * the least recently used; a run holds a reference to its spec, so an
  * eviction never frees a spec in use). Instantiation re-derives each
  * node's shape from its sources; what tracing could not know is resolved
- * there (see instantiate). Dims carry symbols (rlx_input): every dim of one
+ * there (see instantiate). A spec's graph is its own: nodes that read an
+ * input are made private (detached, never hash-consed), so building and
+ * freeing a spec takes no global lock; nodes that read none are the
+ * traced ones. Dims carry symbols (rlx_input): every dim of one
  * symbol must be bound to one size.
  */
 #include <pthread.h>
@@ -345,12 +348,12 @@ static ir_node *remake(const char *fn, bool private_nodes, const ir_node *nd, in
         rlx_dtype dt = nd->dtype;
         int rank = nd->rank;
         int64_t shape[IR_MAX_RANK];
-        if (!ir_infer(nd->op, nsrc, src, a, &dt, &rank, shape, err, sizeof err))
-            ;
-        else if (!ir_shape_bytes_ok(dt, rank, shape))
-            snprintf(err, sizeof err, "the result overflows the addressable size");
-        else if (!(r = ir_make_detached(nd->op, nsrc, src, a, dt, rank, shape, NULL)))
-            snprintf(err, sizeof err, "out of memory");
+        if (ir_infer(nd->op, nsrc, src, a, &dt, &rank, shape, err, sizeof err)) {
+            if (!ir_shape_bytes_ok(dt, rank, shape))
+                snprintf(err, sizeof err, "the result overflows the addressable size");
+            else if (!(r = ir_make_detached(nd->op, nsrc, src, a, dt, rank, shape, NULL)))
+                snprintf(err, sizeof err, "out of memory");
+        }
     } else {
         r = ir_make(nd->op, nsrc, src, a, nd->dtype, nd->rank, nd->shape, err, sizeof err);
     }
