@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "harness.h"
+#include "tensor/ts.h" /* white-box: ts_node, the detached-node count */
 
 /* An expression over x and fixed parameters; built once over an rlx_input
  * (traced) and once over each concrete value (the expectation). */
@@ -930,6 +931,73 @@ TEST(dynamic_arena_threads)
 }
 
 /* Allocation failures while compiling and specializing: NOMEM, no leak. */
+/* A spec's graph is private to its program (never hash-consed with the
+ * user's graph, counted among the detached nodes): re-bound runs over
+ * sizes 0, 1 and past the kept specs give the reference values, a part
+ * of the graph that reads no input (exp(w) summed) is computed by each
+ * spec and leaves the user's node unrealized, and freeing the program
+ * frees every spec node. */
+static rlx_tensor *e_private(rlx_tensor *x, rlx_tensor *const *par)
+{
+    rlx_tensor *wsum = rlx_sum(rlx_exp(par[4]), NULL, 0, false);
+    return rlx_add(rlx_softmax(rlx_linear(x, par[0], par[1]), -1), wsum);
+}
+
+TEST(dynamic_spec_graph_private)
+{
+    rlx_tensor *par[5];
+    params(RLX_F64, par);
+    rlx_tensor *y = e_private(rlx_input("x", RLX_F64, 2, (int64_t[]){-1, C}), par);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    const int64_t sizes[] = {0, 1, 2, 7, 1, 0, 3, 4, 5, 6, 8, 9, 10, 11, 2, 33};
+    enum { NS = sizeof sizes / sizeof *sizes };
+    rlx_tensor *xv[NS], *want[NS];
+    for (int k = 0; k < NS; k++) { /* values and expectations first: they may use the plan cache's detached nodes */
+        xv[k] = trand(RLX_F64, 2, (int64_t[]){sizes[k], C}, -2, 2);
+        want[k] = expected(e_private, xv[k], par);
+    }
+    long detached = ir_detached_nodes();
+    for (int k = 0; k < NS; k++) {
+        rlx_tensor *got = NULL;
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv[k]}, 1, &got), RLX_OK);
+        if (got)
+            EXPECT_SAME(got, want[k], 1e-12);
+    }
+    CHECK(ir_detached_nodes() > detached); /* the kept specs' graphs */
+    CHECK(ir_node_storage(ts_node(y)->src[1]) == NULL); /* the user's wsum: not realized by a run */
+    int64_t made = 0;
+    CHECK_EQ_INT(rlx_program_specs(p, NULL, &made), RLX_OK);
+    CHECK(made > 8);
+    rlx_program_free(p);
+    CHECK_EQ_INT(ir_detached_nodes(), detached);
+}
+
+/* A new size compiles nothing: once sizes 0, 1 and 2 have run (a size-1
+ * dim has a zero stride, which a generic kernel compiles in), 40 more
+ * sizes (new specs, evicting) reuse the kernels, values right. */
+TEST(dynamic_new_sizes_compile_nothing)
+{
+    rlx_tensor *par[3];
+    rlx_program *p = mlp_program(par);
+    CHECK(p != NULL);
+    for (int64_t n = 0; n <= 2; n++)
+        CHECK_EQ_INT(mlp_check(p, par, n, (int)n), 0);
+    rlx_stats_t a, b;
+    rlx_stats(&a);
+    int bad = 0;
+    for (int64_t n = 3; n <= 42; n++) {
+        rlx_tensor *xv = rlx_randn(RLX_F64, 2, (int64_t[]){n, C}, (uint64_t)n), *got = NULL;
+        bad += !xv || rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got) != RLX_OK;
+    }
+    rlx_stats(&b);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT((long long)(b.kernels_compiled - a.kernels_compiled), 0);
+    for (int64_t n = 43; n <= 64; n += 7) /* and the values of new sizes after them */
+        CHECK_EQ_INT(mlp_check(p, par, n, (int)n), 0);
+    rlx_program_free(p);
+}
+
 static int dynamic_workload(void)
 {
     rlx_scope_begin();
@@ -993,4 +1061,5 @@ TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynami
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
           T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
-          T(arange_of_values), T(arange_of_errors), T(dynamic_constant_binding_compiles_once))
+          T(arange_of_values), T(arange_of_errors), T(dynamic_constant_binding_compiles_once),
+          T(dynamic_spec_graph_private), T(dynamic_new_sizes_compile_nothing))

@@ -17,6 +17,7 @@ void sched_liveness_free(sched_liveness *lv)
     ir_free(lv->src_start);
     ir_free(lv->src_index);
     ir_free(lv->uses);
+    ir_map_free(&lv->pos);
     *lv = (sched_liveness){0};
 }
 
@@ -27,10 +28,10 @@ bool sched_liveness_build(ir_node *const *roots, int nroots, sched_liveness *lv)
     if (n < 0)
         return false;
     lv->count = n;
-    ir_map pos = {0};
+    ir_map *pos = &lv->pos;
     long nsrc = 0;
     for (long i = 0; i < n; i++) {
-        if (ir_map_put(&pos, lv->order[i], i) < 0)
+        if (ir_map_put(pos, lv->order[i], i) < 0)
             goto oom;
         if (!stop_at_realized(lv->order[i], NULL))
             nsrc += lv->order[i]->nsrc;
@@ -47,18 +48,16 @@ bool sched_liveness_build(ir_node *const *roots, int nroots, sched_liveness *lv)
         if (stop_at_realized(node, NULL))
             continue;
         for (int s = 0; s < node->nsrc; s++) {
-            long j = ir_map_get(&pos, node->src[s]);
+            long j = ir_map_get(pos, node->src[s]);
             lv->src_index[k++] = j;
             lv->uses[j]++;
         }
     }
     lv->src_start[n] = k;
     for (int r = 0; r < nroots; r++)
-        lv->uses[ir_map_get(&pos, roots[r])]++;
-    ir_map_free(&pos);
+        lv->uses[ir_map_get(pos, roots[r])]++;
     return true;
 oom:
-    ir_map_free(&pos);
     sched_liveness_free(lv);
     return false;
 }

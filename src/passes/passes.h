@@ -51,6 +51,7 @@ typedef struct {
     long count;
     long *src_start, *src_index;
     long *uses;
+    ir_map pos; /* order[i] -> i (the scheduler looks nodes up in it) */
 } sched_liveness;
 
 /* Realized nodes end the walk (they are listed, without their sources).

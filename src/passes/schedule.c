@@ -85,7 +85,6 @@ static int node_class(const ir_node *n)
 
 typedef struct {
     sched_liveness lv;
-    ir_map pos;              /* node -> order index */
     unsigned char *cls;      /* C_* per order index */
     unsigned char *forced;   /* materialize: decided by an earlier lowering */
     unsigned char *is_root;
@@ -97,7 +96,7 @@ typedef struct {
     const knob_state *knobs; /* borrows: the fusion knobs */
 } planner;
 
-static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->pos, n); }
+static long pos_of(const planner *p, const ir_node *n) { return ir_map_get(&p->lv.pos, n); }
 
 /* A view the runtime can take as strides (a pad is not: it writes its fill). */
 static bool is_chain_view(const planner *p, const ir_node *n)
@@ -1262,7 +1261,6 @@ static void planner_free(planner *p)
     ir_free(p->view_root);
     ir_free(p->need);
     ir_free(p->depth);
-    ir_map_free(&p->pos);
     sched_liveness_free(&p->lv);
 }
 
@@ -1339,10 +1337,8 @@ rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_s
     p.need = ir_alloc(nb * sizeof *p.need);
     p.depth = ir_alloc(nb * sizeof *p.depth);
     bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need && p.depth;
-    for (long i = 0; ok && i < n; i++) {
-        ok = ir_map_put(&p.pos, p.lv.order[i], i) >= 0;
+    for (long i = 0; ok && i < n; i++)
         p.cls[i] = (unsigned char)node_class(p.lv.order[i]);
-    }
     if (!ok) {
         planner_free(&p);
         return sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");

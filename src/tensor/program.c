@@ -17,7 +17,10 @@
  * the least recently used; a run holds a reference to its spec, so an
  * eviction never frees a spec in use). Instantiation re-derives each
  * node's shape from its sources; what tracing could not know is resolved
- * there (see instantiate). Dims carry symbols (rlx_input): every dim of one
+ * there (see instantiate). A spec's graph is its own: nodes that read an
+ * input are made private (detached, never hash-consed), so building and
+ * freeing a spec takes no global lock; nodes that read none are the
+ * traced ones. Dims carry symbols (rlx_input): every dim of one
  * symbol must be bound to one size.
  */
 #include <pthread.h>
@@ -55,6 +58,8 @@ struct rlx_program {
     long count;       /* the traced graph in postorder, and each node's place */
     ir_node **order;  /* (made once: every instantiation walks them, read-only) */
     ir_map pos;
+    long *src_at;     /* order[i]'s sources are order[src_idx[src_at[i] .. src_at[i+1])] */
+    long *src_idx;    /* (owns both: one block; instantiate reads no map) */
     bool jit;         /* compiled with the JIT backend: runs use specs */
     pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared, arenas, narenas */
     int nspecs;
@@ -100,13 +105,14 @@ static void program_free(rlx_program *p)
     ir_free(p->inputs);
     ir_free(p->sym);
     ir_free(p->order);
+    ir_free(p->src_at);
     ir_map_free(&p->pos);
     ir_free(p);
 }
 
 void rlx_program_free(rlx_program *p) { program_free(p); }
 
-static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made);
+static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes, ir_node **made);
 
 /* Builds spec s of p for the input dims in key (keylen values). */
 static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_spec *s)
@@ -115,7 +121,7 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
     s->nslots = p->ninputs;
     /* the placeholders' payload: never read, a run reads the bindings */
     static char nothing[64];
-    ir_node **order = p->order, **made = NULL;
+    ir_node **made = NULL;
     ir_map *pos = &p->pos;
     ir_storage *st = NULL;
     bool ok = false;
@@ -134,7 +140,9 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
             goto oom;
         made[ir_map_get(pos, in)] = ir_retain(s->slots[j]);
     }
-    if (!instantiate(fn, order, count, pos, made))
+    /* the spec's graph is its own: its nodes are made private (not
+     * hash-consed), so making and freeing them takes no global lock */
+    if (!instantiate(fn, p, true, made))
         goto out;
     for (int i = 0; i < p->nout; i++)
         s->roots[i] = ir_retain(made[ir_map_get(pos, p->outputs[i])]);
@@ -177,7 +185,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
 {
     size_t bytes = (size_t)p->keylen * sizeof *key;
     pthread_mutex_lock(&p->lock);
-    program_spec *s = NULL;
+    program_spec *s = NULL, *evicted = NULL;
     for (int k = 0; k < p->nspecs && !s; k++)
         if (bytes == 0 || memcmp(p->specs[k]->key, key, bytes) == 0)
             s = p->specs[k];
@@ -196,7 +204,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
                 for (int k = 1; k < p->nspecs; k++)
                     if (p->specs[k]->used < p->specs[at]->used)
                         at = k;
-                spec_unref(p->specs[at]);
+                evicted = p->specs[at];
             } else {
                 p->nspecs++;
             }
@@ -208,6 +216,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
         atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&p->lock);
+    spec_unref(evicted); /* (freeing a spec's graph and plan needs no lock) */
     return s;
 }
 
@@ -269,9 +278,21 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
     p->order = order; /* kept for instantiations */
     p->count = count;
     order = NULL;
-    for (long i = 0; i < count; i++)
+    long nsrc = 0;
+    for (long i = 0; i < count; i++) {
         if (ir_map_put(&p->pos, p->order[i], i) < 0)
             goto oom;
+        nsrc += p->order[i]->nsrc;
+    }
+    if (!(p->src_at = ir_alloc((size_t)(count + 1 + nsrc) * sizeof *p->src_at)))
+        goto oom;
+    p->src_idx = p->src_at + count + 1;
+    for (long i = 0, k = 0; i < count; i++) {
+        p->src_at[i] = k;
+        for (int s = 0; s < p->order[i]->nsrc; s++)
+            p->src_idx[k++] = ir_map_get(&p->pos, p->order[i]->src[s]);
+        p->src_at[i + 1] = k;
+    }
     if (!(p->sym = ir_calloc((size_t)(p->keylen ? p->keylen : 1), sizeof *p->sym)))
         goto oom;
     for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
@@ -318,10 +339,24 @@ static bool same_shapes(int n, ir_node *const *src)
 
 /* The node of op over src, or NULL with the error recorded: a failure of
  * the shape rules here means the bound dims do not fit the traced graph. */
-static ir_node *remake(const char *fn, const ir_node *nd, int nsrc, ir_node *const *src, const ir_attrs *a)
+static ir_node *remake(const char *fn, bool private_nodes, const ir_node *nd, int nsrc, ir_node *const *src,
+                      const ir_attrs *a)
 {
     char err[200] = "";
-    ir_node *r = ir_make(nd->op, nsrc, src, a, nd->dtype, nd->rank, nd->shape, err, sizeof err);
+    ir_node *r = NULL;
+    if (private_nodes) { /* ir_make's checks, without the cons table */
+        rlx_dtype dt = nd->dtype;
+        int rank = nd->rank;
+        int64_t shape[IR_MAX_RANK];
+        if (ir_infer(nd->op, nsrc, src, a, &dt, &rank, shape, err, sizeof err)) {
+            if (!ir_shape_bytes_ok(dt, rank, shape))
+                snprintf(err, sizeof err, "the result overflows the addressable size");
+            else if (!(r = ir_make_detached(nd->op, nsrc, src, a, dt, rank, shape, NULL)))
+                snprintf(err, sizeof err, "out of memory");
+        }
+    } else {
+        r = ir_make(nd->op, nsrc, src, a, nd->dtype, nd->rank, nd->shape, err, sizeof err);
+    }
     if (!r) {
         ts_error(strstr(err, "out of memory") ? RLX_E_NOMEM : RLX_E_SHAPE, fn,
                  "the bound inputs do not fit '%s' (traced as %s): %s", ir_ops[nd->op].name,
@@ -389,8 +424,10 @@ static bool is_true(const ir_node *n)
  * full_like and the gradients follow a dynamic shape, becomes a plain
  * expand of a to ref's bound shape. Slices of dynamic axes resolve their
  * size-relative attrs (ts.h). */
-static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos, ir_node **made)
+static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes, ir_node **made)
 {
+    ir_node **order = p->order;
+    long count = p->count;
     ir_node *srcbuf[8], **src = srcbuf;
     bool ok = false;
     uint32_t *loose = ir_calloc((size_t)(count ? count : 1), sizeof *loose);
@@ -422,13 +459,19 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             goto out;
         }
         uint32_t any_loose = 0;
+        const long *si = p->src_idx + p->src_at[i]; /* si[s]: the place of nd->src[s] */
+        bool same = true;
         for (int s = 0; s < nd->nsrc; s++) {
-            long k = ir_map_get(pos, nd->src[s]);
-            src[s] = made[k];
-            any_loose |= loose[k];
+            src[s] = made[si[s]];
+            any_loose |= loose[si[s]];
+            same &= src[s] == nd->src[s];
+        }
+        bool dyn = has_dynamic_dim(nd->rank, nd->shape);
+        if (same && !any_loose && !dyn) { /* reads no input (a weight's transpose): the traced node itself */
+            made[i] = ir_retain(nd);
+            goto made;
         }
         ir_class cls = ir_ops[nd->op].cls;
-        bool dyn = has_dynamic_dim(nd->rank, nd->shape);
         ir_attrs a = nd->attr;
         if (dyn && nd->op == IR_OP_EXPAND) {
             /* static targets and dims passed through are known; 1 -> -1 is loose */
@@ -444,11 +487,11 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             }
             made[i] = ir_shape_eq(nd->rank, a.shape.dims, src[0]->rank, src[0]->shape)
                           ? ir_retain(src[0])
-                          : remake(fn, nd, 1, src, &a);
+                          : remake(fn, private_nodes, nd, 1, src, &a);
         } else if (any_loose && cls == IR_CLS_UNARY) {
-            made[i] = remake(fn, nd, 1, src, &a);
+            made[i] = remake(fn, private_nodes, nd, 1, src, &a);
             loose[i] = any_loose;
-        } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[ir_map_get(pos, nd->src[2])]) {
+        } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[si[2]]) {
             /* where(true, a, ref): a in ref's shape, ref itself unread; an
              * iota traced over a dynamic dim (rlx_arange_of) is made in it */
             const ir_node *x = nd->src[1];
@@ -456,7 +499,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
                 made[i] = ts_leaf(fn, IR_OP_IOTA, &x->attr, x->dtype, x->rank, src[2]->shape);
                 goto made;
             }
-            uint32_t m = loose[ir_map_get(pos, nd->src[1])];
+            uint32_t m = loose[si[1]];
             bool fits = src[1]->rank == src[2]->rank;
             for (int d = 0; d < src[2]->rank && fits; d++)
                 fits = src[1]->shape[d] == src[2]->shape[d] || (m >> d & 1);
@@ -473,7 +516,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             /* only loose dims may broadcast: the others tracing took as equal */
             uint32_t all = ~0u;
             for (int s = 0; s < nd->nsrc && fits; s++) {
-                uint32_t m = loose[ir_map_get(pos, nd->src[s])];
+                uint32_t m = loose[si[s]];
                 all &= m;
                 for (int d = 0; d < r && fits; d++)
                     fits = src[s]->shape[d] == shape[d] || (m >> d & 1);
@@ -489,7 +532,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
             bool made_all = true;
             for (int s = 0; s < nd->nsrc; s++)
                 made_all &= (e[s] = ts_expand_node(fn, src[s], r, shape)) != NULL;
-            made[i] = made_all ? remake(fn, nd, nd->nsrc, e, &a) : NULL;
+            made[i] = made_all ? remake(fn, private_nodes, nd, nd->nsrc, e, &a) : NULL;
             for (int s = 0; s < nd->nsrc; s++)
                 ir_release(e[s]);
             /* loose where every source is */
@@ -510,7 +553,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
                 memcpy(batch + nb, src[s]->shape + nb, 2 * sizeof *batch);
                 e[s] = ts_expand_node(fn, src[s], rank, batch);
             }
-            made[i] = e[0] && e[1] ? remake(fn, nd, 2, e, &a) : NULL;
+            made[i] = e[0] && e[1] ? remake(fn, private_nodes, nd, 2, e, &a) : NULL;
             ir_release(e[0]);
             ir_release(e[1]);
         } else if (any_loose) {
@@ -528,7 +571,7 @@ static bool instantiate(const char *fn, ir_node **order, long count, ir_map *pos
                     goto out;
                 }
             }
-            made[i] = remake(fn, nd, nd->nsrc, src, &a);
+            made[i] = remake(fn, private_nodes, nd, nd->nsrc, src, &a);
         }
     made:
         if (src != srcbuf) {
@@ -690,7 +733,7 @@ static rlx_status run_instantiated(const char *fn, rlx_program *p, ir_node **bin
         goto oom;
     for (long j = 0; j < p->ninputs; j++)
         made[ir_map_get(&p->pos, p->inputs[j])] = ir_retain(binds[j]);
-    if (!instantiate(fn, p->order, count, &p->pos, made)) {
+    if (!instantiate(fn, p, false, made)) {
         st = rlx_last_status();
         goto out;
     }

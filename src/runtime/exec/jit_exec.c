@@ -81,6 +81,7 @@ typedef struct {
     rt_ctx *ctx;
     rt_jit_stats *stats;
     int nthreads;
+    int64_t grain;        /* loop iterations per chunk (knob grain; CHUNK_WORK unless tuned) */
     ir_node *const *binds;
     const double *consts; /* the plan's, or the run's own values */
     ir_storage *arena;
@@ -282,7 +283,7 @@ static rlx_status run_loop(exec *e, long i, long mm)
         int64_t inner = 1;
         for (int d = 1; d < k->rank; d++)
             inner *= k->shape[d];
-        int64_t work = knob_value(sched_knobs(ctx), KNOB_GRAIN, KCLASS_ANY, -1); /* CHUNK_WORK unless tuned */
+        int64_t work = e->grain;
         int64_t chunk = inner >= work ? 1 : work / (inner ? inner : 1);
         if (mm >= 0)
             run_epilogue(e, mm, i, bufs, chunk);
@@ -584,7 +585,8 @@ rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *bi
                            ir_storage *arena, rt_jit_stats *stats, rt_view *out)
 {
     exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = rt_threads(ctx), .binds = binds,
-              .consts = consts ? consts : p->consts};
+              .consts = consts ? consts : p->consts,
+              .grain = knob_value(sched_knobs(ctx), KNOB_GRAIN, KCLASS_ANY, -1)};
     long nk = p->s.count;
     rt_view vstack[8];
     for (int r = 0; r < p->nroots; r++)
