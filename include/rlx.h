@@ -307,7 +307,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
  * tracing): padding a dynamic axis, sorting/top-k, dropout masks,
- * einsum, fft and conv/pool over dynamic dims, rlx_split of a dynamic axis
+ * einsum, fft, conv/pool over a dynamic H or W (a dynamic batch N
+ * works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
  * other than +-1, a cat of several pieces of dynamic length along its axis
  * (so roll of a dynamic axis), a gather from a tensor with dynamic dims
@@ -796,7 +797,9 @@ RLX_API rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin,
                                 const rlx_rope_opts *opts);
 /* x [N, C, H, W], w [O, C/groups, KH, KW], b [O] or NULL -> [N, O, OH, OW].
  * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. Sums in the
- * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). */
+ * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). N and
+ * C may be dynamic (rlx_input; gradients too); a dynamic H or W is
+ * RLX_E_UNSUPPORTED, here and in the transposed convolutions and pools. */
 RLX_API rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                const int padding[2], const int dilation[2], int groups);
 /* x [N, C, L], w [O, C/groups, K], b [O] or NULL -> [N, O, OL] with

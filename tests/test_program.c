@@ -1055,6 +1055,47 @@ TEST(dynamic_constant_binding_compiles_once)
     }
 }
 
+/* conv2d and the pools over a dynamic batch N: one program (the output
+ * and the weight's gradient) against the same ops over each bound value on
+ * the reference backend; a dynamic H or W is refused while tracing,
+ * naming the axis (it read as -1 in the size checks before). */
+TEST(dynamic_batch_conv_pool)
+{
+    rlx_tensor *w = trand(RLX_F64, 4, (int64_t[]){4, 3, 3, 3}, -1, 1);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 4, (int64_t[]){-1, 3, 7, 6});
+    rlx_tensor *y = rlx_avg_pool2d(rlx_max_pool2d(rlx_tanh(rlx_conv2d(x, w, NULL, (int[]){2, 1}, (int[]){1, 1},
+                                                                      NULL, 1)),
+                                                  (int[]){2, 2}, (int[]){1, 1}, NULL),
+                                   (int[]){2, 2}, NULL, (int[]){1, 1});
+    rlx_tensor *g, *outs[2] = {y, NULL};
+    CHECK_EQ_INT(rlx_grad(rlx_sum(rlx_mul(y, y), NULL, 0, false), &w, 1, &g), RLX_OK);
+    outs[1] = g;
+    rlx_program *p = rlx_compile(outs, 2);
+    CHECK(p != NULL);
+    for (int64_t n = 0; n <= 5; n += 2 + (n == 0)) {
+        rlx_tensor *xv = trand(RLX_F64, 4, (int64_t[]){n, 3, 7, 6}, -2, 2), *got[2];
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+        rlx_tensor *wy = rlx_avg_pool2d(
+            rlx_max_pool2d(rlx_tanh(rlx_conv2d(xv, w, NULL, (int[]){2, 1}, (int[]){1, 1}, NULL, 1)), (int[]){2, 2},
+                           (int[]){1, 1}, NULL),
+            (int[]){2, 2}, NULL, (int[]){1, 1});
+        rlx_tensor *wg;
+        CHECK_EQ_INT(rlx_grad(rlx_sum(rlx_mul(wy, wy), NULL, 0, false), &w, 1, &wg), RLX_OK);
+        EXPECT_SAME(got[0], wy, 1e-12);
+        EXPECT_SAME(got[1], wg, 1e-12);
+    }
+    rlx_program_free(p);
+    static const int64_t bad[2][4] = {{2, 3, -1, 6}, {-1, 3, 7, -2}};
+    rlx_tensor *wt = trand(RLX_F64, 4, (int64_t[]){3, 2, 3, 3}, -1, 1);
+    for (int k = 0; k < 2; k++) {
+        rlx_tensor *xb = rlx_input("xb", RLX_F64, 4, bad[k]);
+        CHECK_NULL_ERR(rlx_conv2d(xb, w, NULL, NULL, NULL, NULL, 1), RLX_E_UNSUPPORTED, "rlx_conv2d");
+        CHECK_NULL_ERR(rlx_max_pool2d(xb, (int[]){2, 2}, NULL, NULL), RLX_E_UNSUPPORTED, "rlx_max_pool2d");
+        CHECK_NULL_ERR(rlx_conv_transpose2d(xb, wt, NULL, NULL, NULL, NULL, NULL, 1), RLX_E_UNSUPPORTED,
+                       "rlx_conv_transpose2d");
+    }
+}
+
 TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
@@ -1062,4 +1103,4 @@ TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynami
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
           T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
           T(arange_of_values), T(arange_of_errors), T(dynamic_constant_binding_compiles_once),
-          T(dynamic_spec_graph_private), T(dynamic_new_sizes_compile_nothing))
+          T(dynamic_spec_graph_private), T(dynamic_new_sizes_compile_nothing), T(dynamic_batch_conv_pool))

@@ -502,13 +502,24 @@ static void pair(const int *p, int def, int out[2])
     out[1] = p ? p[1] : def;
 }
 
+/* x is [N, C, H, W] with static H and W: the output's come from
+ * arithmetic on them that dims-as-values do not carry (a dynamic H read
+ * as -1 passed the size checks or failed them with a wrong message). A
+ * dynamic N or C is fine: the weight gradient convolves over N as C. */
 static bool check_nchw(const char *fn, rlx_tensor *x)
 {
     ir_node *xn = ts_node(x);
-    if (xn->rank == 4)
-        return true;
-    ts_error(RLX_E_SHAPE, fn, "x must be [N, C, H, W], got %s", ts_shape_str(xn));
-    return false;
+    if (xn->rank != 4) {
+        ts_error(RLX_E_SHAPE, fn, "x must be [N, C, H, W], got %s", ts_shape_str(xn));
+        return false;
+    }
+    for (int d = 2; d < 4; d++)
+        if (xn->shape[d] < 0) {
+            ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of x %s is dynamic: H and W must be static", d,
+                     ts_shape_str(xn));
+            return false;
+        }
+    return true;
 }
 
 rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2], const int padding[2],
