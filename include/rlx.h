@@ -75,7 +75,8 @@ typedef enum {
     RLX_F16 = 5,  /* IEEE binary16 */
     RLX_BF16 = 6, /* bfloat16: f32's exponent, 8 significant bits */
     RLX_I8 = 7, RLX_U8 = 8, RLX_I16 = 9, RLX_U32 = 10,
-    RLX_C64 = 11 /* complex64: interleaved (re, im) f32 pairs, NumPy's layout */
+    RLX_C64 = 11, /* complex64: interleaved (re, im) f32 pairs, NumPy's layout */
+    RLX_C128 = 12 /* complex128: interleaved (re, im) f64 pairs, NumPy's layout */
 } rlx_dtype;
 /* Later types take new numbers; never renumber.
  *

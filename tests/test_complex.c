@@ -170,13 +170,17 @@ TEST(promotion)
 {
     const int64_t s[1] = {2};
     rlx_dtype others[] = {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I8, RLX_U8, RLX_I16,
-                          RLX_U32, RLX_C64};
-    rlx_tensor *z = tc64(1, s, NULL);
+                          RLX_U32, RLX_C64, RLX_C128};
+    rlx_tensor *z = tc64(1, s, NULL), *zz = rlx_cast(z, RLX_C128);
     for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        /* PyTorch's table: c64 with f64 or c128 widens to c128; c128 with anything is c128 */
+        rlx_dtype w = others[i] == RLX_F64 || others[i] == RLX_C128 ? RLX_C128 : RLX_C64;
         rlx_tensor *o = rlx_zeros(others[i], 1, s);
-        CHECK(rlx_dtype_of(rlx_add(z, o)) == RLX_C64);
-        CHECK(rlx_dtype_of(rlx_mul(o, z)) == RLX_C64);
-        CHECK(rlx_dtype_of(rlx_where(rlx_ones(RLX_BOOL, 1, s), o, z)) == RLX_C64);
+        CHECK(rlx_dtype_of(rlx_add(z, o)) == w);
+        CHECK(rlx_dtype_of(rlx_mul(o, z)) == w);
+        CHECK(rlx_dtype_of(rlx_where(rlx_ones(RLX_BOOL, 1, s), o, z)) == w);
+        CHECK(rlx_dtype_of(rlx_sub(zz, o)) == RLX_C128);
+        CHECK(rlx_dtype_of(rlx_div(o, zz)) == RLX_C128);
     }
     /* a real scalar adds to the real part */
     cd r[2];
@@ -284,7 +288,7 @@ TEST(unary_and_views)
         /* rlx_complex: real parts of any real dtype, broadcast */
         double r4[4] = {1, -2, 3, 0.5}, i1[1] = {-3};
         const int64_t s4[1] = {4}, s1[1] = {1};
-        rlx_tensor *c = rlx_complex(test_tensor(RLX_F64, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
+        rlx_tensor *c = rlx_complex(test_tensor(RLX_F32, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
         cd wc[4] = {CMPLX(1, -3), CMPLX(-2, -3), CMPLX(3, -3), CMPLX(0.5, -3)};
         EXPECT_C(c, 1, s4, wc, 0);
         (void)be;

@@ -34,8 +34,8 @@ TEST(names_and_sizes)
         CHECK_ERR(rlx_read(z, buf, (size_t)(3 * sizes[i] - 1)), RLX_E_ARG, "rlx_read");
     }
     rlx_clear_error();
-    CHECK(strcmp(rlx_dtype_name((rlx_dtype)12), "?") == 0 && rlx_last_status() == RLX_E_ARG);
-    CHECK_NULL_ERR(rlx_zeros((rlx_dtype)12, 0, NULL), RLX_E_DTYPE, "rlx_zeros");
+    CHECK(strcmp(rlx_dtype_name((rlx_dtype)13), "?") == 0 && rlx_last_status() == RLX_E_ARG);
+    CHECK_NULL_ERR(rlx_zeros((rlx_dtype)13, 0, NULL), RLX_E_DTYPE, "rlx_zeros");
 }
 
 /* PyTorch's promotion (NumPy's where PyTorch has no u32), row and column
