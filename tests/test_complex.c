@@ -603,20 +603,211 @@ TEST(refusals)
 #undef REFUSE
 }
 
-TEST(grad_refused)
+/* ------------------------------------------------------------ gradients */
+
+/* One input of a gradient check: complex of cdt, or real (the part dtype)
+ * when real is set. */
+typedef struct {
+    int rank;
+    int64_t shape[3];
+    bool real;
+} gspec;
+
+typedef rlx_tensor *(*gloss)(rlx_tensor *const *in);
+
+static rlx_dtype part_of(rlx_dtype cdt) { return cdt == RLX_C128 ? RLX_F64 : RLX_F32; }
+
+/* Input k from doubles v (pairs for complex), rounded to its dtype. */
+static rlx_tensor *g_input(const gspec *sp, rlx_dtype cdt, const double *v)
 {
-    const int64_t s[1] = {3};
-    rlx_tensor *x = rlx_ones(RLX_F32, 1, s), *y = rlx_full(RLX_F32, 1, s, 2);
-    rlx_tensor *loss = rlx_sum_all(rlx_abs(rlx_complex(x, y)));
-    rlx_tensor *g[2];
-    rlx_tensor *wrt[2] = {x, y};
-    CHECK_ERR(rlx_grad(loss, wrt, 2, g), RLX_E_UNSUPPORTED, "rlx_grad");
-    /* a c64 branch the gradient does not flow through is fine */
-    rlx_tensor *side = rlx_cast(rlx_eq(rlx_complex(x, y), rlx_complex(y, x)), RLX_F32);
-    rlx_tensor *loss2 = rlx_sum_all(rlx_add(rlx_mul(x, x), side));
-    CHECK(rlx_grad(loss2, wrt, 1, g) == RLX_OK);
-    double two[3] = {2, 2, 2};
-    EXPECT(g[0], RLX_F32, 1, s, two, 0);
+    rlx_tensor *t = rlx_from_data(sp->real ? RLX_F64 : RLX_C128, sp->rank, sp->shape, v);
+    return t ? rlx_cast(t, sp->real ? part_of(cdt) : cdt) : NULL;
+}
+
+/* Loss value of fn at the inputs held in vals. */
+static double g_eval(gloss fn, int nin, const gspec *sp, rlx_dtype cdt, double *const *vals)
+{
+    rlx_scope_begin();
+    rlx_tensor *in[4];
+    for (int k = 0; k < nin; k++)
+        in[k] = g_input(&sp[k], cdt, vals[k]);
+    double v = NAN;
+    if (rlx_item(fn(in), &v) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "loss: %s", rlx_last_error());
+    rlx_scope_end();
+    return v;
+}
+
+/* rlx_grad of fn (a real loss of complex or real inputs of random values,
+ * broadcasting as the specs say) against central differences taken on the
+ * real and the imaginary part of every element separately, on both
+ * backends; c128 to f64 accuracy (limited by the difference quotient),
+ * c64 to f32's. */
+static void check_cgrad(int line, const char *what, gloss fn, int nin, const gspec *sp, rlx_dtype cdt)
+{
+    double *vals[4];
+    int64_t len[4];
+    for (int k = 0; k < nin; k++) {
+        int64_t n = test_numel(sp[k].rank, sp[k].shape) * (sp[k].real ? 1 : 2);
+        len[k] = n;
+        vals[k] = malloc((size_t)(n ? n : 1) * sizeof(double));
+        for (int64_t i = 0; i < n; i++) /* held at the input dtype's precision */
+            vals[k][i] = cdt == RLX_C64 ? (double)(float)test_uniform(-1.5, 1.5) : test_uniform(-1.5, 1.5);
+    }
+    bool c128 = cdt == RLX_C128;
+    double h = c128 ? 1e-6 : 1e-2, tol = c128 ? 1e-6 : 2e-2;
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *in[4], *g[4];
+        for (int k = 0; k < nin; k++)
+            in[k] = g_input(&sp[k], cdt, vals[k]);
+        rlx_tensor *loss = fn(in);
+        if (!loss || rlx_grad(loss, in, nin, g) != RLX_OK) {
+            test_fail(__FILE__, line, "%s (%s): %s", what, rlx_dtype_name(cdt), rlx_last_error());
+            rlx_clear_error();
+            continue;
+        }
+        for (int k = 0; k < nin; k++) {
+            rlx_dtype want = sp[k].real ? part_of(cdt) : cdt;
+            if (rlx_dtype_of(g[k]) != want) {
+                test_fail(__FILE__, line, "%s: gradient %d is %s, want %s", what, k, rlx_dtype_name(rlx_dtype_of(g[k])),
+                          rlx_dtype_name(want));
+                continue;
+            }
+            double *an = malloc((size_t)(len[k] ? len[k] : 1) * sizeof *an);
+            rlx_tensor *wide = rlx_cast(g[k], sp[k].real ? RLX_F64 : RLX_C128);
+            if (rlx_read(wide, an, (size_t)len[k] * sizeof *an) != RLX_OK) {
+                test_fail(__FILE__, line, "%s: read: %s", what, rlx_last_error());
+                free(an);
+                continue;
+            }
+            for (int64_t i = 0; i < len[k]; i++) {
+                double keep = vals[k][i];
+                vals[k][i] = keep + h;
+                double lp = g_eval(fn, nin, sp, cdt, vals);
+                vals[k][i] = keep - h;
+                double lm = g_eval(fn, nin, sp, cdt, vals);
+                vals[k][i] = keep;
+                double fd = (lp - lm) / (2 * h);
+                if (!(fabs(fd - an[i]) <= tol * (1 + fabs(fd)))) {
+                    test_fail(__FILE__, line, "%s (%s, %s): d/d%s of input %d element %lld: rlx_grad %.9g, differences %.9g",
+                              what, rlx_dtype_name(cdt), be ? "jit" : "ref", sp[k].real ? "x" : i % 2 ? "Im" : "Re", k,
+                              (long long)(sp[k].real ? i : i / 2), an[i], fd);
+                    break;
+                }
+            }
+            free(an);
+        }
+    }
+    for (int k = 0; k < nin; k++)
+        free(vals[k]);
+}
+
+static rlx_tensor *sum_abs(rlx_tensor *z) { return rlx_sum_all(rlx_abs(z)); }
+/* a real loss that weighs both parts differently (so that a rule mixing
+ * them up shows) */
+static rlx_tensor *parts(rlx_tensor *z)
+{
+    return rlx_add(rlx_sum_all(rlx_mul(rlx_real(z), rlx_real(z))), rlx_sum_all(rlx_mul_s(rlx_imag(z), 0.7)));
+}
+static rlx_tensor *l_mul(rlx_tensor *const *in) { return parts(rlx_mul(in[0], in[1])); }
+static rlx_tensor *l_div(rlx_tensor *const *in) { return parts(rlx_div(in[0], rlx_add_s(in[1], 3))); }
+static rlx_tensor *l_addsub(rlx_tensor *const *in) { return parts(rlx_sub(rlx_add(in[0], in[1]), rlx_neg(in[1]))); }
+static rlx_tensor *l_exp_conj(rlx_tensor *const *in) { return parts(rlx_mul(rlx_exp(rlx_conj(in[0])), in[0])); }
+static rlx_tensor *l_abs(rlx_tensor *const *in) { return sum_abs(rlx_mul(in[0], in[0])); }
+static rlx_tensor *l_matmul(rlx_tensor *const *in) { return parts(rlx_matmul(in[0], in[1])); }
+static rlx_tensor *l_matmul_b(rlx_tensor *const *in) { return sum_abs(rlx_matmul(in[0], in[1])); }
+static rlx_tensor *l_complex(rlx_tensor *const *in)
+{
+    return parts(rlx_mul(rlx_complex(in[0], in[1]), rlx_complex(in[1], rlx_mul(in[0], in[0]))));
+}
+static rlx_tensor *l_real_mix(rlx_tensor *const *in) { return parts(rlx_mul(in[0], rlx_exp(in[1]))); } /* real * complex */
+static rlx_tensor *l_reduce(rlx_tensor *const *in)
+{
+    rlx_tensor *m = rlx_mean(in[0], (const int[]){1}, 1, true), *s = rlx_sum(in[0], (const int[]){0}, 1, false);
+    return parts(rlx_mul(rlx_sub(in[0], m), s));
+}
+static rlx_tensor *l_movement(rlx_tensor *const *in)
+{
+    rlx_tensor *t = rlx_transpose(in[0], 2, (const int[]){1, 0}); /* [3, 2] */
+    rlx_tensor *sl = rlx_flip(t, 0);                              /* rows 2, 1, 0 of the view */
+    rlx_tensor *pc[2] = {rlx_pad(sl, 1, 1, 0, 0.5), rlx_reshape(in[0], 2, (const int64_t[]){3, 2})};
+    rlx_tensor *c = rlx_cat(pc, 2, 1); /* [3, 5] */
+    rlx_tensor *w = rlx_where(rlx_gt_s(rlx_real(c), 0), c, rlx_conj(c));
+    return parts(rlx_mul(rlx_contiguous(w), rlx_broadcast_to(rlx_narrow(c, 1, 0, 1), 2, (const int64_t[]){3, 5})));
+}
+static rlx_tensor *l_fft(rlx_tensor *const *in)
+{
+    return rlx_add(parts(rlx_fft_c(in[0], 1, false)), sum_abs(rlx_fft_c(rlx_mul(in[0], in[0]), 0, true)));
+}
+static rlx_tensor *l_widen(rlx_tensor *const *in) /* c64 (or c128) with f64: c128 */
+{
+    return parts(rlx_mul(in[0], rlx_cast(in[1], RLX_F64)));
+}
+static rlx_tensor *l_rank0(rlx_tensor *const *in) { return rlx_add(sum_abs(rlx_mul(in[0], in[1])), parts(in[0])); }
+
+TEST(gradients)
+{
+    const gspec m23 = {2, {2, 3, 2}, false}, v3 = {1, {3, 2}, false}, r23 = {2, {2, 3}, true};
+    const gspec m34 = {2, {3, 4, 2}, false}, b234 = {3, {2, 3, 4}, false}, s0 = {0, {2}, false};
+    const gspec m43 = {2, {4, 3, 0}, false};
+    for (int c = 0; c < 2; c++) {
+        rlx_dtype cdt = c ? RLX_C128 : RLX_C64;
+        check_cgrad(__LINE__, "mul (broadcast)", l_mul, 2, (gspec[]){m23, v3}, cdt);
+        check_cgrad(__LINE__, "div", l_div, 2, (gspec[]){m23, v3}, cdt);
+        check_cgrad(__LINE__, "add, sub, neg", l_addsub, 2, (gspec[]){v3, m23}, cdt);
+        check_cgrad(__LINE__, "exp, conj", l_exp_conj, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "abs", l_abs, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "matmul", l_matmul, 2, (gspec[]){m23, m34}, cdt);
+        check_cgrad(__LINE__, "batched matmul", l_matmul_b, 2, (gspec[]){b234, m43}, cdt);
+        check_cgrad(__LINE__, "complex of reals", l_complex, 2, (gspec[]){r23, r23}, cdt);
+        check_cgrad(__LINE__, "real times complex", l_real_mix, 2, (gspec[]){r23, m23}, cdt);
+        check_cgrad(__LINE__, "sum, mean", l_reduce, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "movement", l_movement, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "fft_c", l_fft, 1, (gspec[]){m34}, cdt);
+        check_cgrad(__LINE__, "widened to c128", l_widen, 2, (gspec[]){m23, r23}, cdt);
+        check_cgrad(__LINE__, "rank 0", l_rank0, 2, (gspec[]){s0, m23}, cdt);
+    }
+}
+
+TEST(gradient_edges)
+{
+    for (int c = 0; c < 2; c++) {
+        rlx_dtype cdt = c ? RLX_C128 : RLX_C64;
+        /* |z| has gradient 0 at 0 (PyTorch), z/|z| elsewhere */
+        double zv[4] = {0, 0, 3, -4};
+        const int64_t s2[1] = {2};
+        rlx_tensor *z = rlx_cast(rlx_from_data(RLX_C128, 1, s2, zv), cdt);
+        rlx_tensor *g = NULL;
+        CHECK(rlx_grad(rlx_sum_all(rlx_abs(z)), &z, 1, &g) == RLX_OK);
+        rlx_tensor *gw = rlx_cast(g, RLX_C128);
+        double got[4] = {1, 1, 1, 1};
+        CHECK(rlx_read(gw, got, sizeof got) == RLX_OK);
+        CHECK(got[0] == 0 && got[1] == 0 && fabs(got[2] - 0.6) < 1e-6 && fabs(got[3] + 0.8) < 1e-6);
+        /* an empty complex wrt gets an empty complex gradient */
+        const int64_t e[2] = {0, 3};
+        rlx_tensor *ze = rlx_zeros(cdt, 2, e);
+        CHECK(rlx_grad(rlx_sum_all(rlx_abs(rlx_mul(ze, ze))), &ze, 1, &g) == RLX_OK);
+        CHECK(rlx_dtype_of(g) == cdt && rlx_numel(g) == 0);
+        /* a complex loss is refused (PyTorch: only real outputs) */
+        rlx_tensor *x = rlx_ones(part_of(cdt), 1, s2);
+        CHECK_ERR(rlx_grad(rlx_sum_all(rlx_cast(x, cdt)), &x, 1, &g), RLX_E_DTYPE, "rlx_grad");
+        rlx_tensor *w = rlx_cast(x, cdt);
+        CHECK(rlx_grad(rlx_sum_all(w), &x, 1, &g) == RLX_E_DTYPE && strstr(rlx_last_error(), "real") &&
+              strstr(rlx_last_error(), rlx_dtype_name(cdt)));
+        rlx_clear_error();
+        /* an op without a complex rule refuses, naming it; never a wrong gradient */
+        rlx_tensor *idx = rlx_from_data(RLX_I64, 1, (const int64_t[]){2}, (const int64_t[]){1, 0});
+        rlx_tensor *sel = rlx_index_select(w, 0, idx);
+        CHECK(rlx_grad(rlx_sum_all(rlx_abs(sel)), &x, 1, &g) == RLX_E_UNSUPPORTED &&
+              strstr(rlx_last_error(), "rlx_grad") && strstr(rlx_last_error(), "gather") &&
+              strstr(rlx_last_error(), rlx_dtype_name(cdt)));
+        rlx_clear_error();
+        /* a complex branch the gradient does not flow through is fine */
+        rlx_tensor *side = rlx_cast(rlx_eq(w, rlx_conj(w)), part_of(cdt));
+        CHECK(rlx_grad(rlx_sum_all(rlx_add(rlx_mul(x, x), side)), &x, 1, &g) == RLX_OK);
+        EXPECT(g, part_of(cdt), 1, s2, ((const double[]){2, 2}), 0);
+    }
 }
 
 /* A compiled program with a c64 input runs its c64 ops on each binding. */
@@ -645,5 +836,5 @@ TEST(program_input)
 }
 
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
-          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(grad_refused),
+          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(gradients), T(gradient_edges),
           T(program_input))
