@@ -289,7 +289,8 @@ TEST(unary_and_views)
         /* rlx_complex: real parts of any real dtype, broadcast */
         double r4[4] = {1, -2, 3, 0.5}, i1[1] = {-3};
         const int64_t s4[1] = {4}, s1[1] = {1};
-        rlx_tensor *c = rlx_complex(test_tensor(RLX_F32, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
+        rlx_tensor *c =
+            rlx_complex(test_tensor(RLX_F32, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
         cd wc[4] = {CMPLX(1, -3), CMPLX(-2, -3), CMPLX(3, -3), CMPLX(0.5, -3)};
         EXPECT_C(c, 1, s4, wc, 0);
         (void)be;
@@ -962,8 +963,9 @@ static void check_cgrad(int line, const char *what, gloss fn, int nin, const gsp
                 vals[k][i] = keep;
                 double fd = (lp - lm) / (2 * h);
                 if (!(fabs(fd - an[i]) <= tol * (1 + fabs(fd)))) {
-                    test_fail(__FILE__, line, "%s (%s, %s): d/d%s of input %d element %lld: rlx_grad %.9g, differences %.9g",
-                              what, rlx_dtype_name(cdt), be ? "jit" : "ref", sp[k].real ? "x" : i % 2 ? "Im" : "Re", k,
+                    test_fail(__FILE__, line,
+                              "%s (%s, %s): d/d%s of input %d element %lld: rlx_grad %.9g, differences %.9g", what,
+                              rlx_dtype_name(cdt), be ? "jit" : "ref", sp[k].real ? "x" : i % 2 ? "Im" : "Re", k,
                               (long long)(sp[k].real ? i : i / 2), an[i], fd);
                     break;
                 }
@@ -993,7 +995,8 @@ static rlx_tensor *l_complex(rlx_tensor *const *in)
 {
     return parts(rlx_mul(rlx_complex(in[0], in[1]), rlx_complex(in[1], rlx_mul(in[0], in[0]))));
 }
-static rlx_tensor *l_real_mix(rlx_tensor *const *in) { return parts(rlx_mul(in[0], rlx_exp(in[1]))); } /* real * complex */
+/* real times complex */
+static rlx_tensor *l_real_mix(rlx_tensor *const *in) { return parts(rlx_mul(in[0], rlx_exp(in[1]))); }
 static rlx_tensor *l_reduce(rlx_tensor *const *in)
 {
     rlx_tensor *m = rlx_mean(in[0], (const int[]){1}, 1, true), *s = rlx_sum(in[0], (const int[]){0}, 1, false);
@@ -1005,7 +1008,8 @@ static rlx_tensor *l_movement(rlx_tensor *const *in)
     rlx_tensor *sl = rlx_flip(t, 0);                              /* rows 2, 1, 0 of the view */
     rlx_tensor *pc[2] = {rlx_pad(sl, 1, 1, 0, 0.5), rlx_reshape(in[0], 2, (const int64_t[]){3, 2})};
     rlx_tensor *c = rlx_cat(pc, 2, 1); /* [3, 5] */
-    static const bool pick[15] = {1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1}; /* fixed: no kink to difference across */
+    /* a fixed mask: no kink to difference across */
+    static const bool pick[15] = {1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1};
     rlx_tensor *w = rlx_where(rlx_from_data(RLX_BOOL, 2, (const int64_t[]){3, 5}, pick), c, rlx_conj(c));
     return parts(rlx_mul(rlx_contiguous(w), rlx_broadcast_to(rlx_narrow(c, 1, 0, 1), 2, (const int64_t[]){3, 5})));
 }
@@ -1109,6 +1113,7 @@ TEST(program_input)
 }
 
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
-          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(c128_storage_and_casts), T(c128_ops), T(c128_matmul_and_fft),
+          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(c128_storage_and_casts), T(c128_ops),
+          T(c128_matmul_and_fft),
           T(c128_files_and_refusals), T(gradients), T(gradient_edges),
           T(program_input))

@@ -168,7 +168,8 @@ static bool bools_canonical(const unsigned char *p, size_t n)
 
 static void copy_elements(unsigned char *dst, const unsigned char *src, size_t bytes, rlx_dtype dt, bool swap)
 {
-    size_t size = ir_dtype_is_complex(dt) ? ir_dtype_size(dt) / 2 : ir_dtype_size(dt); /* a big-endian complex swaps each part */
+    /* a big-endian complex swaps each part */
+    size_t size = ir_dtype_is_complex(dt) ? ir_dtype_size(dt) / 2 : ir_dtype_size(dt);
     if (dt == RLX_BOOL) {
         for (size_t i = 0; i < bytes; i++)
             dst[i] = src[i] != 0; /* any nonzero byte is true, as NumPy reads it */

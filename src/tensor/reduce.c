@@ -142,7 +142,8 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
 
 static rlx_tensor *var_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
-    if (xf && ir_dtype_is_complex(ts_node(xf)->dtype)) { /* NumPy's complex var is real (|x - mean|^2): not built here */
+    /* NumPy's complex var is real (|x - mean|^2): not built here */
+    if (xf && ir_dtype_is_complex(ts_node(xf)->dtype)) {
         ts_error(RLX_E_DTYPE, fn, "does not take %s", ir_dtype_name(ts_node(xf)->dtype));
         return NULL;
     }
