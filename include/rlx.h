@@ -169,10 +169,11 @@ typedef enum {
  *   movement ops as for reals; mul g*conj(other); div g/conj(b) and
  *   -g*conj(a/b)/conj(b); exp g*conj(exp z); abs Re(g)*z/|z| (0 at 0);
  *   conj conj(g); real complex(g, 0); imag complex(0, g); complex(re, im)
- *   Re(g), Im(g); matmul g B^H, A^H g; fft_c the adjoint transform
- *   (unnormalized both ways). A gradient through any other op on a complex
- *   value (gather, index_select, ...) is refused (RLX_E_UNSUPPORTED naming
- *   the op and the dtype), never wrong; a complex loss is RLX_E_DTYPE. */
+ *   Re(g), Im(g); matmul g B^H, A^H g; gather/index_select each part
+ *   scattered back; fft_c the adjoint transform (unnormalized both ways).
+ *   Every op above that computes complex has its rule; one added later
+ *   without a complex rule is refused (RLX_E_UNSUPPORTED naming the op and
+ *   the dtype), never wrong. A complex loss is RLX_E_DTYPE. */
 
 typedef enum {
     RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,

@@ -807,6 +807,22 @@ static void cvjp_imag(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **
     rlx_tensor *re = rlx_real(g);
     dx[0] = as_dtype(rlx_complex(rlx_zeros_like(re), re), n->src[0]);
 }
+/* GATHER is linear but its transpose (scatter_add) is real: each part of
+ * g goes back through the real rule, applied to a gather of x's real part
+ * (same index, axis and shape), and the parts are joined. */
+static void cvjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *src[2] = {ts_node(rlx_real(T(n->src[0]))), n->src[1]};
+    rlx_tensor *rn = src[0] ? ts_wrap(ts_make(FN, IR_OP_GATHER, 2, src, &n->attr)) : NULL;
+    if (!rn)
+        return;
+    const bool only_x[2] = {true, false};
+    rlx_tensor *re[2] = {NULL, NULL}, *im[2] = {NULL, NULL};
+    vjp_gather(ts_node(rn), rlx_real(g), only_x, re);
+    vjp_gather(ts_node(rn), rlx_imag(g), only_x, im);
+    dx[0] = re[0] && im[0] ? as_dtype(rlx_complex(re[0], im[0]), n->src[0]) : NULL;
+}
 /* A cast's cotangent goes back to the source's dtype: Re(g) for a real
  * source of a complex node (rlx_real: implicit casts refuse complex). */
 static void cvjp_cast(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
@@ -830,7 +846,7 @@ static const ad_vjp cvjps[IR_OP_COUNT] = {
     CRULE(IR_OP_SUM, vjp_sum),     CRULE(IR_OP_WHERE, vjp_where),     CRULE(IR_OP_CAST, cvjp_cast),
     CRULE(IR_OP_RESHAPE, vjp_reshape), CRULE(IR_OP_PERMUTE, vjp_permute), CRULE(IR_OP_EXPAND, vjp_expand),
     CRULE(IR_OP_PAD, vjp_pad),     CRULE(IR_OP_SLICE, vjp_slice),     CRULE(IR_OP_CAT, vjp_cat),
-    CRULE(IR_OP_CONTIGUOUS, vjp_identity),
+    CRULE(IR_OP_CONTIGUOUS, vjp_identity), CRULE(IR_OP_GATHER, cvjp_gather),
     CRULE(IR_OP_EXP, cvjp_exp),    CRULE(IR_OP_MUL, cvjp_mul),        CRULE(IR_OP_DIV, cvjp_div),
     CRULE(IR_OP_MATMUL, cvjp_matmul), CRULE(IR_OP_ABS, cvjp_abs),     CRULE(IR_OP_CONJ, cvjp_conj),
     CRULE(IR_OP_IMAG, cvjp_imag),  CRULE(IR_OP_COMPLEX, cvjp_complex),
