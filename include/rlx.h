@@ -75,7 +75,8 @@ typedef enum {
     RLX_F16 = 5,  /* IEEE binary16 */
     RLX_BF16 = 6, /* bfloat16: f32's exponent, 8 significant bits */
     RLX_I8 = 7, RLX_U8 = 8, RLX_I16 = 9, RLX_U32 = 10,
-    RLX_C64 = 11 /* complex64: interleaved (re, im) f32 pairs, NumPy's layout */
+    RLX_C64 = 11, /* complex64: interleaved (re, im) f32 pairs, NumPy's layout */
+    RLX_C128 = 12 /* complex128: interleaved (re, im) f64 pairs, NumPy's layout */
 } rlx_dtype;
 /* Later types take new numbers; never renumber.
  *
@@ -130,25 +131,30 @@ typedef enum {
  * - rlx_rand/randn take the four float dtypes; rlx_grad any float loss and
  *   wrt, each gradient in its wrt's dtype.
  *
- * complex64 (RLX_C64), once for all:
+ * complex64 (RLX_C64) and complex128 (RLX_C128), once for all (what is
+ * said of c64 holds for c128 with f64 parts, computed and stored in
+ * double):
  * - Storage: 8 bytes per element, the real then the imaginary part as f32
- *   (C's float complex, NumPy complex64). from_data/from_blob/rlx_read copy
+ *   (C's float complex, NumPy complex64); c128 16 bytes, f64 parts (double
+ *   complex, NumPy complex128). from_data/from_blob/rlx_read copy
  *   those pairs; rlx_read_f32/f64 and rlx_item refuse it (RLX_E_DTYPE: read
  *   the pairs with rlx_read, or take rlx_real/rlx_imag first);
  *   rlx_to_string writes NumPy's "1+2j".
- * - Promotion: complex with any dtype gives c64 (there is no c128: f64 with
- *   c64 is c64, rounding the f64 to f32 parts). Scalars of the _s functions
- *   are real: x + s adds s to the real part.
+ * - Promotion (PyTorch's table): c128 with any dtype gives c128; c64 with
+ *   f64 gives c128; c64 with any other dtype (bool, the integers, f32,
+ *   f16, bf16, c64) gives c64. Scalars of the _s functions are real: x + s
+ *   adds s to the real part.
  * - Casts (PyTorch's): real -> c64 has imaginary part 0; c64 -> a real
  *   dtype keeps the real part (converted as that dtype's cast rules say)
- *   and discards the imaginary part; c64 -> bool is re != 0 || im != 0.
+ *   and discards the imaginary part; c64 -> bool is re != 0 || im != 0;
+ *   c64 <-> c128 converts each part (c128 -> c64 rounds each once).
  * - Ops computing c64 (the reference evaluator's complex double arithmetic,
  *   rounded once to f32 parts; on the JIT backend they run as reference
  *   kernels, never fused): add, sub, mul, div, neg, exp (C's cexp; mul,
  *   div and exp follow C Annex G for inf and NaN), eq, ne (both parts
  *   equal), their _s forms, where, masked_fill, sum, mean, matmul
- *   (cblas_cgemm; matmul_t, linear and einsum through it), abs (-> f32,
- *   hypot), full/zeros/ones/eye/full_like/ones_like/zeros_like, and
+ *   (cblas_cgemm, c128 cblas_zgemm; matmul_t, linear and einsum through
+ *   it), abs (-> f32, c128 -> f64, hypot), full/zeros/ones/eye/full_like/ones_like/zeros_like, and
  *   rlx_conj, rlx_real, rlx_imag, rlx_complex, rlx_fft_c below; the
  *   movement and indexing ops that copy elements (reshape, transpose,
  *   slice, narrow, select, flip, roll, tile, broadcast_to, pad with a real
@@ -157,8 +163,17 @@ typedef enum {
  *   than exp, var/std/norm, the activations and every composite of real
  *   math, scatter, cumsum, solve, conv, the [..., 2N] FFT, rand, arange)
  *   refuses c64 with RLX_E_DTYPE naming the function and c64.
- * - Autodiff: rlx_grad refuses (RLX_E_UNSUPPORTED) a graph in which a
- *   gradient would flow through a c64 node. */
+ * - Autodiff (PyTorch's convention): the gradient of a complex z is
+ *   dL/dRe(z) + i dL/dIm(z) for the real loss L (a complex wrt gets it in
+ *   its dtype). Rules: add, sub, neg, sum, mean, where, casts and the
+ *   movement ops as for reals; mul g*conj(other); div g/conj(b) and
+ *   -g*conj(a/b)/conj(b); exp g*conj(exp z); abs Re(g)*z/|z| (0 at 0);
+ *   conj conj(g); real complex(g, 0); imag complex(0, g); complex(re, im)
+ *   Re(g), Im(g); matmul g B^H, A^H g; gather/index_select each part
+ *   scattered back; fft_c the adjoint transform (unnormalized both ways).
+ *   Every op above that computes complex has its rule; one added later
+ *   without a complex rule is refused (RLX_E_UNSUPPORTED naming the op and
+ *   the dtype), never wrong. A complex loss is RLX_E_DTYPE. */
 
 typedef enum {
     RLX_ACT_NONE = 0, RLX_ACT_RELU = 1, RLX_ACT_GELU = 2, RLX_ACT_GELU_TANH = 3,
@@ -191,7 +206,7 @@ RLX_API const char *rlx_version(void);
  * Owned by the library. */
 RLX_API const char *rlx_host_info(void);
 /* "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16",
- * "u32", "c64"; "?" (and RLX_E_ARG) for other values. */
+ * "u32", "c64", "c128"; "?" (and RLX_E_ARG) for other values. */
 RLX_API const char *rlx_dtype_name(rlx_dtype dt);
 
 /* -------------------------------------------------------------- lifecycle */
@@ -844,17 +859,18 @@ RLX_API rlx_tensor *rlx_fft(rlx_tensor *x);  /* last axis, unnormalized */
 RLX_API rlx_tensor *rlx_ifft(rlx_tensor *x); /* unnormalized: ifft(fft(x)) = N x */
 RLX_API rlx_tensor *rlx_fft_axis(rlx_tensor *x, int axis, bool inverse); /* axis has length 2N */
 /* The same transform on complex tensors: x of any numeric dtype (real
- * dtypes convert to c64 with imaginary part 0), any length N >= 0 along
- * axis, c64 result of x's shape; unnormalized both ways (inverse of the
- * forward is N x). Computed in double, rounded once. The [..., 2N] entry
- * points above refuse c64 (RLX_E_DTYPE). */
+ * dtypes convert to c64 with imaginary part 0, f64 to c128), any length
+ * N >= 0 along axis, result of x's complex dtype and shape; unnormalized
+ * both ways (inverse of the forward is N x). Computed in double, rounded
+ * once. The [..., 2N] entry points above refuse c64/c128 (RLX_E_DTYPE). */
 RLX_API rlx_tensor *rlx_fft_c(rlx_tensor *x, int axis, bool inverse);
 
 /* ---------------------------------------------------------------- complex */
 /* c64 from real parts re and imaginary parts im: any real numeric dtypes
- * (not c64), broadcast together, each converted to f32. */
+ * (not complex), broadcast together, each converted to f32; c128 (f64
+ * parts) when either is f64. */
 RLX_API rlx_tensor *rlx_complex(rlx_tensor *re, rlx_tensor *im);
-/* The real / imaginary part of c64 as f32, a copy (the IR has no view that
+/* The real / imaginary part of c64 as f32 (c128: f64), a copy (the IR has no view that
  * reinterprets a dtype); of a real x: real is x itself, imag zeros of x's
  * dtype (NumPy). */
 RLX_API rlx_tensor *rlx_real(rlx_tensor *x);
@@ -1002,9 +1018,11 @@ RLX_API rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes
  * half to each operand; max/min reductions and max_pool2d split the
  * gradient evenly over tied extremes (PyTorch's rule). prod is exact with
  * zeros. pow: d/da = 0 where b == 0, d/db = 0 where a == 0 and b >= 0.
- * loss and wrt may be any float dtype (f32, f64, f16, bf16); each gradient
- * has its wrt's dtype. Errors: n < 0 or NULL entries RLX_E_ARG; non-float
- * loss or wrt RLX_E_DTYPE; through dynamic dims what rlx_input lists as
+ * loss and wrt may be any float dtype (f32, f64, f16, bf16), wrt also c64
+ * or c128 (complex rules: the complex block above); each gradient has its
+ * wrt's dtype. Errors: n < 0 or NULL entries RLX_E_ARG; a non-float loss
+ * (complex included: it must be real) or a non-float, non-complex wrt
+ * RLX_E_DTYPE; through dynamic dims what rlx_input lists as
  * refused RLX_E_UNSUPPORTED (the gradient graph has dynamic dims too and a
  * program resolves them per binding). On error every grads[i] is NULL. */
 RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx_tensor **grads);
@@ -1012,8 +1030,9 @@ RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx
 /* ------------------------------------------------------------ checkpoints */
 /* Tensors to and from files: safetensors, NumPy .npy and .npz. Every dtype
  * of rlx_dtype is read and written: safetensors BOOL I32 I64 F32 F64 F16
- * BF16 I8 U8 I16 U32, NumPy '|b1' '<i4' '<i8' '<f4' '<f8' '<f2' '|i1' '|u1'
- * '<i2' '<u4' -- except that NumPy has no bfloat16: rlx_save_npy and
+ * BF16 I8 U8 I16 U32 C64 C128 (C128 is librlx's name: the safetensors
+ * format lists no 128-bit complex), NumPy '|b1' '<i4' '<i8' '<f4' '<f8'
+ * '<f2' '|i1' '|u1' '<i2' '<u4' '<c8' '<c16' -- except that NumPy has no bfloat16: rlx_save_npy and
  * rlx_save_npz refuse a bf16 tensor with RLX_E_DTYPE before writing (save
  * it as safetensors, or cast it to f32). Files are written atomically (a temporary
  * file beside path, renamed over it), little-endian, row-major; unrealized
@@ -1026,7 +1045,7 @@ RLX_API rlx_status rlx_grad(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rlx
  * which is a transposed view. Don't modify a file while tensors map it.
  * A corrupt, truncated or hostile file is RLX_E_IO with a message naming
  * the path and the problem; a type librlx lacks (U16, U64, F8_E4M3,
- * '<u2', '<c8', ...) is RLX_E_UNSUPPORTED; nothing outside the file is ever read. Saving: n < 0,
+ * '<u2', '<c32', ...) is RLX_E_UNSUPPORTED; nothing outside the file is ever read. Saving: n < 0,
  * NULL, empty or repeated names, or a NULL tensor are RLX_E_ARG; a failing
  * write RLX_E_IO with the system's reason (the old file stays as it was). */
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "ir/cmplx.h"
@@ -170,13 +171,17 @@ TEST(promotion)
 {
     const int64_t s[1] = {2};
     rlx_dtype others[] = {RLX_BOOL, RLX_I32, RLX_I64, RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_I8, RLX_U8, RLX_I16,
-                          RLX_U32, RLX_C64};
-    rlx_tensor *z = tc64(1, s, NULL);
+                          RLX_U32, RLX_C64, RLX_C128};
+    rlx_tensor *z = tc64(1, s, NULL), *zz = rlx_cast(z, RLX_C128);
     for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        /* PyTorch's table: c64 with f64 or c128 widens to c128; c128 with anything is c128 */
+        rlx_dtype w = others[i] == RLX_F64 || others[i] == RLX_C128 ? RLX_C128 : RLX_C64;
         rlx_tensor *o = rlx_zeros(others[i], 1, s);
-        CHECK(rlx_dtype_of(rlx_add(z, o)) == RLX_C64);
-        CHECK(rlx_dtype_of(rlx_mul(o, z)) == RLX_C64);
-        CHECK(rlx_dtype_of(rlx_where(rlx_ones(RLX_BOOL, 1, s), o, z)) == RLX_C64);
+        CHECK(rlx_dtype_of(rlx_add(z, o)) == w);
+        CHECK(rlx_dtype_of(rlx_mul(o, z)) == w);
+        CHECK(rlx_dtype_of(rlx_where(rlx_ones(RLX_BOOL, 1, s), o, z)) == w);
+        CHECK(rlx_dtype_of(rlx_sub(zz, o)) == RLX_C128);
+        CHECK(rlx_dtype_of(rlx_div(o, zz)) == RLX_C128);
     }
     /* a real scalar adds to the real part */
     cd r[2];
@@ -284,7 +289,8 @@ TEST(unary_and_views)
         /* rlx_complex: real parts of any real dtype, broadcast */
         double r4[4] = {1, -2, 3, 0.5}, i1[1] = {-3};
         const int64_t s4[1] = {4}, s1[1] = {1};
-        rlx_tensor *c = rlx_complex(test_tensor(RLX_F64, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
+        rlx_tensor *c =
+            rlx_complex(test_tensor(RLX_F32, 1, s4, r4), rlx_cast(test_tensor(RLX_F32, 1, s1, i1), RLX_I32));
         cd wc[4] = {CMPLX(1, -3), CMPLX(-2, -3), CMPLX(3, -3), CMPLX(0.5, -3)};
         EXPECT_C(c, 1, s4, wc, 0);
         (void)be;
@@ -599,20 +605,487 @@ TEST(refusals)
 #undef REFUSE
 }
 
-TEST(grad_refused)
+/* ---------------------------------------------------------- complex128 */
+
+/* A c128 tensor of random values in [-2, 2)^2; ref gets them. */
+static rlx_tensor *tc128(int rank, const int64_t *shape, cd *ref)
 {
-    const int64_t s[1] = {3};
-    rlx_tensor *x = rlx_ones(RLX_F32, 1, s), *y = rlx_full(RLX_F32, 1, s, 2);
-    rlx_tensor *loss = rlx_sum_all(rlx_abs(rlx_complex(x, y)));
-    rlx_tensor *g[2];
-    rlx_tensor *wrt[2] = {x, y};
-    CHECK_ERR(rlx_grad(loss, wrt, 2, g), RLX_E_UNSUPPORTED, "rlx_grad");
-    /* a c64 branch the gradient does not flow through is fine */
-    rlx_tensor *side = rlx_cast(rlx_eq(rlx_complex(x, y), rlx_complex(y, x)), RLX_F32);
-    rlx_tensor *loss2 = rlx_sum_all(rlx_add(rlx_mul(x, x), side));
-    CHECK(rlx_grad(loss2, wrt, 1, g) == RLX_OK);
-    double two[3] = {2, 2, 2};
-    EXPECT(g[0], RLX_F32, 1, s, two, 0);
+    int64_t n = test_numel(rank, shape);
+    double *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof *buf);
+    for (int64_t i = 0; i < n; i++) {
+        buf[2 * i] = test_uniform(-2, 2);
+        buf[2 * i + 1] = test_uniform(-2, 2);
+        if (ref)
+            ref[i] = CMPLX(buf[2 * i], buf[2 * i + 1]);
+    }
+    rlx_tensor *t = rlx_from_data(RLX_C128, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+/* Checks t is c128 of shape holding want within rtol * |want| + 1e-14. */
+static void expect_c128(int line, const char *what, rlx_tensor *t, int rank, const int64_t *shape, const cd *want,
+                        double rtol)
+{
+    if (!t || rlx_dtype_of(t) != RLX_C128) {
+        test_fail(__FILE__, line, "%s: %s", what, t ? rlx_dtype_name(rlx_dtype_of(t)) : rlx_last_error());
+        return;
+    }
+    int64_t got_shape[RLX_MAX_RANK];
+    if (rlx_shape(t, got_shape, RLX_MAX_RANK) != rank ||
+        (rank && memcmp(got_shape, shape, (size_t)rank * sizeof *shape) != 0)) {
+        test_fail(__FILE__, line, "%s: shape differs from %s", what, test_dims(rank, shape));
+        return;
+    }
+    int64_t n = test_numel(rank, shape);
+    double *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof *buf);
+    if (rlx_read(t, buf, (size_t)n * 16) != RLX_OK)
+        test_fail(__FILE__, line, "%s: read failed: %s", what, rlx_last_error());
+    else
+        for (int64_t i = 0; i < n; i++) {
+            cd g = CMPLX(buf[2 * i], buf[2 * i + 1]);
+            if (!(cabs(g - want[i]) <= 1e-14 + rtol * cabs(want[i]))) {
+                test_fail(__FILE__, line, "%s: element %lld is %.17g%+.17gj, want %.17g%+.17gj", what, (long long)i,
+                          creal(g), cimag(g), creal(want[i]), cimag(want[i]));
+                break;
+            }
+        }
+    free(buf);
+}
+#define EXPECT_C128(t, rank, shape, want, rtol) expect_c128(__LINE__, #t, (t), (rank), (shape), (want), (rtol))
+
+TEST(c128_storage_and_casts)
+{
+    const int64_t shape[2] = {2, 2};
+    const double data[8] = {1, 2, -0.5, 1.5, 0, -1, 0.1, 0};
+    rlx_tensor *t = rlx_from_data(RLX_C128, 2, shape, data);
+    CHECK(t && rlx_dtype_of(t) == RLX_C128 && strcmp(rlx_dtype_name(RLX_C128), "c128") == 0);
+    double back[8];
+    CHECK(rlx_read(t, back, sizeof back) == RLX_OK && memcmp(back, data, sizeof back) == 0);
+    char *s = rlx_to_string(t);
+    const char *want_s = "tensor([[1.+2.j, -0.5+1.5j],\n        [0.-1.j, 0.1+0.j]], shape=[2, 2], dtype=c128)";
+    if (!s || strcmp(s, want_s) != 0)
+        test_fail(__FILE__, __LINE__, "to_string gave %s", s ? s : "NULL");
+    free(s);
+    double blob[4] = {1, 2, 3, 4};
+    const int64_t two[1] = {2};
+    rlx_tensor *b = rlx_from_blob(RLX_C128, 1, two, blob, NULL, NULL);
+    blob[3] = 0.1;
+    EXPECT_C128(b, 1, two, ((cd[]){CMPLX(1, 2), CMPLX(3, 0.1)}), 0);
+    CHECK(rlx_storage_bytes(b) == 32);
+    double v;
+    CHECK_ERR(rlx_item(rlx_reshape(rlx_slice(b, 0, 0, 1, 1), 0, NULL), &v), RLX_E_DTYPE, "rlx_item");
+    CHECK_ERR(rlx_read_f64(b, blob, 2), RLX_E_DTYPE, "rlx_read_f64");
+    const int64_t e[2] = {0, 3};
+    EXPECT_C128(rlx_from_data(RLX_C128, 2, e, NULL), 2, e, NULL, 0);
+    EACH_BACKEND(be)
+    {
+        /* c64 <-> c128 converts each part; f64 -> c128 is exact; c128 -> real keeps the real part */
+        cd w[4] = {CMPLX(1, 2), CMPLX(-0.5, 1.5), CMPLX(0, -1), CMPLX(0.1, 0)};
+        rlx_tensor *c64 = rlx_cast(t, RLX_C64);
+        float f[8];
+        CHECK(rlx_read(c64, f, sizeof f) == RLX_OK && f[6] == 0.1f && f[2] == -0.5f);
+        cd wf[4] = {CMPLX(1, 2), CMPLX(-0.5, 1.5), CMPLX(0, -1), CMPLX((double)0.1f, 0)};
+        EXPECT_C128(rlx_cast(c64, RLX_C128), 2, shape, wf, 0);
+        EXPECT_C128(rlx_cast(rlx_real(t), RLX_C128), 2, shape, ((cd[]){1, -0.5, 0, 0.1}), 0);
+        EXPECT(rlx_cast(t, RLX_F64), RLX_F64, 2, shape, ((const double[]){1, -0.5, 0, 0.1}), 0);
+        EXPECT(rlx_cast(t, RLX_BOOL), RLX_BOOL, 2, shape, ((const double[]){1, 1, 1, 1}), 0);
+        EXPECT(rlx_cast(t, RLX_I32), RLX_I32, 2, shape, ((const double[]){1, 0, 0, 0}), 0);
+        EXPECT(rlx_real(t), RLX_F64, 2, shape, ((const double[]){1, -0.5, 0, 0.1}), 0);
+        EXPECT(rlx_imag(t), RLX_F64, 2, shape, ((const double[]){2, 1.5, -1, 0}), 0);
+        EXPECT_C128(rlx_complex(rlx_real(t), rlx_imag(t)), 2, shape, w, 0);
+        EXPECT_C128(rlx_full(RLX_C128, 2, shape, 0.1), 2, shape, ((cd[]){0.1, 0.1, 0.1, 0.1}), 0);
+        (void)be;
+    }
+}
+
+TEST(c128_ops)
+{
+    static const struct {
+        int ra, rb;
+        int64_t a[3], b[3], o[3];
+    } cases[] = {
+        {2, 2, {2, 3}, {2, 3}, {2, 3}},
+        {2, 1, {2, 3}, {3}, {2, 3}},
+        {3, 2, {2, 1, 4}, {3, 1}, {2, 3, 4}},
+        {0, 2, {0}, {2, 2}, {2, 2}},
+        {2, 2, {0, 3}, {1, 3}, {0, 3}},
+    };
+    EACH_BACKEND(be)
+    {
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            int ra = cases[c].ra, rb = cases[c].rb, ro = ra > rb ? ra : rb;
+            const int64_t *os = cases[c].o;
+            int64_t no = test_numel(ro, os);
+            cd av[24], bv[24], w[4][24] = {{0}};
+            rlx_tensor *a = tc128(ra, cases[c].a, av), *b = tc128(rb, cases[c].b, bv);
+            for (int64_t i = 0; i < no; i++) {
+                cd x = av[bidx(ro, os, i, ra, cases[c].a)], y = bv[bidx(ro, os, i, rb, cases[c].b)];
+                w[0][i] = x + y;
+                w[1][i] = x - y;
+                w[2][i] = x * y;
+                w[3][i] = x / y;
+            }
+            EXPECT_C128(rlx_add(a, b), ro, os, w[0], 0);
+            EXPECT_C128(rlx_sub(a, b), ro, os, w[1], 0);
+            EXPECT_C128(rlx_mul(a, b), ro, os, w[2], 1e-15);
+            EXPECT_C128(rlx_div(a, b), ro, os, w[3], 1e-15);
+            /* mixed with c64 and f64: c128 */
+            for (int64_t i = 0; i < no; i++) /* f64 with c128: c128 */
+                w[0][i] = creal(av[bidx(ro, os, i, ra, cases[c].a)]) * bv[bidx(ro, os, i, rb, cases[c].b)];
+            EXPECT_C128(rlx_mul(rlx_real(a), b), ro, os, w[0], 1e-15);
+        }
+        /* unary on a transposed view, against C99's complex double */
+        const int64_t s[2] = {2, 3}, st[2] = {3, 2};
+        cd v[6], t[6], wn[6], wc[6], we[6];
+        double wa[6], wr[6], wi[6];
+        rlx_tensor *x = tc128(2, s, v), *xt = rlx_transpose(x, 2, (const int[]){1, 0});
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                cd z = v[j * 3 + i];
+                int k = i * 2 + j;
+                t[k] = z;
+                wn[k] = -z;
+                wc[k] = conj(z);
+                we[k] = cexp(z);
+                wa[k] = cabs(z);
+                wr[k] = creal(z);
+                wi[k] = cimag(z);
+            }
+        EXPECT_C128(rlx_contiguous(xt), 2, st, t, 0);
+        EXPECT_C128(rlx_neg(xt), 2, st, wn, 0);
+        EXPECT_C128(rlx_conj(xt), 2, st, wc, 0);
+        EXPECT_C128(rlx_exp(xt), 2, st, we, 1e-15);
+        EXPECT(rlx_abs(xt), RLX_F64, 2, st, wa, 1e-15);
+        EXPECT(rlx_real(xt), RLX_F64, 2, st, wr, 0);
+        EXPECT(rlx_imag(xt), RLX_F64, 2, st, wi, 0);
+        /* eq/ne, where, sum/mean over axes, rank 0 */
+        EXPECT(rlx_eq(x, rlx_conj(rlx_conj(x))), RLX_BOOL, 2, s, ((const double[]){1, 1, 1, 1, 1, 1}), 0);
+        EXPECT(rlx_ne(x, rlx_conj(x)), RLX_BOOL, 2, s, ((const double[]){1, 1, 1, 1, 1, 1}), 0);
+        cd ws[3], wm[2], wall = 0;
+        for (int j = 0; j < 3; j++)
+            ws[j] = v[j] + v[3 + j];
+        for (int i = 0; i < 2; i++)
+            wm[i] = (v[i * 3] + v[i * 3 + 1] + v[i * 3 + 2]) / 3;
+        for (int i = 0; i < 6; i++)
+            wall += v[i];
+        EXPECT_C128(rlx_sum(x, (const int[]){0}, 1, false), 1, s + 1, ws, 1e-15);
+        EXPECT_C128(rlx_mean(x, (const int[]){1}, 1, false), 1, s, wm, 1e-15);
+        EXPECT_C128(rlx_sum_all(x), 0, NULL, &wall, 1e-15);
+        cd ww[6];
+        for (int i = 0; i < 6; i++)
+            ww[i] = i % 2 ? v[i] : conj(v[i]);
+        rlx_tensor *mask = rlx_from_data(RLX_BOOL, 2, s, (const bool[]){false, true, false, true, false, true});
+        EXPECT_C128(rlx_where(mask, x, rlx_conj(x)), 2, s, ww, 0);
+        cd z0, w0;
+        rlx_tensor *r0 = tc128(0, NULL, &z0);
+        w0 = cexp(z0 * z0);
+        EXPECT_C128(rlx_exp(rlx_mul(r0, r0)), 0, NULL, &w0, 1e-14);
+        const int64_t e[2] = {0, 3};
+        EXPECT_C128(rlx_sum(rlx_zeros(RLX_C128, 2, e), (const int[]){0}, 1, false), 1, e + 1, ((cd[]){0, 0, 0}), 0);
+        (void)be;
+    }
+}
+
+TEST(c128_matmul_and_fft)
+{
+    EACH_BACKEND(be)
+    {
+        /* batched, broadcast, a transposed operand: zgemm against a naive sum */
+        const int64_t sa[3] = {2, 3, 4}, sb[2] = {5, 4}, so[3] = {2, 3, 5};
+        cd a[24], b[20], w[30];
+        rlx_tensor *ta = tc128(3, sa, a), *tb = tc128(2, sb, b);
+        for (int p = 0; p < 2; p++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 5; j++) {
+                    cd acc = 0;
+                    for (int k = 0; k < 4; k++)
+                        acc += a[p * 12 + i * 4 + k] * b[j * 4 + k];
+                    w[p * 15 + i * 5 + j] = acc;
+                }
+        EXPECT_C128(rlx_matmul(ta, rlx_transpose(tb, 2, (const int[]){1, 0})), 3, so, w, 1e-14);
+        const int64_t e0[2] = {2, 0}, e1[2] = {0, 3}, e2[2] = {2, 3};
+        EXPECT_C128(rlx_matmul(rlx_zeros(RLX_C128, 2, e0), rlx_zeros(RLX_C128, 2, e1)), 2, e2,
+                    ((cd[]){0, 0, 0, 0, 0, 0}), 0);
+        /* fft_c in double against a naive DFT; an f64 input gives c128 */
+        const int64_t lens[] = {1, 5, 8, 12};
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+            int64_t n = lens[l];
+            const int64_t shape[2] = {2, n};
+            cd x[24], want[24], back[24];
+            rlx_tensor *t = tc128(2, shape, x);
+            for (int r = 0; r < 2; r++)
+                dft(x + r * n, want + r * n, n, false);
+            rlx_tensor *f = rlx_fft_c(t, -1, false);
+            EXPECT_C128(f, 2, shape, want, 1e-12);
+            for (int i = 0; i < 2 * n; i++)
+                back[i] = x[i] * (double)n;
+            EXPECT_C128(rlx_fft_c(f, 1, true), 2, shape, back, 1e-12);
+        }
+        double re[4] = {0.1, 2, 3, 4};
+        const int64_t s4[1] = {4};
+        cd xr[4] = {0.1, 2, 3, 4}, wr[4];
+        dft(xr, wr, 4, false);
+        EXPECT_C128(rlx_fft_c(test_tensor(RLX_F64, 1, s4, re), 0, false), 1, s4, wr, 1e-14);
+        (void)be;
+    }
+}
+
+TEST(c128_files_and_refusals)
+{
+    const int64_t s[2] = {2, 3};
+    cd v[6];
+    rlx_tensor *x = tc128(2, s, v);
+    char path[] = "/tmp/rlx_c128_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        close(fd);
+        CHECK(rlx_save_npy(path, rlx_transpose(x, 2, (const int[]){1, 0})) == RLX_OK);
+        rlx_tensor *back = rlx_load_npy(path);
+        cd t[6];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++)
+                t[i * 2 + j] = v[j * 3 + i];
+        EXPECT_C128(back, 2, ((const int64_t[]){3, 2}), t, 0);
+        const char *names[2] = {"z", "f"};
+        rlx_tensor *ts[2] = {x, rlx_ones(RLX_F32, 1, s)};
+        CHECK(rlx_save_safetensors(path, 2, names, ts) == RLX_OK);
+        rlx_checkpoint *ck = rlx_load_safetensors(path);
+        CHECK(ck != NULL);
+        if (ck)
+            EXPECT_C128(rlx_checkpoint_get(ck, "z"), 2, s, v, 0);
+        rlx_checkpoint_free(ck);
+        unlink(path);
+    }
+    /* refusals name the function and c128 */
+    rlx_tensor *r = rlx_sqrt(x);
+    CHECK(!r && rlx_last_status() == RLX_E_DTYPE && strstr(rlx_last_error(), "rlx_sqrt") &&
+          strstr(rlx_last_error(), "c128"));
+    rlx_clear_error();
+    r = rlx_max(x, NULL, 0, false);
+    CHECK(!r && rlx_last_status() == RLX_E_DTYPE && strstr(rlx_last_error(), "c128"));
+    rlx_clear_error();
+    CHECK_NULL_ERR(rlx_sort(x, 0, false), RLX_E_DTYPE, "rlx_sort");
+    CHECK_NULL_ERR(rlx_cumsum(x, 0, false), RLX_E_DTYPE, "rlx_cumsum");
+    CHECK_NULL_ERR(rlx_fft(x), RLX_E_DTYPE, "rlx_fft");
+    CHECK_NULL_ERR(rlx_rand(RLX_C128, 2, s, 1), RLX_E_DTYPE, "rlx_rand");
+    CHECK_NULL_ERR(rlx_arange(RLX_C128, 0, 4, 1), RLX_E_DTYPE, "rlx_arange");
+    CHECK_NULL_ERR(rlx_complex(x, rlx_real(x)), RLX_E_DTYPE, "rlx_complex");
+    CHECK_NULL_ERR(rlx_var(x, (const int[]){0}, 1, false), RLX_E_DTYPE, "rlx_var");
+    CHECK_NULL_ERR(rlx_softmax(x, 1), RLX_E_DTYPE, "rlx_softmax");
+}
+
+/* ------------------------------------------------------------ gradients */
+
+/* One input of a gradient check: complex of cdt, or real (the part dtype)
+ * when real is set. */
+typedef struct {
+    int rank;
+    int64_t shape[3];
+    bool real;
+} gspec;
+
+typedef rlx_tensor *(*gloss)(rlx_tensor *const *in);
+
+static rlx_dtype part_of(rlx_dtype cdt) { return cdt == RLX_C128 ? RLX_F64 : RLX_F32; }
+
+/* Input k from doubles v (pairs for complex), rounded to its dtype. */
+static rlx_tensor *g_input(const gspec *sp, rlx_dtype cdt, const double *v)
+{
+    rlx_tensor *t = rlx_from_data(sp->real ? RLX_F64 : RLX_C128, sp->rank, sp->shape, v);
+    return t ? rlx_cast(t, sp->real ? part_of(cdt) : cdt) : NULL;
+}
+
+/* Loss value of fn at the inputs held in vals. */
+static double g_eval(gloss fn, int nin, const gspec *sp, rlx_dtype cdt, double *const *vals)
+{
+    rlx_scope_begin();
+    rlx_tensor *in[4];
+    for (int k = 0; k < nin; k++)
+        in[k] = g_input(&sp[k], cdt, vals[k]);
+    double v = NAN;
+    if (rlx_item(fn(in), &v) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "loss: %s", rlx_last_error());
+    rlx_scope_end();
+    return v;
+}
+
+/* rlx_grad of fn (a real loss of complex or real inputs of random values,
+ * broadcasting as the specs say) against central differences taken on the
+ * real and the imaginary part of every element separately, on both
+ * backends; c128 to f64 accuracy (limited by the difference quotient),
+ * c64 to f32's. */
+static void check_cgrad(int line, const char *what, gloss fn, int nin, const gspec *sp, rlx_dtype cdt)
+{
+    double *vals[4];
+    int64_t len[4];
+    for (int k = 0; k < nin; k++) {
+        int64_t n = test_numel(sp[k].rank, sp[k].shape) * (sp[k].real ? 1 : 2);
+        len[k] = n;
+        vals[k] = malloc((size_t)(n ? n : 1) * sizeof(double));
+        for (int64_t i = 0; i < n; i++) /* held at the input dtype's precision */
+            vals[k][i] = cdt == RLX_C64 ? (double)(float)test_uniform(-1.5, 1.5) : test_uniform(-1.5, 1.5);
+    }
+    bool c128 = cdt == RLX_C128;
+    double h = c128 ? 1e-6 : 1e-2, tol = c128 ? 1e-6 : 2e-2;
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *in[4], *g[4];
+        for (int k = 0; k < nin; k++)
+            in[k] = g_input(&sp[k], cdt, vals[k]);
+        rlx_tensor *loss = fn(in);
+        if (!loss || rlx_grad(loss, in, nin, g) != RLX_OK) {
+            test_fail(__FILE__, line, "%s (%s): %s", what, rlx_dtype_name(cdt), rlx_last_error());
+            rlx_clear_error();
+            continue;
+        }
+        for (int k = 0; k < nin; k++) {
+            rlx_dtype want = sp[k].real ? part_of(cdt) : cdt;
+            if (rlx_dtype_of(g[k]) != want) {
+                test_fail(__FILE__, line, "%s: gradient %d is %s, want %s", what, k, rlx_dtype_name(rlx_dtype_of(g[k])),
+                          rlx_dtype_name(want));
+                continue;
+            }
+            double *an = malloc((size_t)(len[k] ? len[k] : 1) * sizeof *an);
+            rlx_tensor *wide = rlx_cast(g[k], sp[k].real ? RLX_F64 : RLX_C128);
+            if (rlx_read(wide, an, (size_t)len[k] * sizeof *an) != RLX_OK) {
+                test_fail(__FILE__, line, "%s: read: %s", what, rlx_last_error());
+                free(an);
+                continue;
+            }
+            for (int64_t i = 0; i < len[k]; i++) {
+                double keep = vals[k][i];
+                vals[k][i] = keep + h;
+                double lp = g_eval(fn, nin, sp, cdt, vals);
+                vals[k][i] = keep - h;
+                double lm = g_eval(fn, nin, sp, cdt, vals);
+                vals[k][i] = keep;
+                double fd = (lp - lm) / (2 * h);
+                if (!(fabs(fd - an[i]) <= tol * (1 + fabs(fd)))) {
+                    test_fail(__FILE__, line,
+                              "%s (%s, %s): d/d%s of input %d element %lld: rlx_grad %.9g, differences %.9g", what,
+                              rlx_dtype_name(cdt), be ? "jit" : "ref", sp[k].real ? "x" : i % 2 ? "Im" : "Re", k,
+                              (long long)(sp[k].real ? i : i / 2), an[i], fd);
+                    break;
+                }
+            }
+            free(an);
+        }
+    }
+    for (int k = 0; k < nin; k++)
+        free(vals[k]);
+}
+
+static rlx_tensor *sum_abs(rlx_tensor *z) { return rlx_sum_all(rlx_abs(z)); }
+/* a real loss that weighs both parts differently (so that a rule mixing
+ * them up shows) */
+static rlx_tensor *parts(rlx_tensor *z)
+{
+    return rlx_add(rlx_sum_all(rlx_mul(rlx_real(z), rlx_real(z))), rlx_sum_all(rlx_mul_s(rlx_imag(z), 0.7)));
+}
+static rlx_tensor *l_mul(rlx_tensor *const *in) { return parts(rlx_mul(in[0], in[1])); }
+static rlx_tensor *l_div(rlx_tensor *const *in) { return parts(rlx_div(in[0], rlx_add_s(in[1], 3))); }
+static rlx_tensor *l_addsub(rlx_tensor *const *in) { return parts(rlx_sub(rlx_add(in[0], in[1]), rlx_neg(in[1]))); }
+static rlx_tensor *l_exp_conj(rlx_tensor *const *in) { return parts(rlx_mul(rlx_exp(rlx_conj(in[0])), in[0])); }
+static rlx_tensor *l_abs(rlx_tensor *const *in) { return sum_abs(rlx_mul(in[0], in[0])); }
+static rlx_tensor *l_matmul(rlx_tensor *const *in) { return parts(rlx_matmul(in[0], in[1])); }
+static rlx_tensor *l_matmul_b(rlx_tensor *const *in) { return sum_abs(rlx_matmul(in[0], in[1])); }
+static rlx_tensor *l_complex(rlx_tensor *const *in)
+{
+    return parts(rlx_mul(rlx_complex(in[0], in[1]), rlx_complex(in[1], rlx_mul(in[0], in[0]))));
+}
+/* real times complex */
+static rlx_tensor *l_real_mix(rlx_tensor *const *in) { return parts(rlx_mul(in[0], rlx_exp(in[1]))); }
+static rlx_tensor *l_reduce(rlx_tensor *const *in)
+{
+    rlx_tensor *m = rlx_mean(in[0], (const int[]){1}, 1, true), *s = rlx_sum(in[0], (const int[]){0}, 1, false);
+    return parts(rlx_mul(rlx_sub(in[0], m), s));
+}
+static rlx_tensor *l_movement(rlx_tensor *const *in)
+{
+    rlx_tensor *t = rlx_transpose(in[0], 2, (const int[]){1, 0}); /* [3, 2] */
+    rlx_tensor *sl = rlx_flip(t, 0);                              /* rows 2, 1, 0 of the view */
+    rlx_tensor *pc[2] = {rlx_pad(sl, 1, 1, 0, 0.5), rlx_reshape(in[0], 2, (const int64_t[]){3, 2})};
+    rlx_tensor *c = rlx_cat(pc, 2, 1); /* [3, 5] */
+    /* a fixed mask: no kink to difference across */
+    static const bool pick[15] = {1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1};
+    rlx_tensor *w = rlx_where(rlx_from_data(RLX_BOOL, 2, (const int64_t[]){3, 5}, pick), c, rlx_conj(c));
+    return parts(rlx_mul(rlx_contiguous(w), rlx_broadcast_to(rlx_narrow(c, 1, 0, 1), 2, (const int64_t[]){3, 5})));
+}
+static rlx_tensor *l_fft(rlx_tensor *const *in)
+{
+    return rlx_add(parts(rlx_fft_c(in[0], 1, false)), sum_abs(rlx_fft_c(rlx_mul(in[0], in[0]), 0, true)));
+}
+static rlx_tensor *l_widen(rlx_tensor *const *in) /* c64 (or c128) with f64: c128 */
+{
+    return parts(rlx_mul(in[0], rlx_cast(in[1], RLX_F64)));
+}
+static rlx_tensor *l_index(rlx_tensor *const *in) /* repeated indices: their gradients add */
+{
+    rlx_tensor *i3 = rlx_from_data(RLX_I64, 1, (const int64_t[]){4}, (const int64_t[]){2, 0, 2, 2});
+    rlx_tensor *g = rlx_from_data(RLX_I32, 2, (const int64_t[]){1, 3}, (const int32_t[]){1, 1, 0});
+    rlx_tensor *sel = rlx_index_select(in[0], 1, i3); /* [2, 4] */
+    return rlx_add(parts(rlx_mul(sel, sel)), sum_abs(rlx_gather(in[0], g, 0)));
+}
+static rlx_tensor *l_rank0(rlx_tensor *const *in) { return rlx_add(sum_abs(rlx_mul(in[0], in[1])), parts(in[0])); }
+
+TEST(gradients)
+{
+    const gspec m23 = {2, {2, 3, 2}, false}, v3 = {1, {3, 2}, false}, r23 = {2, {2, 3}, true};
+    const gspec m34 = {2, {3, 4, 2}, false}, b234 = {3, {2, 3, 4}, false}, s0 = {0, {2}, false};
+    const gspec m43 = {2, {4, 3, 0}, false};
+    for (int c = 0; c < 2; c++) {
+        rlx_dtype cdt = c ? RLX_C128 : RLX_C64;
+        check_cgrad(__LINE__, "mul (broadcast)", l_mul, 2, (gspec[]){m23, v3}, cdt);
+        check_cgrad(__LINE__, "div", l_div, 2, (gspec[]){m23, v3}, cdt);
+        check_cgrad(__LINE__, "add, sub, neg", l_addsub, 2, (gspec[]){v3, m23}, cdt);
+        check_cgrad(__LINE__, "exp, conj", l_exp_conj, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "abs", l_abs, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "matmul", l_matmul, 2, (gspec[]){m23, m34}, cdt);
+        check_cgrad(__LINE__, "batched matmul", l_matmul_b, 2, (gspec[]){b234, m43}, cdt);
+        check_cgrad(__LINE__, "complex of reals", l_complex, 2, (gspec[]){r23, r23}, cdt);
+        check_cgrad(__LINE__, "real times complex", l_real_mix, 2, (gspec[]){r23, m23}, cdt);
+        check_cgrad(__LINE__, "sum, mean", l_reduce, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "movement", l_movement, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "fft_c", l_fft, 1, (gspec[]){m34}, cdt);
+        check_cgrad(__LINE__, "widened to c128", l_widen, 2, (gspec[]){m23, r23}, cdt);
+        check_cgrad(__LINE__, "index_select, gather", l_index, 1, (gspec[]){m23}, cdt);
+        check_cgrad(__LINE__, "rank 0", l_rank0, 2, (gspec[]){s0, m23}, cdt);
+    }
+}
+
+TEST(gradient_edges)
+{
+    for (int c = 0; c < 2; c++) {
+        rlx_dtype cdt = c ? RLX_C128 : RLX_C64;
+        /* |z| has gradient 0 at 0 (PyTorch), z/|z| elsewhere */
+        double zv[4] = {0, 0, 3, -4};
+        const int64_t s2[1] = {2};
+        rlx_tensor *z = rlx_cast(rlx_from_data(RLX_C128, 1, s2, zv), cdt);
+        rlx_tensor *g = NULL;
+        CHECK(rlx_grad(rlx_sum_all(rlx_abs(z)), &z, 1, &g) == RLX_OK);
+        rlx_tensor *gw = rlx_cast(g, RLX_C128);
+        double got[4] = {1, 1, 1, 1};
+        CHECK(rlx_read(gw, got, sizeof got) == RLX_OK);
+        CHECK(got[0] == 0 && got[1] == 0 && fabs(got[2] - 0.6) < 1e-6 && fabs(got[3] + 0.8) < 1e-6);
+        /* an empty complex wrt gets an empty complex gradient */
+        const int64_t e[2] = {0, 3};
+        rlx_tensor *ze = rlx_zeros(cdt, 2, e);
+        CHECK(rlx_grad(rlx_sum_all(rlx_abs(rlx_mul(ze, ze))), &ze, 1, &g) == RLX_OK);
+        CHECK(rlx_dtype_of(g) == cdt && rlx_numel(g) == 0);
+        /* a complex loss is refused (PyTorch: only real outputs) */
+        rlx_tensor *x = rlx_ones(part_of(cdt), 1, s2);
+        CHECK_ERR(rlx_grad(rlx_sum_all(rlx_cast(x, cdt)), &x, 1, &g), RLX_E_DTYPE, "rlx_grad");
+        rlx_tensor *w = rlx_cast(x, cdt);
+        CHECK(rlx_grad(rlx_sum_all(w), &x, 1, &g) == RLX_E_DTYPE && strstr(rlx_last_error(), "real") &&
+              strstr(rlx_last_error(), rlx_dtype_name(cdt)));
+        rlx_clear_error();
+        /* a complex branch the gradient does not flow through is fine */
+        rlx_tensor *side = rlx_cast(rlx_eq(w, rlx_conj(w)), part_of(cdt));
+        CHECK(rlx_grad(rlx_sum_all(rlx_add(rlx_mul(x, x), side)), &x, 1, &g) == RLX_OK);
+        EXPECT(g, part_of(cdt), 1, s2, ((const double[]){2, 2}), 0);
+    }
 }
 
 /* A compiled program with a c64 input runs its c64 ops on each binding. */
@@ -641,5 +1114,7 @@ TEST(program_input)
 }
 
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
-          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(grad_refused),
+          T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(c128_storage_and_casts), T(c128_ops),
+          T(c128_matmul_and_fft),
+          T(c128_files_and_refusals), T(gradients), T(gradient_edges),
           T(program_input))

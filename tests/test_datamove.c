@@ -947,7 +947,7 @@ TEST(cast_errors)
 {
     rlx_tensor *x = rlx_zeros(RLX_F32, 1, SH(2));
     CHECK_NULL_ERR(rlx_cast(NULL, RLX_I32), RLX_E_ARG, "rlx_cast");
-    CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)12), RLX_E_DTYPE, "rlx_cast");
+    CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)13), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)-3), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)-1), RLX_E_DTYPE, "rlx_cast");
     CHECK_NULL_ERR(rlx_cast(x, (rlx_dtype)INT_MAX), RLX_E_DTYPE, "rlx_cast");
@@ -995,7 +995,7 @@ TEST(null_propagation_keeps_first_error)
 {
     rlx_tensor *i1 = ti32(1, SH(1), (int32_t[]){0});
     rlx_clear_error();
-    rlx_tensor *bad = rlx_cast(i1, (rlx_dtype)12);
+    rlx_tensor *bad = rlx_cast(i1, (rlx_dtype)13);
     CHECK(bad == NULL);
     CHECK_EQ_INT(rlx_last_status(), RLX_E_DTYPE);
     char first[256];

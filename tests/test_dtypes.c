@@ -34,8 +34,8 @@ TEST(names_and_sizes)
         CHECK_ERR(rlx_read(z, buf, (size_t)(3 * sizes[i] - 1)), RLX_E_ARG, "rlx_read");
     }
     rlx_clear_error();
-    CHECK(strcmp(rlx_dtype_name((rlx_dtype)12), "?") == 0 && rlx_last_status() == RLX_E_ARG);
-    CHECK_NULL_ERR(rlx_zeros((rlx_dtype)12, 0, NULL), RLX_E_DTYPE, "rlx_zeros");
+    CHECK(strcmp(rlx_dtype_name((rlx_dtype)13), "?") == 0 && rlx_last_status() == RLX_E_ARG);
+    CHECK_NULL_ERR(rlx_zeros((rlx_dtype)13, 0, NULL), RLX_E_DTYPE, "rlx_zeros");
 }
 
 /* PyTorch's promotion (NumPy's where PyTorch has no u32), row and column
@@ -86,6 +86,42 @@ TEST(promotion_table)
                     if (got[k] != want || gotm[k] != (x > y ? x : y))
                         test_fail(__FILE__, __LINE__, "%s: %s + %s at %d gives %g (max %g), expected %g", backends[be],
                                   rlx_dtype_name(all[i]), rlx_dtype_name(all[j]), k, got[k], gotm[k], want);
+                }
+            }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+}
+
+/* The complex rows of PyTorch's table, written out: c64 and c128 against
+ * every dtype of `all` then c64, c128 (a complex result either way). */
+TEST(complex_promotion_table)
+{
+    static const rlx_dtype cx[2] = {RLX_C64, RLX_C128};
+    /* columns: bool i32 i64 f32 f64 f16 bf16 i8 u8 i16 u32 c64 c128 */
+    static const rlx_dtype rows[2][NDT + 2] = {
+        {RLX_C64, RLX_C64, RLX_C64, RLX_C64, RLX_C128, RLX_C64, RLX_C64, RLX_C64, RLX_C64, RLX_C64, RLX_C64, RLX_C64,
+         RLX_C128},
+        {RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128, RLX_C128,
+         RLX_C128, RLX_C128},
+    };
+    CHECK(strcmp(rlx_dtype_name(RLX_C64), "c64") == 0 && strcmp(rlx_dtype_name(RLX_C128), "c128") == 0);
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < NDT + 2; j++) {
+                rlx_dtype o = j < NDT ? all[j] : cx[j - NDT];
+                rlx_tensor *a = small(cx[i], 0), *b = small(o, o == RLX_BOOL);
+                rlx_tensor *s = rlx_add(a, b), *t = rlx_mul(b, a);
+                CHECK(s && rlx_dtype_of(s) == rows[i][j] && t && rlx_dtype_of(t) == rows[i][j]);
+                if (!s)
+                    continue;
+                double got[8];
+                CHECK(rlx_read(rlx_cast(s, RLX_C128), got, sizeof got) == RLX_OK);
+                for (int k = 0; k < 4; k++) {
+                    double y = o == RLX_BOOL ? (k == 1 || k == 2) : k;
+                    if (got[2 * k] != k + y || got[2 * k + 1] != 0)
+                        test_fail(__FILE__, __LINE__, "%s: %s + %s at %d gives %g%+gj, expected %g", backends[be],
+                                  rlx_dtype_name(cx[i]), rlx_dtype_name(o), k, got[2 * k], got[2 * k + 1], k + y);
                 }
             }
     }
@@ -417,5 +453,6 @@ TEST(bf16_matmul)
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
 }
 
-TEST_MAIN(T(names_and_sizes), T(promotion_table), T(half_patterns_exhaustive), T(f32_to_half_random),
+TEST_MAIN(T(names_and_sizes), T(promotion_table), T(complex_promotion_table), T(half_patterns_exhaustive),
+          T(f32_to_half_random),
           T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic), T(bf16_matmul))

@@ -1334,6 +1334,25 @@ TEST(empty_tensors)
     EXPECT(g, RLX_F64, 2, s03, NULL, 0);
 }
 
+/* conj, imag and complex pass gradients (test_complex.c checks every
+ * complex rule by finite differences): sum Im(conj(z)^2) = sum -2xy. */
+TEST(complex_rules)
+{
+    const int64_t s[1] = {3};
+    double xv[3] = {1, -2, 0.5}, yv[3] = {3, 0.25, -1}, gx[3], gy[3];
+    rlx_tensor *x = tf64(1, s, xv), *y = tf64(1, s, yv);
+    rlx_tensor *cz = rlx_conj(rlx_complex(x, y));
+    rlx_tensor *loss = rlx_sum_all(rlx_imag(rlx_mul(cz, cz)));
+    rlx_tensor *wrt[2] = {x, y}, *g[2];
+    CHECK(rlx_grad(loss, wrt, 2, g) == RLX_OK);
+    for (int i = 0; i < 3; i++) {
+        gx[i] = -2 * yv[i];
+        gy[i] = -2 * xv[i];
+    }
+    EXPECT(g[0], RLX_F64, 1, s, gx, 1e-12);
+    EXPECT(g[1], RLX_F64, 1, s, gy, 1e-12);
+}
+
 /* ---------------------------------------------------------- coverage */
 
 TEST(vjp_table_covers_every_primitive)
@@ -1345,7 +1364,7 @@ TEST(vjp_table_covers_every_primitive)
                                                "floor",  "ceil",  "not",   "stop_gradient", "eq",
                                                "ne",     "lt",    "le",    "gt",   "ge",    "logical_and",
                                                "logical_or", "argmax", "argmin", "argsort", "multinomial",
-                                               "rand_seeded", "conj", "imag", "complex" /* c64: grad refuses */};
+                                               "rand_seeded"};
     int n = ad_op_count(), nzero = (int)(sizeof zero_or_leaf / sizeof *zero_or_leaf), rules = 0;
     bool all_ran = rows_run == NCASES && ran_round && ran_scaled;
     CHECK(n > 60);
@@ -1406,6 +1425,6 @@ TEST_MAIN(T(kinks_scatter_overwrite), T(cross_entropy_gradient_at_zero_targets),
           T(kinks_max_reduction_ties_split_evenly), T(kinks_max_pool_ties), T(kinks_prod_with_zeros),
           T(kinks_round_floor_ceil_sign_compare_stop), T(kinks_pow_at_zero), T(scaled_matmul_straight_through),
           T(wrt_unreachable_intermediate_and_repeated), T(f32_gradients_and_realize_together),
-          T(deep_chain_100000), T(bad_arguments), T(allocation_failures), T(empty_tensors),
+          T(deep_chain_100000), T(bad_arguments), T(allocation_failures), T(empty_tensors), T(complex_rules),
           T(finite_differences_every_function),
           T(vjp_table_covers_every_primitive), T(narrow_float_gradients_known))

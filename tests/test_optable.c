@@ -656,7 +656,7 @@ TEST(every_primitive_has_every_layer)
         rows++;
     }
     CHECK(rows == NCASES);
-    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)12));
+    CHECK(!rt_ref_eval_fn(IR_OP_COUNT) && !ir_op_jits(IR_OP_COUNT, RLX_F32) && !ir_op_jits(IR_OP_ADD, (rlx_dtype)13));
 }
 
 TEST(every_case_on_every_dtype_matches_its_row)
@@ -1026,9 +1026,11 @@ TEST(narrow_index_operands_are_refused)
  * matches directly. tests/test_complex.c checks complex values. */
 static void expect_like_f64(const char *what, rlx_tensor *c, rlx_tensor *f)
 {
-    rlx_tensor *re = rlx_dtype_of(c) == RLX_C64 ? rlx_real(c) : c;
-    test_expect_same(__FILE__, __LINE__, re, rlx_cast(f, rlx_dtype_of(re)), 1e-6, 1e-6);
-    if (rlx_dtype_of(c) == RLX_C64) {
+    bool cx = rlx_dtype_of(c) == RLX_C64 || rlx_dtype_of(c) == RLX_C128;
+    rlx_tensor *re = cx ? rlx_real(c) : c;
+    double tol = rlx_dtype_of(re) == RLX_F64 ? 1e-12 : 1e-6;
+    test_expect_same(__FILE__, __LINE__, re, rlx_cast(f, rlx_dtype_of(re)), tol, tol);
+    if (cx) {
         int64_t n = 0;
         double *im = test_values(rlx_imag(c), &n);
         for (int64_t i = 0; im && i < n; i++)
@@ -1038,11 +1040,11 @@ static void expect_like_f64(const char *what, rlx_tensor *c, rlx_tensor *f)
     }
 }
 
-/* Every primitive on c64: rebuilt from its f64 case with every float
- * source cast to c64, it computes (ir_c64_takes: checked as above, both
- * backends) or its node is refused with RLX_E_DTYPE naming the primitive
- * and c64. Leaves are the constructors' (below). */
-TEST(every_primitive_on_c64)
+/* Every primitive on c64 (and c128): rebuilt from its f64 case with every
+ * float source cast to cdt, it computes (ir_c64_takes: checked as above,
+ * both backends) or its node is refused with RLX_E_DTYPE naming the
+ * primitive and cdt. Leaves are the constructors' (below). */
+static void primitives_on_complex(rlx_dtype cdt)
 {
     int computed = 0, refused = 0;
     for (int i = 0; i < NCASES; i++) {
@@ -1062,7 +1064,7 @@ TEST(every_primitive_on_c64)
         bool any = false;
         for (int k = 0; k < fn->nsrc; k++) {
             bool fl = fn->src[k]->dtype == RLX_F64;
-            src[k] = fl ? ts_node(rlx_cast((rlx_tensor *)fn->src[k], RLX_C64)) : fn->src[k];
+            src[k] = fl ? ts_node(rlx_cast((rlx_tensor *)fn->src[k], cdt)) : fn->src[k];
             any |= fl;
         }
         if (!any)
@@ -1071,15 +1073,16 @@ TEST(every_primitive_on_c64)
         rlx_tensor *r = make(c->op, fn->nsrc, src, &fn->attr);
         if (!ir_c64_takes(c->op)) {
             const char *msg = rlx_last_error();
-            if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, ir_ops[c->op].name) || !strstr(msg, "c64"))
-                test_fail(__FILE__, __LINE__, "%s on c64: want RLX_E_DTYPE naming both, got %s (%s)",
-                          ir_ops[c->op].name, r ? "a node" : "NULL", msg);
+            if (r || rlx_last_status() != RLX_E_DTYPE || !strstr(msg, ir_ops[c->op].name) ||
+                !strstr(msg, rlx_dtype_name(cdt)))
+                test_fail(__FILE__, __LINE__, "%s on %s: want RLX_E_DTYPE naming both, got %s (%s)",
+                          ir_ops[c->op].name, rlx_dtype_name(cdt), r ? "a node" : "NULL", msg);
             rlx_clear_error();
             refused++;
             continue;
         }
         if (!r) {
-            test_fail(__FILE__, __LINE__, "%s on c64: %s", ir_ops[c->op].name, rlx_last_error());
+            test_fail(__FILE__, __LINE__, "%s on %s: %s", ir_ops[c->op].name, rlx_dtype_name(cdt), rlx_last_error());
             rlx_clear_error();
             continue;
         }
@@ -1087,8 +1090,8 @@ TEST(every_primitive_on_c64)
             rlx_tensor *again = make(c->op, fn->nsrc, src, &fn->attr);
             use_jit(jit);
             if (rlx_realize(again) != RLX_OK) {
-                test_fail(__FILE__, __LINE__, "%s on c64 (%s): %s", ir_ops[c->op].name, jit ? "jit" : "ref",
-                          rlx_last_error());
+                test_fail(__FILE__, __LINE__, "%s on %s (%s): %s", ir_ops[c->op].name, rlx_dtype_name(cdt),
+                          jit ? "jit" : "ref", rlx_last_error());
                 rlx_clear_error();
                 continue;
             }
@@ -1097,6 +1100,14 @@ TEST(every_primitive_on_c64)
         }
         computed++;
     }
+    printf("  %s: %d primitives compute it, %d refuse it\n", rlx_dtype_name(cdt), computed, refused);
+}
+
+TEST(every_primitive_on_c128) { primitives_on_complex(RLX_C128); }
+
+TEST(every_primitive_on_c64)
+{
+    primitives_on_complex(RLX_C64);
     /* the c64-only rows, against values written here */
     use_jit(true);
     const float zv[12] = {1, 2, -3, 0.5f, 0, -1, 2.5f, 2.5f, -0.0f, 0, 4, -4};
@@ -1130,7 +1141,6 @@ TEST(every_primitive_on_c64)
             test_fail(__FILE__, __LINE__, "%s of f32: want RLX_E_DTYPE", ir_ops[op].name);
         rlx_clear_error();
     }
-    printf("  c64: %d primitives compute it, %d refuse it\n", computed, refused);
 }
 
 /* The public functions on c64 operands: those rlx.h lists as computing
@@ -1147,15 +1157,16 @@ static const char *const C64_API[] = {
     "rlx_linear", "rlx_einsum",
 };
 
-TEST(every_public_op_on_c64)
+static void public_ops_on_complex(rlx_dtype cdt)
 {
     int computed = 0, refused = 0;
     double av[6], bv[6];
     memcpy(av, AV, sizeof av);
     memcpy(bv, BV, sizeof bv);
     rlx_tensor *af = test_tensor(RLX_F64, 2, S23, av), *bf = test_tensor(RLX_F64, 2, S23, bv);
-    rlx_tensor *ar = rlx_cast(af, RLX_C64), *br = rlx_cast(bf, RLX_C64);
-    rlx_tensor *ac = rlx_complex(af, bf), *bc = rlx_complex(bf, rlx_neg(af));
+    rlx_tensor *ar = rlx_cast(af, cdt), *br = rlx_cast(bf, cdt);
+    rlx_tensor *ac = rlx_cast(rlx_complex(af, bf), cdt), *bc = rlx_cast(rlx_complex(bf, rlx_neg(af)), cdt);
+    double tol = cdt == RLX_C128 ? 1e-12 : 1e-6;
     for (int i = 0; i < NAPI; i++) {
         const apicase *c = &API_CASES[i];
         bool takes = false;
@@ -1166,7 +1177,7 @@ TEST(every_public_op_on_c64)
         rlx_scope_begin();
         rlx_clear_error();
         if (!takes) {
-            EACH_BACKEND(be) expect_refused(c->fn, RLX_C64, c->f(ac, bc));
+            EACH_BACKEND(be) expect_refused(c->fn, cdt, c->f(ac, bc));
             refused++;
             rlx_scope_end();
             continue;
@@ -1177,7 +1188,8 @@ TEST(every_public_op_on_c64)
         EACH_BACKEND(be) {
             rlx_tensor *r = c->f(ar, br);
             if (!r || rlx_realize(r) != RLX_OK) {
-                test_fail(__FILE__, __LINE__, "%s on c64 (%s): %s", c->fn, be ? "jit" : "ref", rlx_last_error());
+                test_fail(__FILE__, __LINE__, "%s on %s (%s): %s", c->fn, rlx_dtype_name(cdt), be ? "jit" : "ref",
+                          rlx_last_error());
                 rlx_clear_error();
                 continue;
             }
@@ -1186,15 +1198,15 @@ TEST(every_public_op_on_c64)
             use_jit(be);
             got[be] = c->f(ac, bc);
             if (!got[be] || rlx_realize(got[be]) != RLX_OK) {
-                test_fail(__FILE__, __LINE__, "%s on complex c64 (%s): %s", c->fn, be ? "jit" : "ref",
-                          rlx_last_error());
+                test_fail(__FILE__, __LINE__, "%s on complex %s (%s): %s", c->fn, rlx_dtype_name(cdt),
+                          be ? "jit" : "ref", rlx_last_error());
                 rlx_clear_error();
             }
         }
-        if (got[0] && got[1] && rlx_dtype_of(got[0]) == RLX_C64) { /* the backends agree */
+        if (got[0] && got[1] && rlx_dtype_of(got[0]) == cdt) { /* the backends agree */
             use_jit(false);
-            test_expect_same(__FILE__, __LINE__, rlx_real(got[1]), rlx_real(got[0]), 1e-6, 1e-6);
-            test_expect_same(__FILE__, __LINE__, rlx_imag(got[1]), rlx_imag(got[0]), 1e-6, 1e-6);
+            test_expect_same(__FILE__, __LINE__, rlx_real(got[1]), rlx_real(got[0]), tol, tol);
+            test_expect_same(__FILE__, __LINE__, rlx_imag(got[1]), rlx_imag(got[0]), tol, tol);
         }
         use_jit(true);
         computed++;
@@ -1204,20 +1216,24 @@ TEST(every_public_op_on_c64)
     const int64_t s3[1] = {3};
     rlx_tensor *seed = ti64(0, NULL, (const int64_t[]){5});
     EACH_BACKEND(be) {
-        expect_like_f64("rlx_full", rlx_full(RLX_C64, 1, s3, 2.5), rlx_full(RLX_F64, 1, s3, 2.5));
-        expect_like_f64("rlx_eye", rlx_eye(RLX_C64, 2), rlx_eye(RLX_F64, 2));
-        expect_like_f64("rlx_zeros", rlx_zeros(RLX_C64, 1, s3), rlx_zeros(RLX_F64, 1, s3));
+        expect_like_f64("rlx_full", rlx_full(cdt, 1, s3, 2.5), rlx_full(RLX_F64, 1, s3, 2.5));
+        expect_like_f64("rlx_eye", rlx_eye(cdt, 2), rlx_eye(RLX_F64, 2));
+        expect_like_f64("rlx_zeros", rlx_zeros(cdt, 1, s3), rlx_zeros(RLX_F64, 1, s3));
         rlx_clear_error();
-        expect_refused("rlx_arange", RLX_C64, rlx_arange(RLX_C64, 0, 3, 1));
-        expect_refused("rlx_rand", RLX_C64, rlx_rand(RLX_C64, 1, s3, 5));
-        expect_refused("rlx_randn", RLX_C64, rlx_randn(RLX_C64, 1, s3, 5));
-        expect_refused("rlx_rand_seeded", RLX_C64, rlx_rand_seeded(RLX_C64, 1, s3, seed));
+        expect_refused("rlx_arange", cdt, rlx_arange(cdt, 0, 3, 1));
+        expect_refused("rlx_rand", cdt, rlx_rand(cdt, 1, s3, 5));
+        expect_refused("rlx_randn", cdt, rlx_randn(cdt, 1, s3, 5));
+        expect_refused("rlx_rand_seeded", cdt, rlx_rand_seeded(cdt, 1, s3, seed));
         (void)be;
     }
-    printf("  c64: %d public functions compute it, %d refuse it\n", computed, refused);
+    printf("  %s: %d public functions compute it, %d refuse it\n", rlx_dtype_name(cdt), computed, refused);
 }
 
+TEST(every_public_op_on_c64) { public_ops_on_complex(RLX_C64); }
+TEST(every_public_op_on_c128) { public_ops_on_complex(RLX_C128); }
+
 TEST_MAIN(T(every_primitive_has_every_layer), T(every_case_on_every_dtype_matches_its_row),
-          T(every_primitive_on_c64), T(every_public_op_on_c64), T(input_is_reported_unbound),
+          T(every_primitive_on_c64), T(every_public_op_on_c64), T(every_primitive_on_c128),
+          T(every_public_op_on_c128), T(input_is_reported_unbound),
           T(dtype_names_record_no_error), T(every_public_op_on_every_dtype), T(constructors_on_every_dtype),
           T(narrow_index_operands_are_refused))

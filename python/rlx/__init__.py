@@ -24,14 +24,19 @@ Semantics worth knowing (NumPy / PyTorch users):
     copy; t.bits() the zero-copy uint16 bit patterns. rlx.tensor(x,
     dtype=rlx.bfloat16) and rlx.from_numpy(a, dtype=rlx.bfloat16) round
     float values to nearest even; a uint16 array is taken as bit patterns.
-  * complex64 (rlx.complex64, rlx.cfloat) maps to and from NumPy complex64
-    zero-copy; Python complex data and scalars become complex64 (PyTorch),
-    NumPy complex128 arrays are a TypeError. It computes + - * / neg exp
-    abs (-> float32) == != where, sum/mean, matmul, movement and indexing,
-    rlx.complex(re, im), t.real / t.imag (float32 copies), t.conj() and
-    rlx.fft_c; every other op raises RlxError (E_DTYPE), and rlx.grad
-    through complex64 raises E_UNSUPPORTED. t.astype(float32) keeps the
-    real part (PyTorch); t.item() is a Python complex.
+  * complex64 (rlx.complex64, rlx.cfloat) and complex128 (rlx.complex128,
+    rlx.cdouble) map to and from NumPy complex64/complex128 zero-copy;
+    Python complex data and scalars become complex64 (PyTorch). Promotion
+    is PyTorch's: complex64 with float64 gives complex128, complex128 with
+    anything complex128. They compute + - * / neg exp abs (-> the part
+    dtype) == != where, sum/mean, matmul, movement and indexing,
+    rlx.complex(re, im) (complex128 when a part is float64), t.real /
+    t.imag (float32/float64 copies), t.conj() and rlx.fft_c; every other op
+    raises RlxError (E_DTYPE). rlx.grad flows through them with PyTorch's
+    convention (the gradient of a complex z is dL/dRe z + i dL/dIm z; the
+    loss must be real); an op without a complex rule raises E_UNSUPPORTED.
+    t.astype(float32) keeps the real part (PyTorch); t.item() is a Python
+    complex.
   * ``/`` is true division: integer/bool operands are cast to float32 first.
     ``//`` and ``%`` round toward -inf like Python/NumPy. rlx.div / rlx.rem
     (= fmod) keep librlx's C semantics (truncation).
@@ -73,6 +78,8 @@ int16 = _core.int16
 uint32 = _core.uint32
 complex64 = _core.complex64
 cfloat = complex64  # torch.cfloat
+complex128 = _core.complex128
+cdouble = complex128  # torch.cdouble
 half = float16    # torch.half
 short = int16     # torch.short
 float = float32   # torch.float

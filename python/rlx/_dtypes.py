@@ -1,9 +1,8 @@
 """rlx dtypes and the rules mapping Python and NumPy scalars and dtypes onto
 them: bool, int32, int64, float32, float64, the narrow ones float16,
-bfloat16, int8, uint8, int16, uint32, and complex64 (rlx.h states their
-storage, PyTorch promotion, casts and compute rules; complex64 is NumPy's
-layout, so it maps both ways zero-copy; NumPy's complex128 is not an rlx
-dtype).
+bfloat16, int8, uint8, int16, uint32, complex64 and complex128 (rlx.h
+states their storage, PyTorch promotion, casts and compute rules; both
+complex dtypes are NumPy's layout, so they map both ways zero-copy).
 
 NumPy has every one of them but bfloat16. A bfloat16 DType's ``np`` is
 uint16, the NumPy type of its storage (the bit patterns); ``values_np`` is
@@ -75,14 +74,17 @@ uint8 = DType("uint8", _DTYPE_ENUM["RLX_U8"], np.uint8)
 int16 = DType("int16", _DTYPE_ENUM["RLX_I16"], np.int16)
 uint32 = DType("uint32", _DTYPE_ENUM["RLX_U32"], np.uint32)
 complex64 = DType("complex64", _DTYPE_ENUM["RLX_C64"], np.complex64)
-_DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, int8, uint8, int16, uint32, complex64)
+complex128 = DType("complex128", _DTYPE_ENUM["RLX_C128"], np.complex128)
+_DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, int8, uint8, int16, uint32, complex64,
+           complex128)
 _SUPPORTED = ", ".join(d.name for d in _DTYPES)
 _BY_CODE = {d.code: d for d in _DTYPES}
 _BY_NAME = {}
 for _d in _DTYPES:
     _BY_NAME[_d.name] = _d
     _BY_NAME[_d.short] = _d
-_BY_NAME.update({"bool_": bool_, "half": float16, "short": int16, "cfloat": complex64})  # NumPy's and PyTorch's aliases
+_BY_NAME.update({"bool_": bool_, "half": float16, "short": int16, "cfloat": complex64,
+                 "cdouble": complex128})  # NumPy's and PyTorch's aliases
 # bfloat16 has no NumPy dtype (its storage, uint16, is not an rlx dtype);
 # ml_dtypes' bfloat16, a NumPy extension dtype, is recognized by its name
 _BY_NP = {d.np: d for d in _DTYPES if d is not bfloat16}
@@ -117,7 +119,7 @@ def _dtype(dt):
 
 def dtype_name(dt):
     """The C library's short name of a dtype: 'bool', 'i32', 'i64', 'f32',
-    'f64', 'f16', 'bf16', 'i8', 'u8', 'i16', 'u32', 'c64'."""
+    'f64', 'f16', 'bf16', 'i8', 'u8', 'i16', 'u32', 'c64', 'c128'."""
     code = _dtype(dt).code if not isinstance(dt, _builtin_int) else dt
     _clear()
     r = _lib.rlx_dtype_name(code)

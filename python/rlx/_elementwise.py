@@ -438,19 +438,22 @@ _attach(_Operators)
 
 def complex(real, imag):
     """complex64 from real and imaginary parts (rlx_complex): real tensors
-    or scalars of any real dtype, broadcast together (torch.complex)."""
+    or scalars of any real dtype, broadcast together (torch.complex);
+    complex128 when either part is float64."""
     re, im = _tt(real), _tt(imag)
     _clear()
     return _wrap(_lib.rlx_complex(re._h, im._h))
 
 
 def real(x):
-    """The real part (rlx_real): float32 of complex64, x itself if real."""
+    """The real part (rlx_real): float32 of complex64 (float64 of
+    complex128), x itself if real."""
     return _tt(x).real
 
 
 def imag(x):
-    """The imaginary part (rlx_imag): float32 of complex64, zeros if real."""
+    """The imaginary part (rlx_imag): float32 of complex64 (float64 of
+    complex128), zeros if real."""
     return _tt(x).imag
 
 

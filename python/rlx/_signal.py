@@ -35,8 +35,9 @@ def fft_axis(x, axis, inverse=False):
 
 
 def fft_c(x, axis=-1, inverse=False):
-    """Unnormalized FFT of a complex64 tensor along axis (rlx_fft_c): real
-    input converts to complex64, the result is complex64 of x's shape (like
+    """Unnormalized FFT of a complex tensor along axis (rlx_fft_c): real
+    input converts to complex64 (float64 to complex128), the result is
+    complex of x's shape, complex128 computed in double (like
     numpy.fft.fft without its normalization choices: inverse=True is N times
     numpy.fft.ifft)."""
     x = _tt(x)

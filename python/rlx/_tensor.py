@@ -359,15 +359,15 @@ class Tensor:
 
     @property
     def real(self):
-        """The real part (rlx_real): a float32 copy of a complex64 tensor,
-        the tensor itself for a real one."""
+        """The real part (rlx_real): a float32 (float64) copy of a
+        complex64 (complex128) tensor, the tensor itself for a real one."""
         _clear()
         return _wrap(_lib.rlx_real(self._h))
 
     @property
     def imag(self):
-        """The imaginary part (rlx_imag): float32 of a complex64 tensor,
-        zeros of a real one's dtype."""
+        """The imaginary part (rlx_imag): float32 (float64) of a complex64
+        (complex128) tensor, zeros of a real one's dtype."""
         _clear()
         return _wrap(_lib.rlx_imag(self._h))
 

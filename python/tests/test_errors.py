@@ -106,7 +106,7 @@ def test_error_state_helpers():
 
 def test_python_side_argument_errors():
     with pytest.raises(TypeError):
-        rlx.zeros(2, dtype="complex128")
+        rlx.zeros(2, dtype="complex256")
     with pytest.raises(TypeError):
         rlx.zeros(2.5)
     with pytest.raises(ValueError):

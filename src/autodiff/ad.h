@@ -37,6 +37,9 @@ typedef struct {
 } ad_vjp;
 
 extern const ad_vjp ad_vjps[IR_OP_COUNT];
+/* n's row: ad_vjps', or where n or a source is complex (c64, c128) the
+ * complex rule; NULL when that rule is not written (rlx_grad refuses). */
+const ad_vjp *ad_vjp_of(const ir_node *n);
 
 /* Coverage hooks for the tests (tests/test_grad.c declares them). */
 int ad_op_count(void);

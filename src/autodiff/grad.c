@@ -49,49 +49,6 @@ static void sweep_free(sweep *s)
 
 static bool passes_gradient(const ir_node *n) { return ad_vjps[n->op].kind != AD_ZERO && ad_vjps[n->op].kind != AD_LEAF; }
 
-/* Complex64 has no VJP rules: a gradient that would flow from a wrt
- * through a c64 node to the loss is refused (rather than silently 0, which
- * is what the float-only sweep would give). A float or c64 node depends on
- * a wrt through differentiable ops (conj, imag, complex counted as such);
- * the loss reaches a node back through differentiable ops. */
-static bool through_complex(sweep *s)
-{
-    bool *dep = ir_calloc((size_t)(s->count ? s->count : 1), 2 * sizeof *dep), *reach = dep ? dep + s->count : NULL;
-    if (!dep) {
-        ts_error(RLX_E_NOMEM, FN, "out of memory ordering the graph");
-        return true;
-    }
-    bool any_c64 = false;
-    for (long i = 0; i < s->count; i++) {
-        ir_node *nd = s->order[i];
-        bool flows = passes_gradient(nd) || nd->op == IR_OP_CONJ || nd->op == IR_OP_IMAG || nd->op == IR_OP_COMPLEX;
-        dep[i] = s->keep[i];
-        if (flows && (ir_dtype_is_float(nd->dtype) || ir_dtype_is_complex(nd->dtype)))
-            for (int k = 0; k < nd->nsrc && !dep[i]; k++)
-                dep[i] = dep[ir_map_get(&s->pos, nd->src[k])];
-        any_c64 |= dep[i] && ir_dtype_is_complex(nd->dtype);
-    }
-    long bad = -1;
-    if (any_c64 && s->count) {
-        reach[s->count - 1] = true; /* the loss, last in post-order */
-        for (long i = s->count - 1; i >= 0 && bad < 0; i--) {
-            ir_node *nd = s->order[i];
-            if (!reach[i])
-                continue;
-            if (dep[i] && ir_dtype_is_complex(nd->dtype))
-                bad = i;
-            bool flows = passes_gradient(nd) || nd->op == IR_OP_CONJ || nd->op == IR_OP_IMAG || nd->op == IR_OP_COMPLEX;
-            for (int k = 0; k < nd->nsrc && flows; k++)
-                reach[ir_map_get(&s->pos, nd->src[k])] = true;
-        }
-    }
-    if (bad >= 0)
-        ts_error(RLX_E_UNSUPPORTED, FN, "gradients through complex64 are not supported (the %s node %s is c64)",
-                 ir_ops[s->order[bad]->op].name, ts_shape_str(s->order[bad]));
-    ir_free(dep);
-    return bad >= 0;
-}
-
 /* Orders the graph and marks which nodes need a cotangent. */
 static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n)
 {
@@ -112,13 +69,11 @@ static rlx_status sweep_init(sweep *s, ir_node *loss, ir_node *const *wrt, int n
     }
     for (long i = 0; i < s->count; i++) {
         ir_node *nd = s->order[i];
-        if (s->needs[i] || !ir_dtype_is_float(nd->dtype) || !passes_gradient(nd))
+        if (s->needs[i] || !(ir_dtype_is_float(nd->dtype) || ir_dtype_is_complex(nd->dtype)) || !passes_gradient(nd))
             continue;
         for (int k = 0; k < nd->nsrc && !s->needs[i]; k++)
             s->needs[i] = s->needs[ir_map_get(&s->pos, nd->src[k])];
     }
-    if (through_complex(s))
-        return rlx_last_status(); /* RLX_E_UNSUPPORTED, or RLX_E_NOMEM */
     return RLX_OK;
 oom:
     ts_error(RLX_E_NOMEM, FN, "out of memory ordering the graph");
@@ -160,10 +115,10 @@ static ir_node *const_like(ir_node *t, double v)
 static rlx_status backprop_node(sweep *s, long i)
 {
     ir_node *nd = s->order[i];
-    const ad_vjp *row = &ad_vjps[nd->op];
-    if (row->kind == AD_LEAF || row->kind == AD_ZERO)
+    const ad_vjp *row = ad_vjp_of(nd); /* NULL: a complex gradient not written, refused below */
+    if (row && (row->kind == AD_LEAF || row->kind == AD_ZERO))
         return RLX_OK;
-    if (row->kind != AD_RULE || !row->rule) {
+    if (row && (row->kind != AD_RULE || !row->rule)) {
         ts_error(RLX_E_INTERNAL, FN, "no VJP rule for the primitive %s", ir_ops[nd->op].name);
         return RLX_E_INTERNAL;
     }
@@ -185,6 +140,12 @@ static rlx_status backprop_node(sweep *s, long i)
         need[k] = s->needs[j];
         any |= need[k];
         dx[k] = NULL;
+    }
+    if (any && !row) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient through %s of %s is not supported (%s)", ir_ops[nd->op].name,
+                 rlx_dtype_name(nd->dtype), ts_shape_str(nd));
+        st = RLX_E_UNSUPPORTED;
+        any = false;
     }
     if (any) {
         ad_vjp_mark_used(nd->op);
@@ -223,6 +184,11 @@ static rlx_status check_args(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rl
     }
     if (ts_null(FN, "loss", loss))
         return rlx_last_status();
+    if (ir_dtype_is_complex(ts_node(loss)->dtype)) { /* PyTorch: grad is implicitly created only for real outputs */
+        ts_error(RLX_E_DTYPE, FN, "loss must be real, got %s (take rlx_real, rlx_imag or rlx_abs of it first)",
+                 rlx_dtype_name(ts_node(loss)->dtype));
+        return RLX_E_DTYPE;
+    }
     if (!ir_dtype_is_float(ts_node(loss)->dtype)) {
         ts_error(RLX_E_DTYPE, FN, "loss must be a float (f32, f64, f16, bf16), got %s",
                  rlx_dtype_name(ts_node(loss)->dtype));
@@ -234,8 +200,8 @@ static rlx_status check_args(rlx_tensor *loss, rlx_tensor *const *wrt, int n, rl
                 ts_error(RLX_E_ARG, FN, "wrt[%d] is NULL", i);
             return rlx_last_status();
         }
-        if (!ir_dtype_is_float(ts_node(wrt[i])->dtype)) {
-            ts_error(RLX_E_DTYPE, FN, "wrt[%d] must be a float (f32, f64, f16, bf16), got %s", i,
+        if (!ir_dtype_is_float(ts_node(wrt[i])->dtype) && !ir_dtype_is_complex(ts_node(wrt[i])->dtype)) {
+            ts_error(RLX_E_DTYPE, FN, "wrt[%d] must be a float (f32, f64, f16, bf16) or complex, got %s", i,
                      rlx_dtype_name(ts_node(wrt[i])->dtype));
             return RLX_E_DTYPE;
         }

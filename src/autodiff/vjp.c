@@ -757,6 +757,113 @@ static void vjp_qmatmul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     dx[0] = rlx_matmul(g, rlx_mul(w, rlx_unsqueeze(T(s), 1)));
 }
 
+/* ------------------------------------------------------ complex rules */
+
+/* Complex (c64, c128) nodes, PyTorch's convention: the cotangent of a
+ * complex z is dL/dRe(z) + i dL/dIm(z) for the real loss L. A holomorphic
+ * f passes g * conj(f'(z)); the linear rules (add, sub, neg, sum,
+ * movement, where, cast) are the real ones unchanged. */
+static void cvjp_exp(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    dx[0] = rlx_mul(g, rlx_conj(T(n)));
+}
+static void cvjp_mul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    dx[0] = need[0] ? rlx_mul(g, rlx_conj(T(n->src[1]))) : NULL;
+    dx[1] = need[1] ? rlx_mul(g, rlx_conj(T(n->src[0]))) : NULL;
+}
+static void cvjp_div(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *cb = rlx_conj(T(n->src[1]));
+    dx[0] = need[0] ? rlx_div(g, cb) : NULL;
+    dx[1] = need[1] ? rlx_neg(rlx_div(rlx_mul(g, rlx_conj(T(n))), cb)) : NULL; /* d(a/b)/db = -(a/b)/b */
+}
+static void cvjp_matmul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]);
+    dx[0] = need[0] ? rlx_matmul_t(g, rlx_conj(b)) : NULL; /* g B^H */
+    dx[1] = need[1] ? rlx_matmul(rlx_t(rlx_conj(a)), g) : NULL; /* A^H g */
+}
+/* ABS of complex z is (|z|, 0): only Re(g) reaches |z|, whose gradient is
+ * z/|z| (0 at 0, as PyTorch: z / 1 there). */
+static void cvjp_abs(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    rlx_tensor *z = T(n->src[0]), *a = rlx_abs(z);
+    rlx_tensor *safe = rlx_where(rlx_eq_s(a, 0), rlx_ones_like(a), a);
+    dx[0] = rlx_mul(rlx_cast(rlx_real(g), n->dtype), rlx_div(z, rlx_cast(safe, n->dtype)));
+}
+static void cvjp_conj(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)n;
+    (void)need;
+    dx[0] = rlx_conj(g);
+}
+/* IMAG: z -> (Im z, 0), so dL/dIm(z) = Re(g) and dL/dRe(z) = 0. */
+static void cvjp_imag(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    rlx_tensor *re = rlx_real(g);
+    dx[0] = as_dtype(rlx_complex(rlx_zeros_like(re), re), n->src[0]);
+}
+/* GATHER is linear but its transpose (scatter_add) is real: each part of
+ * g goes back through the real rule, applied to a gather of x's real part
+ * (same index, axis and shape), and the parts are joined. */
+static void cvjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    ir_node *src[2] = {ts_node(rlx_real(T(n->src[0]))), n->src[1]};
+    rlx_tensor *rn = src[0] ? ts_wrap(ts_make(FN, IR_OP_GATHER, 2, src, &n->attr)) : NULL;
+    if (!rn)
+        return;
+    const bool only_x[2] = {true, false};
+    rlx_tensor *re[2] = {NULL, NULL}, *im[2] = {NULL, NULL};
+    vjp_gather(ts_node(rn), rlx_real(g), only_x, re);
+    vjp_gather(ts_node(rn), rlx_imag(g), only_x, im);
+    dx[0] = re[0] && im[0] ? as_dtype(rlx_complex(re[0], im[0]), n->src[0]) : NULL;
+}
+/* A cast's cotangent goes back to the source's dtype: Re(g) for a real
+ * source of a complex node (rlx_real: implicit casts refuse complex). */
+static void cvjp_cast(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    (void)need;
+    bool drop = ir_dtype_is_complex(n->dtype) && !ir_dtype_is_complex(n->src[0]->dtype);
+    dx[0] = as_dtype(drop ? rlx_real(g) : g, n->src[0]);
+}
+/* COMPLEX: (a, b) -> Re(a) + i Re(b). */
+static void cvjp_complex(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    dx[0] = need[0] ? rlx_cast(rlx_real(g), n->src[0]->dtype) : NULL;
+    dx[1] = need[1] ? rlx_cast(rlx_imag(g), n->src[1]->dtype) : NULL;
+}
+
+/* The rules of nodes that are complex or have a complex source; an empty
+ * row is an op whose complex gradient is not written (rlx_grad refuses it). */
+#define CRULE(op, fn) [op] = {AD_RULE, fn}
+static const ad_vjp cvjps[IR_OP_COUNT] = {
+    CRULE(IR_OP_ADD, vjp_add),     CRULE(IR_OP_SUB, vjp_sub),         CRULE(IR_OP_NEG, vjp_neg),
+    CRULE(IR_OP_SUM, vjp_sum),     CRULE(IR_OP_WHERE, vjp_where),     CRULE(IR_OP_CAST, cvjp_cast),
+    CRULE(IR_OP_RESHAPE, vjp_reshape), CRULE(IR_OP_PERMUTE, vjp_permute), CRULE(IR_OP_EXPAND, vjp_expand),
+    CRULE(IR_OP_PAD, vjp_pad),     CRULE(IR_OP_SLICE, vjp_slice),     CRULE(IR_OP_CAT, vjp_cat),
+    CRULE(IR_OP_CONTIGUOUS, vjp_identity), CRULE(IR_OP_GATHER, cvjp_gather),
+    CRULE(IR_OP_EXP, cvjp_exp),    CRULE(IR_OP_MUL, cvjp_mul),        CRULE(IR_OP_DIV, cvjp_div),
+    CRULE(IR_OP_MATMUL, cvjp_matmul), CRULE(IR_OP_ABS, cvjp_abs),     CRULE(IR_OP_CONJ, cvjp_conj),
+    CRULE(IR_OP_IMAG, cvjp_imag),  CRULE(IR_OP_COMPLEX, cvjp_complex),
+};
+#undef CRULE
+
+const ad_vjp *ad_vjp_of(const ir_node *n)
+{
+    const ad_vjp *row = &ad_vjps[n->op];
+    bool cx = ir_dtype_is_complex(n->dtype);
+    for (int k = 0; k < n->nsrc && !cx; k++)
+        cx = ir_dtype_is_complex(n->src[k]->dtype);
+    if (!cx || row->kind == AD_LEAF || row->kind == AD_ZERO)
+        return row;
+    return cvjps[n->op].kind == AD_RULE ? &cvjps[n->op] : NULL;
+}
+
 /* ---------------------------------------------------------------- table */
 
 #define LEAF(op) [op] = {AD_LEAF, NULL}
@@ -845,11 +952,9 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     ZERO(IR_OP_ARGSORT),     /* integer positions; sort's values get theirs through GATHER */
     ZERO(IR_OP_MULTINOMIAL), /* integer samples */
     ZERO(IR_OP_RAND_SEEDED), /* no gradient for the integer seed */
-    /* complex64: rlx_grad refuses a gradient through c64 before any rule
-     * runs (grad.c), so these rows are never applied */
-    ZERO(IR_OP_CONJ),
-    ZERO(IR_OP_IMAG),
-    ZERO(IR_OP_COMPLEX),
+    RULE(IR_OP_CONJ, cvjp_conj), /* complex only (ad_vjp_of) */
+    RULE(IR_OP_IMAG, cvjp_imag),
+    RULE(IR_OP_COMPLEX, cvjp_complex),
     RULE(IR_OP_QMATMUL, vjp_qmatmul),
 };
 

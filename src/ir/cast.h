@@ -11,6 +11,7 @@
  *   -> f32, f16, bf16:  one rounding (to nearest even) of the exact value.
  *   real -> c64:        (value as f32, 0); c64 -> real: the real part, then
  *                       the rule above; c64 -> bool: re != 0 || im != 0.
+ *   c128:               as c64 with f64 parts; c64 <-> c128 converts each part.
  *
  * The JIT emits the same rules as instructions (cg_kernel.c); the
  * differential tests hold the two together.
@@ -153,7 +154,8 @@ static inline double ir_cast_const(double v, rlx_dtype dt)
     case RLX_BOOL: return ir_cast_bool(v);
     case RLX_F32:
     case RLX_C64: return (double)(float)v; /* a c64 CONST is v + 0i */
-    case RLX_F64: return v;
+    case RLX_F64:
+    case RLX_C128: return v;
     case RLX_F16: return ir_f16_value(ir_f16_bits(v));
     case RLX_BF16: return ir_bf16_value(ir_bf16_bits(v));
     default: return (double)ir_cast_f2i(v, dt);

@@ -19,16 +19,17 @@ static const struct {
     [RLX_F32] = {4, "f32", 'f', true},    [RLX_F64] = {8, "f64", 'f', true}, [RLX_F16] = {2, "f16", 'f', true},
     [RLX_BF16] = {2, "bf16", 'f', true},  [RLX_I8] = {1, "i8", 'i', true},   [RLX_U8] = {1, "u8", 'i', false},
     [RLX_I16] = {2, "i16", 'i', true},    [RLX_U32] = {4, "u32", 'i', false}, [RLX_C64] = {8, "c64", 'c', true},
+    [RLX_C128] = {16, "c128", 'c', true},
 };
 
-bool ir_dtype_valid(int dt) { return dt >= RLX_BOOL && dt <= RLX_C64; }
+bool ir_dtype_valid(int dt) { return dt >= RLX_BOOL && dt <= RLX_C128; }
 size_t ir_dtype_size(rlx_dtype dt) { return ir_dtype_valid((int)dt) ? dtypes[dt].size : 0; }
 bool ir_dtype_is_float(rlx_dtype dt) { return ir_dtype_valid((int)dt) && dtypes[dt].cls == 'f'; }
 bool ir_dtype_is_int(rlx_dtype dt) { return ir_dtype_valid((int)dt) && dtypes[dt].cls == 'i'; }
 bool ir_dtype_is_unsigned(rlx_dtype dt) { return ir_dtype_is_int(dt) && !dtypes[dt].is_signed; }
 bool ir_dtype_is_index(rlx_dtype dt) { return dt == RLX_I32 || dt == RLX_I64; }
 bool ir_dtype_is_narrow(rlx_dtype dt) { return dt >= RLX_F16 && dt <= RLX_U32; }
-bool ir_dtype_is_complex(rlx_dtype dt) { return dt == RLX_C64; }
+bool ir_dtype_is_complex(rlx_dtype dt) { return dt == RLX_C64 || dt == RLX_C128; }
 const char *ir_dtype_name(rlx_dtype dt) { return ir_dtype_valid((int)dt) ? dtypes[dt].name : "?"; }
 
 /* The signed integer dtype of a byte width (1, 2, 4, 8; wider is i64). */
@@ -44,8 +45,8 @@ rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b)
         return a;
     if (a == RLX_BOOL)
         return b;
-    if (a == RLX_C64 || b == RLX_C64) /* no c128: f64 + c64 is c64 too */
-        return RLX_C64;
+    if (ir_dtype_is_complex(a) || ir_dtype_is_complex(b)) /* PyTorch's: c64 with f64 widens to c128 */
+        return a == RLX_C128 || b == RLX_C128 || a == RLX_F64 || b == RLX_F64 ? RLX_C128 : RLX_C64;
     bool fa = ir_dtype_is_float(a), fb = ir_dtype_is_float(b);
     if (fa != fb)
         return fa ? a : b;
@@ -63,6 +64,8 @@ bool ir_lib_takes(ir_op op, rlx_dtype dt)
     return !ir_dtype_is_narrow(dt) || (op == IR_OP_MATMUL && dt == RLX_BF16) ||
            (op == IR_OP_QMATMUL && (dt == RLX_I8 || dt == RLX_U8)); /* the int8 weights themselves */
 }
+
+rlx_dtype ir_complex_part(rlx_dtype dt) { return dt == RLX_C128 ? RLX_F64 : RLX_F32; }
 
 bool ir_c64_takes(ir_op op)
 {

@@ -153,6 +153,8 @@ bool ir_dtype_is_narrow(rlx_dtype dt);
 /* c64: neither float nor integer, so every float or integer check refuses
  * it unless it names complex (rlx.h lists what computes it). */
 bool ir_dtype_is_complex(rlx_dtype dt);
+/* The dtype of a complex dtype's parts: f32 for c64, f64 for c128. */
+rlx_dtype ir_complex_part(rlx_dtype dt);
 /* The ops that compute c64 (as a source or as their result): the others
  * refuse it in ir_infer, RLX_E_DTYPE from ir_make_failure. */
 bool ir_c64_takes(ir_op op);

@@ -319,8 +319,12 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     *dt = x->dtype;
     *rank = x->rank;
     memcpy(shape, x->shape, sizeof x->shape);
-    if (ir_c64_refuses(op, nsrc, src)) /* complex64 computes only the ops rlx.h lists */
-        FAIL("%s does not take c64", info->name);
+    if (ir_c64_refuses(op, nsrc, src)) { /* complex computes only the ops rlx.h lists */
+        rlx_dtype bad = x->dtype;
+        for (int s = nsrc - 1; s >= 0; s--)
+            bad = ir_dtype_is_complex(src[s]->dtype) ? src[s]->dtype : bad;
+        FAIL("%s does not take %s", info->name, ir_dtype_name(bad));
+    }
     /* library kernels are written for the wide dtypes (and bf16 matmul);
      * the tensor layer converts narrow ones around them (rlx.h) */
     for (int s = 0; s < nsrc && info->emit == IR_EMIT_LIB; s++)

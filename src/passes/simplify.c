@@ -201,7 +201,7 @@ static ir_node *unary(simp *s, ir_op op, ir_node *x, const ir_attrs *a, int dept
 static bool additive_identity(const ir_node *c, bool sub)
 {
     double v;
-    if (!is_const(c, &v) || v != 0 || c->dtype == RLX_C64) /* its +0 imaginary part is a float x + (+0) */
+    if (!is_const(c, &v) || v != 0 || ir_dtype_is_complex(c->dtype)) /* its +0 imaginary part is a float x + (+0) */
         return false;
     if (!ir_dtype_is_float(c->dtype))
         return true;
@@ -255,7 +255,8 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
     case RLX_F64:
     case RLX_F16:
     case RLX_BF16:
-    case RLX_C64: *v = ir_cast_const((double)n, dt); return n <= ((int64_t)1 << 53) && *v == (double)n;
+    case RLX_C64:
+    case RLX_C128: *v = ir_cast_const((double)n, dt); return n <= ((int64_t)1 << 53) && *v == (double)n;
     default: *v = (double)ir_cast_wrap(n, dt); return true; /* products wrap mod 2^bits anyway */
     }
 }
@@ -264,7 +265,7 @@ static bool count_value(rlx_dtype dt, int64_t n, double *v)
  * (see the header on floats). False when a CONST cannot hold the result. */
 static bool const_sum(rlx_dtype dt, double c, int64_t n, double *v)
 {
-    if (ir_dtype_is_float(dt) || dt == RLX_C64) { /* a c64 CONST is real */
+    if (ir_dtype_is_float(dt) || ir_dtype_is_complex(dt)) { /* a c64 CONST is real */
         if (n > ((int64_t)1 << 53))
             return false;
         double r = ir_cast_const(c * (double)n, dt);

@@ -69,6 +69,7 @@ static inline double rt_ld_f(const void *p, rlx_dtype dt, int64_t i)
     case RLX_I16: return ((const int16_t *)p)[i];
     case RLX_U32: return ((const uint32_t *)p)[i];
     case RLX_C64: return ((const float *)p)[2 * i]; /* the real part, as a cast to a real dtype */
+    case RLX_C128: return ((const double *)p)[2 * i];
     }
     return 0;
 }
@@ -107,6 +108,7 @@ static inline void rt_st_f(void *p, rlx_dtype dt, int64_t i, double v)
     case RLX_F16: ((uint16_t *)p)[i] = ir_f16_bits(v); break;
     case RLX_BF16: ((uint16_t *)p)[i] = ir_bf16_bits(v); break;
     case RLX_C64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; break;
+    case RLX_C128: ((double *)p)[2 * i] = v; ((double *)p)[2 * i + 1] = 0; break;
     default: rt_put_int(p, dt, i, ir_cast_f2i(v, dt)); break;
     }
 }
@@ -131,6 +133,8 @@ static inline rt_cplx rt_ld_c(const void *p, rlx_dtype dt, int64_t i)
 {
     if (dt == RLX_C64)
         return (rt_cplx){((const float *)p)[2 * i], ((const float *)p)[2 * i + 1]};
+    if (dt == RLX_C128)
+        return (rt_cplx){((const double *)p)[2 * i], ((const double *)p)[2 * i + 1]};
     return (rt_cplx){ir_dtype_is_int(dt) ? (double)rt_ld_i(p, dt, i) : rt_ld_f(p, dt, i), 0};
 }
 static inline void rt_st_c(void *p, rlx_dtype dt, int64_t i, rt_cplx v)
@@ -138,6 +142,9 @@ static inline void rt_st_c(void *p, rlx_dtype dt, int64_t i, rt_cplx v)
     if (dt == RLX_C64) {
         ((float *)p)[2 * i] = (float)v.re;
         ((float *)p)[2 * i + 1] = (float)v.im;
+    } else if (dt == RLX_C128) {
+        ((double *)p)[2 * i] = v.re;
+        ((double *)p)[2 * i + 1] = v.im;
     } else if (dt == RLX_BOOL) {
         ((unsigned char *)p)[i] = v.re != 0 || v.im != 0;
     } else {

@@ -22,8 +22,8 @@ ir_node *ts_make(const char *fn, ir_op op, int nsrc, ir_node *const *src, const 
 
 ir_node *ts_leaf(const char *fn, ir_op op, const ir_attrs *a, rlx_dtype dt, int rank, const int64_t *shape)
 {
-    if (dt == RLX_C64 && !ir_c64_takes(op)) { /* iota, rand: c64 computes only what rlx.h lists */
-        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+    if (ir_dtype_is_complex(dt) && !ir_c64_takes(op)) { /* iota, rand: complex computes only what rlx.h lists */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take %s", ir_ops[op].name, ir_dtype_name(dt));
         return NULL;
     }
     char err[200] = "";
@@ -74,10 +74,11 @@ ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, co
 
 ir_node *ts_cast_node(const char *fn, ir_node *x, rlx_dtype dt)
 {
-    if (x->dtype == RLX_C64 && dt != RLX_C64) {
+    if (ir_dtype_is_complex(x->dtype) && !ir_dtype_is_complex(dt)) {
         /* a conversion the caller did not ask for would drop the imaginary
          * part: only rlx_cast, rlx_real, rlx_imag and rlx_abs do that */
-        ts_error(RLX_E_DTYPE, fn, "does not take c64 (to %s would drop the imaginary part)", ir_dtype_name(dt));
+        ts_error(RLX_E_DTYPE, fn, "does not take %s (to %s would drop the imaginary part)", ir_dtype_name(x->dtype),
+                 ir_dtype_name(dt));
         return NULL;
     }
     return ts_cast_lossy(fn, x, dt);

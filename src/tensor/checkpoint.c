@@ -33,6 +33,7 @@ static const ck_dtype dtypes[] = {
     {RLX_F32, "F32", 'f', 4},
     {RLX_F64, "F64", 'f', 8},
     {RLX_C64, "C64", 'c', 8}, /* interleaved f32 (re, im), NumPy's '<c8' */
+    {RLX_C128, "C128", 'c', 16}, /* interleaved f64 (re, im), NumPy's '<c16' */
     {-1, "F8_E4M3", 0, 1},
     {-1, "F8_E5M2", 0, 1},
 };
@@ -167,7 +168,8 @@ static bool bools_canonical(const unsigned char *p, size_t n)
 
 static void copy_elements(unsigned char *dst, const unsigned char *src, size_t bytes, rlx_dtype dt, bool swap)
 {
-    size_t size = dt == RLX_C64 ? 4 : ir_dtype_size(dt); /* a big-endian c64 swaps each f32 part */
+    /* a big-endian complex swaps each part */
+    size_t size = ir_dtype_is_complex(dt) ? ir_dtype_size(dt) / 2 : ir_dtype_size(dt);
     if (dt == RLX_BOOL) {
         for (size_t i = 0; i < bytes; i++)
             dst[i] = src[i] != 0; /* any nonzero byte is true, as NumPy reads it */

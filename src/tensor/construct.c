@@ -184,7 +184,7 @@ static rlx_tensor *axis_ref(rlx_tensor *t, int ax, int rank, const int64_t *shap
     for (int d = 0; d < rank; d++)
         if (d != ax)
             r = shape[d] == 0 ? rlx_pad(r, d, 0, 1, 0) : rlx_narrow(r, d, 0, 1);
-    if (rlx_dtype_of(t) == RLX_C64) /* (the follower is cast to the range's dtype) */
+    if (ir_dtype_is_complex(rlx_dtype_of(t))) /* (the follower is cast to the range's dtype) */
         r = rlx_real(r);
     return rlx_reshape(r, 1, (const int64_t[]){-1});
 }
@@ -198,7 +198,7 @@ rlx_tensor *rlx_arange_of(rlx_tensor *t, int axis, rlx_dtype dt)
     int ax = ts_axis(fn, axis, n->rank);
     if (ax < 0)
         return NULL;
-    if (dt == RLX_BOOL || dt == RLX_C64) {
+    if (dt == RLX_BOOL || ir_dtype_is_complex(dt)) {
         ts_error(RLX_E_DTYPE, fn, "%s is not a numeric range dtype", rlx_dtype_name(dt));
         return NULL;
     }

@@ -29,9 +29,9 @@ rlx_tensor *ts_unary(const char *fn, ir_op op, rlx_tensor *x)
         return NULL;
     out = ts_make(fn, op, 1, &src, NULL);
     ir_release(src);
-    if (out && op == IR_OP_ABS && out->dtype == RLX_C64) { /* |z| is real: ABS of c64 gives (|z|, 0) */
+    if (out && op == IR_OP_ABS && ir_dtype_is_complex(out->dtype)) { /* |z| is real: ABS of c64 gives (|z|, 0) */
         src = out;
-        out = ts_cast_lossy(fn, src, RLX_F32);
+        out = ts_cast_lossy(fn, src, ir_complex_part(src->dtype));
         ir_release(src);
     }
     return ts_wrap(out);
@@ -183,15 +183,17 @@ rlx_tensor *rlx_complex(rlx_tensor *re, rlx_tensor *im)
         return NULL;
     ir_node *in[2] = {ts_node(re), ts_node(im)};
     for (int k = 0; k < 2; k++)
-        if (in[k]->dtype == RLX_C64) {
-            ts_error(RLX_E_DTYPE, fn, "%s must be real, got c64", k ? "im" : "re");
+        if (ir_dtype_is_complex(in[k]->dtype)) {
+            ts_error(RLX_E_DTYPE, fn, "%s must be real, got %s", k ? "im" : "re", ir_dtype_name(in[k]->dtype));
             return NULL;
         }
-    /* through f32 first: a part rounds as it does in a cast to f32 (an
-     * i64 or f64 converts once, not through a second rounding) */
-    ir_node *f[2] = {ts_cast_node(fn, in[0], RLX_F32), NULL}, *out = NULL;
-    if (f[0] && (f[1] = ts_cast_node(fn, in[1], RLX_F32))) {
-        rlx_dtype dts[2] = {RLX_C64, RLX_C64};
+    /* through the part dtype first: a part rounds as it does in a cast to
+     * f32 (an i64 or f64 converts once, not through a second rounding);
+     * an f64 part makes c128 (PyTorch's complex of two f64) */
+    rlx_dtype cdt = in[0]->dtype == RLX_F64 || in[1]->dtype == RLX_F64 ? RLX_C128 : RLX_C64;
+    ir_node *f[2] = {ts_cast_node(fn, in[0], ir_complex_part(cdt)), NULL}, *out = NULL;
+    if (f[0] && (f[1] = ts_cast_node(fn, in[1], ir_complex_part(cdt)))) {
+        rlx_dtype dts[2] = {cdt, cdt};
         out = make_broadcast(fn, IR_OP_COMPLEX, 2, f, dts);
     }
     ir_release(f[0]);
@@ -204,7 +206,8 @@ rlx_tensor *rlx_real(rlx_tensor *x)
     if (ts_null("rlx_real", "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    return n->dtype == RLX_C64 ? ts_wrap(ts_cast_lossy("rlx_real", n, RLX_F32)) : rlx_retain(x);
+    return ir_dtype_is_complex(n->dtype) ? ts_wrap(ts_cast_lossy("rlx_real", n, ir_complex_part(n->dtype)))
+                                         : rlx_retain(x);
 }
 
 rlx_tensor *rlx_imag(rlx_tensor *x)
@@ -212,10 +215,10 @@ rlx_tensor *rlx_imag(rlx_tensor *x)
     if (ts_null("rlx_imag", "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    if (n->dtype != RLX_C64)
+    if (!ir_dtype_is_complex(n->dtype))
         return ts_wrap(ts_const_node("rlx_imag", n->dtype, n->rank, n->shape, 0));
     ir_node *im = ts_make("rlx_imag", IR_OP_IMAG, 1, &n, NULL);
-    ir_node *out = im ? ts_cast_lossy("rlx_imag", im, RLX_F32) : NULL;
+    ir_node *out = im ? ts_cast_lossy("rlx_imag", im, ir_complex_part(n->dtype)) : NULL;
     ir_release(im);
     return ts_wrap(out);
 }
@@ -225,7 +228,7 @@ rlx_tensor *rlx_conj(rlx_tensor *x)
     if (ts_null("rlx_conj", "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    return n->dtype == RLX_C64 ? ts_wrap(ts_make("rlx_conj", IR_OP_CONJ, 1, &n, NULL)) : rlx_retain(x);
+    return ir_dtype_is_complex(n->dtype) ? ts_wrap(ts_make("rlx_conj", IR_OP_CONJ, 1, &n, NULL)) : rlx_retain(x);
 }
 
 /* ------------------------------------------------------------ selection */
@@ -280,7 +283,7 @@ rlx_tensor *ts_as_float(rlx_tensor *x)
 bool ts_numeric(const char *fn, const char *arg, rlx_tensor *t)
 {
     rlx_dtype dt = ts_node(t)->dtype;
-    if (dt != RLX_BOOL && dt != RLX_C64)
+    if (dt != RLX_BOOL && !ir_dtype_is_complex(dt))
         return true;
     ts_error(RLX_E_DTYPE, fn, "%s must be real numeric, got %s", arg, ir_dtype_name(dt));
     return false;
@@ -305,7 +308,7 @@ rlx_tensor *rlx_relu(rlx_tensor *x)
     rlx_tensor *rlx_##name(rlx_tensor *x_)                      \
     {                                                           \
         if (ts_null("rlx_" #name, "x", x_) ||                   \
-            (ts_node(x_)->dtype == RLX_C64 && !ts_numeric("rlx_" #name, "x", x_)) || !ts_open("rlx_" #name)) \
+            (ir_dtype_is_complex(ts_node(x_)->dtype) && !ts_numeric("rlx_" #name, "x", x_)) || !ts_open("rlx_" #name)) \
             return NULL; /* bool computes in f32; c64 is refused */ \
         rlx_tensor *x = ts_as_float(x_);                        \
         return ts_close_as(body, ts_float_dtype(ts_node(x_)->dtype)); \

@@ -79,11 +79,12 @@ static void put_value(strbuf *s, const void *p, rlx_dtype dt, int64_t i)
 {
     double v;
     switch (dt) {
-    case RLX_C64: { /* NumPy's "1.+2.j", "0.5-1.5j" (parts printed as f32) */
+    case RLX_C64:
+    case RLX_C128: { /* NumPy's "1.+2.j", "0.5-1.5j" (parts printed as f32 or f64) */
         rt_cplx z = rt_ld_c(p, dt, i);
-        put_float(s, z.re, RLX_F32);
+        put_float(s, z.re, ir_complex_part(dt));
         put(s, "%s", signbit(z.im) && z.im == z.im ? "-" : "+");
-        put_float(s, fabs(z.im), RLX_F32);
+        put_float(s, fabs(z.im), ir_complex_part(dt));
         put(s, "j");
         return;
     }

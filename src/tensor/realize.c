@@ -149,9 +149,10 @@ static rlx_status read_converted(const char *fn, rlx_tensor *t, void *dst, size_
         return rlx_last_status();
     ir_node *n = ts_node(t);
     size_t numel = (size_t)ir_node_numel(n);
-    if (n->dtype == RLX_C64) {
-        ts_error(RLX_E_DTYPE, fn, "c64 has two parts: read its (re, im) f32 pairs with rlx_read, or take "
-                                  "rlx_real/rlx_imag first");
+    if (ir_dtype_is_complex(n->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "%s has two parts: read its (re, im) %s pairs with rlx_read, or take "
+                                  "rlx_real/rlx_imag first", ir_dtype_name(n->dtype),
+                 ir_dtype_name(ir_complex_part(n->dtype)));
         return RLX_E_DTYPE;
     }
     if (count < numel || (numel && !dst)) {
@@ -189,8 +190,10 @@ rlx_status rlx_item(rlx_tensor *t, double *out)
                  (long long)ir_node_numel(ts_node(t)));
         return RLX_E_SHAPE;
     }
-    if (ts_node(t)->dtype == RLX_C64) {
-        ts_error(RLX_E_DTYPE, fn, "a c64 value has two parts: read its (re, im) f32 pair with rlx_read");
+    if (ir_dtype_is_complex(ts_node(t)->dtype)) {
+        rlx_dtype dt = ts_node(t)->dtype;
+        ts_error(RLX_E_DTYPE, fn, "a %s value has two parts: read its (re, im) %s pair with rlx_read",
+                 ir_dtype_name(dt), ir_dtype_name(ir_complex_part(dt)));
         return RLX_E_DTYPE;
     }
     const char *p = payload(fn, t);

@@ -50,8 +50,8 @@ static ir_node *drop_axes(const char *fn, ir_node *r, uint32_t mask)
 rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim)
 {
     ir_node *n = ts_node(x);
-    if (n->dtype == RLX_C64 && !ir_c64_takes(op)) { /* also when no axis is left to reduce */
-        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+    if (ir_dtype_is_complex(n->dtype) && !ir_c64_takes(op)) { /* also when no axis is left to reduce */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take %s", ir_ops[op].name, ir_dtype_name(n->dtype));
         return NULL;
     }
     /* sum and prod of bool/integers accumulate in i64, as NumPy and PyTorch. */
@@ -142,8 +142,9 @@ static rlx_tensor *mean_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool
 
 static rlx_tensor *var_mask(const char *fn, rlx_tensor *xf, uint32_t mask, bool keepdim)
 {
-    if (xf && ts_node(xf)->dtype == RLX_C64) { /* NumPy's complex var is real (|x - mean|^2): not built here */
-        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+    /* NumPy's complex var is real (|x - mean|^2): not built here */
+    if (xf && ir_dtype_is_complex(ts_node(xf)->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "does not take %s", ir_dtype_name(ts_node(xf)->dtype));
         return NULL;
     }
     rlx_tensor *d = rlx_sub(xf, mean_mask(fn, xf, mask, true));
@@ -211,8 +212,8 @@ static rlx_tensor *arg_reduce(const char *fn, ir_op op, rlx_tensor *x, int axis,
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    if (n->dtype == RLX_C64) { /* complex numbers have no order */
-        ts_error(RLX_E_DTYPE, fn, "%s does not take c64", ir_ops[op].name);
+    if (ir_dtype_is_complex(n->dtype)) { /* complex numbers have no order */
+        ts_error(RLX_E_DTYPE, fn, "%s does not take %s", ir_ops[op].name, ir_dtype_name(n->dtype));
         return NULL;
     }
     if (n->rank == 0) { /* a scalar: index 0 along its one implicit axis */
@@ -240,8 +241,8 @@ rlx_tensor *rlx_logsumexp(rlx_tensor *x, int axis, bool keepdim)
     const char *fn = "rlx_logsumexp";
     if (ts_null(fn, "x", x))
         return NULL;
-    if (ts_node(x)->dtype == RLX_C64) { /* as its other ranks (log, max refuse it) */
-        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+    if (ir_dtype_is_complex(ts_node(x)->dtype)) { /* as its other ranks (log, max refuse it) */
+        ts_error(RLX_E_DTYPE, fn, "does not take %s", ir_dtype_name(ts_node(x)->dtype));
         return NULL;
     }
     if (ts_node(x)->rank == 0 && (axis == 0 || axis == -1))
@@ -266,8 +267,8 @@ rlx_tensor *rlx_cumsum(rlx_tensor *x, int axis, bool exclusive)
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    if (n->dtype == RLX_C64) { /* before the rank-0 shortcut, whose cast would keep the real part */
-        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+    if (ir_dtype_is_complex(n->dtype)) { /* before the rank-0 shortcut, whose cast would keep the real part */
+        ts_error(RLX_E_DTYPE, fn, "does not take %s", ir_dtype_name(n->dtype));
         return NULL;
     }
     if (n->rank == 0 && (axis == 0 || axis == -1)) /* a scalar is its own running sum */

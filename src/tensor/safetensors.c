@@ -303,12 +303,13 @@ static void put_json_string(strbuf *b, const char *s)
     put(b, "\"", 1);
 }
 
-/* Data order: 8-byte types first, then 4, 2, 1, so that every tensor starts
- * aligned for its type (the data region starts at a multiple of 8). */
+/* Data order: 16-byte (c128) and 8-byte types first, then 4, 2, 1, so that
+ * every tensor starts aligned for its parts (the data region starts at a
+ * multiple of 8). */
 static void data_order(rlx_tensor *const *tensors, int n, int *order)
 {
     int k = 0;
-    for (size_t size = 8; size >= 1; size /= 2)
+    for (size_t size = 16; size >= 1; size /= 2)
         for (int i = 0; i < n; i++)
             if (ir_dtype_size(ts_node(tensors[i])->dtype) == size)
                 order[k++] = i;

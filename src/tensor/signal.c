@@ -15,8 +15,9 @@ static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool invers
     if (ts_null(fn, "x", x))
         return NULL;
     ir_node *n = ts_node(x);
-    if (n->dtype == RLX_C64) {
-        ts_error(RLX_E_DTYPE, fn, "takes the [..., 2N] layout of a real dtype, got c64 (use rlx_fft_c)");
+    if (ir_dtype_is_complex(n->dtype)) {
+        ts_error(RLX_E_DTYPE, fn, "takes the [..., 2N] layout of a real dtype, got %s (use rlx_fft_c)",
+                 ir_dtype_name(n->dtype));
         return NULL;
     }
     if (n->rank == 0) {
@@ -82,7 +83,7 @@ rlx_tensor *rlx_fft_c(rlx_tensor *x, int axis, bool inverse)
     if (!ts_open(fn))
         return NULL;
     int64_t len = n->shape[ax];
-    rlx_tensor *z = n->dtype == RLX_C64 ? x : rlx_cast(x, RLX_C64);
+    rlx_tensor *z = ir_dtype_is_complex(n->dtype) ? x : rlx_cast(x, ir_promote(n->dtype, RLX_C64)); /* f64 -> c128 */
     rlx_tensor *parts[2] = {rlx_real(z), rlx_imag(z)};
     rlx_tensor *f = rlx_fft_axis(rlx_cat(parts, 2, ax), ax, inverse);
     return ts_close(rlx_complex(rlx_slice(f, ax, 0, len, 1), rlx_slice(f, ax, len, 2 * len, 1)));

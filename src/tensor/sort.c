@@ -53,8 +53,8 @@ static int sort_args(const char *fn, rlx_tensor *x, int axis)
     if (ts_null(fn, "x", x))
         return -1;
     ir_node *n = ts_node(x);
-    if (n->dtype == RLX_C64) { /* complex numbers have no order (rank 0 and empty included) */
-        ts_error(RLX_E_DTYPE, fn, "does not take c64");
+    if (ir_dtype_is_complex(n->dtype)) { /* complex numbers have no order (rank 0 and empty included) */
+        ts_error(RLX_E_DTYPE, fn, "does not take %s", ir_dtype_name(n->dtype));
         return -1;
     }
     if (n->rank == 0) {

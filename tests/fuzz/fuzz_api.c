@@ -59,7 +59,7 @@ static void check_tensor(rlx_tensor *t, const char *what)
     int r = rlx_rank(t);
     FUZZ_ASSERT(r >= 0 && r <= RLX_MAX_RANK, "%s: rank %d", what, r);
     int dt = (int)rlx_dtype_of(t);
-    FUZZ_ASSERT(dt >= 0 && dt <= RLX_C64, "%s: dtype %d", what, dt);
+    FUZZ_ASSERT(dt >= 0 && dt <= RLX_C128, "%s: dtype %d", what, dt);
     int64_t shape[RLX_MAX_RANK];
     FUZZ_ASSERT(rlx_shape(t, shape, RLX_MAX_RANK) == r, "%s: rlx_shape", what);
     for (int i = 0; i < r; i++)
@@ -152,7 +152,7 @@ static void read_shape(fz_reader *r, int rank, int64_t *shape)
  * shape is invalid (the library then rejects it before reading data). */
 static size_t shape_bytes(int dt, int rank, const int64_t *shape)
 {
-    if (dt < 0 || dt > RLX_C64 || rank < 0 || rank > RLX_MAX_RANK)
+    if (dt < 0 || dt > RLX_C128 || rank < 0 || rank > RLX_MAX_RANK)
         return SIZE_MAX;
     unsigned __int128 b = ir_dtype_size((rlx_dtype)dt);
     for (int i = 0; i < rank; i++) {
@@ -296,9 +296,9 @@ static rlx_tensor *make_leaf(fz_reader *r)
          * indices and masks arbitrary values */
         int64_t n = fz_u8(r) % 9;
         int64_t sh[1] = {n};
-        for (int64_t i = 0; i < n * 8 && !fz_empty(r); i++)
+        for (int64_t i = 0; i < n * 16 && !fz_empty(r); i++) /* c128: 16 bytes an element */
             data_buf[i] = fz_u8(r);
-        return checked(rlx_from_data((rlx_dtype)(dt >= 0 && dt <= RLX_C64 ? dt : RLX_I64), 1, sh, data_buf),
+        return checked(rlx_from_data((rlx_dtype)(dt >= 0 && dt <= RLX_C128 ? dt : RLX_I64), 1, sh, data_buf),
                        "rlx_from_data");
     }
     }

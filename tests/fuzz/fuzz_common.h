@@ -125,8 +125,8 @@ static inline int fz_dtype(fz_reader *r)
     if (b < 150)
         return b % 5;
     if (b < 240)
-        return RLX_F16 + b % 7; /* F16 BF16 I8 U8 I16 U32 C64 */
-    static const int bad[] = {-1, 12, 13, 100, INT32_MIN, INT32_MAX};
+        return RLX_F16 + b % 8; /* F16 BF16 I8 U8 I16 U32 C64 C128 */
+    static const int bad[] = {-1, 13, 14, 100, INT32_MIN, INT32_MAX};
     return bad[b % 6];
 }
 

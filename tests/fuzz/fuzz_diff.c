@@ -44,7 +44,8 @@ typedef struct {
 
 static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64; }
 /* f32 parts: inexact arithmetic as f32's */
-static bool is_inexact_dt(rlx_dtype dt) { return is_float(dt) || dt == RLX_C64; }
+static bool is_cx(rlx_dtype dt) { return dt == RLX_C64 || dt == RLX_C128; }
+static bool is_inexact_dt(rlx_dtype dt) { return is_float(dt) || is_cx(dt); }
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -84,6 +85,10 @@ static rlx_tensor *make_leaf(const leaf_spec *l)
             ((float *)buf)[2 * i] = (float)v;
             ((float *)buf)[2 * i + 1] = (float)leaf_value(l, &s);
             break;
+        case RLX_C128:
+            ((double *)buf)[2 * i] = v;
+            ((double *)buf)[2 * i + 1] = leaf_value(l, &s);
+            break;
         case RLX_BOOL: buf[i] = v > 0; break;
         case RLX_I32: ((int32_t *)buf)[i] = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v; break;
         case RLX_I64: ((int64_t *)buf)[i] = v != v ? 0 : v >= 9e18 ? INT64_MAX : v <= -9e18 ? INT64_MIN : (int64_t)v; break;
@@ -96,7 +101,7 @@ static rlx_tensor *make_leaf(const leaf_spec *l)
     return t;
 }
 
-static double dtype_rtol(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_C64 ? 3e-4 : 1e-9; }
+static double dtype_rtol(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_C64 ? 3e-4 : 1e-9; } /* c128: f64's */
 
 static void push(graph *g, rlx_tensor *t, bool exact, double rtol)
 {
@@ -123,11 +128,11 @@ static void step(fz_reader *r, graph *g)
     uint8_t k = fz_u8(r);
     rlx_tensor *y = NULL;
     switch (k % 13) {
-    case 12: { /* complex64: built from real values, or c64 ops on a c64 value */
-        bool cx = dt == RLX_C64;
+    case 12: { /* complex64/128: built from real values, or complex ops on a complex value */
+        bool cx = is_cx(dt);
         switch (fz_u8(r) % 10) {
         case 0: y = rlx_complex(x, b->t); ex = ex && b->exact; break; /* refuses c64 parts */
-        case 1: y = cx ? rlx_conj(x) : rlx_cast(x, RLX_C64); break;
+        case 1: y = cx ? rlx_conj(x) : rlx_cast(x, dt == RLX_F64 ? RLX_C128 : RLX_C64); break;
         case 2: y = rlx_real(x); break;
         case 3: y = rlx_imag(x); break;
         case 4: y = cx ? rlx_exp(x) : NULL; ex = false; break;
@@ -137,7 +142,7 @@ static void step(fz_reader *r, graph *g)
             if (fz_u8(r) & 1) {
                 y = rlx_mul(x, bt);
             } else {
-                if (!b->exact || rlx_dtype_of(bt) == RLX_C64)
+                if (!b->exact || is_cx(rlx_dtype_of(bt)))
                     bt = rlx_add_s(rlx_abs(bt), 0.25); /* an inexact divisor near 0 (abs of c64 is f32) */
                 y = rlx_div(x, bt);
             }
@@ -213,7 +218,7 @@ static void step(fz_reader *r, graph *g)
             bt = rlx_add_s(rlx_abs(bt), 0.25); /* an inexact divisor near 0 */
         y = fns[f](x, bt);
         ex = both && f < 14; /* rem, pow and atan2 of floats are not exact (ints are compared exactly anyway) */
-        if (y && rlx_dtype_of(y) == RLX_C64 && (f == 2 || f == 3))
+        if (y && is_cx(rlx_dtype_of(y)) && (f == 2 || f == 3))
             ex = false; /* complex products round their sums of products */
         break;
     }
@@ -227,7 +232,7 @@ static void step(fz_reader *r, graph *g)
         if (f == 7 && !ex)
             f = 6; /* s / x with an inexact x near 0 */
         y = fns[f](x, fz_double(r));
-        ex = ex && f < 13 && !(dt == RLX_C64 && f >= 2);
+        ex = ex && f < 13 && !(is_cx(dt) && f >= 2);
         break;
     }
     case 5: { /* reductions */
@@ -402,7 +407,7 @@ static void step(fz_reader *r, graph *g)
         rlx_clear_error(); /* an invalid combination: skipped, in both copies */
         return;
     }
-    if (dt == RLX_C64 && rlx_dtype_of(y) != RLX_C64 && k % 13 == 0)
+    if (is_cx(dt) && !is_cx(rlx_dtype_of(y)) && k % 13 == 0)
         ex = false; /* abs of c64 is a hypot */
     ir_node *n = (ir_node *)y;
     if (!fz_cheap(&n, 1))
@@ -426,15 +431,17 @@ static void build(fz_reader r, graph *g, rlx_tensor *const *leaves, int nleaves,
         step(&r, g);
 }
 
-/* t's values as doubles (c64: 2n, the parts in turn); *n gets the count. */
+/* t's values as doubles (complex: 2n, the parts in turn); *n gets the count. */
 static double *read_values(rlx_tensor *t, int64_t *n, rlx_status *st)
 {
     *n = rlx_numel(t);
-    bool cx = rlx_dtype_of(t) == RLX_C64;
+    bool cx = is_cx(rlx_dtype_of(t));
     if (cx)
         *n *= 2;
     double *v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *v);
-    if (cx) {
+    if (rlx_dtype_of(t) == RLX_C128) {
+        *st = rlx_read(t, v, (size_t)*n * sizeof *v);
+    } else if (cx) {
         float *f = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *f);
         *st = rlx_read(t, f, (size_t)*n * sizeof *f);
         for (int64_t i = 0; *st == RLX_OK && i < *n; i++)
@@ -511,7 +518,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int l = 0; l < nleaves; l++) {
         uint8_t b = fz_u8(&r), m = fz_u8(&r);
-        spec[l].dt = (m & 0xe0) == 0xe0 ? RLX_C64 : b % 5; /* mask bits 5-7 are unused (rank <= 5) */
+        /* mask bits 5-7 are unused by the shape (rank <= 5) */
+        spec[l].dt = (m & 0xe0) == 0xe0 ? RLX_C64 : (m & 0xe0) == 0xc0 ? RLX_C128 : b % 5;
         spec[l].mode = (b >> 3) % 4;
         spec[l].seed = fz_u8(&r);
         int drop = (b >> 5) % (brank + 1);

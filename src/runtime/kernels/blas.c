@@ -628,6 +628,43 @@ static rlx_status c64_matmul_all(rt_ctx *ctx, const ir_node *n, const rt_view *i
     return RLX_OK;
 }
 
+/* c128 matmul: c64_matmul_all's packing with f64 parts and one
+ * cblas_zgemm per batch. */
+static rlx_status c128_matmul_all(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    int r = n->rank, nb = r - 2;
+    int64_t m = n->src[0]->shape[r - 2], k = n->src[0]->shape[r - 1], nc = n->shape[r - 1];
+    int64_t batches = ir_numel(nb, n->shape);
+    double *a = ir_alloc((size_t)(m * k) * 2 * sizeof *a), *b = ir_alloc((size_t)(k * nc) * 2 * sizeof *b);
+    if (!a || !b) {
+        ir_free(a);
+        ir_free(b);
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory packing a c128 matmul operand");
+    }
+    const int64_t *strides[2] = {in[0].strides, in[1].strides};
+    const int64_t *as = in[0].strides + nb, *bs = in[1].strides + nb;
+    const double *ap = in[0].st->data, *bp = in[1].st->data;
+    rt_iter it;
+    rt_iter_init(&it, nb, n->shape, 2, strides);
+    it.off[0] = in[0].off;
+    it.off[1] = in[1].off;
+    const double one[2] = {1, 0}, zero[2] = {0, 0};
+    double *dst = out->st->data;
+    for (int64_t bi = 0; bi < batches; bi++, rt_iter_next(&it)) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++)
+                memcpy(a + 2 * (i * k + p), ap + 2 * (it.off[0] + i * as[0] + p * as[1]), 2 * sizeof *a);
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t j = 0; j < nc; j++)
+                memcpy(b + 2 * (p * nc + j), bp + 2 * (it.off[1] + p * bs[0] + j * bs[1]), 2 * sizeof *b);
+        cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nc, (int)k, one, a, (int)k, b, (int)nc,
+                    zero, dst + 2 * bi * m * nc, (int)nc);
+    }
+    ir_free(a);
+    ir_free(b);
+    return RLX_OK;
+}
+
 rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     int r = n->rank;
@@ -638,10 +675,10 @@ rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         return ctx->status;
     if (ir_node_numel(n) == 0 || k == 0)
         return RLX_OK;
-    if (n->dtype == RLX_C64) {
+    if (ir_dtype_is_complex(n->dtype)) {
         if (n->src[0]->shape[r - 2] > INT_MAX || k > INT_MAX || n->shape[r - 1] > INT_MAX)
-            return rt_fail(ctx, RLX_E_UNSUPPORTED, "c64 matmul dims exceed the BLAS int range");
-        return c64_matmul_all(ctx, n, in, out);
+            return rt_fail(ctx, RLX_E_UNSUPPORTED, "%s matmul dims exceed the BLAS int range", ir_dtype_name(n->dtype));
+        return n->dtype == RLX_C128 ? c128_matmul_all(ctx, n, in, out) : c64_matmul_all(ctx, n, in, out);
     }
     if (!fl) {
         int_matmul_all(n, in, out);

@@ -111,7 +111,7 @@ rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     const char *src = in[0].st->data;
     for (int64_t i = 0; i < xn; i++, rt_iter_next(&it)) {
         acc *a = &accs[it.off[1]];
-        if (dt == RLX_C64) { /* only SUM takes c64 (ir_c64_takes) */
+        if (ir_dtype_is_complex(dt)) { /* only SUM takes complex (ir_c64_takes) */
             rt_cplx v = rt_ld_c(src, dt, it.off[0]);
             a->f += v.re;
             a->im += v.im;
@@ -124,7 +124,7 @@ rlx_status rt_eval_reduce(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     for (int64_t i = 0; i < on; i++) {
         if (op == IR_OP_ARGMAX || op == IR_OP_ARGMIN)
             rt_st_i(dst, RLX_I64, i, accs[i].arg);
-        else if (dt == RLX_C64)
+        else if (ir_dtype_is_complex(dt))
             rt_st_c(dst, n->dtype, i, (rt_cplx){accs[i].f, accs[i].im});
         else if (fdom)
             rt_st_f(dst, n->dtype, i, accs[i].f);
