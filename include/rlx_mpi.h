@@ -145,8 +145,8 @@ RLX_MPI_API bool rlx_mpi_shared_memory(const rlx_mpi_ctx *ctx);
  * correctly rounded division), whatever the bucket size, the message
  * timing or the run. Accumulation types: f32 for f32; f16 and bf16 are
  * widened exactly to f32, summed (and divided) there and rounded once to
- * their dtype (nearest even); c64 sums its real and imaginary f32 parts
- * separately (exactly complex addition); f64 in f64. Integers (i8, u8,
+ * their dtype (nearest even); c64 (c128) sums its real and imaginary f32
+ * (f64) parts separately (exactly complex addition); f64 in f64. Integers (i8, u8,
  * i16, i32, u32, i64) SUM only, wrapping modulo 2^bits in their own dtype
  * as C unsigned arithmetic (NumPy's sum of that dtype); MEAN of an integer
  * and any bool are RLX_E_DTYPE.

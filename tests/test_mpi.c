@@ -74,8 +74,8 @@ static rlx_tensor *input(uint64_t seed, int q, int idx, rlx_dtype dt, int rank, 
         im[j] = ranged(dt, gen(seed, q, idx, 2 * j + 1));
     }
     rlx_tensor *t = rlx_from_data(RLX_F64, rank, base, re);
-    if (dt == RLX_C64)
-        t = rlx_complex(t, rlx_from_data(RLX_F64, rank, base, im));
+    if (dt == RLX_C64 || dt == RLX_C128) /* rlx_complex of f64 parts is c128 */
+        t = rlx_cast(rlx_complex(t, rlx_from_data(RLX_F64, rank, base, im)), dt);
     else
         t = rlx_cast(t, dt);
     free(re);
@@ -85,7 +85,7 @@ static rlx_tensor *input(uint64_t seed, int q, int idx, rlx_dtype dt, int rank, 
 
 static size_t dsize(rlx_dtype dt)
 {
-    static const size_t s[] = {1, 4, 8, 4, 8, 2, 2, 1, 1, 2, 4, 8};
+    static const size_t s[] = {1, 4, 8, 4, 8, 2, 2, 1, 1, 2, 4, 8, 16};
     return s[dt];
 }
 
@@ -106,7 +106,7 @@ static unsigned char *expected(uint64_t seed, int idx, rlx_dtype dt, int rank, c
 {
     const bool half = dt == RLX_F16 || dt == RLX_BF16;
     const rlx_dtype acc_dt = half ? RLX_F32 : dt;
-    const int64_t m = test_numel(rank, shape) * (dt == RLX_C64 ? 2 : 1);
+    const int64_t m = test_numel(rank, shape) * (dt == RLX_C64 || dt == RLX_C128 ? 2 : 1);
     unsigned char *acc = NULL;
     for (int q = 0; q < P; q++) {
         size_t nb;
@@ -119,7 +119,7 @@ static unsigned char *expected(uint64_t seed, int idx, rlx_dtype dt, int rank, c
         for (int64_t j = 0; j < m; j++) {
             switch (acc_dt) {
             case RLX_F32: case RLX_C64: ((float *)acc)[j] = ((float *)acc)[j] + ((float *)v)[j]; break;
-            case RLX_F64: ((double *)acc)[j] = ((double *)acc)[j] + ((double *)v)[j]; break;
+            case RLX_F64: case RLX_C128: ((double *)acc)[j] = ((double *)acc)[j] + ((double *)v)[j]; break;
             case RLX_I8: case RLX_U8: ((uint8_t *)acc)[j] = (uint8_t)(((uint8_t *)acc)[j] + ((uint8_t *)v)[j]); break;
             case RLX_I16: ((uint16_t *)acc)[j] = (uint16_t)(((uint16_t *)acc)[j] + ((uint16_t *)v)[j]); break;
             case RLX_I32: case RLX_U32: ((uint32_t *)acc)[j] += ((uint32_t *)v)[j]; break;
@@ -130,12 +130,12 @@ static unsigned char *expected(uint64_t seed, int idx, rlx_dtype dt, int rank, c
         free(v);
     }
     for (int64_t j = 0; op == RLX_MPI_MEAN && j < m; j++) {
-        if (acc_dt == RLX_F64)
+        if (acc_dt == RLX_F64 || acc_dt == RLX_C128)
             ((double *)acc)[j] = ((double *)acc)[j] / P;
         else
             ((float *)acc)[j] = ((float *)acc)[j] / (float)P;
     }
-    *bytes = (size_t)m * dsize(acc_dt == RLX_C64 ? RLX_F32 : acc_dt);
+    *bytes = (size_t)m * dsize(acc_dt == RLX_C64 ? RLX_F32 : acc_dt == RLX_C128 ? RLX_F64 : acc_dt);
     if (!half)
         return acc;
     unsigned char *h = raw(rlx_cast(rlx_from_data(RLX_F32, rank, shape, acc), dt), bytes);
@@ -190,10 +190,10 @@ static const int shape_rank[NSHAPES] = {0, 1, 1, 2, 3, 3, 2, 1};
 static const int64_t shapes[NSHAPES][3] = {{0}, {0}, {1}, {5, 7}, {3, 0, 2}, {4, 3, 5}, {6, 9}, {1031}};
 static const bool shape_view[NSHAPES] = {false, false, false, false, false, true, true, true};
 
-static const rlx_dtype all_dtypes[] = {RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_C64, RLX_I8,
-                                       RLX_U8,  RLX_I16, RLX_I32, RLX_U32,  RLX_I64};
+static const rlx_dtype all_dtypes[] = {RLX_F32, RLX_F64, RLX_F16, RLX_BF16, RLX_C64, RLX_C128,
+                                       RLX_I8,  RLX_U8,  RLX_I16, RLX_I32,  RLX_U32, RLX_I64};
 enum { NDTYPES = sizeof all_dtypes / sizeof *all_dtypes };
-static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64 || dt == RLX_F16 || dt == RLX_BF16 || dt == RLX_C64; }
+static bool is_float(rlx_dtype dt) { return dt == RLX_F32 || dt == RLX_F64 || dt == RLX_F16 || dt == RLX_BF16 || dt == RLX_C64 || dt == RLX_C128; }
 
 /* Every dtype, SUM and MEAN, over rank-0, empty, odd and strided shapes. */
 TEST(allreduce_values)

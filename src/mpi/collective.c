@@ -127,6 +127,7 @@ static int dtype_size(rlx_dtype dt)
     case RLX_F16: case RLX_BF16: case RLX_I16: return 2;
     case RLX_I32: case RLX_U32: case RLX_F32: return 4;
     case RLX_I64: case RLX_F64: case RLX_C64: return 8;
+    case RLX_C128: return 16;
     }
     return 0;
 }
@@ -136,7 +137,7 @@ static int kind_of(rlx_dtype dt, rlx_mpi_op op)
 {
     switch (dt) {
     case RLX_F32: case RLX_F16: case RLX_BF16: case RLX_C64: return K_F32;
-    case RLX_F64: return K_F64;
+    case RLX_F64: case RLX_C128: return K_F64;
     case RLX_BOOL: return -1;
     case RLX_I8: case RLX_U8: return op == RLX_MPI_SUM ? K_I8 : -1;
     case RLX_I16: return op == RLX_MPI_SUM ? K_I16 : -1;
@@ -146,10 +147,11 @@ static int kind_of(rlx_dtype dt, rlx_mpi_op op)
     return -1;
 }
 
-/* Elements of t in its kind: c64 counts as two f32 parts. */
+/* Elements of t in its kind: c64 (c128) counts as two f32 (f64) parts. */
 static int64_t kind_elems(rlx_tensor *t)
 {
-    return rlx_numel(t) * (rlx_dtype_of(t) == RLX_C64 ? 2 : 1);
+    rlx_dtype dt = rlx_dtype_of(t);
+    return rlx_numel(t) * (dt == RLX_C64 || dt == RLX_C128 ? 2 : 1);
 }
 
 /* ------------------------------------------------------- the inputs */
