@@ -9,7 +9,8 @@
  *  - the gradient of a transposed matmul operand (a linear layer's weight)
  *    is one GEMM in the operand's own layout;
  *  - small elementwise clusters over one stored value are recomputed by
- *    each reader (tanh-GELU's pieces), sums of two stored values are not;
+ *    each reader (tanh-GELU's pieces), sums of two stored values are not,
+ *    nor a polynomial into a reduction;
  *  - float scatter-add (the gradients of gather) on its typed loops.
  */
 #include "harness.h"
@@ -276,11 +277,25 @@ TEST(sum_of_two_stored_values_is_stored)
     CHECK_EQ_INT(computed(&s), 3);
     schedule_free(&s, simp, 2);
     /* one stored value of its size per recomputed cluster: exp(x) * 2 + 1
-     * read by two kernels is recomputed by each */
-    rlx_tensor *e = rlx_add_s(rlx_mul_s(rlx_exp(x), 2), 1), *q[2] = {rlx_neg(e), rlx_sum(e, (int[]){0}, 1, false)};
+     * read by two elementwise kernels is recomputed by each */
+    rlx_tensor *e = rlx_add_s(rlx_mul_s(rlx_exp(x), 2), 1), *q[2] = {rlx_neg(e), rlx_mul(e, y)};
     same_on_backends("-(2 exp(x) + 1)", q[0], 1e-6);
-    same_on_backends("sum(2 exp(x) + 1)", q[1], 1e-5);
+    same_on_backends("(2 exp(x) + 1) y", q[1], 1e-6);
     if (!schedule_of(q, 2, &s, simp))
+        return;
+    CHECK_EQ_INT(computed(&s), 2);
+    schedule_free(&s, simp, 2);
+    /* but not into a reduction when it holds a polynomial (exp): stored */
+    rlx_tensor *u[2] = {rlx_neg(e), rlx_sum(e, (int[]){0}, 1, false)};
+    same_on_backends("sum(2 exp(x) + 1)", u[1], 1e-5);
+    if (!schedule_of(u, 2, &s, simp))
+        return;
+    CHECK_EQ_INT(computed(&s), 3);
+    schedule_free(&s, simp, 2);
+    /* a cluster without one is recomputed there too: 2 x + 1 */
+    rlx_tensor *l = rlx_add_s(rlx_mul_s(x, 2), 1), *w[2] = {rlx_neg(l), rlx_sum(l, (int[]){0}, 1, false)};
+    same_on_backends("sum(2 x + 1)", w[1], 1e-5);
+    if (!schedule_of(w, 2, &s, simp))
         return;
     CHECK_EQ_INT(computed(&s), 2);
     schedule_free(&s, simp, 2);
