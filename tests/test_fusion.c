@@ -10,7 +10,7 @@
  *    is one GEMM in the operand's own layout;
  *  - small elementwise clusters over one stored value are recomputed by
  *    each reader (tanh-GELU's pieces), sums of two stored values are not,
- *    nor a polynomial into a reduction;
+ *    nor a polynomial into a reduction, nor a cluster of leaves alone;
  *  - float scatter-add (the gradients of gather) on its typed loops.
  */
 #include "harness.h"
@@ -289,6 +289,16 @@ TEST(sum_of_two_stored_values_is_stored)
     rlx_tensor *u[2] = {rlx_neg(e), rlx_sum(e, (int[]){0}, 1, false)};
     same_on_backends("sum(2 exp(x) + 1)", u[1], 1e-5);
     if (!schedule_of(u, 2, &s, simp))
+        return;
+    CHECK_EQ_INT(computed(&s), 3);
+    schedule_free(&s, simp, 2);
+    /* a cluster of leaves alone (a causal mask of iotas) is stored */
+    rlx_tensor *ar = rlx_arange(RLX_F32, 0, 16, 1);
+    rlx_tensor *mask = rlx_le(rlx_reshape(ar, 2, (int64_t[]){1, 16}), rlx_reshape(ar, 2, (int64_t[]){16, 1}));
+    rlx_tensor *sq = rlx_narrow(x, 1, 0, 16), *mk[2] = {rlx_where(mask, sq, rlx_zeros_like(sq)), rlx_where(mask, rlx_zeros_like(sq), sq)};
+    same_on_backends("where(mask, x, 0)", mk[0], 0);
+    same_on_backends("where(mask, 0, x)", mk[1], 0);
+    if (!schedule_of(mk, 2, &s, simp))
         return;
     CHECK_EQ_INT(computed(&s), 3);
     schedule_free(&s, simp, 2);

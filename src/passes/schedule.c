@@ -160,7 +160,9 @@ static long merge_need(long a, long b)
  * not recomputed into a reduction (the value a reduction reads, through
  * elementwise nodes with no other reader): there the polynomial runs
  * several times slower than in an elementwise loop (cross-entropy's exp
- * summed over rows of 96: 0.11 ms against 0.02 stored). */
+ * summed over rows of 96: 0.11 ms against 0.02 stored). A cluster of
+ * leaves alone (a causal mask of iotas) is stored: recomputed inside
+ * attention's softmax row kernel it made W10b's 2.8 ms, not 0.65. */
 static void plan_recompute(planner *p)
 {
     unsigned char *red = p->rmath + p->lv.count; /* read by a reduction */
@@ -199,7 +201,7 @@ static void plan_recompute(planner *p)
         }
         p->rload[i] = load;
         p->rmath[i] = math;
-        if (cost <= RECOMP_MAX && !(math && red[i]))
+        if (cost <= RECOMP_MAX && load >= 0 && !(math && red[i]))
             p->rcost[i] = cost;
     }
 }
