@@ -475,13 +475,29 @@ static void vjp_cumsum(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
 
 /* ------------------------------------------------------------ library */
 
+/* Whether n swaps the last two dims and keeps the others. */
+static bool is_transpose(const ir_node *n)
+{
+    if (n->op != IR_OP_PERMUTE || n->rank < 2)
+        return false;
+    for (int d = 0; d < n->rank - 2; d++)
+        if (n->attr.perm.perm[d] != d)
+            return false;
+    return n->attr.perm.perm[n->rank - 2] == n->rank - 1 && n->attr.perm.perm[n->rank - 1] == n->rank - 2;
+}
+
 /* C = A B: dA = G B^T, dB = A^T G (batch dims are equal here; broadcast
- * batches are summed by the EXPAND rule below). */
+ * batches are summed by the EXPAND rule below). An operand that is a
+ * transpose (x @ w^T: a linear layer's weight) gets its gradient as the
+ * transpose of the product in the other order, dB = (G^T A)^T: the
+ * permute's own rule transposes it back, the two permutes compose away,
+ * and the weight's gradient is one GEMM written in the weight's layout,
+ * which the optimizer's elementwise kernels then read contiguously. */
 static void vjp_matmul(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     rlx_tensor *a = T(n->src[0]), *b = T(n->src[1]);
-    dx[0] = need[0] ? rlx_matmul_t(g, b) : NULL;
-    dx[1] = need[1] ? rlx_matmul(rlx_t(a), g) : NULL;
+    dx[0] = !need[0] ? NULL : is_transpose(n->src[0]) ? rlx_t(rlx_matmul(b, rlx_t(g))) : rlx_matmul_t(g, b);
+    dx[1] = !need[1] ? NULL : is_transpose(n->src[1]) ? rlx_t(rlx_matmul(rlx_t(g), a)) : rlx_matmul(rlx_t(a), g);
 }
 
 /* X = A^-1 B (implicit function): dB = A^-T G, dA = -dB X^T. */

@@ -263,15 +263,54 @@ static LLVMValueRef load(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index)
 
 static LLVMValueRef icmp(kctx *c, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b);
 
+/* True when GUARD in, though its index moves along the innermost loop,
+ * has one value over each run of it: the index is a + s*i (i < E, the
+ * innermost extent) with a, lo and hi multiples of s*E, so the run stays
+ * inside one block of s*E values that [lo, hi) holds whole or not at all
+ * (a pad of the flat [.., heads*width] dim read as [.., heads, width]).
+ * It is then computed at i = 0, fixed along the loop. */
+static bool guard_blockwise(const kctx *c, const sched_instr *in)
+{
+    int last = c->k->rank - 1;
+    if (c->generic || last < 0 || in->idx.stride[last] <= 0)
+        return false;
+    int64_t p = in->idx.stride[last] * c->k->shape[last];
+    if (p <= 0 || in->idx.off % p || in->lo % p || in->hi % p)
+        return false;
+    for (int d = 0; d < last; d++)
+        if (in->idx.stride[d] % p)
+            return false;
+    return true;
+}
+
 /* A guarded load (a pad's source): loaded only where its guard holds,
  * else 0, in a block of its own that the loop vectorizer if-converts into
  * a masked load (its address may lie outside the buffer elsewhere). */
 static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
 {
+    const sched_kernel *k = c->k;
+    int last = k->rank - 1;
+    LLVMValueRef g = c->vals[in->src[0]];
+    /* A guard fixed along the innermost loop (a pad of an outer dim: the
+     * q/k/v gradient slices of attention) puts a whole vector on one side.
+     * The masked load the vectorizer makes of the block below still
+     * translates the masked-off lanes' addresses, outside the buffer: a
+     * page walk per vector (W10b's [8,128,768] sum of three padded
+     * gradients took 3.2 ms instead of 0.1). There the load is plain, from
+     * the first elements of the buffer where the guard fails (in bounds,
+     * as the source's size checks here), and its value dropped. */
+    if (last >= 0 && !c->generic && !c->inner[in->src[0]] && in->idx.stride[last] >= 0 &&
+        (k->shape[last] - 1) * in->idx.stride[last] < ir_node_numel(k->args[in->arg])) {
+        LLVMValueRef safe = in->idx.stride[last] == 0 ? ci(c, c->m->i64, 0)
+                                                      : LLVMBuildNSWMul(c->b, c->iv[last],
+                                                                        ci(c, c->m->i64, in->idx.stride[last]), "");
+        LLVMValueRef v = load(c, in->arg, in->dtype, LLVMBuildSelect(c->b, g, aff_in(c, in), safe, ""));
+        return LLVMBuildSelect(c->b, g, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    }
     LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
     LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(c->m->ctx, c->fn, "gload");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->m->ctx, c->fn, "gjoin");
-    LLVMBuildCondBr(c->b, c->vals[in->src[0]], take, join);
+    LLVMBuildCondBr(c->b, g, take, join);
     LLVMPositionBuilderAtEnd(c->b, take);
     LLVMValueRef v = load(c, in->arg, in->dtype, aff_in(c, in));
     LLVMBuildBr(c->b, join);
@@ -752,7 +791,10 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
     switch (in->kind) {
     case SCHED_I_LOAD: return in->guarded ? guarded_load(c, in) : load(c, in->arg, in->dtype, aff_in(c, in));
     case SCHED_I_GUARD: { /* lo <= idx < hi */
-        LLVMValueRef i = aff_in(c, in);
+        sched_affine at0 = in->idx;
+        if (guard_blockwise(c, in))
+            at0.stride[c->k->rank - 1] = 0;
+        LLVMValueRef i = affine(c, &at0, c->pbase[in - c->k->instr]);
         int pb = c->pbase[in - c->k->instr] + 1 + c->k->rank;
         return LLVMBuildAnd(c->b, icmp(c, LLVMIntSGE, i, num(c, pb, in->lo)), icmp(c, LLVMIntSLT, i, num(c, pb + 1, in->hi)),
                             "");
@@ -1572,7 +1614,7 @@ rlx_status cg_emit_kernel(cg_mod *m, const sched_kernel *k, const char *name, ch
         if (in->kind == SCHED_I_CONST)
             cvals[in->arg] = const_value(&c, LLVMGetParam(body, (unsigned)na + 1), in->arg, in->dtype);
         if ((in->kind == SCHED_I_LOAD || in->kind == SCHED_I_IOTA || in->kind == SCHED_I_GUARD) && k->rank > 0)
-            inner[i] = in->idx.stride[k->rank - 1] != 0;
+            inner[i] = in->idx.stride[k->rank - 1] != 0 && !(in->kind == SCHED_I_GUARD && guard_blockwise(&c, in));
         if (in->kind == SCHED_I_LOAD && in->guarded)
             inner[i] |= inner[in->src[0]];
         else if (in->kind == SCHED_I_OP)

@@ -28,7 +28,8 @@
  *    softmax, layer_norm, rms_norm, logsumexp run as one kernel; other
  *    reductions are kernels of their own;
  *  - a node needed by several kernels is materialized once, unless it is
- *    cheap (a view or a leaf), which each kernel recomputes;
+ *    cheap (a view or a leaf) or a small elementwise cluster over values
+ *    stored anyway (recomputable, below), which each kernel recomputes;
  *  - everything else (gather, cumsum, arg reductions, rand,
  *    library calls, the float math the code generator lacks: ops.def's
  *    emit and jit columns) is a REF kernel: one node through the
@@ -50,6 +51,9 @@
 enum { C_REALIZED, C_LEAF, C_EW, C_VIEW, C_REDUCE, C_REF };
 enum { NEED_NONE = -1, NEED_MULTI = -2 };
 enum { MAX_DEPTH = 200, MAX_INSTR = 4096, ACC_MAX = SCHED_ACC_MAX, FIND_MAX = 256 };
+/* Recomputation's budget: the ops of an elementwise cluster (a MATH op,
+ * a polynomial, counts RECOMP_MATH) that each reader computes again. */
+enum { RECOMP_MAX = 16, RECOMP_MATH = 8 };
 
 /* ------------------------------------------------------------ op classes */
 
@@ -93,6 +97,9 @@ typedef struct {
     unsigned char *view_root;/* a root published as a view of a materialized value */
     long *need;              /* NEED_NONE, NEED_MULTI or the one kernel that reads it */
     int *depth;              /* fused levels below its kernel's root (the lowering's recursion depth) */
+    int *rcost;              /* recomputable: its cluster's cost; -1 when not */
+    long *rload;             /* recomputable: the value of its size its cluster reads, -1 none */
+    unsigned char *rmath;    /* its cluster has a MATH op; then (count more) read by a reduction */
     const knob_state *knobs; /* borrows: the fusion knobs */
 } planner;
 
@@ -134,6 +141,70 @@ static long merge_need(long a, long b)
     return NEED_MULTI;
 }
 
+/* Which elementwise nodes every reader may compute again (rcost >= 0):
+ * those whose cluster -- the node and its recomputable sources, through
+ * views -- costs at most RECOMP_MAX and reads at most one value of its
+ * own size (rload; smaller ones, a row's statistics or a bias, are
+ * broadcast and stay in cache), which must be a leaf, a realized value or
+ * another elementwise value (stored, or fused, anyway). A stored value
+ * costs a write and a read per reader, the memory traffic the training
+ * step's elementwise kernels are bound by, while recomputing a few ops
+ * over a value the reader loads costs none: tanh-GELU's forward is one
+ * kernel, not five whose pieces its gradient reads back, and
+ * layer_norm's normalized rows are recomputed from x and the row
+ * statistics. A sum of two full values (a residual add) is stored: each
+ * reader would load both. A REF or reduction source stops it, as
+ * recomputing would keep such a value alive (a GEMM's output past its
+ * epilogue) or split a row kernel's phases. A cluster with a MATH op is
+ * not recomputed into a reduction (the value a reduction reads, through
+ * elementwise nodes with no other reader): there the polynomial runs
+ * several times slower than in an elementwise loop (cross-entropy's exp
+ * summed over rows of 96: 0.11 ms against 0.02 stored). A cluster of
+ * leaves alone (a causal mask of iotas) is stored: recomputed inside
+ * attention's softmax row kernel it made W10b's 2.8 ms, not 0.65. */
+static void plan_recompute(planner *p)
+{
+    unsigned char *red = p->rmath + p->lv.count; /* read by a reduction */
+    memset(red, 0, (size_t)p->lv.count);
+    for (long i = p->lv.count - 1; i >= 0; i--) {
+        const ir_node *node = p->lv.order[i];
+        if (p->cls[i] != C_REDUCE && !(p->cls[i] == C_EW && red[i] && p->lv.uses[i] == 1))
+            continue;
+        for (int s = 0; s < node->nsrc; s++)
+            red[pos_of(p, chain_bottom(p, node->src[s]))] = 1;
+    }
+    for (long i = 0; i < p->lv.count; i++) {
+        const ir_node *node = p->lv.order[i];
+        p->rcost[i] = -1;
+        if (p->cls[i] != C_EW || node->op == IR_OP_CONTIGUOUS)
+            continue;
+        bool math = ir_ops[node->op].emit == IR_EMIT_MATH;
+        int cost = math ? RECOMP_MATH : 1;
+        long load = -1; /* the one value of its size it reads */
+        for (int s = 0; s < node->nsrc && cost <= RECOMP_MAX; s++) {
+            long b = pos_of(p, chain_bottom(p, node->src[s])), got = -1;
+            int bc = p->cls[b];
+            if (bc == C_EW && p->rcost[b] >= 0) {
+                cost += p->rcost[b];
+                got = p->rload[b];
+                math |= p->rmath[b];
+            } else if (bc == C_REALIZED || bc == C_EW) {
+                got = ir_node_numel(p->lv.order[b]) >= ir_node_numel(node) ? b : -1;
+            } else if (bc != C_LEAF) {
+                cost = RECOMP_MAX + 1;
+            }
+            if (got >= 0 && load >= 0 && got != load)
+                cost = RECOMP_MAX + 1;
+            if (got >= 0)
+                load = got;
+        }
+        p->rload[i] = load;
+        p->rmath[i] = math;
+        if (cost <= RECOMP_MAX && load >= 0 && !(math && red[i]))
+            p->rcost[i] = cost;
+    }
+}
+
 /* Decides which nodes are materialized; returns the number of kernels. */
 static long plan(planner *p, const ir_node *const *roots, int nroots)
 {
@@ -145,6 +216,7 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
     for (long i = 0; i < n; i++)
         p->need[i] = NEED_NONE;
     memset(p->depth, 0, (size_t)n * sizeof *p->depth);
+    plan_recompute(p);
     for (int r = 0; r < nroots; r++)
         p->is_root[pos_of(p, roots[r])] = 1;
     /* A root that is a view chain over a value materialized anyway is
@@ -178,7 +250,7 @@ static long plan(planner *p, const ir_node *const *roots, int nroots)
          * lowering checks the loop spaces agree, else forces it) */
         bool m = (p->is_root[i] && !p->view_root[i]) || c == C_REF || (c == C_REDUCE && p->need[i] < 0) ||
                  p->forced[i] || p->must_m[i] || node->op == IR_OP_CONTIGUOUS ||
-                 (!cheap && p->need[i] == NEED_MULTI) || (c == C_REDUCE && no_phases) ||
+                 (!cheap && p->need[i] == NEED_MULTI && (no_ew || p->rcost[i] < 0)) || (c == C_REDUCE && no_phases) ||
                  (c == C_EW && p->need[i] >= 0 && (no_ew || (no_red && p->cls[p->need[i]] == C_REDUCE)));
         /* a chain fused deeper than the lowering recurses is cut here, in
          * one plan, rather than by re-planning at each cut (which made a
@@ -1261,6 +1333,9 @@ static void planner_free(planner *p)
     ir_free(p->view_root);
     ir_free(p->need);
     ir_free(p->depth);
+    ir_free(p->rcost);
+    ir_free(p->rload);
+    ir_free(p->rmath);
     sched_liveness_free(&p->lv);
 }
 
@@ -1336,7 +1411,11 @@ rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_s
     p.view_root = ir_alloc(nb);
     p.need = ir_alloc(nb * sizeof *p.need);
     p.depth = ir_alloc(nb * sizeof *p.depth);
-    bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need && p.depth;
+    p.rcost = ir_alloc(nb * sizeof *p.rcost);
+    p.rload = ir_alloc(nb * sizeof *p.rload);
+    p.rmath = ir_alloc(2 * nb);
+    bool ok = p.cls && p.forced && p.is_root && p.must_m && p.is_m && p.view_root && p.need && p.depth && p.rcost &&
+              p.rload && p.rmath;
     for (long i = 0; ok && i < n; i++)
         p.cls[i] = (unsigned char)node_class(p.lv.order[i]);
     if (!ok) {

@@ -28,6 +28,12 @@ typedef union {
 
 static void scatter_load_base(const ir_node *x, const rt_view *in, bool fdom, scatter_acc *acc)
 {
+    if (x->dtype == RLX_F32 && rt_view_is_contiguous(x, in)) { /* the gradients' case, without the generic loads */
+        const float *b = (const float *)in->st->data + in->off;
+        for (int64_t i = 0, n = ir_node_numel(x); i < n; i++)
+            acc[i].f = b[i];
+        return;
+    }
     int64_t len = x->shape[x->rank - 1], st = in->strides[x->rank - 1], rows = rows_of(x);
     const int64_t *strides[1] = {in->strides};
     rt_iter it;
@@ -55,6 +61,20 @@ static void scatter_apply(const ir_node *n, const rt_view *in, bool fdom, scatte
     const int64_t *strides[3] = {in[1].strides, in[2].strides, bst}, offs[3] = {in[1].off, in[2].off, 0};
     rt_iter it;
     rows_init(&it, idx, 3, strides, offs);
+    if (fdom && !set && v->dtype == RLX_F32 && (idx->dtype == RLX_I64 || idx->dtype == RLX_I32)) {
+        /* a float scatter-add (the gradients'): the same loop, the loads typed */
+        const float *vs = in[2].st->data;
+        bool i64 = idx->dtype == RLX_I64;
+        for (int64_t r = 0, rows = rows_of(idx); r < rows; r++, rt_iter_next(&it)) {
+            const int64_t *i8 = (const int64_t *)in[1].st->data + it.off[0];
+            const int32_t *i4 = (const int32_t *)in[1].st->data + it.off[0];
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t k = i64 ? i8[j * si] : i4[j * si];
+                acc[it.off[2] + j * sb + (k < 0 ? k + len : k) * bax].f += vs[it.off[1] + j * sv];
+            }
+        }
+        return;
+    }
     for (int64_t r = 0, rows = rows_of(idx); r < rows; r++, rt_iter_next(&it))
         for (int64_t j = 0; j < cols; j++) {
             int64_t k = rt_ld_i(in[1].st->data, idx->dtype, it.off[0] + j * si);
@@ -111,6 +131,12 @@ rlx_status rt_eval_scatter(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_
     scatter_load_base(n->src[0], &in[0], fdom, acc);
     if (ir_node_numel(n->src[1]) > 0)
         scatter_apply(n, in, fdom, acc);
+    if (n->dtype == RLX_F32) {
+        float *o = out->st->data;
+        for (int64_t i = 0; i < numel; i++)
+            o[i] = (float)acc[i].f;
+        numel = 0;
+    }
     for (int64_t i = 0; i < numel; i++) {
         if (fdom)
             rt_st_f(out->st->data, n->dtype, i, acc[i].f);
