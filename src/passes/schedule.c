@@ -73,7 +73,9 @@ bool sched_fusable(const ir_node *n)
 
 static int node_class(const ir_node *n)
 {
-    if (ir_node_storage(n))
+    /* a constant's storage is a cache (lower_uncached): planned as if
+     * absent, so the schedule does not depend on whether it was realized */
+    if (ir_node_storage(n) && n->op != IR_OP_CONST)
         return C_REALIZED;
     if (!sched_fusable(n))
         return C_REF;
