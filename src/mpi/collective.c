@@ -354,8 +354,15 @@ static rlx_status reduce_flat(rlx_mpi_ctx *ctx, const char *fn, mp_kind k, const
 
 /* ------------------------------------------------------- allreduce */
 
-static rlx_status check_tensors(const char *fn, int n, rlx_tensor *const *in, rlx_tensor **out)
+/* A collective's own arguments (out cleared first): ctx, n, in, out. */
+static rlx_status check_call(const char *fn, const rlx_mpi_ctx *ctx, int n, rlx_tensor *const *in, rlx_tensor **out)
 {
+    for (int i = 0; out && i < n; i++)
+        out[i] = NULL;
+    if (!ctx) {
+        mp_error(RLX_E_ARG, "%s: ctx is NULL", fn);
+        return RLX_E_ARG;
+    }
     if (n < 0) {
         mp_error(RLX_E_ARG, "%s: n is %d (must be >= 0)", fn, n);
         return RLX_E_ARG;
@@ -438,13 +445,9 @@ static rlx_status allreduce_kinds(rlx_mpi_ctx *ctx, const char *fn, int n, rlx_t
 rlx_status rlx_mpi_allreduce(rlx_mpi_ctx *ctx, int n, rlx_tensor *const *in, rlx_mpi_op op, rlx_tensor **out)
 {
     static const char fn[] = "rlx_mpi_allreduce";
-    for (int i = 0; out && i < n; i++)
-        out[i] = NULL;
-    if (!ctx) {
-        mp_error(RLX_E_ARG, "%s: ctx is NULL", fn);
-        return RLX_E_ARG;
-    }
-    rlx_status st = check_tensors(fn, n, in, out);
+    rlx_status st = check_call(fn, ctx, n, in, out);
+    if (st == RLX_E_ARG && !ctx)
+        return st; /* no communicator: this rank alone fails */
     if (st == RLX_OK && op != RLX_MPI_SUM && op != RLX_MPI_MEAN) {
         mp_error(st = RLX_E_ARG, "%s: op %d is not RLX_MPI_SUM or RLX_MPI_MEAN", fn, (int)op);
     }
@@ -546,13 +549,9 @@ out:
 rlx_status rlx_mpi_broadcast(rlx_mpi_ctx *ctx, int root, int n, rlx_tensor *const *in, rlx_tensor **out)
 {
     static const char fn[] = "rlx_mpi_broadcast";
-    for (int i = 0; out && i < n; i++)
-        out[i] = NULL;
-    if (!ctx) {
-        mp_error(RLX_E_ARG, "%s: ctx is NULL", fn);
-        return RLX_E_ARG;
-    }
-    rlx_status st = check_tensors(fn, n, in, out);
+    rlx_status st = check_call(fn, ctx, n, in, out);
+    if (st == RLX_E_ARG && !ctx)
+        return st; /* no communicator: this rank alone fails */
     if (st == RLX_OK && (root < 0 || root >= ctx->size))
         mp_error(st = RLX_E_ARG, "%s: root %d is outside 0..%d", fn, root, ctx->size - 1);
     for (int i = 0; st == RLX_OK && i < n; i++)

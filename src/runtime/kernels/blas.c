@@ -591,74 +591,44 @@ static void int_matmul_all(const ir_node *n, const rt_view *in, rt_view *out)
                    in[1].strides + nb, m, k, nc);
 }
 
-/* c64 matmul (rlx.h): each batch's operands packed contiguous (any
- * strides, broadcast batches included) and one cblas_cgemm. */
-static rlx_status c64_matmul_all(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+/* c64 and c128 matmul (rlx.h): each batch's operands packed contiguous
+ * (any strides, broadcast batches included) and one cblas_cgemm (c64) or
+ * cblas_zgemm (c128). */
+static rlx_status complex_matmul_all(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     int r = n->rank, nb = r - 2;
     int64_t m = n->src[0]->shape[r - 2], k = n->src[0]->shape[r - 1], nc = n->shape[r - 1];
-    int64_t batches = ir_numel(nb, n->shape);
-    float *a = ir_alloc((size_t)(m * k) * 2 * sizeof *a), *b = ir_alloc((size_t)(k * nc) * 2 * sizeof *b);
+    int64_t batches = ir_numel(nb, n->shape), es = (int64_t)ir_dtype_size(n->dtype);
+    char *a = ir_alloc((size_t)(m * k * es)), *b = ir_alloc((size_t)(k * nc * es));
     if (!a || !b) {
         ir_free(a);
         ir_free(b);
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory packing a c64 matmul operand");
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory packing a %s matmul operand", ir_dtype_name(n->dtype));
     }
     const int64_t *strides[2] = {in[0].strides, in[1].strides};
     const int64_t *as = in[0].strides + nb, *bs = in[1].strides + nb;
-    const float *ap = in[0].st->data, *bp = in[1].st->data;
+    const char *ap = in[0].st->data, *bp = in[1].st->data;
     rt_iter it;
     rt_iter_init(&it, nb, n->shape, 2, strides);
     it.off[0] = in[0].off;
     it.off[1] = in[1].off;
-    const float one[2] = {1, 0}, zero[2] = {0, 0};
-    float *dst = out->st->data;
+    const float one_f[2] = {1, 0}, zero_f[2] = {0, 0};
+    const double one_d[2] = {1, 0}, zero_d[2] = {0, 0};
+    char *dst = out->st->data;
     for (int64_t bi = 0; bi < batches; bi++, rt_iter_next(&it)) {
         for (int64_t i = 0; i < m; i++)
             for (int64_t p = 0; p < k; p++)
-                memcpy(a + 2 * (i * k + p), ap + 2 * (it.off[0] + i * as[0] + p * as[1]), 2 * sizeof *a);
+                memcpy(a + es * (i * k + p), ap + es * (it.off[0] + i * as[0] + p * as[1]), (size_t)es);
         for (int64_t p = 0; p < k; p++)
             for (int64_t j = 0; j < nc; j++)
-                memcpy(b + 2 * (p * nc + j), bp + 2 * (it.off[1] + p * bs[0] + j * bs[1]), 2 * sizeof *b);
-        cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nc, (int)k, one, a, (int)k, b, (int)nc,
-                    zero, dst + 2 * bi * m * nc, (int)nc);
-    }
-    ir_free(a);
-    ir_free(b);
-    return RLX_OK;
-}
-
-/* c128 matmul: c64_matmul_all's packing with f64 parts and one
- * cblas_zgemm per batch. */
-static rlx_status c128_matmul_all(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
-{
-    int r = n->rank, nb = r - 2;
-    int64_t m = n->src[0]->shape[r - 2], k = n->src[0]->shape[r - 1], nc = n->shape[r - 1];
-    int64_t batches = ir_numel(nb, n->shape);
-    double *a = ir_alloc((size_t)(m * k) * 2 * sizeof *a), *b = ir_alloc((size_t)(k * nc) * 2 * sizeof *b);
-    if (!a || !b) {
-        ir_free(a);
-        ir_free(b);
-        return rt_fail(ctx, RLX_E_NOMEM, "out of memory packing a c128 matmul operand");
-    }
-    const int64_t *strides[2] = {in[0].strides, in[1].strides};
-    const int64_t *as = in[0].strides + nb, *bs = in[1].strides + nb;
-    const double *ap = in[0].st->data, *bp = in[1].st->data;
-    rt_iter it;
-    rt_iter_init(&it, nb, n->shape, 2, strides);
-    it.off[0] = in[0].off;
-    it.off[1] = in[1].off;
-    const double one[2] = {1, 0}, zero[2] = {0, 0};
-    double *dst = out->st->data;
-    for (int64_t bi = 0; bi < batches; bi++, rt_iter_next(&it)) {
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t p = 0; p < k; p++)
-                memcpy(a + 2 * (i * k + p), ap + 2 * (it.off[0] + i * as[0] + p * as[1]), 2 * sizeof *a);
-        for (int64_t p = 0; p < k; p++)
-            for (int64_t j = 0; j < nc; j++)
-                memcpy(b + 2 * (p * nc + j), bp + 2 * (it.off[1] + p * bs[0] + j * bs[1]), 2 * sizeof *b);
-        cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nc, (int)k, one, a, (int)k, b, (int)nc,
-                    zero, dst + 2 * bi * m * nc, (int)nc);
+                memcpy(b + es * (p * nc + j), bp + es * (it.off[1] + p * bs[0] + j * bs[1]), (size_t)es);
+        char *c = dst + es * bi * m * nc;
+        if (n->dtype == RLX_C128)
+            cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nc, (int)k, one_d, a, (int)k, b,
+                        (int)nc, zero_d, c, (int)nc);
+        else
+            cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nc, (int)k, one_f, a, (int)k, b,
+                        (int)nc, zero_f, c, (int)nc);
     }
     ir_free(a);
     ir_free(b);
@@ -678,7 +648,7 @@ rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     if (ir_dtype_is_complex(n->dtype)) {
         if (n->src[0]->shape[r - 2] > INT_MAX || k > INT_MAX || n->shape[r - 1] > INT_MAX)
             return rt_fail(ctx, RLX_E_UNSUPPORTED, "%s matmul dims exceed the BLAS int range", ir_dtype_name(n->dtype));
-        return n->dtype == RLX_C128 ? c128_matmul_all(ctx, n, in, out) : c64_matmul_all(ctx, n, in, out);
+        return complex_matmul_all(ctx, n, in, out);
     }
     if (!fl) {
         int_matmul_all(n, in, out);
