@@ -2,7 +2,7 @@
  * spirals.h — what examples/train.c and its data-parallel twin
  * examples/train_mpi.c share: the clock, the three-spiral data set (a
  * fixed xorshift seed, so every process makes the same set) and the
- * 2-64-64-3 tanh MLP's parameter layout and forward. Static functions:
+ * 2-64-64-3 tanh MLP's parameter layout, forward and accuracy. Static functions:
  * each example includes it once.
  */
 #ifndef RLX_EXAMPLES_SPIRALS_H
@@ -10,6 +10,8 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "rlx.h"
@@ -83,6 +85,30 @@ static rlx_tensor *forward(rlx_tensor *const *p, rlx_tensor *x)
     rlx_tensor *h = rlx_linear_act(x, p[0], p[1], RLX_ACT_TANH);
     h = rlx_linear_act(h, p[2], p[3], RLX_ACT_TANH);
     return rlx_linear(h, p[4], p[5]);
+}
+
+/* Fraction of rows of x [n, 2] whose argmax logit is the label. */
+static double accuracy(rlx_tensor *const *p, const float *x, const int32_t *y, int n)
+{
+    rlx_scope_begin();
+    const int64_t xs[2] = {n, 2};
+    rlx_tensor *pred = rlx_argmax(forward(p, rlx_from_data(RLX_F32, 2, xs, x)), 1, false);
+    int64_t *cls = malloc((size_t)n * sizeof *cls);
+    int right = 0;
+    if (rlx_read(pred, cls, (size_t)n * sizeof *cls) == RLX_OK)
+        for (int i = 0; i < n; i++)
+            right += cls[i] == y[i];
+    else
+        fprintf(stderr, "accuracy: %s\n", rlx_last_error());
+    free(cls);
+    rlx_scope_end();
+    return (double)right / n;
+}
+
+static void release_all(rlx_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++)
+        rlx_release(t[i]);
 }
 
 #endif

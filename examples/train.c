@@ -85,30 +85,6 @@ static rlx_program *compile_step(void)
     return prog;
 }
 
-/* Fraction of rows of x [n, 2] whose argmax logit is the label. */
-static double accuracy(rlx_tensor *const *p, const float *x, const int32_t *y, int n)
-{
-    rlx_scope_begin();
-    const int64_t xs[2] = {n, 2};
-    rlx_tensor *pred = rlx_argmax(forward(p, rlx_from_data(RLX_F32, 2, xs, x)), 1, false);
-    int64_t *cls = malloc((size_t)n * sizeof *cls);
-    int right = 0;
-    if (rlx_read(pred, cls, (size_t)n * sizeof *cls) == RLX_OK)
-        for (int i = 0; i < n; i++)
-            right += cls[i] == y[i];
-    else
-        fprintf(stderr, "accuracy: %s\n", rlx_last_error());
-    free(cls);
-    rlx_scope_end();
-    return (double)right / n;
-}
-
-static void release_all(rlx_tensor **t, int n)
-{
-    for (int i = 0; i < n; i++)
-        rlx_release(t[i]);
-}
-
 int main(void)
 {
     printf("librlx %s: 3 spirals, %d train / %d test points, MLP 2-%d-%d-3 (tanh), Adam lr %g, batch %d\n",

@@ -86,29 +86,6 @@ static rlx_program *compile_adam(void)
     return prog;
 }
 
-static double accuracy(rlx_tensor *const *p, const float *x, const int32_t *y, int n)
-{
-    rlx_scope_begin();
-    const int64_t xs[2] = {n, 2};
-    rlx_tensor *pred = rlx_argmax(forward(p, rlx_from_data(RLX_F32, 2, xs, x)), 1, false);
-    int64_t *cls = malloc((size_t)n * sizeof *cls);
-    int right = 0;
-    if (rlx_read(pred, cls, (size_t)n * sizeof *cls) == RLX_OK)
-        for (int i = 0; i < n; i++)
-            right += cls[i] == y[i];
-    else
-        fprintf(stderr, "accuracy: %s\n", rlx_last_error());
-    free(cls);
-    rlx_scope_end();
-    return (double)right / n;
-}
-
-static void release_all(rlx_tensor **t, int n)
-{
-    for (int i = 0; i < n; i++)
-        rlx_release(t[i]);
-}
-
 /* One epoch over the rank's shards; returns the mean loss (over the whole
  * batches), NAN on error. state: parameters, m, v (replaced). */
 static double epoch(rlx_mpi_ctx *ctx, rlx_program *grads, rlx_program *adam, rlx_tensor **state, const float *x,
