@@ -246,56 +246,78 @@ static void adam(rlx_tensor *p, rlx_tensor *g, rlx_tensor *m, rlx_tensor *v, rlx
     out[2] = v2;
 }
 
-rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
-                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out)
+/* The loss of (tokens, targets) and its gradients g[nparam] in the
+ * parameters' dtype; mixed precision (gpt_model.h) computes forward and
+ * backward over narrow copies of the master weights, the loss reduced in
+ * f32, the narrow gradients widened. */
+static rlx_status loss_and_grads(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets,
+                                 rlx_tensor *const *p, rlx_tensor **loss, rlx_tensor **g)
 {
     const gpt_config *c = &lay->cfg;
     const int np = lay->nparam;
+    if (c->compute == c->dtype) {
+        *loss = gpt_loss(lay, tokens, targets, p);
+        return *loss ? rlx_grad(*loss, p, np, g) : rlx_last_status();
+    }
+    rlx_tensor *pc[GPT_MAX_PARAMS];
+    for (int i = 0; i < np; i++)
+        pc[i] = rlx_cast(p[i], c->compute);
+    rlx_tensor *logits = step_logits(lay, tokens, pc);
+    if (rlx_rank(targets) == 2)
+        targets = rlx_reshape(targets, 1, (int64_t[]){-1});
+    *loss = rlx_mean_all(rlx_cast(rlx_softmax_cross_entropy_with_logits(logits, targets), c->dtype));
+    rlx_status rc = *loss ? rlx_grad(*loss, pc, np, g) : rlx_last_status();
+    for (int i = 0; i < np && rc == RLX_OK; i++)
+        if (!(g[i] = rlx_cast(g[i], c->dtype)))
+            rc = rlx_last_status();
+    return rc;
+}
+
+/* Adam over every parameter at step `step`: out[0..np) the new
+ * parameters, out[np..2np) m, out[2np..3np) v. */
+static void adam_all(const gpt_layout *lay, rlx_tensor *step, rlx_tensor *const *p, rlx_tensor *const *g,
+                     rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out)
+{
+    const gpt_config *c = &lay->cfg;
+    const int np = lay->nparam;
+    rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
+    rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);
+    rlx_tensor *step_size = rlx_rdiv_s(bc1, c->lr > 0 ? c->lr : ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
+    for (int i = 0; i < np; i++) {
+        rlx_tensor *upd[3];
+        adam(p[i], g[i], m[i], v[i], step_size, bc2_sqrt, upd);
+        out[i] = upd[0];
+        out[np + i] = upd[1];
+        out[2 * np + i] = upd[2];
+    }
+}
+
+/* The n outputs escaped out of the scope about to end (RLX_OK), or all
+ * NULL with the error's status. */
+static rlx_status escape_all(rlx_status rc, rlx_tensor **out, int n)
+{
+    for (int i = 0; i < n && rc == RLX_OK; i++)
+        if (!out[i])
+            rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
+    for (int i = 0; i < n && rc == RLX_OK; i++)
+        if (!rlx_escape(out[i]))
+            rc = RLX_E_NOMEM; /* (the ones escaped before leak: out of memory only) */
+    if (rc != RLX_OK)
+        for (int i = 0; i < n; i++)
+            out[i] = NULL;
+    return rc;
+}
+
+rlx_status gpt_step_graph(const gpt_layout *lay, rlx_tensor *tokens, rlx_tensor *targets, rlx_tensor *step,
+                          rlx_tensor *const *p, rlx_tensor *const *m, rlx_tensor *const *v, rlx_tensor **out)
+{
+    const int np = lay->nparam;
     rlx_tensor *g[GPT_MAX_PARAMS];
     rlx_scope_begin();
-    rlx_tensor *loss;
-    rlx_status rc;
-    if (c->compute == c->dtype) {
-        loss = gpt_loss(lay, tokens, targets, p);
-        rc = loss ? rlx_grad(loss, p, np, g) : rlx_last_status();
-    } else {
-        /* Mixed precision (see gpt_model.h): the forward and backward over
-         * narrow copies of the master weights, the loss reduced in f32, the
-         * narrow gradients widened for Adam. */
-        rlx_tensor *pc[GPT_MAX_PARAMS];
-        for (int i = 0; i < np; i++)
-            pc[i] = rlx_cast(p[i], c->compute);
-        rlx_tensor *logits = step_logits(lay, tokens, pc);
-        if (rlx_rank(targets) == 2)
-            targets = rlx_reshape(targets, 1, (int64_t[]){-1});
-        loss = rlx_mean_all(rlx_cast(rlx_softmax_cross_entropy_with_logits(logits, targets), c->dtype));
-        rc = loss ? rlx_grad(loss, pc, np, g) : rlx_last_status();
-        for (int i = 0; i < np && rc == RLX_OK; i++)
-            if (!(g[i] = rlx_cast(g[i], c->dtype)))
-                rc = rlx_last_status();
-    }
-    if (rc == RLX_OK) {
-        rlx_tensor *bc1 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B1), step), 1);
-        rlx_tensor *bc2 = rlx_rsub_s(rlx_pow(rlx_scalar(c->dtype, ADAM_B2), step), 1);
-        rlx_tensor *step_size = rlx_rdiv_s(bc1, c->lr > 0 ? c->lr : ADAM_LR), *bc2_sqrt = rlx_sqrt(bc2);
-        out[0] = loss;
-        for (int i = 0; i < np; i++) {
-            rlx_tensor *upd[3];
-            adam(p[i], g[i], m[i], v[i], step_size, bc2_sqrt, upd);
-            out[1 + i] = upd[0];
-            out[1 + np + i] = upd[1];
-            out[1 + 2 * np + i] = upd[2];
-        }
-        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
-            if (!out[i])
-                rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
-        for (int i = 0; i < 1 + 3 * np && rc == RLX_OK; i++)
-            if (!rlx_escape(out[i]))
-                rc = RLX_E_NOMEM; /* (the ones escaped before leak: out of memory only) */
-    }
-    if (rc != RLX_OK)
-        for (int i = 0; i < 1 + 3 * np; i++)
-            out[i] = NULL;
+    rlx_status rc = loss_and_grads(lay, tokens, targets, p, &out[0], g);
+    if (rc == RLX_OK)
+        adam_all(lay, step, p, g, m, v, out + 1);
+    rc = escape_all(rc, out, 1 + 3 * np);
     rlx_scope_end();
     return rc;
 }
@@ -327,6 +349,44 @@ rlx_program *gpt_compile_step_len(const gpt_layout *lay, int64_t len)
         prog = rlx_compile(out, 1 + 3 * np);
     rlx_scope_end();
     return prog;
+}
+
+rlx_status gpt_compile_split(const gpt_layout *lay, rlx_program **grads, rlx_program **update)
+{
+    const gpt_config *c = &lay->cfg;
+    const int np = lay->nparam;
+    *grads = *update = NULL;
+    const int64_t nsh[1] = {(int64_t)c->batch * c->seq};
+    rlx_scope_begin();
+    rlx_tensor *tokens = rlx_input("tokens", RLX_I32, 1, nsh), *targets = rlx_input("targets", RLX_I32, 1, nsh);
+    rlx_tensor *t = rlx_input("step", c->dtype, 0, NULL);
+    rlx_tensor *p[GPT_MAX_PARAMS], *g[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS];
+    rlx_tensor *out[1 + 3 * GPT_MAX_PARAMS];
+    char gname[GPT_MAX_PARAMS][GPT_NAME_CAP + 2];
+    for (int i = 0; i < np; i++) {
+        snprintf(gname[i], sizeof gname[i], "g.%s", lay->name[i]);
+        p[i] = rlx_input(lay->name[i], c->dtype, lay->rank[i], lay->shape[i]);
+        g[i] = rlx_input(gname[i], c->dtype, lay->rank[i], lay->shape[i]);
+        m[i] = rlx_input(lay->m_name[i], c->dtype, lay->rank[i], lay->shape[i]);
+        v[i] = rlx_input(lay->v_name[i], c->dtype, lay->rank[i], lay->shape[i]);
+    }
+    rlx_status rc = loss_and_grads(lay, tokens, targets, p, &out[0], out + 1);
+    if (rc == RLX_OK && !(*grads = rlx_compile(out, 1 + np)))
+        rc = rlx_last_status();
+    if (rc == RLX_OK) {
+        adam_all(lay, t, p, g, m, v, out);
+        for (int i = 0; i < 3 * np && rc == RLX_OK; i++)
+            if (!out[i])
+                rc = rlx_last_status();
+        if (rc == RLX_OK && !(*update = rlx_compile(out, 3 * np)))
+            rc = rlx_last_status();
+    }
+    if (rc != RLX_OK) {
+        rlx_program_free(*grads);
+        *grads = NULL;
+    }
+    rlx_scope_end();
+    return rc;
 }
 
 /* ----------------------------------------------------------- state */

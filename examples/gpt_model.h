@@ -116,6 +116,15 @@ rlx_program *gpt_compile_step(const gpt_layout *lay);
  * run time, in index_select). */
 enum { GPT_DYN_SEQ = -1 };
 rlx_program *gpt_compile_step_len(const gpt_layout *lay, int64_t len);
+/* The step as two programs, for data-parallel training (examples/
+ * gpt_mpi.c): *grads maps "tokens", "targets" (i32 [batch*seq]) and the
+ * parameters (by their layout names) to the loss and the gradients in
+ * layout order (1 + nparam outputs); *update maps "step", the parameters,
+ * their gradients "g.<name>", m and v to the new parameters, m and v (3 *
+ * nparam outputs, gpt_step's order without the loss). Together they
+ * compute gpt_compile_step's step (up to summation order). Both NULL on
+ * error, with the library's status. */
+rlx_status gpt_compile_split(const gpt_layout *lay, rlx_program **grads, rlx_program **update);
 /* Parameters from seed, zero moments, step 1. */
 rlx_status gpt_state_init(gpt_state *st, const gpt_layout *lay, uint64_t seed);
 void gpt_state_free(gpt_state *st);
