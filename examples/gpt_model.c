@@ -355,7 +355,9 @@ rlx_status gpt_compile_split(const gpt_layout *lay, rlx_program **grads, rlx_pro
 {
     const gpt_config *c = &lay->cfg;
     const int np = lay->nparam;
-    *grads = *update = NULL;
+    *grads = NULL;
+    if (update)
+        *update = NULL;
     const int64_t nsh[1] = {(int64_t)c->batch * c->seq};
     rlx_scope_begin();
     rlx_tensor *tokens = rlx_input("tokens", RLX_I32, 1, nsh), *targets = rlx_input("targets", RLX_I32, 1, nsh);
@@ -373,7 +375,7 @@ rlx_status gpt_compile_split(const gpt_layout *lay, rlx_program **grads, rlx_pro
     rlx_status rc = loss_and_grads(lay, tokens, targets, p, &out[0], out + 1);
     if (rc == RLX_OK && !(*grads = rlx_compile(out, 1 + np)))
         rc = rlx_last_status();
-    if (rc == RLX_OK) {
+    if (rc == RLX_OK && update) {
         adam_all(lay, t, p, g, m, v, out);
         for (int i = 0; i < 3 * np && rc == RLX_OK; i++)
             if (!out[i])

@@ -122,8 +122,9 @@ rlx_program *gpt_compile_step_len(const gpt_layout *lay, int64_t len);
  * layout order (1 + nparam outputs); *update maps "step", the parameters,
  * their gradients "g.<name>", m and v to the new parameters, m and v (3 *
  * nparam outputs, gpt_step's order without the loss). Together they
- * compute gpt_compile_step's step (up to summation order). Both NULL on
- * error, with the library's status. */
+ * compute gpt_compile_step's step (up to summation order). update may be
+ * NULL (only the gradients wanted). Both NULL on error, with the
+ * library's status. */
 rlx_status gpt_compile_split(const gpt_layout *lay, rlx_program **grads, rlx_program **update);
 /* Parameters from seed, zero moments, step 1. */
 rlx_status gpt_state_init(gpt_state *st, const gpt_layout *lay, uint64_t seed);

@@ -931,8 +931,9 @@ static int lower_uncached(lower_ctx *c, ir_node *n, const lmap *m, int depth)
      * shares with every graph holding that value, or this schedule
      * materializes it for a library kernel. Loading it instead would make
      * the kernel depend on that history (a program's second binding
-     * compiled new kernels). */
-    if (n->op == IR_OP_CONST && (n != c->root || cls == C_LEAF)) {
+     * compiled new kernels). A LOOP kernel's root is fusable, so a CONST
+     * root is a constant slot too. */
+    if (n->op == IR_OP_CONST) {
         in.kind = SCHED_I_CONST;
         in.value = ir_cast_const(n->attr.cst.value, n->dtype); /* as the reference stores it */
         in.cst = n;
