@@ -926,11 +926,13 @@ typedef struct {
     char msg[512];
 } prep_item;
 
-typedef struct {
+typedef struct prep_work {
     const sched_kernel *ks;
     prep_item *items;
     long count;
     atomic_long next;
+    int want, joined, left; /* helper threads: asked for, in, done (C.lock) */
+    struct prep_work *qnext;
 } prep_work;
 
 static void *prep_worker(void *arg)
@@ -945,6 +947,89 @@ static void *prep_worker(void *arg)
         it->key = NULL;
     }
     return NULL;
+}
+
+/* Compile helpers are persistent threads, started on demand (up to the
+ * most ever asked for) and never stopped: a thread per call would hand
+ * LLVM's allocations to whichever glibc arena the new thread is given,
+ * spreading freed memory over arenas that a long-lived process keeps
+ * (issue 18's soak); a fixed set of threads keeps a fixed set of arenas.
+ * Jobs queue FIFO; a helper joins the first job that still wants one. */
+enum { COMPILE_MAX = 64 };
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    prep_work *head; /* jobs still wanting helpers */
+    int nthreads, idle;
+} C = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
+
+static void unqueue(prep_work *w)
+{
+    for (prep_work **p = &C.head; *p; p = &(*p)->qnext)
+        if (*p == w) {
+            *p = w->qnext;
+            return;
+        }
+}
+
+static void *compile_helper(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&C.lock);
+    for (;;) {
+        while (!C.head) {
+            C.idle++;
+            pthread_cond_wait(&C.wake, &C.lock);
+            C.idle--;
+        }
+        prep_work *w = C.head;
+        if (++w->joined == w->want)
+            unqueue(w);
+        pthread_mutex_unlock(&C.lock);
+        prep_worker(w);
+        pthread_mutex_lock(&C.lock);
+        w->left++;
+        pthread_cond_broadcast(&C.done);
+    }
+    return NULL;
+}
+
+/* Queues w for up to want helpers, starting threads if too few are idle;
+ * with none it simply runs on the caller alone. */
+static void compile_submit(prep_work *w, int want)
+{
+    pthread_mutex_lock(&C.lock);
+    w->want = want;
+    prep_work **p = &C.head;
+    while (*p)
+        p = &(*p)->qnext;
+    *p = w;
+    for (int need = want - C.idle; need > 0 && C.nthreads < COMPILE_MAX; need--) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &at, compile_helper, NULL);
+        pthread_attr_destroy(&at);
+        if (rc != 0)
+            break; /* fewer helpers; the caller's share grows */
+        C.nthreads++;
+    }
+    pthread_cond_broadcast(&C.wake);
+    pthread_mutex_unlock(&C.lock);
+}
+
+/* After the caller's own share: no helper joins w any more, and those
+ * that did have finished with it (w lives on the caller's stack). */
+static void compile_retire(prep_work *w)
+{
+    pthread_mutex_lock(&C.lock);
+    if (w->joined < w->want)
+        unqueue(w);
+    while (w->left < w->joined)
+        pthread_cond_wait(&C.done, &C.lock);
+    pthread_mutex_unlock(&C.lock);
 }
 
 void cg_kernels_release(cg_kernel **refs, long n)
@@ -964,14 +1049,11 @@ static rlx_status prep_run(const sched_kernel *ks, prep_item *items, long np, in
     int nt = nthreads < 1 ? 1 : nthreads;
     if (nt > np)
         nt = (int)np;
-    pthread_t tid[64];
-    int started = 0;
-    for (; started < nt - 1 && started < 64; started++)
-        if (pthread_create(&tid[started], NULL, prep_worker, &w) != 0)
-            break; /* fewer threads; the caller's share grows */
+    if (nt > 1)
+        compile_submit(&w, nt - 1);
     prep_worker(&w);
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    if (nt > 1)
+        compile_retire(&w);
     rlx_status st = RLX_OK;
     for (long j = 0; j < np; j++) {
         prep_item *it = &items[j];
