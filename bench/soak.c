@@ -19,7 +19,8 @@
  * and glibc's malloc figures (mallinfo2, all arenas): MiB in use and MiB
  * held (in use + free chunks kept), so that growth of the resident set
  * splits into what malloc holds (in use: a leak or a cache; held but free:
- * fragmentation) and what it does not (JIT code and data, stacks).
+ * fragmentation) and what it does not (JIT code and data, stacks); then
+ * the resident set's anonymous and file MiB and the mapping count.
  * bench/soak_plot.py draws it. Set the kernel-cache budget with
  * RLX_KERNEL_CACHE_BYTES (the budget is printed and checked each second).
  */
@@ -78,6 +79,36 @@ static double resident_mib(void)
         fclose(f);
     }
     return (double)res * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+/* The resident set split as the kernel counts it (/proc/self/status):
+ * anonymous pages (malloc, JIT code and data, stacks) and file pages (the
+ * libraries), and the number of mappings (/proc/self/maps): JIT memory
+ * and thread stacks are mappings of their own, malloc's arenas are few. */
+static void resident_split(double *anon_mib, double *file_mib, long *maps)
+{
+    *anon_mib = *file_mib = -1;
+    *maps = -1;
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        long kb;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "RssAnon: %ld", &kb) == 1)
+                *anon_mib = kb / 1024.0;
+            else if (sscanf(line, "RssFile: %ld", &kb) == 1)
+                *file_mib = kb / 1024.0;
+        }
+        fclose(f);
+    }
+    f = fopen("/proc/self/maps", "r");
+    if (f) {
+        *maps = 0;
+        int c;
+        while ((c = getc(f)) != EOF)
+            *maps += c == '\n';
+        fclose(f);
+    }
 }
 
 /* A random graph over x (shape r x c); every op keeps the shape. */
@@ -210,7 +241,7 @@ int main(int argc, char **argv)
     char budget[64] = "?";
     rlx_get_option("kernel_cache_bytes", budget, sizeof budget);
     unsigned long long bud = strtoull(budget, NULL, 10);
-    fprintf(out, "seconds,resident_mib,kernel_cache_bytes,kernel_evictions,plan_cache_bytes,live_nodes,rounds,malloc_used_mib,malloc_held_mib\n");
+    fprintf(out, "seconds,resident_mib,kernel_cache_bytes,kernel_evictions,plan_cache_bytes,live_nodes,rounds,malloc_used_mib,malloc_held_mib,rss_anon_mib,rss_file_mib,mappings\n");
     printf("rlx-soak: %.0f s, kernel cache budget %s bytes, %s\n", seconds, budget, rlx_host_info());
     tally t = {0};
     double t0 = now(), next_sample = 0;
@@ -226,9 +257,12 @@ int main(int argc, char **argv)
             over += s.kernel_cache_bytes > bud;
             double used, held;
             malloc_mib(&used, &held);
-            fprintf(out, "%.1f,%.2f,%llu,%llu,%llu,%ld,%lu,%.2f,%.2f\n", el, resident_mib(),
+            double anon, file;
+            long maps;
+            resident_split(&anon, &file, &maps);
+            fprintf(out, "%.1f,%.2f,%llu,%llu,%llu,%ld,%lu,%.2f,%.2f,%.2f,%.2f,%ld\n", el, resident_mib(),
                     (unsigned long long)s.kernel_cache_bytes, (unsigned long long)s.kernel_evictions,
-                    (unsigned long long)s.plan_cache_bytes, ir_live_nodes(), t.rounds, used, held);
+                    (unsigned long long)s.plan_cache_bytes, ir_live_nodes(), t.rounds, used, held, anon, file, maps);
             fflush(out);
             next_sample += 1.0;
         }

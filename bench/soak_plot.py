@@ -47,12 +47,22 @@ def main():
     except ImportError:
         print("no matplotlib: no PNG (apt-get install python3-matplotlib)")
         return
+    for key, what in (("malloc_held_mib", "malloc held"), ("malloc_used_mib", "malloc in use"),
+                      ("rss_anon_mib", "anonymous resident"), ("rss_file_mib", "file resident"),
+                      ("mappings", "mappings")):
+        if key in rows[0]:  # columns rlx-soak added over time
+            ys = [float(r[key]) for r in rows]
+            print(f"  {what}: {ys[0]:.1f} -> {ys[-1]:.1f}, over the last {t[-1] - t[first]:.0f} s "
+                  f"{slope(t[first:], ys[first:]) * 3600:+.2f} per hour")
     fig, ax = plt.subplots(figsize=(9, 4.5))
     ax.plot([x / 60 for x in t], rss, label="resident memory (MiB)")
     ax.plot([x / 60 for x in t], kc, label="kernel cache (MiB)")
     ax.plot([x / 60 for x in t], pc, label="plan cache (MiB)")
     if "malloc_held_mib" in rows[0]:  # rlx-soak's glibc figures, when it had them
-        for key, what in (("malloc_held_mib", "malloc held"), ("malloc_used_mib", "malloc in use")):
+        for key, what in (("malloc_held_mib", "malloc held"), ("malloc_used_mib", "malloc in use"),
+                          ("rss_anon_mib", "anonymous resident")):
+            if key not in rows[0]:
+                continue
             ax.plot([x / 60 for x in t], [float(r[key]) for r in rows], label=f"{what} (MiB)")
     if a.budget:
         ax.axhline(a.budget / 2**20, color="gray", linestyle=":", label="kernel-cache budget")
