@@ -311,7 +311,7 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * Dynamic dims flow through elementwise ops and broadcasting, reductions
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, attention over a dynamic sequence (every mask),
- * transpose/unsqueeze, cat, pad of a static axis, reshape with one -1,
+ * transpose/unsqueeze, cat, pad (every mode, of any axis), reshape with one -1,
  * gather/index_select with a dynamic count of indices or a dynamic axis
  * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
  * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
@@ -321,7 +321,7 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
- * tracing): padding a dynamic axis, sorting/top-k, dropout masks,
+ * tracing): tiling a dynamic axis, sorting/top-k, dropout masks,
  * einsum, fft, conv/pool over a dynamic H or W (a dynamic batch N
  * works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
@@ -533,25 +533,28 @@ RLX_API rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out);
 RLX_API rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis);
 /* Stack equal shapes along a new axis in [-rank-1, rank]; dtypes promote. */
 RLX_API rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis);
-/* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis. */
+/* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis.
+ * Tiling a dynamic axis is RLX_E_UNSUPPORTED (other axes may be dynamic). */
 RLX_API rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps);
 RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
 /* np.roll along axis: element i moves to (i + shift) mod len. On a dynamic
  * axis |shift| must be below 2^57 (else RLX_E_UNSUPPORTED). */
 RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
-/* Constant padding; before/after >= 0; value converted to x's dtype.
- * Padding a dynamic axis (by a nonzero amount) is RLX_E_UNSUPPORTED. */
+/* Constant padding; before/after >= 0; value converted to x's dtype. A
+ * dynamic axis stays dynamic (its padded size is resolved when bound). */
 RLX_API rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, double value);
 /* Padding along one axis by mode: CONSTANT pads zeros (rlx_pad for other
  * values); REFLECT mirrors without repeating the edge ([1,2,3] by 2 each
  * side: [3,2,1,2,3,2,1]) and needs before, after < the axis length
  * (PyTorch's rule; NumPy reflects repeatedly instead); REPLICATE repeats
- * the edge element (NumPy "edge") and needs a non-empty axis. Zero padding
+ * the edge element (NumPy "edge") and needs a non-empty axis; on a dynamic
+ * axis those rules are checked when a run binds its size (RLX_E_SHAPE
+ * from rlx_program_run). Zero padding
  * returns x in every mode, even on an empty axis. Any dtype. Built from
  * slices, flips and cat (views the JIT reads in place), so gradients are
  * those of the pieces: a border element's gradient adds to its source.
  * Negative padding or an unknown mode is RLX_E_ARG, a too-short axis
- * RLX_E_SHAPE, a dynamic axis RLX_E_UNSUPPORTED. */
+ * RLX_E_SHAPE. */
 RLX_API rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after, rlx_padding mode);
 /* NumPy take: shape x[:axis] + indices.shape + x[axis+1:]. indices i32/i64;
  * negative indices count from the end; out of range makes rlx_realize

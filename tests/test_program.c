@@ -351,6 +351,28 @@ static rlx_tensor *d_reshape(rlx_tensor *x, rlx_tensor *const *par)
     rlx_tensor *f = rlx_reshape(x, 1, (int64_t[]){-1});
     return rlx_add(rlx_reshape(f, 2, (int64_t[]){-1, C}), rlx_reshape(rlx_exp(f), 2, (int64_t[]){-1, C}));
 }
+static rlx_tensor *d_pad(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_pad(x, 0, 2, 1, -0.5); }
+static rlx_tensor *d_reflect(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    return rlx_pad_mode(x, 0, 2, 1, RLX_PAD_REFLECT);
+}
+static rlx_tensor *d_replicate(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    return rlx_pad_mode(x, 0, 1, 3, RLX_PAD_REPLICATE);
+}
+static rlx_tensor *d_pad_static_axis(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par; /* the static axis 1 padded (a tile, a flip) while axis 0 is dynamic */
+    return rlx_add(rlx_pad_mode(x, 1, 2, 1, RLX_PAD_REPLICATE), rlx_pad_mode(x, 1, 1, 2, RLX_PAD_REFLECT));
+}
+static rlx_tensor *d_reflect_back(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par; /* a padded dynamic axis meets a slice of itself, and is reduced */
+    rlx_tensor *p = rlx_pad_mode(x, 0, 0, 2, RLX_PAD_REFLECT);
+    return rlx_add(rlx_slice(p, 0, 1, RLX_END, 1), rlx_sum(p, ax0, 1, true));
+}
 static rlx_tensor *d_slice_sum(rlx_tensor *x, rlx_tensor *const *par)
 {
     (void)par; /* x[1:] - x[:-1]: two dynamic slices meeting elementwise */
@@ -368,7 +390,9 @@ TEST(dynamic_axis_ops_match_static)
                {"roll_neg", d_roll_neg, 0},     {"narrow", d_narrow, 3},         {"narrow_end", d_narrow_end, 2},
                {"select", d_select, 1},         {"split", d_split, 2},           {"chunk", d_chunk, 0},
                {"mean", d_mean, 0},             {"var", d_var, 0},               {"std", d_std, 0},
-               {"reshape", d_reshape, 0},       {"slice_sub", d_slice_sum, 0}};
+               {"reshape", d_reshape, 0},       {"slice_sub", d_slice_sum, 0},   {"pad", d_pad, 0},
+               {"reflect", d_reflect, 3},       {"replicate", d_replicate, 1},   {"reflect_back", d_reflect_back, 3},
+               {"pad_static_axis", d_pad_static_axis, 0}};
     char backend[16];
     CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
     const char *backends[] = {"jit", "ref"};
@@ -558,6 +582,15 @@ static rlx_tensor *l_pad(rlx_tensor *x, rlx_tensor *const *par)
     return rlx_sum(rlx_mul(p, rlx_slice(rlx_pad(x, 1, 0, 3, 0), 1, RLX_END, RLX_END, -1)), NULL, 0, false);
 }
 
+static rlx_tensor *l_pad_dyn(rlx_tensor *x, rlx_tensor *const *par)
+{
+    /* padding the dynamic axis 0: constant, reflect and replicate */
+    rlx_tensor *a = rlx_pad(rlx_tanh(x), 0, 1, 2, 0.25);
+    rlx_tensor *b = rlx_pad_mode(rlx_mul(x, par[2]), 0, 2, 1, RLX_PAD_REFLECT);
+    rlx_tensor *c = rlx_pad_mode(x, 0, 1, 2, RLX_PAD_REPLICATE);
+    return rlx_sum(rlx_add(rlx_mul(a, b), rlx_mul(c, c)), NULL, 0, false);
+}
+
 static void grads_of(expr_fn f, rlx_tensor *x, rlx_tensor *const *par, rlx_tensor **out)
 {
     out[0] = f(x, par);
@@ -574,7 +607,7 @@ TEST(dynamic_gradients_match_static)
         expr_fn f;
         int64_t min;
     } ls[] = {{"mlp", l_mlp, 1}, {"diff", l_diff, 0}, {"pieces", l_pieces, 2}, {"cat_reshape", l_cat_reshape, 1},
-              {"pad", l_pad, 0}};
+              {"pad", l_pad, 0}, {"pad_dyn", l_pad_dyn, 3}};
     char backend[16];
     CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
     const char *backends[] = {"jit", "ref"};

@@ -61,6 +61,23 @@ def test_ops_over_a_dynamic_axis(rng):
             assert_close(g, w, rtol=1e-12, atol=1e-12)
 
 
+def test_pad_of_a_dynamic_axis(rng):
+    x = rlx.input("x", (None, 3), dtype=rlx.float64)
+    outs = [rlx.pad(x, (2, 1), axis=0, value=-1.5), rlx.pad(x, (2, 1), "reflect", axis=0),
+            rlx.pad(x, ((1, 3), (0, 1)), mode="edge")]
+    prog = rlx.compile(outs)
+    for n in [3, 7, 4, 3, 12]:
+        xv = rng.standard_normal((n, 3))
+        want = [np.pad(xv, ((2, 1), (0, 0)), constant_values=-1.5), np.pad(xv, ((2, 1), (0, 0)), "reflect"),
+                np.pad(xv, ((1, 3), (0, 1)), "edge")]
+        for g, w in zip(prog.run(x=xv), want):
+            assert g.shape == w.shape
+            assert_close(g, w, rtol=0, atol=0)
+    with pytest.raises(rlx.RlxError) as e:  # reflect by 2 needs at least 3 rows
+        prog.run(x=np.zeros((2, 3)))
+    assert "rlx_program_run" in str(e.value)
+
+
 def test_gradient_over_a_dynamic_batch(rng):
     x = rlx.input("x", (None, 4), dtype=rlx.float64)
     w = rlx.tensor(rng.standard_normal((4, 3)))

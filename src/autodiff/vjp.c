@@ -328,9 +328,11 @@ static void vjp_pad(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
     (void)need;
     ir_node *x = n->src[0];
     rlx_tensor *t = g;
-    for (int i = 0; i < x->rank && t; i++)
-        if (n->attr.pad.before[i] || n->attr.pad.after[i])
-            t = rlx_narrow(t, i, n->attr.pad.before[i], x->shape[i]);
+    for (int i = 0; i < x->rank && t; i++) {
+        int64_t b = n->attr.pad.before[i], e = n->attr.pad.after[i];
+        if (b || e) /* a dynamic axis: the middle as Python's [b:-e] */
+            t = x->shape[i] < 0 ? rlx_slice(t, i, b, e ? -e : RLX_END, 1) : rlx_narrow(t, i, b, x->shape[i]);
+    }
     dx[0] = t;
 }
 

@@ -120,6 +120,10 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     ir_node *n = ts_node_axis(fn, x, axis, &ax);
     if (!n)
         return NULL;
+    if (n->shape[ax] < 0) { /* other axes may be dynamic: they pass through the broadcast */
+        ts_error(RLX_E_UNSUPPORTED, fn, "tiling the dynamic axis %d of %s", axis, ts_shape_str(n));
+        return NULL;
+    }
     if (reps < 0 || (n->shape[ax] && reps > INT64_MAX / n->shape[ax])) {
         ts_error(RLX_E_ARG, fn, "reps %lld is negative or too large for %s", (long long)reps, ts_shape_str(n));
         return NULL;
@@ -127,7 +131,7 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
     shape[ax] *= reps;
-    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || !ts_open(fn))
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, n->rank < RLX_MAX_RANK) || !ts_open(fn))
         return NULL;
     if (n->rank == RLX_MAX_RANK) { /* no room for a repeat axis: gather i % len instead */
         rlx_tensor *i = rlx_arange(RLX_I64, 0, (double)shape[ax], 1);
@@ -138,7 +142,8 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     int64_t ex[IR_MAX_RANK];
     for (int i = 0, k = 0; i <= n->rank; i++)
         ex[i] = i == ax ? reps : n->shape[k++];
-    return ts_close(rlx_reshape(rlx_broadcast_to(u, n->rank + 1, ex), n->rank, shape));
+    rlx_tensor *e = u ? ts_wrap(ts_expand_node(fn, ts_node(u), n->rank + 1, ex)) : NULL; /* dynamic dims pass through */
+    return ts_close(rlx_reshape(e, n->rank, shape));
 }
 
 rlx_tensor *rlx_flip(rlx_tensor *x, int axis)
@@ -201,13 +206,10 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
     }
     if (before == 0 && after == 0)
         return rlx_retain(x);
-    if (n->shape[ax] < 0) {
-        ts_error(RLX_E_UNSUPPORTED, fn, "padding the dynamic axis %d of %s", axis, ts_shape_str(n));
-        return NULL;
-    }
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
-    shape[ax] += before + after;
+    if (shape[ax] >= 0) /* a dynamic axis stays dynamic: PAD's shape rule sizes it when bound */
+        shape[ax] += before + after;
     if (!ts_check_shape(fn, n->dtype, n->rank, shape, true)) /* other axes may be dynamic */
         return NULL;
     ir_attrs a;
@@ -219,14 +221,18 @@ rlx_tensor *rlx_pad(rlx_tensor *x, int axis, int64_t before, int64_t after, doub
 }
 
 /* The before/after border pieces of a reflect or replicate pad; the
- * arguments are checked. Slices, flips and broadcasts are views, so the
- * result is one CAT whose pieces the JIT reads in place. */
-static rlx_tensor *pad_border(rlx_tensor *x, int ax, int64_t len, int64_t count, bool before, rlx_padding mode)
+ * arguments are checked against a static axis. Slices, flips and
+ * broadcasts are views, so the result is one CAT whose pieces the JIT
+ * reads in place. The after pieces start from the end (narrow's negative
+ * start), so on a dynamic axis they resolve when the size is bound, and a
+ * bound size that is too short fails there (narrow's static length must
+ * fit) instead of clamping. */
+static rlx_tensor *pad_border(rlx_tensor *x, int ax, int64_t count, bool before, rlx_padding mode)
 {
     if (mode == RLX_PAD_REPLICATE)
-        return rlx_tile(rlx_narrow(x, ax, before ? 0 : len - 1, 1), ax, count);
+        return rlx_tile(rlx_narrow(x, ax, before ? 0 : -1, 1), ax, count);
     /* reflect leaves the edge out: before gets x[count..1], after x[len-2..len-1-count] */
-    return rlx_flip(rlx_narrow(x, ax, before ? 1 : len - 1 - count, count), ax);
+    return rlx_flip(rlx_narrow(x, ax, before ? 1 : -1 - count, count), ax);
 }
 
 rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after, rlx_padding mode)
@@ -249,15 +255,12 @@ rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after,
                  (long long)after);
         return NULL;
     }
-    if (len < 0) {
-        ts_error(RLX_E_UNSUPPORTED, fn, "%s padding of the dynamic axis %d of %s", name, axis, ts_shape_str(n));
-        return NULL;
-    }
     if (before == 0 && after == 0)
         return rlx_retain(x);
     /* PyTorch's rules: reflect needs before, after < len (each border
-     * mirrors once); replicate needs an element to repeat. */
-    if (mode == RLX_PAD_REFLECT ? before >= len || after >= len : len == 0) {
+     * mirrors once); replicate needs an element to repeat. A dynamic
+     * length is checked when bound (pad_border). */
+    if (len >= 0 && (mode == RLX_PAD_REFLECT ? before >= len || after >= len : len == 0)) {
         ts_error(RLX_E_SHAPE, fn, "%s padding %lld before and %lld after needs %s along axis %d of %s", name,
                  (long long)before, (long long)after,
                  mode == RLX_PAD_REFLECT ? "both < the axis length" : "a non-empty axis", axis, ts_shape_str(n));
@@ -265,16 +268,17 @@ rlx_tensor *rlx_pad_mode(rlx_tensor *x, int axis, int64_t before, int64_t after,
     }
     int64_t shape[IR_MAX_RANK];
     memcpy(shape, n->shape, sizeof shape);
-    shape[ax] += before + after;
-    if (!ts_check_shape(fn, n->dtype, n->rank, shape, false) || !ts_open(fn))
+    if (len >= 0)
+        shape[ax] += before + after;
+    if (!ts_check_shape(fn, n->dtype, n->rank, shape, true) || !ts_open(fn))
         return NULL;
     rlx_tensor *parts[3];
     int k = 0;
     if (before)
-        parts[k++] = pad_border(x, ax, len, before, true, mode);
+        parts[k++] = pad_border(x, ax, before, true, mode);
     parts[k++] = x;
     if (after)
-        parts[k++] = pad_border(x, ax, len, after, false, mode);
+        parts[k++] = pad_border(x, ax, after, false, mode);
     return ts_close(rlx_cat(parts, k, ax));
 }
 
