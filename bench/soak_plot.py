@@ -33,7 +33,8 @@ def main():
     rss = [float(r["resident_mib"]) for r in rows]
     kc = [float(r["kernel_cache_bytes"]) / 2**20 for r in rows]
     pc = [float(r["plan_cache_bytes"]) / 2**20 for r in rows]
-    first = int(len(t) * (1 - a.tail))
+    # by time, not by sample: a round longer than a second delays samples, which then come in bursts
+    first = next(i for i, x in enumerate(t) if x >= t[-1] * (1 - a.tail))
     growth = slope(t[first:], rss[first:]) * 3600
     print(f"{len(t)} samples over {t[-1]:.0f} s; resident {rss[0]:.1f} -> {rss[-1]:.1f} MiB (max {max(rss):.1f}); "
           f"growth over the last {t[-1] - t[first]:.0f} s: {growth:+.2f} MiB/hour; "
