@@ -311,7 +311,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * Dynamic dims flow through elementwise ops and broadcasting, reductions
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, attention over a dynamic sequence (every mask),
- * transpose/unsqueeze, cat, pad (every mode, of any axis), reshape with one -1,
+ * transpose/unsqueeze, cat, pad (every mode, of any axis), the FFTs over
+ * any axis (an odd [..., 2N] length is RLX_E_SHAPE when bound), reshape with one -1,
  * gather/index_select with a dynamic count of indices or a dynamic axis
  * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
  * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
@@ -322,11 +323,11 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
  * tracing): tiling a dynamic axis, sorting/top-k, dropout masks,
- * einsum, fft, conv/pool over a dynamic H or W (a dynamic batch N
+ * einsum, conv/pool over a dynamic H or W (a dynamic batch N
  * works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
  * other than +-1, a cat of several pieces of dynamic length along its axis
- * (so roll of a dynamic axis), a gather from a tensor with dynamic dims
+ * (so roll of a dynamic axis, and fft_c of one), a gather from a tensor with dynamic dims
  * off its gather axis, and a reshape whose dynamic dims cannot be
  * matched back (several dynamic dims merged). None computes a wrong
  * value. */

@@ -401,11 +401,11 @@ TEST(fft_errors)
     CHECK_NULL_ERR(rlx_fft_axis(even, -3, false), RLX_E_ARG, "rlx_fft_axis");
     CHECK_NULL_ERR(rlx_fft(rlx_scalar(RLX_F32, 1)), RLX_E_SHAPE, "rlx_fft");
     CHECK_NULL_ERR(rlx_fft_axis(rlx_scalar(RLX_F64, 1), 0, false), RLX_E_SHAPE, "rlx_fft_axis");
-    /* A dynamic axis has no length to check; a dynamic batch is fine. */
+    /* A dynamic axis is checked when bound (fft_dynamic_axis); a dynamic batch too. */
     rlx_tensor *dyn_axis = rlx_input("x", RLX_F32, 2, (const int64_t[]){2, -1});
     rlx_tensor *dyn_batch = rlx_input("x", RLX_F32, 2, (const int64_t[]){-1, 4});
-    CHECK_NULL_ERR(rlx_fft(dyn_axis), RLX_E_SHAPE, "rlx_fft");
-    rlx_tensor *fb = rlx_fft(dyn_batch);
+    rlx_tensor *fa = rlx_fft(dyn_axis), *fb = rlx_fft(dyn_batch);
+    CHECK(fa != NULL && rlx_dim(fa, 0) == 2 && rlx_dim(fa, 1) == -1);
     CHECK(fb != NULL && rlx_dim(fb, 0) == -1 && rlx_dim(fb, 1) == 4);
     /* NULL propagates and keeps the first error. */
     rlx_clear_error();
@@ -449,8 +449,54 @@ TEST(fft_narrow_floats_match_f32)
     }
 }
 
+/* Transforms over a dynamic axis in one program, run at many lengths:
+ * rlx_fft_axis, its inverse and rlx_fft_c (real and imaginary halves
+ * split at the bound length), and the gradient of a loss through the
+ * first, each equal to the same graph over the bound value; an odd length of
+ * the [..., 2N] layout is RLX_E_SHAPE from the run. */
+static void fft_dyn_graph(rlx_tensor *x, rlx_tensor **out)
+{
+    rlx_tensor *f = rlx_fft_axis(rlx_tanh(x), 1, false);
+    rlx_tensor *c = rlx_fft_c(rlx_complex(x, rlx_mul_s(x, -0.5)), 1, true);
+    /* (rlx_grad refuses fft_c's cat of two dynamic halves: rlx.h, rlx_input) */
+    rlx_tensor *loss = rlx_sum(rlx_mul(f, rlx_sin(f)), NULL, 0, false);
+    out[0] = f;
+    out[1] = rlx_real(c);
+    out[2] = rlx_imag(c);
+    out[3] = loss;
+    CHECK_EQ_INT(rlx_grad(loss, &x, 1, &out[4]), RLX_OK);
+}
+
+TEST(fft_dynamic_axis)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F64, 2, (const int64_t[]){3, -1}), *outs[5];
+    fft_dyn_graph(x, outs);
+    rlx_program *p = rlx_compile(outs, 5);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    const int64_t lens[] = {2, 8, 6, 30, 0, 8, 14};
+    for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+        int64_t n = lens[k];
+        rlx_tensor *xv = trand(RLX_F64, 2, (const int64_t[]){3, n}, -1, 1), *got[5] = {0}, *want[5];
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+        fft_dyn_graph(xv, want);
+        for (int o = 0; o < 5; o++) {
+            CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+            for (int d = 0; d < rlx_rank(want[o]); d++)
+                CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+            EXPECT_SAME(got[o], want[o], 1e-12);
+        }
+    }
+    rlx_tensor *got[5] = {0};
+    CHECK_ERR(rlx_program_run(p, &(rlx_binding){"x", trand(RLX_F64, 2, (const int64_t[]){3, 5}, -1, 1)}, 1, got),
+              RLX_E_SHAPE, "rlx_program_run");
+    CHECK(got[0] == NULL);
+    rlx_program_free(p);
+}
+
 TEST_MAIN(T(fft_known_values), T(fft_every_length_1_to_64), T(fft_large_lengths), T(fft_axis_0_and_middle),
           T(fft_strided_input), T(fft_round_trip), T(fft_four_step_lengths), T(fft_many_lines_any_layout),
           T(fft_large_primes), T(fft_same_bits_any_threads), T(fft_concurrent_realizations),
           T(fft_integer_input_and_empty), T(fft_errors),
-          T(fft_allocation_failures), T(fft_narrow_floats_match_f32))
+          T(fft_allocation_failures), T(fft_narrow_floats_match_f32), T(fft_dynamic_axis))

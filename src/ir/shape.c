@@ -193,7 +193,9 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         return true;
     }
     case IR_OP_FFT:
-        if (a->fft.axis < 0 || a->fft.axis >= x->rank || x->shape[a->fft.axis] % 2 || !ir_dtype_is_float(x->dtype))
+        /* a dynamic (-1) axis is checked when a program binds it */
+        if (a->fft.axis < 0 || a->fft.axis >= x->rank || (x->shape[a->fft.axis] > 0 && x->shape[a->fft.axis] % 2) ||
+            !ir_dtype_is_float(x->dtype))
             FAIL("fft needs a float axis of even length");
         return true;
     case IR_OP_CONV2D: {

@@ -28,12 +28,7 @@ static rlx_tensor *fft_impl(const char *fn, rlx_tensor *x, int axis, bool invers
     if (ax < 0)
         return NULL;
     int64_t len = n->shape[ax];
-    if (len < 0) {
-        ts_error(RLX_E_SHAPE, fn, "axis %d of shape %s is dynamic; the transform needs its length", axis,
-                 ts_shape_str(n));
-        return NULL;
-    }
-    if (len % 2) {
+    if (len > 0 && len % 2) { /* a dynamic length is checked when bound */
         ts_error(RLX_E_SHAPE, fn,
                  "axis %d of shape %s has odd length %lld; complex values need 2N (N real, N imaginary parts)",
                  axis, ts_shape_str(n), (long long)len);
@@ -75,16 +70,12 @@ rlx_tensor *rlx_fft_c(rlx_tensor *x, int axis, bool inverse)
     int ax = ts_axis(fn, axis, n->rank);
     if (ax < 0)
         return NULL;
-    if (n->shape[ax] < 0) {
-        ts_error(RLX_E_SHAPE, fn, "axis %d of shape %s is dynamic; the transform needs its length", axis,
-                 ts_shape_str(n));
-        return NULL;
-    }
     if (!ts_open(fn))
         return NULL;
-    int64_t len = n->shape[ax];
     rlx_tensor *z = ir_dtype_is_complex(n->dtype) ? x : rlx_cast(x, ir_promote(n->dtype, RLX_C64)); /* f64 -> c128 */
-    rlx_tensor *parts[2] = {rlx_real(z), rlx_imag(z)};
+    rlx_tensor *parts[2] = {rlx_real(z), rlx_imag(z)}, *halves[2] = {NULL, NULL};
     rlx_tensor *f = rlx_fft_axis(rlx_cat(parts, 2, ax), ax, inverse);
-    return ts_close(rlx_complex(rlx_slice(f, ax, 0, len, 1), rlx_slice(f, ax, len, 2 * len, 1)));
+    if (f && rlx_chunk(f, ax, 2, halves) != RLX_OK) /* the real and imaginary halves, also of a dynamic axis */
+        halves[0] = halves[1] = NULL;
+    return ts_close(rlx_complex(halves[0], halves[1]));
 }
