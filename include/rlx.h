@@ -322,7 +322,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
- * tracing): tiling a dynamic axis, sorting/top-k, dropout masks,
+ * tracing): tiling a dynamic axis, sorting along a dynamic axis (or with
+ * a dynamic dim other than dim 0), dropout masks,
  * einsum, conv/pool over a dynamic H or W (a dynamic batch N
  * works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
@@ -591,7 +592,9 @@ RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index,
  * 0.0 (their order is kept). Every dtype (bool false < true, integers
  * exactly). Any axis in [-rank, rank); rank 0 (axis 0 or -1) is one
  * element: sort returns x, argsort the i64 scalar 0. An empty axis gives
- * an empty result. Dynamic dims are RLX_E_UNSUPPORTED. */
+ * an empty result. In a program, dim 0 may be dynamic when the axis is
+ * another one (a batch of lines, e.g. top-k over a vocabulary for a
+ * dynamic batch); any other dynamic dim is RLX_E_UNSUPPORTED. */
 /* The values of x sorted along axis; its gradient goes back through the
  * permutation (a scatter). */
 RLX_API rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending);
@@ -619,7 +622,8 @@ RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rl
  * with no positive weight, weights summing to infinity, or fewer positive
  * weights than num_samples without replacement. A weight of 0 is never
  * drawn. num_samples 0 gives an empty result and checks nothing. N = 0 or
- * another rank is RLX_E_SHAPE, a dynamic dim RLX_E_UNSUPPORTED; no
+ * another rank is RLX_E_SHAPE; a dynamic B works in a program (a dynamic N
+ * is RLX_E_UNSUPPORTED); no
  * gradient. Each row draws on its own (equal rows give different samples);
  * O(N + S log N) per row with replacement; without, O(N + S log S) when
  * S <= N/8, else O(N log N). */

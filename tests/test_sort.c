@@ -380,9 +380,11 @@ TEST(sort_errors)
     CHECK_NULL_ERR(rlx_argsort(x, -3, true), RLX_E_ARG, "rlx_argsort");
     CHECK_NULL_ERR(rlx_argsort(rlx_scalar(RLX_I32, 1), 1, true), RLX_E_ARG, "rlx_argsort");
     CHECK_NULL_ERR(rlx_sort(rlx_scalar(RLX_I32, 1), -2, true), RLX_E_ARG, "rlx_sort");
-    rlx_tensor *dyn = rlx_input("x", RLX_F32, 2, SH(-1, 3));
-    CHECK_NULL_ERR(rlx_argsort(dyn, 1, false), RLX_E_UNSUPPORTED, "rlx_argsort");
+    /* a dynamic dim is taken only as dim 0 off the axis (sort_dynamic_batch) */
+    rlx_tensor *dyn = rlx_input("x", RLX_F32, 2, SH(-1, 3)), *dyn1 = rlx_input("x", RLX_F32, 2, SH(3, -1));
+    CHECK_NULL_ERR(rlx_argsort(dyn1, 0, false), RLX_E_UNSUPPORTED, "rlx_argsort");
     CHECK_NULL_ERR(rlx_sort(dyn, 0, false), RLX_E_UNSUPPORTED, "rlx_sort");
+    CHECK_NULL_ERR(rlx_sort(rlx_input("x", RLX_F32, 3, SH(-1, -1, 3)), 2, false), RLX_E_UNSUPPORTED, "rlx_sort");
     /* topk: k out of range names k and the axis length */
     CHECK_EQ_INT(rlx_topk(x, 4, 1, true, &v, &i), RLX_E_ARG);
     CHECK(!v && !i);
@@ -396,7 +398,7 @@ TEST(sort_errors)
     CHECK_ERR(rlx_topk(x, 1, 0, true, &v, NULL), RLX_E_ARG, "rlx_topk");
     CHECK(!v);
     CHECK_ERR(rlx_topk(NULL, 1, 0, true, &v, &i), RLX_E_ARG, "rlx_topk");
-    CHECK_ERR(rlx_topk(dyn, 1, 1, true, &v, &i), RLX_E_UNSUPPORTED, "rlx_topk");
+    CHECK_ERR(rlx_topk(dyn, 1, 0, true, &v, &i), RLX_E_UNSUPPORTED, "rlx_topk");
     /* NULL propagation keeps the first error */
     rlx_clear_error();
     CHECK(!rlx_reshape(x, 1, SH(7)));
@@ -664,7 +666,48 @@ TEST(sort_narrow_dtypes)
     }
 }
 
+/* Sorting lines of a dynamic batch (x [-1, 3, 6] sorted along axis 2 or
+ * 1) in one program run at many batch sizes: sort, argsort, topk's values
+ * and indices, multinomial draws and the gradient of a loss through
+ * topk's values, each equal to the same graph over the bound value. */
+static void sort_dyn_graph(rlx_tensor *x, rlx_tensor **out)
+{
+    rlx_tensor *v = NULL, *i = NULL;
+    out[0] = rlx_sort(x, 2, true);
+    out[1] = rlx_argsort(x, 1, false);
+    CHECK_EQ_INT(rlx_topk(rlx_mul_s(x, -1), 2, -1, true, &v, &i), RLX_OK);
+    out[2] = v;
+    out[3] = i;
+    out[4] = rlx_multinomial(rlx_reshape(rlx_exp(x), 2, SH(-1, 6)), 4, true, 77);
+    rlx_tensor *loss = rlx_sum(rlx_mul(v, rlx_sin(v)), NULL, 0, false);
+    CHECK_EQ_INT(rlx_grad(loss, &x, 1, &out[5]), RLX_OK);
+}
+
+TEST(sort_dynamic_batch)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F64, 3, SH(-1, 3, 6)), *outs[6];
+    sort_dyn_graph(x, outs);
+    rlx_program *p = rlx_compile(outs, 6);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    const int64_t batches[] = {1, 4, 0, 2, 7, 4};
+    for (size_t k = 0; k < sizeof batches / sizeof *batches; k++) {
+        int64_t n = batches[k];
+        rlx_tensor *xv = trand(RLX_F64, 3, SH(n, 3, 6), -2, 2), *got[6] = {0}, *want[6];
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+        sort_dyn_graph(xv, want);
+        for (int o = 0; o < 6; o++) {
+            CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+            for (int d = 0; d < rlx_rank(want[o]); d++)
+                CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+            EXPECT_SAME(got[o], want[o], 0);
+        }
+    }
+    rlx_program_free(p);
+}
+
 TEST_MAIN(T(sort_fixed), T(sort_rank0_and_empty), T(sort_random), T(argsort_bits_do_not_depend_on_threads),
           T(topk_long_lines), T(sort_allocation_failures),
           T(sort_errors), T(multinomial_exact), T(multinomial_statistics), T(multinomial_runtime_errors),
-          T(multinomial_errors), T(sort_narrow_dtypes))
+          T(multinomial_errors), T(sort_narrow_dtypes), T(sort_dynamic_batch))

@@ -459,14 +459,25 @@ rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_n
         acc *= x->shape[d];
     }
     rlx_tensor *lin = rlx_mul_s(k, (double)st[ax]);
+    int64_t one[IR_MAX_RANK]; /* k's shape, 1 on a dynamic dim: the iotas broadcast there */
+    for (int d = 0; d < kn->rank; d++)
+        one[d] = kn->shape[d] < 0 ? 1 : kn->shape[d];
     for (int d = 0; d < kn->rank; d++) {
         if (d == ax || kn->shape[d] == 1)
             continue;
+        if (kn->shape[d] < 0) { /* dim 0, dynamic: its positions [-1, 1, ...], made when a program binds it */
+            int64_t col[IR_MAX_RANK];
+            for (int e = 0; e < kn->rank; e++)
+                col[e] = e ? 1 : -1;
+            rlx_tensor *pos = rlx_reshape(rlx_arange_of(k, 0, RLX_I64), kn->rank, col);
+            lin = rlx_add(lin, rlx_mul_s(pos, (double)st[0]));
+            continue;
+        }
         ir_attrs a;
         memset(&a, 0, sizeof a);
         a.iota.step = (double)st[d];
         a.iota.axis = d;
-        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, kn->shape)));
+        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, one)));
     }
     return lin;
 }

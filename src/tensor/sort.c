@@ -13,13 +13,15 @@
 
 #include "tensor/ts.h"
 
-/* True (error recorded) when x has a dynamic dim: the line length and the
- * positions of take_along are needed while building. */
-static bool dynamic(const char *fn, const ir_node *n)
+/* True (error recorded) when x has a dynamic dim other than a leading
+ * one off the axis ax (a batch of lines): the line length and the strides
+ * of take_along's positions are needed while building. */
+static bool dynamic(const char *fn, const ir_node *n, int ax)
 {
     for (int d = 0; d < n->rank; d++)
-        if (n->shape[d] < 0) {
-            ts_error(RLX_E_UNSUPPORTED, fn, "dynamic dims are not supported (x %s)", ts_shape_str(n));
+        if (n->shape[d] < 0 && (d > 0 || ax == 0)) {
+            ts_error(RLX_E_UNSUPPORTED, fn, "only a dynamic dim 0 off the axis is supported (x %s, axis %d)",
+                     ts_shape_str(n), ax);
             return true;
         }
     return false;
@@ -43,7 +45,7 @@ static rlx_tensor *take_along(const char *fn, rlx_tensor *x, int ax, rlx_tensor 
 {
     if (!idx)
         return NULL;
-    return rlx_gather(rlx_flatten(x), ts_along_positions(fn, idx, ax, ts_node(x)), 0);
+    return rlx_gather(rlx_reshape(x, 1, (int64_t[]){-1}), ts_along_positions(fn, idx, ax, ts_node(x)), 0);
 }
 
 /* Checks x and the axis (rank 0 takes 0 or -1); the normalized axis, or
@@ -65,7 +67,7 @@ static int sort_args(const char *fn, rlx_tensor *x, int axis)
         return 0;
     }
     int ax = ts_axis(fn, axis, n->rank);
-    return ax < 0 || dynamic(fn, n) ? -1 : ax;
+    return ax < 0 || dynamic(fn, n, ax) ? -1 : ax;
 }
 
 rlx_tensor *rlx_argsort(rlx_tensor *x, int axis, bool descending)
@@ -160,7 +162,7 @@ rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replace
         ts_error(RLX_E_DTYPE, fn, "probs must be numeric weights, got bool");
         return NULL;
     }
-    if (dynamic(fn, n))
+    if (dynamic(fn, n, n->rank - 1))
         return NULL;
     int64_t cats = n->shape[n->rank - 1];
     if (num_samples < 0 || (!replacement && num_samples > cats)) {

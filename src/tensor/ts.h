@@ -95,7 +95,9 @@ rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
 
 /* datamove.c: for k (i64) of x's rank, the flat positions in x of x[p with
  * its axis coordinate replaced by k[p]] (k's size-1 dims broadcast to 0):
- * NumPy take_along_axis as a gather of x's flattened elements. */
+ * NumPy take_along_axis as a gather of x's flattened elements. x's dim 0
+ * may be dynamic (no stride depends on it) when ax is another axis; the
+ * caller checks that. */
 rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x);
 
 /* reduce.c: reduction over an axis mask (bit i = axis i); keepdim as rlx_sum. */
