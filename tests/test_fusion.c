@@ -11,8 +11,7 @@
  *  - small elementwise clusters over one stored value are recomputed by
  *    each reader (tanh-GELU's pieces), sums of two stored values are not,
  *    nor a polynomial into a reduction, nor a cluster of leaves alone;
- *  - float scatter-add (the gradients of gather) on its typed loops;
- *  - a sum keeping only columns (a bias gradient) cut in column blocks.
+ *  - float scatter-add (the gradients of gather) on its typed loops.
  */
 #include "harness.h"
 #include "passes/passes.h"
@@ -358,75 +357,7 @@ TEST(float_scatter_add_typed_loops_match_double_loop)
            ((double[]){6, 6, 6, 6, 0, 0, 0, 0, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 9, 9, 9, 9}), 0);
 }
 
-/* ------------------------------------------------- column-block sums */
-
-/* The one reduction kernel of s (NULL when none, or several). */
-static const sched_kernel *reduction_of(const sched_schedule *s)
-{
-    const sched_kernel *r = NULL;
-    for (long k = 0; k < s->count; k++)
-        if (s->k[k].kind == SCHED_LOOP && s->k[k].red_op != IR_OP_COUNT) {
-            if (r)
-                return NULL;
-            r = &s->k[k];
-        }
-    return r;
-}
-
-/* A sum keeping only a trailing run of columns (a bias gradient) is cut
- * into blocks of whole 64-column vectors along loop dim 0, which the pool
- * splits: the plan's loop shape, values against the reference evaluator,
- * and identical bits at 1, 2 and 3 threads. */
-TEST(column_sums_split_in_blocks)
-{
-    static const struct {
-        int64_t a, r, c, blocks; /* [a, r, c] summed over a and r (a 0: [r, c] over r) */
-    } cases[] = {{0, 1024, 512, 8}, {0, 1024, 384, 6}, {0, 1024, 128, 2}, {0, 700, 192, 3}, {2, 300, 640, 5},
-                 {0, 1024, 100, 1}, {0, 1024, 64, 1}, {0, 16, 512, 1}, {0, 2048, 1024, 8}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        for (int d = 0; d < 2; d++) {
-            rlx_dtype dt = d ? RLX_F64 : RLX_F32;
-            int64_t a = cases[i].a, r = cases[i].r, c = cases[i].c;
-            int rank = a ? 3 : 2;
-            int64_t sh[3] = {a, r, c}, *shp = a ? sh : sh + 1;
-            rlx_tensor *x = trand(dt, rank, shp, -2, 2);
-            /* an elementwise producer, and a transposed (non-contiguous) operand */
-            rlx_tensor *y = rlx_t(trand(dt, 2, (int64_t[]){c, r}, -1, 1));
-            rlx_tensor *prod = rlx_mul(x, y);
-            int axes[2] = {0, 1};
-            rlx_tensor *sum = rlx_sum(prod, axes, rank - 1, false);
-            sched_schedule s;
-            ir_node *simp[1];
-            if (schedule_of(&sum, 1, &s, simp)) {
-                const sched_kernel *k = reduction_of(&s);
-                CHECK(k != NULL);
-                if (k) {
-                    CHECK_EQ_INT((int)k->shape[0], (int)cases[i].blocks);
-                    CHECK(!(k->red_mask & 1)); /* dim 0 stays a kept dim */
-                    CHECK_EQ_INT((int)(k->shape[0] * k->shape[k->rank - 1]), (int)c);
-                }
-                schedule_free(&s, simp, 1);
-            }
-            same_on_backends("column sum", sum, d ? 1e-12 : 1e-5);
-            test_backend_save();
-            CHECK(rlx_set_option("backend", "jit") == RLX_OK);
-            double *got[3] = {NULL, NULL, NULL};
-            int64_t n[3] = {0, 0, 0};
-            for (int t = 1; t <= 3; t++) {
-                rlx_set_num_threads(t);
-                got[t - 1] = test_values(rlx_sum(rlx_mul(x, y), axes, rank - 1, false), &n[t - 1]);
-            }
-            rlx_set_num_threads(0);
-            for (int t = 2; t <= 3; t++)
-                if (got[0] && got[t - 1] && (n[0] != n[t - 1] || memcmp(got[0], got[t - 1], (size_t)n[0] * sizeof(double))))
-                    test_fail(__FILE__, __LINE__, "case %zu %s: %d threads differ from 1", i, rlx_dtype_name(dt), t);
-            for (int t = 0; t < 3; t++)
-                free(got[t]);
-            test_backend_restore();
-        }
-}
-
 TEST_MAIN(T(blockwise_pad_guards_match_reference), T(other_pad_guards_match_reference),
           T(weight_gradient_is_one_gemm_in_its_layout), T(transposed_operand_gradients_match_reference),
           T(gelu_pieces_are_recomputed_not_stored), T(sum_of_two_stored_values_is_stored),
-          T(float_scatter_add_typed_loops_match_double_loop), T(column_sums_split_in_blocks))
+          T(float_scatter_add_typed_loops_match_double_loop))

@@ -1025,22 +1025,6 @@ static int collect_affines(sched_kernel *k, sched_affine **out)
     return n;
 }
 
-/* The blocks a reduction's trailing kept dim of extent e is cut into when
- * nothing else is kept (canonicalize_kernel), numel the loop's size: 1
- * (no cut) below COL_SPLIT_WORK or when e is not a whole number of
- * COL_BLOCK-wide blocks; at most COL_BLOCKS_MAX blocks, each a multiple
- * of COL_BLOCK columns (whole vectors). */
-enum { COL_BLOCK = 64, COL_BLOCKS_MAX = 8, COL_SPLIT_WORK = 65536 };
-static int64_t col_blocks(int64_t e, int64_t numel)
-{
-    if (numel < COL_SPLIT_WORK || e % COL_BLOCK || e < 2 * COL_BLOCK)
-        return 1;
-    int64_t nb = e / COL_BLOCK;
-    while (nb > COL_BLOCKS_MAX || (e / COL_BLOCK) % nb)
-        nb--;
-    return nb;
-}
-
 /* Drops dims of extent 1, merges dims that step through memory as one,
  * orders reduced dims after the kept ones, and makes dim 0 a kept dim. */
 static bool canonicalize_kernel(sched_kernel *k)
@@ -1097,13 +1081,6 @@ static bool canonicalize_kernel(sched_kernel *k)
     for (int d = tail; d < rank; d++)
         order[no++] = d;
     int lead = kept_prefix == 0; /* dim 0 must be a kept dim: add one of extent 1 */
-    /* A reduction keeping only a trailing run (a bias gradient: rows summed
-     * into one row) would be one chunk: its first trailing dim is cut into
-     * col_blocks blocks, the block index taking the lead dim, so threads
-     * share the columns. Each column still sums its rows in one order, and
-     * the cut depends on the extent only: no thread count changes a bit. */
-    int t0 = no - (rank - tail);
-    int64_t nblk = lead && tail < rank ? col_blocks(shape[order[t0]], ir_numel(rank, shape)) : 1;
     /* rewrite */
     sched_affine tmp;
     for (int a = 0; a < na; a++) {
@@ -1111,21 +1088,17 @@ static bool canonicalize_kernel(sched_kernel *k)
         tmp.off = aff[a]->off;
         for (int j = 0; j < no; j++)
             tmp.stride[j + lead] = aff[a]->stride[map[order[j]]];
-        if (nblk > 1)
-            tmp.stride[0] = tmp.stride[t0 + 1] * (shape[order[t0]] / nblk);
         *aff[a] = tmp;
     }
     int64_t nshape[SCHED_MAX_LOOP];
     uint32_t mask = 0;
     if (lead)
-        nshape[0] = nblk;
+        nshape[0] = 1;
     for (int j = 0; j < no; j++) {
         nshape[j + lead] = shape[order[j]];
         if (red[order[j]])
             mask |= 1u << (j + lead);
     }
-    if (nblk > 1)
-        nshape[t0 + 1] /= nblk;
     k->rank = no + lead;
     memcpy(k->shape, nshape, (size_t)k->rank * sizeof *nshape);
     k->red_mask = mask;
