@@ -81,3 +81,34 @@ def test_scatter_errors():
         rlx.scatter(x, 0, [[0.5]], np.ones((1, 1)))
     with pytest.raises(Exception, match="out of range"):
         rlx.scatter_add(x, 0, [[2]], np.ones((1, 1))).realize()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_index_add_f32_rows(seed):
+    """f32 index_add along a leading axis: the index is the same along each
+    target row (the embedding-gradient form scatter runs as a vector loop),
+    duplicates and negative indices, a contiguous, broadcast or strided base
+    and a strided src; each element is the f64 sum in index order rounded
+    once, so it matches np.add.at in f64 rounded to f32 exactly."""
+    g = np.random.default_rng(100 + seed)
+    rows, cols, n = (int(v) for v in g.integers(1, 9, 3))
+    cols += 16 * int(g.integers(0, 3))  # beyond one vector
+    idx = g.integers(-rows, rows, n)
+    src = g.standard_normal((n, cols)).astype(np.float32)
+    for kind in ("contiguous", "broadcast", "strided"):
+        if kind == "contiguous":
+            base_np = g.standard_normal((rows, cols)).astype(np.float32)
+            base = rlx.tensor(base_np)
+        elif kind == "broadcast":
+            base_np = np.full((rows, cols), 0.25, np.float32)
+            base = rlx.broadcast_to(rlx.tensor(np.float32(0.25)), (rows, cols))
+        else:
+            full = g.standard_normal((cols, rows)).astype(np.float32)
+            base_np = full.T.copy()
+            base = rlx.tensor(full).T
+        want = base_np.astype(np.float64)
+        np.add.at(want, idx, src.astype(np.float64))
+        s = rlx.tensor(src[:, ::-1].copy())[:, ::-1] if seed % 2 else rlx.tensor(src)
+        got = rlx.index_add(base, 0, rlx.tensor(idx), s)
+        assert got.dtype == rlx.float32
+        np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))

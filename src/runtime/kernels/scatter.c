@@ -34,6 +34,19 @@ static void scatter_load_base(const ir_node *x, const rt_view *in, bool fdom, sc
             acc[i].f = b[i];
         return;
     }
+    bool one = true; /* a broadcast value (the gradients' zeros): one load */
+    for (int d = 0; d < x->rank; d++)
+        one = one && (in->strides[d] == 0 || x->shape[d] == 1);
+    if (one) {
+        scatter_acc a;
+        if (fdom)
+            a.f = rt_ld_f(in->st->data, x->dtype, in->off);
+        else
+            a.i = rt_ld_i(in->st->data, x->dtype, in->off);
+        for (int64_t i = 0, n = ir_node_numel(x); i < n; i++)
+            acc[i] = a;
+        return;
+    }
     int64_t len = x->shape[x->rank - 1], st = in->strides[x->rank - 1], rows = rows_of(x);
     const int64_t *strides[1] = {in->strides};
     rt_iter it;
@@ -45,6 +58,19 @@ static void scatter_load_base(const ir_node *x, const rt_view *in, bool fdom, sc
             else
                 acc[at].i = rt_ld_i(in->st->data, x->dtype, it.off[0] + j * st);
         }
+}
+
+/* a[j * sa] += v[j * sv] for j < n, a and v disjoint (the accumulators
+ * are scatter's own buffer): the unit-stride case vectorizes. */
+static void scatter_add_row(double *restrict a, int64_t sa, const float *restrict v, int64_t sv, int64_t n)
+{
+    if (sa == 1 && sv == 1) {
+        for (int64_t j = 0; j < n; j++)
+            a[j] += v[j];
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        a[j * sa] += v[j * sv];
 }
 
 /* Adds (or stores) every src element at its target, in index order. */
@@ -68,6 +94,11 @@ static void scatter_apply(const ir_node *n, const rt_view *in, bool fdom, scatte
         for (int64_t r = 0, rows = rows_of(idx); r < rows; r++, rt_iter_next(&it)) {
             const int64_t *i8 = (const int64_t *)in[1].st->data + it.off[0];
             const int32_t *i4 = (const int32_t *)in[1].st->data + it.off[0];
+            if (si == 0 && cols > 0) { /* one target row per index row (an embedding's gradient): a vector loop */
+                int64_t k = i64 ? i8[0] : i4[0];
+                scatter_add_row(&acc[it.off[2] + (k < 0 ? k + len : k) * bax].f, sb, vs + it.off[1], sv, cols);
+                continue;
+            }
             for (int64_t j = 0; j < cols; j++) {
                 int64_t k = i64 ? i8[j * si] : i4[j * si];
                 acc[it.off[2] + j * sb + (k < 0 ? k + len : k) * bax].f += vs[it.off[1] + j * sv];
@@ -97,6 +128,8 @@ static bool scatter_index_bad(const ir_node *n, const rt_view *vi, int64_t *bad)
     const int64_t *strides[1] = {vi->strides};
     rt_iter it;
     rows_init(&it, idx, 1, strides, &vi->off);
+    if (si == 0) /* an index broadcast along its last dim: one value per row */
+        cols = cols ? 1 : 0;
     for (int64_t r = 0, rows = rows_of(idx); r < rows; r++, rt_iter_next(&it))
         for (int64_t j = 0; j < cols; j++) {
             int64_t k = rt_ld_i(vi->st->data, idx->dtype, it.off[0] + j * si);
