@@ -470,13 +470,15 @@ TEST(f16_matmul)
         for (size_t t = 0; t < sizeof mkn / sizeof mkn[0]; t++) {
             int64_t m = mkn[t][0], k = mkn[t][1], n = mkn[t][2];
             char what[96];
-            snprintf(what, sizeof what, "%s f16 %lldx%lldx%lld", backends[be], (long long)m, (long long)k, (long long)n);
+            snprintf(what, sizeof what, "%s f16 %lldx%lldx%lld", backends[be], (long long)m, (long long)k,
+                     (long long)n);
             rlx_tensor *a = rlx_randn(RLX_F16, 2, (int64_t[]){m, k}, 60 + t);
             rlx_tensor *b = rlx_randn(RLX_F16, 2, (int64_t[]){k, n}, 70 + t);
             check_half_product(what, RLX_F16, rlx_matmul(a, b), a, b, k);
             rlx_tensor *bt = rlx_randn(RLX_F16, 2, (int64_t[]){n, k}, 80 + t); /* b given as [n, k] */
             check_half_product(what, RLX_F16, rlx_matmul_t(a, bt), a, rlx_transpose(bt, 0, NULL), k);
-            rlx_tensor *at = rlx_transpose(rlx_randn(RLX_F16, 2, (int64_t[]){k, m}, 85 + t), 0, NULL); /* column-major a */
+            /* a column-major a */
+            rlx_tensor *at = rlx_transpose(rlx_randn(RLX_F16, 2, (int64_t[]){k, m}, 85 + t), 0, NULL);
             check_half_product(what, RLX_F16, rlx_matmul(at, b), at, b, k);
             rlx_tensor *a2 = rlx_slice(rlx_randn(RLX_F16, 2, (int64_t[]){2 * m, k}, 90 + t), 0, 0, RLX_END, 2);
             check_half_product(what, RLX_F16, rlx_matmul(a2, b), a2, b, k);
@@ -486,7 +488,8 @@ TEST(f16_matmul)
     }
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
     /* thread counts: the split depends on the shape only */
-    rlx_tensor *a = rlx_randn(RLX_F16, 2, (int64_t[]){512, 384}, 3), *b = rlx_randn(RLX_F16, 2, (int64_t[]){384, 640}, 4);
+    rlx_tensor *a = rlx_randn(RLX_F16, 2, (int64_t[]){512, 384}, 3);
+    rlx_tensor *b = rlx_randn(RLX_F16, 2, (int64_t[]){384, 640}, 4);
     uint16_t *c1 = malloc(512 * 640 * 2), *c2 = malloc(512 * 640 * 2);
     CHECK(rlx_set_option("num_threads", "1") == RLX_OK);
     CHECK(rlx_read(rlx_matmul(a, b), c1, 512 * 640 * 2) == RLX_OK);
@@ -507,7 +510,8 @@ TEST(f16_matmul)
         int64_t sh[2] = {s, s};
         CHECK(rlx_read(rlx_matmul(rlx_from_data(RLX_F16, 2, sh, av), rlx_from_data(RLX_F16, 2, sh, bv)), cv,
                        (size_t)(s * s) * 2) == RLX_OK);
-        CHECK((cv[0] & 0x7fff) == 0x7e00 && (cv[s - 1] & 0x7fff) == 0x7e00 && cv[s] == 0xfc00 && (s < 3 || cv[2 * s] == 0x7c00));
+        CHECK((cv[0] & 0x7fff) == 0x7e00 && (cv[s - 1] & 0x7fff) == 0x7e00 && cv[s] == 0xfc00);
+        CHECK(s < 3 || cv[2 * s] == 0x7c00);
     }
     free(c1);
     free(c2);

@@ -386,7 +386,8 @@ static LLVMValueRef bf16_hw(kctx *c, LLVMValueRef x)
     LLVMValueRef b = bits32(c, x);
     LLVMValueRef sub = icmp(c, LLVMIntEQ, band(c, b, 0x7f800000), k32(c, 0)); /* one vptestnmd */
     LLVMValueRef xs = f32_of(c, sel(c, sub, LLVMBuildOr(c->b, b, k32(c, 17 << 23), ""), b));
-    LLVMValueRef h = LLVMBuildBitCast(c->b, LLVMBuildFPTrunc(c->b, xs, LLVMBFloatTypeInContext(m->ctx), ""), m->i16, "");
+    LLVMValueRef h = LLVMBuildFPTrunc(c->b, xs, LLVMBFloatTypeInContext(m->ctx), "");
+    h = LLVMBuildBitCast(c->b, h, m->i16, "");
     h = sel(c, sub, LLVMBuildSub(c->b, h, k16(c, 17 << 7), ""), h);
     return sel(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMBuildAnd(c->b, h, k16(c, 0xffc0), ""), h);
 }
