@@ -21,7 +21,9 @@
  * kernels, about 3.6x cblas_sgemm at 2048^3 here), one oneDNN thread per
  * block of our split; without oneDNN, on a CPU where it declines, or with
  * the knob bf16_gemm 1, each block is converted to f32, multiplied by
- * sgemm and rounded.
+ * sgemm and rounded. f16 products (oneDNN 2.6 has no f16 matmul without
+ * AVX512-FP16) convert panels of F16_KC inner indices with F16C for sgemm
+ * and round the f32 block once (f16_block): no widened operand copies.
  *
  * Solve factors with getrf and finishes with two trsm (trsv for one
  * column) on the output, which starts as a copy of b: a row-major a is
