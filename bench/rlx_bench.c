@@ -32,6 +32,8 @@
  *   bf16gemm: rlx_matmul of bf16 512^3 and 2048^3 (oneDNN, and with
  *       bf16_gemm=1 widened to sgemm) against cblas_sgemm on f32 of the
  *       same size, interleaved rounds, the best of each; sgemm/bf16 ratio
+ *   f16gemm: rlx_matmul of f16 512^3 and 2048^3 (F16C panels into sgemm)
+ *       against casts around an f32 matmul and cblas_sgemm, interleaved
  *   q8linear: rlx_linear_q8 with i8 weights [4096, 4096] (per-channel
  *       scales) on x [1|8|256, 4096] against rlx_linear and cblas_sgemm
  *       on the same weights dequantized to f32, interleaved rounds, the
@@ -1435,6 +1437,84 @@ static void bf16_gemm(void)
     }
 }
 
+/* ------------------------------------------------------------- f16gemm */
+
+/* f16 matmul (F16C panels into sgemm) against the widening it replaced
+ * (cast both to f32, f32 matmul, cast back: what the tensor layer built
+ * before) and cblas_sgemm on the same values in f32; interleaved rounds,
+ * the best of each. --quick checks the f16 result against sgemm's. */
+static void f16_gemm(void)
+{
+    const int64_t sizes[2] = {opt.quick ? 40 : 512, opt.quick ? 300 : 2048};
+    for (int z = 0; z < 2; z++) {
+        int64_t n = sizes[z], sh[2] = {n, n};
+        size_t nn = (size_t)(n * n);
+        float *a = uniform(nn, 23), *b = uniform(nn, 24), *c = out_buffer(nn);
+        rlx_tensor *fa = rlx_from_data(RLX_F32, 2, sh, a), *fb = rlx_from_data(RLX_F32, 2, sh, b);
+        rlx_tensor *ta = rlx_cast(fa, RLX_F16), *tb = rlx_cast(fb, RLX_F16);
+        bool ok = ta && tb && rlx_realize(ta) == RLX_OK && rlx_realize(tb) == RLX_OK;
+        ok = ok && rlx_read_f32(ta, a, nn) == RLX_OK && rlx_read_f32(tb, b, nn) == RLX_OK;
+        double best[3] = {INFINITY, INFINITY, INFINITY};
+        int rounds = opt.quick ? 2 : (n >= 2048 ? opt.repeat : 3 * opt.repeat);
+        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
+            for (int v = 0; v < 3 && ok; v++) {
+                double t0 = now(), dt;
+                if (v < 2) {
+                    rlx_scope_begin();
+                    rlx_tensor *p = v ? rlx_cast(rlx_matmul(rlx_cast(ta, RLX_F32), rlx_cast(tb, RLX_F32)), RLX_F16)
+                                      : rlx_matmul(ta, tb);
+                    ok = rlx_realize(p) == RLX_OK;
+                    dt = now() - t0;
+                    if (ok && opt.quick) {
+                        float *got = xmalloc(nn * sizeof *got);
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n,
+                                    b, (int)n, 0, c, (int)n);
+                        ok = rlx_read_f32(p, got, nn) == RLX_OK;
+                        for (size_t i = 0; ok && i < nn; i++) /* f16 rounding, plus the f32 sums' order */
+                            if (!(fabs((double)got[i] - c[i]) <= 0x1p-11 * fabs(c[i]) + 4.0 * (double)n * 0x1p-22)) {
+                                fprintf(stderr, "rlx-bench: f16gemm %lld [%zu] (%s): %.8g, sgemm %.8g\n", (long long)n,
+                                        i, v ? "widened" : "f16", got[i], c[i]);
+                                ok = false;
+                            }
+                        free(got);
+                    }
+                    rlx_scope_end();
+                } else {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n, b,
+                                (int)n, 0, c, (int)n);
+                    dt = now() - t0;
+                }
+                if (r >= 0 && dt < best[v])
+                    best[v] = dt;
+            }
+        if (!ok) {
+            fprintf(stderr, "rlx-bench: f16gemm %lld failed: %s\n", (long long)n, rlx_last_error());
+            failures++;
+        } else if (opt.json) {
+            printf("{\"type\":\"f16gemm\",\"n\":%lld,\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"f16_ms\":%.4f,\"f16_widened_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_f16\":%.3f,"
+                   "\"widened_over_f16\":%.3f}\n",
+                   (long long)n, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
+                   1e3 * best[2], best[2] / best[0], best[1] / best[0]);
+        } else {
+            double fl = 2.0 * (double)n * (double)n * (double)n * 1e-9;
+            printf("f16gemm    %lld^3 best of %d interleaved rounds: f16 %.3f ms (%.1f GFLOP/s), widened (casts "
+                   "around an f32 matmul) %.3f ms (%.1f), sgemm f32 %.3f ms (%.1f); sgemm/f16 %.2fx, widened/f16 "
+                   "%.2fx\n",
+                   (long long)n, rounds, 1e3 * best[0], fl / best[0], 1e3 * best[1], fl / best[1], 1e3 * best[2],
+                   fl / best[2], best[2] / best[0], best[1] / best[0]);
+        }
+        fflush(stdout);
+        rlx_release(ta);
+        rlx_release(tb);
+        rlx_release(fa);
+        rlx_release(fb);
+        free(a);
+        free(b);
+        free(c);
+    }
+}
+
 /* ------------------------------------------------- run, sweep and tune */
 
 static int repeat_count(void) { return opt.quick ? 2 : opt.repeat; }
@@ -1808,7 +1888,8 @@ static int parse_args(int argc, char **argv)
         char *f = strdup(opt.filter), *save = NULL;
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
-                         !strcmp(t, "accum") || !strcmp(t, "bf16gemm") || !strcmp(t, "q8linear");
+                         !strcmp(t, "accum") || !strcmp(t, "bf16gemm") || !strcmp(t, "f16gemm") ||
+                         !strcmp(t, "q8linear");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1839,6 +1920,7 @@ int main(int argc, char **argv)
         printf("%-10s %-8s %s\n", "W7", "-", "a+b of 4 elements, build+realize+read, and through a program");
         printf("%-10s %-8s %s\n", "narrow", "-", "W1 and W3: f32 time over bf16 and f16 time, interleaved rounds");
         printf("%-10s %-8s %s\n", "bf16gemm", "-", "bf16 matmul 512^3, 2048^3 against f32 cblas_sgemm, interleaved rounds");
+        printf("%-10s %-8s %s\n", "f16gemm", "-", "f16 matmul 512^3, 2048^3 against its widening and cblas_sgemm");
         printf("%-10s %-8s %s\n", "generic", "-", "W1-W4 generic/specialized kernels, interleaved; a 64-size stream");
         printf("%-10s %-8s %s\n", "accum", "-", "W4a,W4d,W4e,W4b,W4c: f32 sums in f64 against blocked f32, interleaved");
         printf("%-10s %-8s %s\n", "q8linear", "-", "i8-weight linear [1|8|256,4096]x[4096,4096]^T against f32, interleaved");
@@ -1866,6 +1948,8 @@ int main(int argc, char **argv)
         narrow_ratios();
     if (wanted("bf16gemm"))
         bf16_gemm();
+    if (wanted("f16gemm"))
+        f16_gemm();
     if (wanted("generic"))
         generic_ratios();
     if (wanted("q8linear"))

@@ -117,7 +117,9 @@ typedef enum {
  *   result unrounded keeps the f32 math.
  * - Library kernels (matmul, attention, conv, FFT, solve, sort, scatter)
  *   compute f16/bf16 in f32 and round the result (bf16 matmul multiplies
- *   bf16 directly, accumulating in f32: see the option "bf16_gemm");
+ *   bf16 directly, accumulating in f32: see the option "bf16_gemm"; f16
+ *   matmul converts panels of 256 inner indices to f32 for sgemm, the
+ *   f32 sum rounded once, no f32 copy of whole operands);
  *   narrow integers go through i64 (or f32 where the op needs floats) and
  *   come back in the dtype the op's rule gives (i8 @ i8 is i8, wrapping).
  *   rlx_linear_q8 reads its i8/u8 weights as they are (no widened copy).

@@ -384,16 +384,19 @@ TEST(narrow_integer_arithmetic)
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
 }
 
-/* Element-wise |got - ref| <= 2^-8 |ref| + k 2^-23 (|a| @ |b|): the one
- * rounding of the result and f32 accumulation over k terms. */
-static void check_bf16_product(const char *what, rlx_tensor *got, rlx_tensor *a, rlx_tensor *b, int64_t k)
+/* Element-wise |got - ref| <= u |ref| + k 2^-23 (|a| @ |b|), u the dtype's
+ * ulp at 1 (2^-7 bf16, 2^-10 f16) over 2: the one rounding of the result
+ * and f32 accumulation over k terms. */
+static void check_half_product(const char *what, rlx_dtype dt, rlx_tensor *got, rlx_tensor *a, rlx_tensor *b,
+                               int64_t k)
 {
+    double u = dt == RLX_BF16 ? 0x1p-8 : 0x1p-11;
     rlx_tensor *a64 = rlx_cast(a, RLX_F64), *b64 = rlx_cast(b, RLX_F64);
     rlx_tensor *ref = rlx_matmul(a64, b64), *sabs = rlx_matmul(rlx_abs(a64), rlx_abs(b64));
     rlx_tensor *g64 = rlx_cast(got, RLX_F64);
     int64_t n = rlx_numel(ref);
     double *r = malloc((size_t)(3 * n + 1) * sizeof *r), *sa = r + n, *g = sa + n;
-    CHECK(got && rlx_dtype_of(got) == RLX_BF16 && rlx_numel(got) == n);
+    CHECK(got && rlx_dtype_of(got) == dt && rlx_numel(got) == n);
     if (rlx_read(ref, r, (size_t)n * 8) != RLX_OK || rlx_read(sabs, sa, (size_t)n * 8) != RLX_OK ||
         rlx_read(g64, g, (size_t)n * 8) != RLX_OK) {
         test_fail(__FILE__, __LINE__, "%s: read failed: %s", what, rlx_last_error());
@@ -401,7 +404,7 @@ static void check_bf16_product(const char *what, rlx_tensor *got, rlx_tensor *a,
     }
     int bad = 0;
     for (int64_t i = 0; i < n && bad < 3; i++)
-        if (!(fabs(g[i] - r[i]) <= 0x1p-8 * fabs(r[i]) + (double)k * 0x1p-23 * sa[i]))
+        if (!(fabs(g[i] - r[i]) <= u * fabs(r[i]) + (double)k * 0x1p-23 * sa[i]))
             bad++, test_fail(__FILE__, __LINE__, "%s: element %lld is %.9g, f64 product %.9g", what, (long long)i,
                              g[i], r[i]);
     free(r);
@@ -426,13 +429,13 @@ TEST(bf16_matmul)
                          (long long)k, (long long)n);
                 rlx_tensor *a = rlx_randn(RLX_BF16, 2, (int64_t[]){m, k}, 10 + t);
                 rlx_tensor *b = rlx_randn(RLX_BF16, 2, (int64_t[]){k, n}, 20 + t);
-                check_bf16_product(what, rlx_matmul(a, b), a, b, k);
+                check_half_product(what, RLX_BF16, rlx_matmul(a, b), a, b, k);
                 rlx_tensor *bt = rlx_randn(RLX_BF16, 2, (int64_t[]){n, k}, 30 + t); /* b given as [n, k] */
-                check_bf16_product(what, rlx_matmul_t(a, bt), a, rlx_transpose(bt, 0, NULL), k);
+                check_half_product(what, RLX_BF16, rlx_matmul_t(a, bt), a, rlx_transpose(bt, 0, NULL), k);
                 rlx_tensor *a2 = rlx_slice(rlx_randn(RLX_BF16, 2, (int64_t[]){2 * m, k}, 40 + t), 0, 0, RLX_END, 2);
-                check_bf16_product(what, rlx_matmul(a2, b), a2, b, k);
+                check_half_product(what, RLX_BF16, rlx_matmul(a2, b), a2, b, k);
                 rlx_tensor *ab = rlx_randn(RLX_BF16, 3, (int64_t[]){3, m, k}, 50 + t); /* batch over one b */
-                check_bf16_product(what, rlx_matmul(ab, b), ab, b, k);
+                check_half_product(what, RLX_BF16, rlx_matmul(ab, b), ab, b, k);
             }
         }
     /* thread counts: the split depends on the shape only */
@@ -453,6 +456,67 @@ TEST(bf16_matmul)
     CHECK(rlx_set_option("backend", "jit") == RLX_OK);
 }
 
+/* f16 matmul (f16 result; f32 panels of 256 inner indices through sgemm,
+ * summed in f32, rounded once): odd sizes, k below, at and over a panel,
+ * contiguous, transposed, strided and batch-broadcast operands, a row
+ * vector (m = 1), both backends; bitwise the same at 1 and 2 threads; the
+ * f32 product of the same values rounded to f16 agrees to one rounding. */
+TEST(f16_matmul)
+{
+    static const int64_t mkn[][3] = {{1, 1, 1}, {3, 5, 2}, {1, 300, 17}, {7, 64, 33}, {70, 300, 90}, {257, 256, 129},
+                                     {33, 600, 65}};
+    for (int be = 0; be < 2; be++) {
+        CHECK(rlx_set_option("backend", backends[be]) == RLX_OK);
+        for (size_t t = 0; t < sizeof mkn / sizeof mkn[0]; t++) {
+            int64_t m = mkn[t][0], k = mkn[t][1], n = mkn[t][2];
+            char what[96];
+            snprintf(what, sizeof what, "%s f16 %lldx%lldx%lld", backends[be], (long long)m, (long long)k,
+                     (long long)n);
+            rlx_tensor *a = rlx_randn(RLX_F16, 2, (int64_t[]){m, k}, 60 + t);
+            rlx_tensor *b = rlx_randn(RLX_F16, 2, (int64_t[]){k, n}, 70 + t);
+            check_half_product(what, RLX_F16, rlx_matmul(a, b), a, b, k);
+            rlx_tensor *bt = rlx_randn(RLX_F16, 2, (int64_t[]){n, k}, 80 + t); /* b given as [n, k] */
+            check_half_product(what, RLX_F16, rlx_matmul_t(a, bt), a, rlx_transpose(bt, 0, NULL), k);
+            /* a column-major a */
+            rlx_tensor *at = rlx_transpose(rlx_randn(RLX_F16, 2, (int64_t[]){k, m}, 85 + t), 0, NULL);
+            check_half_product(what, RLX_F16, rlx_matmul(at, b), at, b, k);
+            rlx_tensor *a2 = rlx_slice(rlx_randn(RLX_F16, 2, (int64_t[]){2 * m, k}, 90 + t), 0, 0, RLX_END, 2);
+            check_half_product(what, RLX_F16, rlx_matmul(a2, b), a2, b, k);
+            rlx_tensor *ab = rlx_randn(RLX_F16, 3, (int64_t[]){3, m, k}, 95 + t); /* batch over one b */
+            check_half_product(what, RLX_F16, rlx_matmul(ab, b), ab, b, k);
+        }
+    }
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    /* thread counts: the split depends on the shape only */
+    rlx_tensor *a = rlx_randn(RLX_F16, 2, (int64_t[]){512, 384}, 3);
+    rlx_tensor *b = rlx_randn(RLX_F16, 2, (int64_t[]){384, 640}, 4);
+    uint16_t *c1 = malloc(512 * 640 * 2), *c2 = malloc(512 * 640 * 2);
+    CHECK(rlx_set_option("num_threads", "1") == RLX_OK);
+    CHECK(rlx_read(rlx_matmul(a, b), c1, 512 * 640 * 2) == RLX_OK);
+    CHECK(rlx_set_option("num_threads", "2") == RLX_OK);
+    CHECK(rlx_read(rlx_matmul(rlx_add_s(a, 0), b), c2, 512 * 640 * 2) == RLX_OK); /* a new node: computed again */
+    CHECK(memcmp(c1, c2, 512 * 640 * 2) == 0);
+    CHECK(rlx_set_option("num_threads", "0") == RLX_OK);
+    /* NaN (with a payload) and inf operands, in the small loop (2 x 2) and
+     * through sgemm (16 x 16): NaN comes out as the reference's quiet NaN,
+     * a sum over 65504 overflows to inf */
+    for (int64_t s = 2; s <= 16; s += 14) {
+        uint16_t av[256], bv[256], cv[256];
+        for (int i = 0; i < 256; i++)
+            av[i] = bv[i] = 0x3c00; /* 1 */
+        av[0] = 0xfe01;              /* -NaN, payload 1 */
+        av[s] = 0xfc00;              /* -inf */
+        av[2 * s] = av[2 * s + 1] = 0x7bff; /* 65504 twice */
+        int64_t sh[2] = {s, s};
+        CHECK(rlx_read(rlx_matmul(rlx_from_data(RLX_F16, 2, sh, av), rlx_from_data(RLX_F16, 2, sh, bv)), cv,
+                       (size_t)(s * s) * 2) == RLX_OK);
+        CHECK((cv[0] & 0x7fff) == 0x7e00 && (cv[s - 1] & 0x7fff) == 0x7e00 && cv[s] == 0xfc00);
+        CHECK(s < 3 || cv[2 * s] == 0x7c00);
+    }
+    free(c1);
+    free(c2);
+}
+
 TEST_MAIN(T(names_and_sizes), T(promotion_table), T(complex_promotion_table), T(half_patterns_exhaustive),
           T(f32_to_half_random),
-          T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic), T(bf16_matmul))
+          T(f64_to_half_rounds_once), T(integer_casts), T(narrow_integer_arithmetic), T(bf16_matmul), T(f16_matmul))

@@ -211,6 +211,20 @@ def test_float16_arithmetic_against_references(rng):
         assert (big + big).item() == np.inf and np.isinf((np.float16(60000) + np.float16(60000)))
 
 
+def test_float16_matmul_against_numpy(rng):
+    """f16 @ f16 is f16: f32 sums rounded once (odd sizes, k over the 256
+    of a panel, a transposed operand, a batch over one matrix)."""
+    for m, k, n in [(3, 5, 2), (17, 300, 9), (64, 513, 33)]:
+        a = rng.standard_normal((2, m, k)).astype(np.float16)
+        b = rng.standard_normal((n, k)).astype(np.float16)
+        got = rlx.from_numpy(a) @ rlx.from_numpy(b).T
+        assert got.dtype is rlx.float16 and got.shape == (2, m, n)
+        ref = a.astype(np.float64) @ b.astype(np.float64).T
+        bound = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T
+        err = np.abs(got.numpy().astype(np.float64) - ref)
+        assert (err <= 2.0**-11 * np.abs(ref) + k * 2.0**-23 * bound).all()
+
+
 def test_bfloat16_arithmetic_against_references(rng):
     abits = bf16_round(rng.standard_normal(500) * 50)
     bbits = bf16_round(rng.standard_normal(500) * 50)

@@ -327,7 +327,7 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
             bad = ir_dtype_is_complex(src[s]->dtype) ? src[s]->dtype : bad;
         FAIL("%s does not take %s", info->name, ir_dtype_name(bad));
     }
-    /* library kernels are written for the wide dtypes (and bf16 matmul);
+    /* library kernels are written for the wide dtypes (and bf16, f16 matmul);
      * the tensor layer converts narrow ones around them (rlx.h) */
     for (int s = 0; s < nsrc && info->emit == IR_EMIT_LIB; s++)
         if (!ir_lib_takes(op, src[s]->dtype))

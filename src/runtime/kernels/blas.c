@@ -21,7 +21,9 @@
  * kernels, about 3.6x cblas_sgemm at 2048^3 here), one oneDNN thread per
  * block of our split; without oneDNN, on a CPU where it declines, or with
  * the knob bf16_gemm 1, each block is converted to f32, multiplied by
- * sgemm and rounded.
+ * sgemm and rounded. f16 products (oneDNN 2.6 has no f16 matmul without
+ * AVX512-FP16) convert panels of F16_KC inner indices with F16C for sgemm
+ * and round the f32 block once (f16_block): no widened operand copies.
  *
  * Solve factors with getrf and finishes with two trsm (trsv for one
  * column) on the output, which starts as a copy of b: a row-major a is
@@ -119,7 +121,7 @@ typedef struct {
     mm_opnd a, b;
     char *c; /* contiguous [batch, m, n] */
     _Atomic bool nomem_flag;
-    _Atomic bool *nomem; /* &nomem_flag: set when a bf16 block found no scratch memory */
+    _Atomic bool *nomem; /* &nomem_flag: set when a bf16/f16 block found no scratch memory */
 } mm_plan;
 
 /* Element offset of batch item bi (row-major over bshape[0..nb)) of an
@@ -292,17 +294,121 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
 SMALL_KERNEL(small_f32, float)
 SMALL_KERNEL(small_f64, double)
 
-/* The bf16 small kernel: f32 accumulation, one rounding per element. */
-static void small_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
+/* The 16-bit float small kernel: f32 accumulation, one rounding per element. */
+static void small_half(rlx_dtype dt, int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
                        const uint16_t *b, int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
 {
+    bool bf = dt == RLX_BF16;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             float s = 0;
-            for (int64_t p = 0; p < k; p++)
-                s += ir_bf16_to_f32(a[i * ars + p * acs]) * ir_bf16_to_f32(b[p * brs + j * bcs]);
-            c[i * ldc + j] = ir_f32_to_bf16(s);
+            for (int64_t p = 0; p < k; p++) {
+                uint16_t x = a[i * ars + p * acs], y = b[p * brs + j * bcs];
+                s += bf ? ir_bf16_to_f32(x) * ir_bf16_to_f32(y) : (float)ir_f16_value(x) * (float)ir_f16_value(y);
+            }
+            c[i * ldc + j] = bf ? ir_f32_to_bf16(s) : ir_f16_bits(s);
         }
+}
+
+/* ------------------------------------------------- f16 blocks for sgemm */
+
+/* f16 <-> f32 runs of memory, with F16C where the CPU has it (vcvtph2ps,
+ * vcvtps2ph: 8 values an instruction) else ir/cast.h's rounding. A NaN
+ * stores as the quiet NaN of its sign without payload, as the reference
+ * stores it (vcvtps2ph keeps the payload: fixed after). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define F16_TARGET __attribute__((target("avx2,f16c")))
+F16_TARGET static void f16_to_f32_hw(const uint16_t *s, float *d, int64_t len)
+{
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+    for (; i < len; i++)
+        d[i] = (float)ir_f16_value(s[i]);
+}
+F16_TARGET static void f32_to_f16_hw(const float *s, uint16_t *d, int64_t len)
+{
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        __m256 x = _mm256_loadu_ps(s + i);
+        __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        /* NaN lanes: sign | 0x7e00 */
+        __m256i un = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(un), _mm256_extracti128_si256(un, 1));
+        __m128i q = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7e00));
+        _mm_storeu_si128((__m128i *)(void *)(d + i), _mm_blendv_epi8(h, q, nan));
+    }
+    for (; i < len; i++)
+        d[i] = ir_f16_bits(s[i]);
+}
+static bool have_f16c(void) { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2"); }
+#else
+static void f16_to_f32_hw(const uint16_t *s, float *d, int64_t len) { (void)s, (void)d, (void)len; }
+static void f32_to_f16_hw(const float *s, uint16_t *d, int64_t len) { (void)s, (void)d, (void)len; }
+static bool have_f16c(void) { return false; }
+#endif
+
+static void f16_to_f32_run(const uint16_t *s, float *d, int64_t len)
+{
+    if (have_f16c()) {
+        f16_to_f32_hw(s, d, len);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        d[i] = (float)ir_f16_value(s[i]);
+}
+
+static void f32_to_f16_run(const float *s, uint16_t *d, int64_t len)
+{
+    if (have_f16c()) {
+        f32_to_f16_hw(s, d, len);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        d[i] = ir_f16_bits(s[i]);
+}
+
+/* k-panel of the f16 path: bounds its f32 copies of a and b (m x 256 and
+ * 256 x n) while sgemm's own packing still sees whole cache blocks */
+enum { F16_KC = 256 };
+
+/* An f16 block: per panel of F16_KC inner indices, the a and b panels are
+ * converted to f32 (F16C, contiguous runs: a transposed operand stays
+ * transposed, sgemm reads it as such) and sgemm adds their product into an
+ * f32 block of c, rounded to f16 once at the end. Nothing is widened
+ * whole: scratch is m*n + (m + n)*F16_KC floats. False: no memory. */
+static bool f16_block(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b,
+                      int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
+{
+    int64_t kc = k < F16_KC ? k : F16_KC;
+    float *c32 = ir_alloc((size_t)(m * n + (m + n) * kc) * sizeof(float));
+    if (!c32)
+        return false;
+    float *a32 = c32 + m * n, *b32 = a32 + m * kc;
+    bool arow = acs == 1, brow = bcs == 1; /* else ars == 1 / brs == 1 (mm_operand) */
+    for (int64_t p0 = 0; p0 < k; p0 += kc) {
+        int64_t w = k - p0 < kc ? k - p0 : kc;
+        if (arow) /* [m][w] */
+            for (int64_t i = 0; i < m; i++)
+                f16_to_f32_run(a + i * ars + p0, a32 + i * w, w);
+        else /* column-major [w][m] */
+            for (int64_t p = 0; p < w; p++)
+                f16_to_f32_run(a + (p0 + p) * acs, a32 + p * m, m);
+        if (brow) /* [w][n] */
+            for (int64_t p = 0; p < w; p++)
+                f16_to_f32_run(b + (p0 + p) * brs, b32 + p * n, n);
+        else /* column-major [n][w] */
+            for (int64_t j = 0; j < n; j++)
+                f16_to_f32_run(b + j * bcs + p0, b32 + j * w, w);
+        cblas_sgemm(CblasRowMajor, arow ? CblasNoTrans : CblasTrans, brow ? CblasNoTrans : CblasTrans, (int)m, (int)n,
+                    (int)w, 1.0f, a32, arow ? (int)w : (int)m, b32, brow ? (int)n : (int)w, p0 ? 1.0f : 0.0f, c32,
+                    (int)n);
+    }
+    for (int64_t i = 0; i < m; i++)
+        f32_to_f16_run(c32 + i * n, c + i * ldc, n);
+    ir_free(c32);
+    return true;
 }
 
 #ifdef RLX_HAVE_DNNL
@@ -423,11 +529,15 @@ static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int6
     int64_t ars = A->tr == CblasNoTrans ? A->ld : 1, acs = A->tr == CblasNoTrans ? 1 : A->ld;
     int64_t brs = B->tr == CblasNoTrans ? B->ld : 1, bcs = B->tr == CblasNoTrans ? 1 : B->ld;
     bool small = (double)m * (double)n * (double)k <= (double)pl->small; /* in double: no overflow */
-    if (pl->dt == RLX_BF16) {
+    if (pl->dt == RLX_BF16 || pl->dt == RLX_F16) {
         const uint16_t *a16 = (const uint16_t *)(const void *)ap, *b16 = (const uint16_t *)(const void *)bp;
         uint16_t *c16 = (uint16_t *)(void *)cp;
         if (small)
-            small_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc);
+            small_half(pl->dt, m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc);
+        else if (pl->dt == RLX_F16) {
+            if (!f16_block(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
+                *pl->nomem = true;
+        }
 #ifdef RLX_HAVE_DNNL
         else if (!pl->widen_bf16 && onednn_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
             ;
@@ -660,7 +770,7 @@ rlx_status rt_eval_matmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     mm_fold(&pl);
     mm_run(&pl);
     mm_free(&pl);
-    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
+    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16/f16 matmul block") : RLX_OK;
 }
 
 rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out, int64_t row_begin,
@@ -680,7 +790,7 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         mm_fold(&pl);
         mm_run(&pl);
         mm_free(&pl);
-        return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
+        return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16/f16 matmul block") : RLX_OK;
     }
     /* The rows of batch item bi are [bi*m, (bi+1)*m) of the flattened
      * output; a block may start and end inside an item. */
@@ -690,7 +800,7 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
         row = bi * m + i1;
     }
     mm_free(&pl);
-    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16 matmul block") : RLX_OK;
+    return pl.nomem_flag ? rt_fail(ctx, RLX_E_NOMEM, "out of memory for a bf16/f16 matmul block") : RLX_OK;
 }
 
 /* -------------------------------------------------------------- solve */
