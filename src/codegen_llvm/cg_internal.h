@@ -24,7 +24,6 @@ typedef struct {
     LLVMValueRef trig_table;           /* the f32 sin/cos reduction table, once */
     bool fma;                          /* the host (the JIT's target) has fused multiply-add */
     bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
-    bool bf16cvt;                      /* ... rounds f32 -> bf16 in hardware (AVX512-BF16), see cg_half_portable */
     int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
     bool acc_f64;                      /* f32 sums in f64, not blocked f32 (knob reduce_acc_f64), set by the caller */
     bool generic;                      /* size-generic: numbers from the parameter array (sched_kernel_key) */

@@ -94,8 +94,6 @@ void cg_mod_init(cg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod)
     /* without it fptrunc/fpext on half are compiler-rt calls the JIT
      * process cannot resolve: f16 then converts with integer operations */
     m->f16c = (f && strstr(f, "+f16c")) || (t && !strncmp(t, "aarch64", 7));
-    /* fptrunc to bfloat is one vcvtneps2bf16 with it, else a compiler-rt call */
-    m->bf16cvt = f && strstr(f, "+avx512bf16") && strstr(f, "+avx512vl");
     LLVMDisposeMessage(f);
     LLVMDisposeMessage(t);
 }
@@ -370,39 +368,6 @@ static LLVMValueRef half_to_f32(kctx *c, LLVMValueRef h, rlx_dtype dt)
     return f32_of(c, LLVMBuildOr(c->b, r, LLVMBuildShl(c->b, band(c, w, 0x8000), k32(c, 16), ""), ""));
 }
 
-static LLVMValueRef k16(kctx *c, long long v) { return ci(c, c->m->i16, v); }
-
-/* f32 -> bf16 by vcvtneps2bf16 (AVX512-BF16: 16 lanes to nearest even in
- * one instruction), which reads f32 subnormals as 0 and keeps a NaN's
- * payload. A subnormal x (or zero) gets exponent 17 ORed in: its fraction
- * then rounds at the same 7 bits as the subnormal bf16's, and 17 << 7
- * comes off the pattern after (a carry out of the fraction is the
- * smallest normal, as it should be). A NaN: the instruction already sets
- * the quiet bit, the payload is masked off. 7 vector instructions for 16
- * values against 10 of the integer code. */
-static LLVMValueRef bf16_hw(kctx *c, LLVMValueRef x)
-{
-    cg_mod *m = c->m;
-    LLVMValueRef b = bits32(c, x);
-    LLVMValueRef sub = icmp(c, LLVMIntEQ, band(c, b, 0x7f800000), k32(c, 0)); /* one vptestnmd */
-    LLVMValueRef xs = f32_of(c, sel(c, sub, LLVMBuildOr(c->b, b, k32(c, 17 << 23), ""), b));
-    LLVMValueRef h = LLVMBuildFPTrunc(c->b, xs, LLVMBFloatTypeInContext(m->ctx), "");
-    h = LLVMBuildBitCast(c->b, h, m->i16, "");
-    h = sel(c, sub, LLVMBuildSub(c->b, h, k16(c, 17 << 7), ""), h);
-    return sel(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMBuildAnd(c->b, h, k16(c, 0xffc0), ""), h);
-}
-
-/* Whether h (an i16) is bf16_hw's result. */
-static bool is_bf16_hw(LLVMValueRef h)
-{
-    for (int i = 0; i < 2; i++) { /* the NaN select, then the subnormal one */
-        if (!LLVMIsASelectInst(h))
-            return false;
-        h = LLVMGetOperand(h, 2);
-    }
-    return LLVMIsABitCastInst(h) && LLVMIsAFPTruncInst(LLVMGetOperand(h, 0));
-}
-
 /* The pattern of f32 x rounded to dt; NaN gives the quiet NaN of its sign
  * with no payload, as the reference stores it. */
 static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
@@ -410,8 +375,6 @@ static LLVMValueRef f32_to_half(kctx *c, LLVMValueRef x, rlx_dtype dt)
     cg_mod *m = c->m;
     LLVMValueRef b = bits32(c, x), sign = band(c, shr(c, b, 16), 0x8000), r;
     LLVMValueRef nan = LLVMBuildOr(c->b, sign, k32(c, dt == RLX_BF16 ? 0x7fc0 : 0x7e00), "");
-    if (dt == RLX_BF16 && m->bf16cvt && m->f16c) /* (cg_test_inject 3 clears f16c: the integer code below) */
-        return bf16_hw(c, x);
     if (dt == RLX_BF16) { /* + 0x7fff + lowest kept bit: to nearest, ties to even; a carry runs into the exponent */
         LLVMValueRef t = shr(c, b, 16), rnd = LLVMBuildAdd(c->b, k32(c, 0x7fff), band(c, t, 1), "");
         r = shr(c, LLVMBuildAdd(c->b, b, rnd, ""), 16);
@@ -469,7 +432,7 @@ static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt)
     } else {
         return NULL;
     }
-    return (LLVMIsATruncInst(h) || (dt == RLX_BF16 && is_bf16_hw(h))) && LLVMTypeOf(h) == m->i16 ? h : NULL;
+    return LLVMIsATruncInst(h) && LLVMTypeOf(h) == m->i16 ? h : NULL;
 }
 
 /* f32 x rounded to dt's precision, still an f32. */
