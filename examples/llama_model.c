@@ -195,24 +195,31 @@ static void attn_in(const llama_model *m, int l, rlx_tensor *h, rlx_tensor *pos,
 
 /* Causal grouped-query attention (aligned bottom right: a query of the
  * decode step sees every key), with keep (NULL, or bool broadcast to the
- * scores) dropping the keys it marks false. */
-static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *keep)
+ * scores) dropping the keys it marks false; over the keys cat(k, kn) and
+ * values cat(v, vn) when kn is not NULL, read in place (rlx_attention_kv:
+ * the decode step copies no cache). */
+static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *kn,
+                          rlx_tensor *vn, rlx_tensor *keep)
 {
     const rlx_attention_opts o = {.num_kv_heads = m->cfg.kv_heads, .mask = RLX_MASK_CAUSAL, .attn_mask = keep};
+    if (kn)
+        return rlx_attention_kv(q, k, v, kn, vn, m->cfg.heads, head_dim(&m->cfg), &o);
     return rlx_attention_ex(q, k, v, m->cfg.heads, head_dim(&m->cfg), &o);
 }
 
 /* The keys the decode step attends to, [1, 1, 1, L + 1] bool, from the
- * keys kall [1, L + 1, kv_dim] (the past, then the new row): the past rows
- * j < pos (a caller may bind more rows than it has filled) and the new
- * row j = L. Row indices are an exclusive running sum of ones over the
+ * past keys kp [1, L, kv_dim] and the new row kn [1, 1, kv_dim]: the past
+ * rows j < pos (a caller may bind more rows than it has filled) and the
+ * new row j = L. Row indices are an exclusive running sum of ones over the
  * dynamic axis and L + 1 their sum (there is no arange of a dynamic
- * length); all elementwise over one shape, so one plan serves every L. */
-static rlx_tensor *keep_mask(rlx_tensor *kall, rlx_tensor *pos)
+ * length); all elementwise over one shape, so one plan serves every L.
+ * (The cat here is of the [.., 1] columns of ones: a few bytes.) */
+static rlx_tensor *keep_mask(rlx_tensor *kp, rlx_tensor *kn, rlx_tensor *pos)
 {
-    rlx_tensor *one = rlx_ones_like(rlx_narrow(kall, 2, 0, 1)); /* [1, L + 1, 1] */
+    rlx_tensor *ones[2] = {rlx_ones_like(rlx_narrow(kp, 2, 0, 1)), rlx_ones_like(rlx_narrow(kn, 2, 0, 1))};
+    rlx_tensor *one = rlx_cat(ones, 2, 1); /* [1, L + 1, 1] */
     rlx_tensor *row = rlx_cumsum(one, 1, true), *last = rlx_sub_s(rlx_sum(one, (int[]){1}, 1, true), 1);
-    rlx_tensor *keep = rlx_logical_or(rlx_lt(row, rlx_cast(pos, rlx_dtype_of(kall))), rlx_ge(row, last));
+    rlx_tensor *keep = rlx_logical_or(rlx_lt(row, rlx_cast(pos, rlx_dtype_of(kp))), rlx_ge(row, last));
     return rlx_reshape(keep, 4, (int64_t[]){1, 1, 1, -1});
 }
 
@@ -250,7 +257,7 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
     for (int l = 0; l < m->cfg.layers; l++) {
         rlx_tensor *q, *k, *v;
         attn_in(m, l, h, NULL, &q, &k, &v);
-        h = layer_out(m, l, h, attend(m, q, k, v, NULL));
+        h = layer_out(m, l, h, attend(m, q, k, v, NULL, NULL, NULL));
     }
     rlx_tensor *logits = classify(m, h, s);
     if (logits)
@@ -271,11 +278,10 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
     for (int l = 0; l < nl; l++) {
         rlx_tensor *q, *kn, *vn;
         attn_in(m, l, h, pos, &q, &kn, &vn);
-        /* The past rows and the new one: [1, L + 1, kv_dim]. */
-        rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn}, *kall = rlx_cat(ks, 2, 1);
+        /* over the past rows and the new one, L + 1 keys */
         if (!keep) /* (one mask for every layer) */
-            keep = keep_mask(kall, pos);
-        h = layer_out(m, l, h, attend(m, q, kall, rlx_cat(vs, 2, 1), keep));
+            keep = keep_mask(k[l], kn, pos);
+        h = layer_out(m, l, h, attend(m, q, k[l], v[l], kn, vn, keep));
         out[1 + l] = rlx_reshape(kn, 2, row);
         out[1 + nl + l] = rlx_reshape(vn, 2, row);
     }

@@ -31,8 +31,10 @@
  *                      of L serves the whole step. Outputs: the logits
  *                      [1, V], then the new token's k rows [1, kv_dim] of
  *                      every layer, then its v rows. Inside, each layer
- *                      attends over cat(past, new) of length L + 1,
- *                      the past rows j >= pos masked: a caller may bind
+ *                      attends over the past rows and the new one
+ *                      (L + 1 keys, read in place by rlx_attention_kv:
+ *                      no cache is copied), the past rows j >= pos
+ *                      masked: a caller may bind
  *                      more rows than it has filled (llama_decoder's
  *                      bucket), so that few lengths are ever planned.
  * The decoder keeps per-layer cache buffers of capacity max_seq rows and
