@@ -21,11 +21,12 @@
  *   gemv      a program of the step's m = 1 products alone (per layer q,
  *             k, v, o, w1, w3, w2; the classifier), same weights, run
  *             once per token;
- *   attention a program of the attention op alone over caches of L + 1
- *             rows, timed at each L with its plan kept, times layers;
+ *   attention a program of the attention op alone over L cache rows and
+ *             the new one (rlx_attention_kv, as the step), timed at each L
+ *             with its plan kept, times layers;
  *   replan    a step at a new L (its plan evicted: 8 are kept) minus the
  *             same step again (plan kept);
- *   rest      the step's time less the three (norms, rope, cat, silu,
+ *   rest      the step's time less the three (norms, rope, mask, silu,
  *             residuals, the caller's binding and appending, argmax).
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
@@ -185,7 +186,8 @@ static double gemv_seconds(const llama_model *m, int rounds)
     return best;
 }
 
-/* The attention of every layer at each L in [0, n), its plan kept. */
+/* The attention of every layer at each L in [0, n), its plan kept: as the
+ * step runs it, over the L past rows and the new one (rlx_attention_kv). */
 static double attention_seconds(const llama_model *m, int n)
 {
     const llama_config *c = &m->cfg;
@@ -194,23 +196,27 @@ static double attention_seconds(const llama_model *m, int n)
     rlx_tensor *q = rlx_input("q", c->dtype, 3, (int64_t[]){1, 1, c->dim});
     rlx_tensor *k = rlx_input("k", c->dtype, 3, (int64_t[]){1, -2, kvd});
     rlx_tensor *v = rlx_input("v", c->dtype, 3, (int64_t[]){1, -2, kvd});
+    rlx_tensor *kn = rlx_input("kn", c->dtype, 3, (int64_t[]){1, 1, kvd});
+    rlx_tensor *vn = rlx_input("vn", c->dtype, 3, (int64_t[]){1, 1, kvd});
     const rlx_attention_opts o = {.num_kv_heads = c->kv_heads, .mask = RLX_MASK_CAUSAL};
-    rlx_tensor *a = rlx_attention_ex(q, k, v, c->heads, c->dim / c->heads, &o);
+    rlx_tensor *a = rlx_attention_kv(q, k, v, kn, vn, c->heads, c->dim / c->heads, &o);
     rlx_program *p = a ? rlx_compile(&a, 1) : NULL;
     if (!p)
         die("compiling the attention program");
     double total = 0;
     for (int L = 0; L < n; L++) {
         rlx_scope_begin();
-        const int64_t ks[3] = {1, L + 1, kvd};
-        rlx_binding b[3] = {{"q", rlx_randn(c->dtype, 3, (int64_t[]){1, 1, c->dim}, 3)},
+        const int64_t ks[3] = {1, L, kvd}, ns[3] = {1, 1, kvd};
+        rlx_binding b[5] = {{"q", rlx_randn(c->dtype, 3, (int64_t[]){1, 1, c->dim}, 3)},
                             {"k", rlx_randn(c->dtype, 3, ks, 4)},
-                            {"v", rlx_randn(c->dtype, 3, ks, 5)}};
-        rlx_realize_many((rlx_tensor *[]){b[0].value, b[1].value, b[2].value}, 3);
-        run_timed(p, b, 3); /* plans this L */
+                            {"v", rlx_randn(c->dtype, 3, ks, 5)},
+                            {"kn", rlx_randn(c->dtype, 3, ns, 6)},
+                            {"vn", rlx_randn(c->dtype, 3, ns, 7)}};
+        rlx_realize_many((rlx_tensor *[]){b[0].value, b[1].value, b[2].value, b[3].value, b[4].value}, 5);
+        run_timed(p, b, 5); /* plans this L */
         double best = 1e9;
         for (int r = 0; r < 3; r++) {
-            double t = run_timed(p, b, 3);
+            double t = run_timed(p, b, 5);
             best = t < best ? t : best;
         }
         total += best * c->layers;
