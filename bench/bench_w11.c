@@ -31,6 +31,10 @@
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
+ * --compare: also decodes through the step of llama_decoder_init_concat
+ * (each layer's cache copied into cat(past, new) every token, the design
+ * before rlx_attention_kv), interleaved with the other in every round,
+ * and prints its ms/token and its ratio to the in-place step's.
  * --profile B: only decoding with bucket B at 1 thread, rounds times (to
  * run under perf: bench/w11_profile.sh splits its samples).
  */
@@ -262,7 +266,7 @@ static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, flo
 int main(int argc, char **argv)
 {
     int ntok = 128, rounds = 5, bucket = 32, profile = 0;
-    bool quick = false;
+    bool quick = false, compare = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             ntok = atoi(argv[++i]);
@@ -274,8 +278,10 @@ int main(int argc, char **argv)
             profile = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--compare"))
+            compare = true;
         else {
-            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--profile B] [--quick]\n");
+            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--profile B] [--quick] [--compare]\n");
             return 2;
         }
     }
@@ -332,9 +338,18 @@ int main(int argc, char **argv)
      * run between other processes' slices on a busy machine; a whole
      * 128-token run is not); the limit */
     double best[2][2] = {{1e9, 1e9}, {1e9, 1e9}}, limit = 1e9;
-    double *steps = malloc((size_t)(4 * ntok) * sizeof *steps);
-    for (int i = 0; i < 4 * ntok; i++)
+    double *steps = malloc((size_t)(8 * ntok) * sizeof *steps); /* (the second half: --compare's step) */
+    for (int i = 0; i < 8 * ntok; i++)
         steps[i] = 1e9;
+    llama_decoder dc;
+    if (compare) {
+        if (llama_decoder_init_concat(&dc, &m) != RLX_OK)
+            die("llama_decoder_init_concat");
+        for (int bk = 0; bk < 2; bk++) { /* (its warm-up) */
+            dc.bucket = bk ? bucket : 1;
+            generate(&dc, ntok, toks[1], logits, NULL);
+        }
+    }
     bool same = true;
     for (int r = 0; r < rounds; r++)
         for (int bk = 0; bk < 2; bk++)
@@ -344,6 +359,11 @@ int main(int argc, char **argv)
                 double s = generate(&d, ntok, toks[1], logits, steps + (2 * bk + t - 1) * ntok) / ntok;
                 best[bk][t - 1] = s < best[bk][t - 1] ? s : best[bk][t - 1];
                 same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+                if (compare) {
+                    dc.bucket = d.bucket;
+                    generate(&dc, ntok, toks[1], logits, steps + (4 + 2 * bk + t - 1) * ntok);
+                    same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+                }
                 double lim = stream_weights(&m);
                 limit = lim < limit ? lim : limit;
             }
@@ -364,6 +384,16 @@ int main(int argc, char **argv)
                    bk ? bucket : 1, t, t > 1 ? "s" : " ", step_sum[bk][t - 1] * 1e3, best[bk][t - 1] * 1e3,
                    step_sum[bk][t - 1] / limit, best[bk][t - 1] / limit, t == 1 ? " (target <= 1.3)" : "");
         }
+    for (int bk = 0; compare && bk < 2; bk++)
+        for (int t = 1; t <= 2; t++) {
+            double c = 0;
+            for (int i = 0; i < ntok; i++)
+                c += steps[(4 + 2 * bk + t - 1) * ntok + i] / ntok;
+            printf("  cat(past, new) step, bucket %-3d %d thread%s %8.3f ms/token: %.3fx the in-place step's\n",
+                   bk ? bucket : 1, t, t > 1 ? "s" : " ", c * 1e3, c / step_sum[bk][t - 1]);
+        }
+    if (compare)
+        llama_decoder_free(&dc);
     free(steps);
 
     /* The split, at 1 thread, bucket 1 (the plain design: a new L per token). */

@@ -266,8 +266,10 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
     return logits;
 }
 
-rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
-                              rlx_tensor *const *v, rlx_tensor **out)
+/* The decode step; concat: over cat(past, new) copied per layer (the
+ * design before rlx_attention_kv, kept for comparisons). */
+static rlx_status decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
+                               rlx_tensor *const *v, rlx_tensor **out, bool concat)
 {
     const llama_config *c = &m->cfg;
     const int nl = c->layers, nout = 1 + 2 * nl;
@@ -281,7 +283,12 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
         /* over the past rows and the new one, L + 1 keys */
         if (!keep) /* (one mask for every layer) */
             keep = keep_mask(k[l], kn, pos);
-        h = layer_out(m, l, h, attend(m, q, k[l], v[l], kn, vn, keep));
+        if (concat) {
+            rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn};
+            h = layer_out(m, l, h, attend(m, q, rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1), NULL, NULL, keep));
+        } else {
+            h = layer_out(m, l, h, attend(m, q, k[l], v[l], kn, vn, keep));
+        }
         out[1 + l] = rlx_reshape(kn, 2, row);
         out[1 + nl + l] = rlx_reshape(vn, 2, row);
     }
@@ -299,6 +306,12 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
     return rc;
 }
 
+rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
+                              rlx_tensor *const *v, rlx_tensor **out)
+{
+    return decode_graph(m, token, pos, k, v, out, false);
+}
+
 /* ---------------------------------------------------------- decoding */
 
 const char *llama_cache_name(char *buf, int cap, char kind, int layer)
@@ -310,7 +323,7 @@ const char *llama_cache_name(char *buf, int cap, char kind, int layer)
 /* The symbol of the caches' length: every "k<l>" and "v<l>" is one L. */
 enum { SYM_L = -2 };
 
-rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
+static rlx_status decoder_init(llama_decoder *d, const llama_model *m, bool concat)
 {
     const llama_config *c = &m->cfg;
     const int nl = c->layers;
@@ -327,7 +340,7 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
         k[l] = rlx_input(llama_cache_name(nk, sizeof nk, 'k', l), c->dtype, 3, csh);
         v[l] = rlx_input(llama_cache_name(nv, sizeof nv, 'v', l), c->dtype, 3, csh);
     }
-    rc = llama_decode_graph(m, token, pos, k, v, out);
+    rc = decode_graph(m, token, pos, k, v, out, concat);
     if (rc == RLX_OK && !(d->prog = rlx_compile(out, 1 + 2 * nl)))
         rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
     rlx_scope_end(); /* (the outputs escaped into this scope: the program holds the graph) */
@@ -340,6 +353,10 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
         llama_decoder_free(d);
     return rc;
 }
+
+rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m) { return decoder_init(d, m, false); }
+
+rlx_status llama_decoder_init_concat(llama_decoder *d, const llama_model *m) { return decoder_init(d, m, true); }
 
 void llama_decoder_free(llama_decoder *d)
 {

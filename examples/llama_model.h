@@ -113,6 +113,10 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
 /* Compiles the decode step (under the backend selected now) and allocates
  * the caches; pos 0. */
 rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m);
+/* As llama_decoder_init with each layer attending over cat(past, new),
+ * copied every step (the design before rlx_attention_kv), for comparisons
+ * (rlx-bench-w11 --compare). */
+rlx_status llama_decoder_init_concat(llama_decoder *d, const llama_model *m);
 void llama_decoder_free(llama_decoder *d);
 /* Runs token at position d->pos (< max_seq, else RLX_E_ARG) over the first
  * d->pos cache rows, appends its k/v rows, and writes the V next-token
