@@ -291,6 +291,57 @@ TEST(attention_kv_gradients_match_differences)
     }
 }
 
+/* The gradient program over a dynamic past length: the gradients of all
+ * five inputs at lengths 0, 1, 2, 9, from one compile, equal those of
+ * rlx_attention_ex over the concatenated rows on the reference backend. */
+TEST(attention_kv_gradient_program_over_dynamic_length)
+{
+    const int h = 2, hk = 1, d = 4;
+    int64_t qs[3] = {1, 2, h * d}, ps[3] = {1, -2, hk * d}, ns[3] = {1, 2, hk * d};
+    rlx_tensor *x[5] = {rlx_input("q", RLX_F64, 3, qs), rlx_input("k", RLX_F64, 3, ps), rlx_input("v", RLX_F64, 3, ps),
+                        rlx_input("kn", RLX_F64, 3, ns), rlx_input("vn", RLX_F64, 3, ns)};
+    rlx_tensor *w = rlx_input("w", RLX_F64, 3, qs);
+    rlx_attention_opts o = {.num_kv_heads = hk, .mask = RLX_MASK_CAUSAL};
+    rlx_tensor *loss = rlx_sum(rlx_mul(w, rlx_attention_kv(x[0], x[1], x[2], x[3], x[4], h, d, &o)), NULL, 0, false);
+    rlx_tensor *g[5] = {NULL};
+    CHECK_EQ_INT(rlx_grad(loss, x, 5, g), RLX_OK);
+    rlx_program *p = g[0] ? rlx_compile(g, 5) : NULL;
+    CHECK(p != NULL);
+    static const int64_t lens[] = {0, 1, 2, 9};
+    static const char *names[5] = {"q", "k", "v", "kn", "vn"};
+    for (int i = 0; p && i < 4; i++) {
+        int64_t ls[3] = {1, lens[i], hk * d};
+        rlx_tensor *v[5] = {data(3, qs), data(3, ls), data(3, ls), data(3, ns), data(3, ns)}, *tw = data(3, qs);
+        rlx_binding bind[6] = {{"w", tw}};
+        for (int j = 0; j < 5; j++)
+            bind[1 + j] = (rlx_binding){names[j], v[j]};
+        rlx_tensor *out[5] = {NULL}, *want[5] = {NULL};
+        CHECK_EQ_INT(rlx_program_run(p, bind, 6, out), RLX_OK);
+        EACH_BACKEND(b)
+        {
+            if (b)
+                continue; /* the reference evaluator, over the concatenated rows */
+            rlx_tensor *ks[2] = {v[1], v[3]}, *vs[2] = {v[2], v[4]}, *kc = rlx_cat(ks, 2, 1), *vc = rlx_cat(vs, 2, 1);
+            rlx_tensor *l = rlx_sum(rlx_mul(tw, rlx_attention_ex(v[0], kc, vc, h, d, &o)), NULL, 0, false);
+            rlx_tensor *wrt[3] = {v[0], kc, vc}, *gw[3] = {NULL};
+            CHECK_EQ_INT(rlx_grad(l, wrt, 3, gw), RLX_OK);
+            if (gw[0]) {
+                want[0] = gw[0];
+                want[1] = rlx_narrow(gw[1], 1, 0, lens[i]);
+                want[2] = rlx_narrow(gw[2], 1, 0, lens[i]);
+                want[3] = rlx_narrow(gw[1], 1, lens[i], 2);
+                want[4] = rlx_narrow(gw[2], 1, lens[i], 2);
+                for (int j = 0; j < 5; j++)
+                    CHECK_EQ_INT(rlx_realize(want[j]), RLX_OK);
+            }
+        }
+        for (int j = 0; j < 5; j++)
+            if (out[j] && want[j])
+                EXPECT_SAME(out[j], want[j], 1e-12);
+    }
+    rlx_program_free(p);
+}
+
 TEST(attention_kv_bad_arguments)
 {
     int64_t qs[3] = {1, 2, 8}, ks[3] = {1, 3, 8}, ns[3] = {1, 1, 8}, bad[3] = {1, 1, 4}, bb[3] = {2, 1, 8};
@@ -324,4 +375,5 @@ TEST(attention_kv_bad_arguments)
 }
 
 TEST_MAIN(T(attention_kv_random_cases), T(attention_kv_decode_shape), T(attention_kv_program_over_dynamic_length),
-          T(attention_kv_gradients_match_differences), T(attention_kv_bad_arguments))
+          T(attention_kv_gradients_match_differences), T(attention_kv_gradient_program_over_dynamic_length),
+          T(attention_kv_bad_arguments))
