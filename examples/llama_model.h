@@ -43,7 +43,9 @@
  * (kernels are size-generic: nothing is compiled after the first two
  * steps, L = 0 and L = 1); the program keeps 8 plans, so with bucket 1
  * every token of a long sequence re-plans, with bucket >= max_seq / 8
- * none does after the first pass over the lengths.
+ * none does after the first pass over the lengths. The attention skips
+ * key blocks the mask drops whole, so bucket = max_seq (the whole cache
+ * bound at every step: one plan ever) costs about what bucket 32 does.
  */
 #ifndef LLAMA_MODEL_H
 #define LLAMA_MODEL_H
