@@ -21,15 +21,20 @@
  *   gemv      a program of the step's m = 1 products alone (per layer q,
  *             k, v, o, w1, w3, w2; the classifier), same weights, run
  *             once per token;
- *   attention a program of the attention op alone over caches of L + 1
- *             rows, timed at each L with its plan kept, times layers;
+ *   attention a program of the attention op alone over L cache rows and
+ *             the new one (rlx_attention_kv, as the step), timed at each L
+ *             with its plan kept, times layers;
  *   replan    a step at a new L (its plan evicted: 8 are kept) minus the
  *             same step again (plan kept);
- *   rest      the step's time less the three (norms, rope, cat, silu,
+ *   rest      the step's time less the three (norms, rope, mask, silu,
  *             residuals, the caller's binding and appending, argmax).
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
+ * --compare: also decodes through the step of llama_decoder_init_concat
+ * (each layer's cache copied into cat(past, new) every token, the design
+ * before rlx_attention_kv), interleaved with the other in every round,
+ * and prints its ms/token and its ratio to the in-place step's.
  * --profile B: only decoding with bucket B at 1 thread, rounds times (to
  * run under perf: bench/w11_profile.sh splits its samples).
  */
@@ -185,7 +190,8 @@ static double gemv_seconds(const llama_model *m, int rounds)
     return best;
 }
 
-/* The attention of every layer at each L in [0, n), its plan kept. */
+/* The attention of every layer at each L in [0, n), its plan kept: as the
+ * step runs it, over the L past rows and the new one (rlx_attention_kv). */
 static double attention_seconds(const llama_model *m, int n)
 {
     const llama_config *c = &m->cfg;
@@ -194,23 +200,27 @@ static double attention_seconds(const llama_model *m, int n)
     rlx_tensor *q = rlx_input("q", c->dtype, 3, (int64_t[]){1, 1, c->dim});
     rlx_tensor *k = rlx_input("k", c->dtype, 3, (int64_t[]){1, -2, kvd});
     rlx_tensor *v = rlx_input("v", c->dtype, 3, (int64_t[]){1, -2, kvd});
+    rlx_tensor *kn = rlx_input("kn", c->dtype, 3, (int64_t[]){1, 1, kvd});
+    rlx_tensor *vn = rlx_input("vn", c->dtype, 3, (int64_t[]){1, 1, kvd});
     const rlx_attention_opts o = {.num_kv_heads = c->kv_heads, .mask = RLX_MASK_CAUSAL};
-    rlx_tensor *a = rlx_attention_ex(q, k, v, c->heads, c->dim / c->heads, &o);
+    rlx_tensor *a = rlx_attention_kv(q, k, v, kn, vn, c->heads, c->dim / c->heads, &o);
     rlx_program *p = a ? rlx_compile(&a, 1) : NULL;
     if (!p)
         die("compiling the attention program");
     double total = 0;
     for (int L = 0; L < n; L++) {
         rlx_scope_begin();
-        const int64_t ks[3] = {1, L + 1, kvd};
-        rlx_binding b[3] = {{"q", rlx_randn(c->dtype, 3, (int64_t[]){1, 1, c->dim}, 3)},
+        const int64_t ks[3] = {1, L, kvd}, ns[3] = {1, 1, kvd};
+        rlx_binding b[5] = {{"q", rlx_randn(c->dtype, 3, (int64_t[]){1, 1, c->dim}, 3)},
                             {"k", rlx_randn(c->dtype, 3, ks, 4)},
-                            {"v", rlx_randn(c->dtype, 3, ks, 5)}};
-        rlx_realize_many((rlx_tensor *[]){b[0].value, b[1].value, b[2].value}, 3);
-        run_timed(p, b, 3); /* plans this L */
+                            {"v", rlx_randn(c->dtype, 3, ks, 5)},
+                            {"kn", rlx_randn(c->dtype, 3, ns, 6)},
+                            {"vn", rlx_randn(c->dtype, 3, ns, 7)}};
+        rlx_realize_many((rlx_tensor *[]){b[0].value, b[1].value, b[2].value, b[3].value, b[4].value}, 5);
+        run_timed(p, b, 5); /* plans this L */
         double best = 1e9;
         for (int r = 0; r < 3; r++) {
-            double t = run_timed(p, b, 3);
+            double t = run_timed(p, b, 5);
             best = t < best ? t : best;
         }
         total += best * c->layers;
@@ -256,7 +266,7 @@ static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, flo
 int main(int argc, char **argv)
 {
     int ntok = 128, rounds = 5, bucket = 32, profile = 0;
-    bool quick = false;
+    bool quick = false, compare = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             ntok = atoi(argv[++i]);
@@ -268,8 +278,10 @@ int main(int argc, char **argv)
             profile = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--compare"))
+            compare = true;
         else {
-            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--profile B] [--quick]\n");
+            fprintf(stderr, "usage: rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--profile B] [--quick] [--compare]\n");
             return 2;
         }
     }
@@ -308,6 +320,17 @@ int main(int argc, char **argv)
     rlx_stats_reset();
     double warm = generate(&d, ntok, toks[0], logits, NULL);
     rlx_stats(&s0);
+    rlx_stats_t s0c = s0;
+    llama_decoder dc;
+    if (compare) {
+        if (llama_decoder_init_concat(&dc, &m) != RLX_OK)
+            die("llama_decoder_init_concat");
+        for (int bk = 0; bk < 2; bk++) { /* (its warm-up: what it compiles is not counted) */
+            dc.bucket = bk ? bucket : 1;
+            generate(&dc, ntok, toks[1], logits, NULL);
+        }
+        rlx_stats(&s0c);
+    }
     d.bucket = bucket;
     generate(&d, ntok, toks[0], logits, NULL);
     if (profile > 0) { /* decoding alone, for a profiler: rounds generations at 1 thread */
@@ -326,8 +349,8 @@ int main(int argc, char **argv)
      * run between other processes' slices on a busy machine; a whole
      * 128-token run is not); the limit */
     double best[2][2] = {{1e9, 1e9}, {1e9, 1e9}}, limit = 1e9;
-    double *steps = malloc((size_t)(4 * ntok) * sizeof *steps);
-    for (int i = 0; i < 4 * ntok; i++)
+    double *steps = malloc((size_t)(8 * ntok) * sizeof *steps); /* (the second half: --compare's step) */
+    for (int i = 0; i < 8 * ntok; i++)
         steps[i] = 1e9;
     bool same = true;
     for (int r = 0; r < rounds; r++)
@@ -338,13 +361,18 @@ int main(int argc, char **argv)
                 double s = generate(&d, ntok, toks[1], logits, steps + (2 * bk + t - 1) * ntok) / ntok;
                 best[bk][t - 1] = s < best[bk][t - 1] ? s : best[bk][t - 1];
                 same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+                if (compare) {
+                    dc.bucket = d.bucket;
+                    generate(&dc, ntok, toks[1], logits, steps + (4 + 2 * bk + t - 1) * ntok);
+                    same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+                }
                 double lim = stream_weights(&m);
                 limit = lim < limit ? lim : limit;
             }
     rlx_stats(&s1);
     printf("compile %.1f ms; warm-up generation %.2f ms/token (%llu kernels compiled); after it %llu compiled\n",
            compile_s * 1e3, warm / ntok * 1e3, (unsigned long long)s0.kernels_compiled,
-           (unsigned long long)(s1.kernels_compiled - s0.kernels_compiled));
+           (unsigned long long)(s1.kernels_compiled - s0c.kernels_compiled));
     printf("tokens: %d %d %d %d ... (every configuration %s)\n", toks[0][0], toks[0][1 % ntok], toks[0][2 % ntok],
            toks[0][3 % ntok], same ? "agrees" : "DIFFERS");
     printf("weight streaming   %8.3f ms (%.1f GB/s, one thread)\n", limit * 1e3, (double)bytes / limit / 1e9);
@@ -358,6 +386,16 @@ int main(int argc, char **argv)
                    bk ? bucket : 1, t, t > 1 ? "s" : " ", step_sum[bk][t - 1] * 1e3, best[bk][t - 1] * 1e3,
                    step_sum[bk][t - 1] / limit, best[bk][t - 1] / limit, t == 1 ? " (target <= 1.3)" : "");
         }
+    for (int bk = 0; compare && bk < 2; bk++)
+        for (int t = 1; t <= 2; t++) {
+            double c = 0;
+            for (int i = 0; i < ntok; i++)
+                c += steps[(4 + 2 * bk + t - 1) * ntok + i] / ntok;
+            printf("  cat(past, new) step, bucket %-3d %d thread%s %8.3f ms/token: %.3fx the in-place step's\n",
+                   bk ? bucket : 1, t, t > 1 ? "s" : " ", c * 1e3, c / step_sum[bk][t - 1]);
+        }
+    if (compare)
+        llama_decoder_free(&dc);
     free(steps);
 
     /* The split, at 1 thread, bucket 1 (the plain design: a new L per token). */

@@ -195,24 +195,31 @@ static void attn_in(const llama_model *m, int l, rlx_tensor *h, rlx_tensor *pos,
 
 /* Causal grouped-query attention (aligned bottom right: a query of the
  * decode step sees every key), with keep (NULL, or bool broadcast to the
- * scores) dropping the keys it marks false. */
-static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *keep)
+ * scores) dropping the keys it marks false; over the keys cat(k, kn) and
+ * values cat(v, vn) when kn is not NULL, read in place (rlx_attention_kv:
+ * the decode step copies no cache). */
+static rlx_tensor *attend(const llama_model *m, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *kn,
+                          rlx_tensor *vn, rlx_tensor *keep)
 {
     const rlx_attention_opts o = {.num_kv_heads = m->cfg.kv_heads, .mask = RLX_MASK_CAUSAL, .attn_mask = keep};
+    if (kn)
+        return rlx_attention_kv(q, k, v, kn, vn, m->cfg.heads, head_dim(&m->cfg), &o);
     return rlx_attention_ex(q, k, v, m->cfg.heads, head_dim(&m->cfg), &o);
 }
 
 /* The keys the decode step attends to, [1, 1, 1, L + 1] bool, from the
- * keys kall [1, L + 1, kv_dim] (the past, then the new row): the past rows
- * j < pos (a caller may bind more rows than it has filled) and the new
- * row j = L. Row indices are an exclusive running sum of ones over the
+ * past keys kp [1, L, kv_dim] and the new row kn [1, 1, kv_dim]: the past
+ * rows j < pos (a caller may bind more rows than it has filled) and the
+ * new row j = L. Row indices are an exclusive running sum of ones over the
  * dynamic axis and L + 1 their sum (there is no arange of a dynamic
- * length); all elementwise over one shape, so one plan serves every L. */
-static rlx_tensor *keep_mask(rlx_tensor *kall, rlx_tensor *pos)
+ * length); all elementwise over one shape, so one plan serves every L.
+ * (The cat here is of the [.., 1] columns of ones: a few bytes.) */
+static rlx_tensor *keep_mask(rlx_tensor *kp, rlx_tensor *kn, rlx_tensor *pos)
 {
-    rlx_tensor *one = rlx_ones_like(rlx_narrow(kall, 2, 0, 1)); /* [1, L + 1, 1] */
+    rlx_tensor *ones[2] = {rlx_ones_like(rlx_narrow(kp, 2, 0, 1)), rlx_ones_like(rlx_narrow(kn, 2, 0, 1))};
+    rlx_tensor *one = rlx_cat(ones, 2, 1); /* [1, L + 1, 1] */
     rlx_tensor *row = rlx_cumsum(one, 1, true), *last = rlx_sub_s(rlx_sum(one, (int[]){1}, 1, true), 1);
-    rlx_tensor *keep = rlx_logical_or(rlx_lt(row, rlx_cast(pos, rlx_dtype_of(kall))), rlx_ge(row, last));
+    rlx_tensor *keep = rlx_logical_or(rlx_lt(row, rlx_cast(pos, rlx_dtype_of(kp))), rlx_ge(row, last));
     return rlx_reshape(keep, 4, (int64_t[]){1, 1, 1, -1});
 }
 
@@ -250,7 +257,7 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
     for (int l = 0; l < m->cfg.layers; l++) {
         rlx_tensor *q, *k, *v;
         attn_in(m, l, h, NULL, &q, &k, &v);
-        h = layer_out(m, l, h, attend(m, q, k, v, NULL));
+        h = layer_out(m, l, h, attend(m, q, k, v, NULL, NULL, NULL));
     }
     rlx_tensor *logits = classify(m, h, s);
     if (logits)
@@ -259,8 +266,10 @@ rlx_tensor *llama_forward(const llama_model *m, rlx_tensor *tokens)
     return logits;
 }
 
-rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
-                              rlx_tensor *const *v, rlx_tensor **out)
+/* The decode step; concat: over cat(past, new) copied per layer (the
+ * design before rlx_attention_kv, kept for comparisons). */
+static rlx_status decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
+                               rlx_tensor *const *v, rlx_tensor **out, bool concat)
 {
     const llama_config *c = &m->cfg;
     const int nl = c->layers, nout = 1 + 2 * nl;
@@ -271,11 +280,15 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
     for (int l = 0; l < nl; l++) {
         rlx_tensor *q, *kn, *vn;
         attn_in(m, l, h, pos, &q, &kn, &vn);
-        /* The past rows and the new one: [1, L + 1, kv_dim]. */
-        rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn}, *kall = rlx_cat(ks, 2, 1);
+        /* over the past rows and the new one, L + 1 keys */
         if (!keep) /* (one mask for every layer) */
-            keep = keep_mask(kall, pos);
-        h = layer_out(m, l, h, attend(m, q, kall, rlx_cat(vs, 2, 1), keep));
+            keep = keep_mask(k[l], kn, pos);
+        if (concat) {
+            rlx_tensor *ks[2] = {k[l], kn}, *vs[2] = {v[l], vn};
+            h = layer_out(m, l, h, attend(m, q, rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1), NULL, NULL, keep));
+        } else {
+            h = layer_out(m, l, h, attend(m, q, k[l], v[l], kn, vn, keep));
+        }
         out[1 + l] = rlx_reshape(kn, 2, row);
         out[1 + nl + l] = rlx_reshape(vn, 2, row);
     }
@@ -293,6 +306,12 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
     return rc;
 }
 
+rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tensor *pos, rlx_tensor *const *k,
+                              rlx_tensor *const *v, rlx_tensor **out)
+{
+    return decode_graph(m, token, pos, k, v, out, false);
+}
+
 /* ---------------------------------------------------------- decoding */
 
 const char *llama_cache_name(char *buf, int cap, char kind, int layer)
@@ -304,7 +323,7 @@ const char *llama_cache_name(char *buf, int cap, char kind, int layer)
 /* The symbol of the caches' length: every "k<l>" and "v<l>" is one L. */
 enum { SYM_L = -2 };
 
-rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
+static rlx_status decoder_init(llama_decoder *d, const llama_model *m, bool concat)
 {
     const llama_config *c = &m->cfg;
     const int nl = c->layers;
@@ -321,7 +340,7 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
         k[l] = rlx_input(llama_cache_name(nk, sizeof nk, 'k', l), c->dtype, 3, csh);
         v[l] = rlx_input(llama_cache_name(nv, sizeof nv, 'v', l), c->dtype, 3, csh);
     }
-    rc = llama_decode_graph(m, token, pos, k, v, out);
+    rc = decode_graph(m, token, pos, k, v, out, concat);
     if (rc == RLX_OK && !(d->prog = rlx_compile(out, 1 + 2 * nl)))
         rc = rlx_last_status() != RLX_OK ? rlx_last_status() : RLX_E_INTERNAL;
     rlx_scope_end(); /* (the outputs escaped into this scope: the program holds the graph) */
@@ -334,6 +353,10 @@ rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m)
         llama_decoder_free(d);
     return rc;
 }
+
+rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m) { return decoder_init(d, m, false); }
+
+rlx_status llama_decoder_init_concat(llama_decoder *d, const llama_model *m) { return decoder_init(d, m, true); }
 
 void llama_decoder_free(llama_decoder *d)
 {

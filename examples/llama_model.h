@@ -31,8 +31,10 @@
  *                      of L serves the whole step. Outputs: the logits
  *                      [1, V], then the new token's k rows [1, kv_dim] of
  *                      every layer, then its v rows. Inside, each layer
- *                      attends over cat(past, new) of length L + 1,
- *                      the past rows j >= pos masked: a caller may bind
+ *                      attends over the past rows and the new one
+ *                      (L + 1 keys, read in place by rlx_attention_kv:
+ *                      no cache is copied), the past rows j >= pos
+ *                      masked: a caller may bind
  *                      more rows than it has filled (llama_decoder's
  *                      bucket), so that few lengths are ever planned.
  * The decoder keeps per-layer cache buffers of capacity max_seq rows and
@@ -41,7 +43,9 @@
  * (kernels are size-generic: nothing is compiled after the first two
  * steps, L = 0 and L = 1); the program keeps 8 plans, so with bucket 1
  * every token of a long sequence re-plans, with bucket >= max_seq / 8
- * none does after the first pass over the lengths.
+ * none does after the first pass over the lengths. The attention skips
+ * key blocks the mask drops whole, so bucket = max_seq (the whole cache
+ * bound at every step: one plan ever) costs about what bucket 32 does.
  */
 #ifndef LLAMA_MODEL_H
 #define LLAMA_MODEL_H
@@ -111,6 +115,10 @@ rlx_status llama_decode_graph(const llama_model *m, rlx_tensor *token, rlx_tenso
 /* Compiles the decode step (under the backend selected now) and allocates
  * the caches; pos 0. */
 rlx_status llama_decoder_init(llama_decoder *d, const llama_model *m);
+/* As llama_decoder_init with each layer attending over cat(past, new),
+ * copied every step (the design before rlx_attention_kv), for comparisons
+ * (rlx-bench-w11 --compare). */
+rlx_status llama_decoder_init_concat(llama_decoder *d, const llama_model *m);
 void llama_decoder_free(llama_decoder *d);
 /* Runs token at position d->pos (< max_seq, else RLX_E_ARG) over the first
  * d->pos cache rows, appends its k/v rows, and writes the V next-token

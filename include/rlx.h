@@ -791,6 +791,18 @@ typedef struct {
  * (RLX_E_ARG). */
 RLX_API rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim,
                                      const rlx_attention_opts *opts);
+/* rlx_attention_ex over the keys cat(k, k_new) and values cat(v, v_new)
+ * along axis 1, without forming them: the kernel reads both pieces in
+ * place. For KV-cache decoding: k, v [B, L, Hkv*D] the past rows (e.g. a
+ * cache bound as a view), k_new, v_new [B, Sn, Hkv*D] the step's rows,
+ * which then need no copy into a concatenated cache. Sk = L + Sn
+ * everywhere opts speaks of it (the causal alignment, attn_mask's last
+ * dim, which spans the past then the new keys). Values equal
+ * rlx_attention_ex over the cats; the gradient reaches all five inputs.
+ * Errors as rlx_attention_ex, and k_new, v_new shaped unlike k, v off
+ * axis 1 (RLX_E_SHAPE). */
+RLX_API rlx_tensor *rlx_attention_kv(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *k_new,
+                                     rlx_tensor *v_new, int num_heads, int head_dim, const rlx_attention_opts *opts);
 /* x [B, S, H*D]; cos, sin [S, D/2]; rotate-half per head:
  * (x1, x2) -> (x1 c - x2 s, x2 c + x1 s). D must be even. */
 RLX_API rlx_tensor *rlx_rope(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin, int head_dim);

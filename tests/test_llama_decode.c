@@ -5,11 +5,13 @@
  * forward's at that position (f32 within 1e-5, f64 within 1e-12, relative
  * to the row's largest |logit|), on both backends; the full forward is
  * itself causal (a prefix's last row equals the whole sequence's row);
- * after the second step nothing is compiled (L = 0 and L >= 1 differ by
- * one kernel, the cat of the past and the new row), after the first with
+ * after the second step nothing is compiled (L = 0 and L >= 1 may differ
+ * by a kernel: dims of 0 or 1 drop out), after the first with
  * cache views rounded up to a bucket of rows (the rows past pos masked),
  * which plans each bucket once; bad bindings are errors.
  */
+#include <pthread.h>
+
 #include "llama_model.h"
 #include "harness.h"
 
@@ -75,9 +77,9 @@ static void decode_run(const llama_model *m, const char *be, int bucket, const i
         d.pos = 0;
         for (int t = 0; t < SEQ; t++) {
             CHECK_EQ_INT(llama_decode_step_f64(&d, tokens[t], got), RLX_OK);
-            /* Exact views: L = 0 plans the cat of an empty past as a copy
-             * of the new row, its own kernel; L >= 1 share one size-generic
-             * cat. Bucketed views are never empty: one step compiles all. */
+            /* Exact views: L = 0 (an empty past) may plan a kernel of its
+             * own; L >= 1 share size-generic ones. Bucketed views are never
+             * empty: one step compiles all. */
             if (round == 0 && t == (bucket > 1 ? 0 : 1))
                 rlx_stats(&s0);
             double e = row_error(got, full + t * VOCAB, VOCAB);
@@ -234,4 +236,82 @@ TEST(llama_decode_bad_bindings)
     CHECK_EQ_INT(llama_init(&m, &c, 5), RLX_E_ARG);
 }
 
-TEST_MAIN(T(llama_decode_f32_matches_forward), T(llama_decode_f64_matches_forward), T(llama_decode_bad_bindings))
+/* A decoder over the program of another (its own caches): threads that
+ * decode at once run one program. */
+typedef struct {
+    llama_decoder d;
+    const int32_t *tokens;
+    const double *full;
+    double worst;
+    int bad;
+} sharer;
+
+static void *decode_thread(void *arg)
+{
+    sharer *s = arg;
+    double got[VOCAB];
+    s->d.pos = 0;
+    for (int t = 0; t < SEQ; t++) {
+        if (llama_decode_step_f64(&s->d, s->tokens[t], got) != RLX_OK) {
+            s->bad++;
+            break;
+        }
+        double e = row_error(got, s->full + t * VOCAB, VOCAB);
+        s->worst = e > s->worst ? e : s->worst;
+    }
+    return NULL;
+}
+
+/* Two threads decode two sequences through one program (JIT), one over
+ * exact lengths and one over 8-row buckets, so their runs bind different
+ * lengths at once; each matches its full forward, and nothing compiles
+ * after the first steps of a single-threaded warm-up (TSan: make
+ * test-tsan). */
+TEST(llama_decode_two_threads_one_program)
+{
+    const llama_config c = small(RLX_F64);
+    llama_model m;
+    CHECK_EQ_INT(llama_init(&m, &c, 5), RLX_OK);
+    int32_t tokens[2][SEQ];
+    make_tokens(tokens[0], SEQ, 11);
+    make_tokens(tokens[1], SEQ, 12);
+    double *full[2] = {forward_values(&m, tokens[0], SEQ), forward_values(&m, tokens[1], SEQ)};
+    sharer sh[2];
+    memset(sh, 0, sizeof sh);
+    CHECK_EQ_INT(llama_decoder_init(&sh[0].d, &m), RLX_OK);
+    CHECK_EQ_INT(llama_decoder_init(&sh[1].d, &m), RLX_OK);
+    rlx_program_free(sh[1].d.prog); /* the second decodes through the first's program */
+    sh[1].d.prog = sh[0].d.prog;
+    sh[1].d.bucket = 8;
+    for (int i = 0; i < 2; i++) {
+        sh[i].tokens = tokens[i];
+        sh[i].full = full[i];
+    }
+    double got[VOCAB];
+    for (int t = 0; t < 3 && full[0] && full[1]; t++) /* warm-up: the kernels of L = 0, 1 and a bucket */
+        for (int i = 0; i < 2; i++)
+            CHECK_EQ_INT(llama_decode_step_f64(&sh[i].d, tokens[i][t], got), RLX_OK);
+    rlx_stats_t s0, s1;
+    rlx_stats(&s0);
+    pthread_t th[2];
+    for (int i = 0; i < 2 && full[0] && full[1]; i++)
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, decode_thread, &sh[i]), 0);
+    for (int i = 0; i < 2 && full[0] && full[1]; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(sh[i].bad, 0);
+        CHECK_EQ_INT(sh[i].d.pos, SEQ);
+        if (sh[i].worst > 1e-12)
+            test_fail(__FILE__, __LINE__, "thread %d: logits differ from the full forward (rel %g)", i, sh[i].worst);
+    }
+    rlx_stats(&s1);
+    CHECK_EQ_INT(s1.kernels_compiled, s0.kernels_compiled);
+    sh[1].d.prog = NULL;
+    llama_decoder_free(&sh[1].d);
+    llama_decoder_free(&sh[0].d);
+    free(full[0]);
+    free(full[1]);
+    llama_free(&m);
+}
+
+TEST_MAIN(T(llama_decode_f32_matches_forward), T(llama_decode_f64_matches_forward), T(llama_decode_bad_bindings),
+          T(llama_decode_two_threads_one_program))

@@ -159,6 +159,29 @@ def attention(q, k, v, num_heads, head_dim=None, mask=None, window=0, *, num_kv_
     return _wrap(_lib.rlx_attention_ex(q._h, k._h, v._h, nh, hd, ctypes.byref(opts)))
 
 
+def attention_kv(q, k, v, k_new, v_new, num_heads, head_dim=None, *, num_kv_heads=None, mask=None, window=0,
+                 attn_mask=None, scale=None):
+    """rlx.attention over the keys cat(k, k_new) and values cat(v, v_new)
+    along axis 1, read in place (no concatenated copy): k, v [B, L, Hkv*D]
+    the past rows (e.g. a KV cache), k_new, v_new [B, Sn, Hkv*D] the new
+    ones. mask: None, 'causal' or 'sliding' (with window), aligned to the
+    L + Sn keys; attn_mask broadcastable to [B, H, Sq, L + Sn]; num_kv_heads
+    and scale as rlx.attention."""
+    q, k, v, kn, vn = _tt(q), _tt(k), _tt(v), _tt(k_new), _tt(v_new)
+    nh = operator.index(num_heads)
+    if head_dim is None:
+        if nh <= 0:
+            raise ValueError("attention_kv: num_heads must be positive")
+        head_dim = q.shape[-1] // nh
+    am = _opt(attn_mask)
+    opts = _ffi.CTYPE_MAP["rlx_attention_opts"](
+        0 if num_kv_heads is None else operator.index(num_kv_heads), _mask(mask), operator.index(window),
+        _h(am), 0.0 if scale is None else _builtin_float(scale))
+    _clear()
+    return _wrap(_lib.rlx_attention_kv(q._h, k._h, v._h, kn._h, vn._h, nh, operator.index(head_dim),
+                                       ctypes.byref(opts)))
+
+
 def attention_masked(q, k, v, mask, num_heads, head_dim=None):
     q = _tt(q)
     if head_dim is None:

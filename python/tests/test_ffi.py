@@ -53,7 +53,7 @@ COVERAGE = {
     "rlx_rms_norm": "rms_norm", "rlx_cross_entropy": "cross_entropy",
     "rlx_softmax_cross_entropy_with_logits": "softmax_cross_entropy_with_logits",
     "rlx_attention": "attention", "rlx_attention_masked": "attention_masked", "rlx_rope": "rope",
-    "rlx_attention_ex": "attention", "rlx_rope_ex": "rope",
+    "rlx_attention_ex": "attention", "rlx_attention_kv": "attention_kv", "rlx_rope_ex": "rope",
     "rlx_conv2d": "conv2d", "rlx_conv1d": "conv1d", "rlx_conv_transpose2d": "conv_transpose2d",
     "rlx_conv_transpose1d": "conv_transpose1d", "rlx_einsum": "einsum", "rlx_max_pool2d": "max_pool2d", "rlx_avg_pool2d": "avg_pool2d",
     "rlx_fft": "fft", "rlx_ifft": "ifft", "rlx_fft_axis": "fft_axis", "rlx_fft_c": "fft_c",

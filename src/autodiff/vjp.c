@@ -738,8 +738,14 @@ static rlx_tensor *mask_grad(ir_node *n, rlx_tensor *ds, ir_node *m)
  * dQ = scale dS K, dK = scale dS^T Q, d(float mask) = dS; kv gradients
  * sum over their group of query heads. Only differentiable calls: the
  * gradient of a gradient goes through this rule again. */
+static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx);
+
 static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
+    if (n->nsrc >= 5) { /* keys and values in two pieces */
+        vjp_attention_kv(n, g, need, dx);
+        return;
+    }
     int ax = -1;
     rlx_tensor *qh = q_heads(n, T(n->src[0])), *kh = kv_heads(n, T(n->src[1]));
     rlx_tensor *gh = q_heads(n, g), *p = attn_probs(n, qh, kh);
@@ -754,6 +760,42 @@ static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tenso
         dx[1] = need[1] ? kv_merge(n, rlx_matmul(rlx_t(ds), qh), n->src[1]) : NULL;
         dx[3] = dmask ? mask_grad(n, du, n->src[3]) : NULL;
     }
+}
+
+/* attention over q, k, v, k2, v2[, mask] (rlx_attention_kv): the rule of
+ * the one-piece node over cat(k, k2) and cat(v, v2), whose key and value
+ * gradients are split back into the two pieces (the first piece's length
+ * may be dynamic: all rows but the last Sn). */
+static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    const ir_attrs *a = &n->attr;
+    int64_t l = n->src[1]->shape[1], sn = n->src[3]->shape[1];
+    if (l < 0 && sn < 0) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of rlx_attention_kv with both pieces of dynamic length");
+        return;
+    }
+    rlx_tensor *ks[2] = {T(n->src[1]), T(n->src[3])}, *vs[2] = {T(n->src[2]), T(n->src[4])};
+    rlx_attention_opts o = {.num_kv_heads = a->attn.kv_heads, .mask = (rlx_mask)a->attn.mask,
+                            .window = a->attn.window, .attn_mask = n->nsrc == 6 ? T(n->src[5]) : NULL,
+                            .scale = a->attn.scale};
+    rlx_tensor *y = rlx_attention_ex(T(n->src[0]), rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1), a->attn.heads,
+                                     a->attn.head_dim, &o);
+    if (!y) /* (the error is recorded) */
+        return;
+    bool need1[4] = {need[0], need[1] || need[3], need[2] || need[4], n->nsrc == 6 && need[5]};
+    rlx_tensor *d1[4] = {NULL, NULL, NULL, NULL};
+    vjp_attention(ts_node(y), g, need1, d1);
+    dx[0] = d1[0];
+    for (int s = 1; s <= 2; s++) { /* k, then v */
+        if (!d1[s])
+            continue;
+        if (need[s]) /* the first l rows, or all but the last sn */
+            dx[s] = l >= 0 ? rlx_narrow(d1[s], 1, 0, l) : sn ? rlx_slice(d1[s], 1, 0, -sn, 1) : d1[s];
+        if (need[s + 2])
+            dx[s + 2] = sn >= 0 ? rlx_narrow(d1[s], 1, l >= 0 ? l : -sn, sn) : rlx_slice(d1[s], 1, l, RLX_END, 1);
+    }
+    if (n->nsrc == 6)
+        dx[5] = d1[3];
 }
 
 static void vjp_mxquant(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)

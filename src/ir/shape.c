@@ -266,18 +266,30 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         return true;
     }
     case IR_OP_ATTENTION: {
-        ir_node *k = nsrc > 1 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL, *m = nsrc > 3 ? src[3] : NULL;
+        /* q, k, v[, k2, v2][, mask]: with 5 or 6 sources the keys and values
+         * are cat(k, k2) and cat(v, v2) along axis 1, read in two pieces */
+        ir_node *k = nsrc > 1 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL;
+        ir_node *m = nsrc == 4 || nsrc == 6 ? src[nsrc - 1] : NULL;
         int h = a->attn.heads, hk = a->attn.kv_heads, d = a->attn.head_dim;
-        if (nsrc < 3 || nsrc > 4 || !ir_dtype_is_float(x->dtype) || k->dtype != x->dtype || v->dtype != x->dtype ||
+        if (nsrc < 3 || nsrc > 6 || !ir_dtype_is_float(x->dtype) || k->dtype != x->dtype || v->dtype != x->dtype ||
             x->rank != 3 || k->rank != 3 || v->rank != 3 || h < 1 || d < 1 || hk < 1 || h % hk ||
             x->shape[2] != (int64_t)h * d || k->shape[2] != (int64_t)hk * d || v->shape[2] != (int64_t)hk * d ||
             k->shape[0] != x->shape[0] || v->shape[0] != x->shape[0] || v->shape[1] != k->shape[1])
             FAIL("attention needs float q [B,Sq,H*D], k and v [B,Sk,Hkv*D] of one dtype, H %% Hkv == 0");
+        int64_t sk = k->shape[1];
+        if (nsrc >= 5) {
+            const ir_node *k2 = src[3], *v2 = src[4];
+            if (k2->dtype != x->dtype || v2->dtype != x->dtype || k2->rank != 3 || v2->rank != 3 ||
+                k2->shape[0] != x->shape[0] || v2->shape[0] != x->shape[0] || k2->shape[2] != k->shape[2] ||
+                v2->shape[2] != k->shape[2] || v2->shape[1] != k2->shape[1])
+                FAIL("attention's second key/value piece must be [B,Sn,Hkv*D] like k and v");
+            sk = sk < 0 || k2->shape[1] < 0 ? -1 : sk + k2->shape[1];
+        }
         if (a->attn.mask < RLX_MASK_NONE || a->attn.mask > RLX_MASK_SLIDING ||
             (a->attn.mask == RLX_MASK_SLIDING && a->attn.window < 1))
             FAIL("attention mask kind or window");
         if (m) {
-            int64_t full[4] = {x->shape[0], h, x->shape[1], k->shape[1]};
+            int64_t full[4] = {x->shape[0], h, x->shape[1], sk};
             bool fits = m->rank == 4 && (m->dtype == RLX_BOOL || m->dtype == x->dtype);
             for (int i = 0; fits && i < 4; i++)
                 fits = m->shape[i] == 1 || m->shape[i] == full[i];

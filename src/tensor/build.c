@@ -54,8 +54,8 @@ rlx_dtype ts_promote_opt(rlx_dtype dt, rlx_tensor *t) { return t ? ir_promote(dt
 
 ir_node *ts_make_lib(const char *fn, ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype back)
 {
-    ir_node *wide[4] = {NULL, NULL, NULL, NULL}, *r = NULL, *out = NULL;
-    if (nsrc > 4) {
+    ir_node *wide[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *r = NULL, *out = NULL; /* (attention: 6) */
+    if (nsrc > 6) {
         ts_error(RLX_E_INTERNAL, fn, "%s with %d sources", ir_ops[op].name, nsrc);
         return NULL;
     }

@@ -261,11 +261,15 @@ static bool attn_check_mask(const char *fn, rlx_tensor *mask, const int64_t full
  * (integers compute in f32), with mask (bool, or float to add; any shape
  * broadcastable to the scores) when not NULL; inside an open scope. The
  * mask goes in as rank 4 with its broadcast dims left at 1: the kernel
- * reads them with stride 0. */
-static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int h,
-                             int hk, int d, rlx_mask kind, int window, double scale)
+ * reads them with stride 0. k2, v2 (both or neither): rows after k's and
+ * v's, sources 3 and 4 (the mask then last). */
+static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *k2,
+                             rlx_tensor *v2, rlx_tensor *mask, int h, int hk, int d, rlx_mask kind, int window,
+                             double scale)
 {
     rlx_dtype dt = ir_promote(ir_promote(ts_node(q)->dtype, ts_node(k)->dtype), ts_node(v)->dtype);
+    if (k2)
+        dt = ir_promote(ir_promote(dt, ts_node(k2)->dtype), ts_node(v2)->dtype);
     if (!ir_dtype_is_float(dt))
         dt = RLX_F32;
     ir_attrs a;
@@ -284,13 +288,15 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
         if (!mask)
             return NULL;
     }
-    ir_node *src[4] = {NULL, NULL, NULL, mask ? ts_node(mask) : NULL};
-    rlx_tensor *in[3] = {q, k, v};
+    int nin = k2 ? 5 : 3;
+    ir_node *src[6] = {NULL};
+    src[nin] = mask ? ts_node(mask) : NULL;
+    rlx_tensor *in[5] = {q, k, v, k2, v2};
     int ok = 0;
-    for (; ok < 3; ok++)
+    for (; ok < nin; ok++)
         if (!(src[ok] = ts_cast_node(fn, ts_node(in[ok]), dt)))
             break;
-    ir_node *y = ok == 3 ? ts_make_lib(fn, IR_OP_ATTENTION, mask ? 4 : 3, src, &a, dt) : NULL;
+    ir_node *y = ok == nin ? ts_make_lib(fn, IR_OP_ATTENTION, nin + (mask ? 1 : 0), src, &a, dt) : NULL;
     for (int i = 0; i < ok; i++)
         ir_release(src[i]);
     return ts_wrap(y);
@@ -304,7 +310,7 @@ rlx_tensor *rlx_attention(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_h
         return NULL;
     if (!ts_open(fn))
         return NULL;
-    return ts_close(attn_make(fn, q, k, v, NULL, num_heads, num_heads, head_dim, mask, window, 0));
+    return ts_close(attn_make(fn, q, k, v, NULL, NULL, NULL, num_heads, num_heads, head_dim, mask, window, 0));
 }
 
 rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *mask, int num_heads,
@@ -323,7 +329,8 @@ rlx_tensor *rlx_attention_masked(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rl
         return NULL;
     int64_t ks[4] = {kn->shape[0], 1, 1, kn->shape[1]}; /* [B, 1, 1, Sk]: one row for every query */
     rlx_tensor *keep = rlx_reshape(rlx_ne_s(mask, 0), 4, ks);
-    return ts_close(keep ? attn_make(fn, q, k, v, keep, num_heads, num_heads, head_dim, RLX_MASK_NONE, 0, 0) : NULL);
+    return ts_close(
+        keep ? attn_make(fn, q, k, v, NULL, NULL, keep, num_heads, num_heads, head_dim, RLX_MASK_NONE, 0, 0) : NULL);
 }
 
 rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int num_heads, int head_dim,
@@ -347,7 +354,35 @@ rlx_tensor *rlx_attention_ex(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int nu
     }
     if (!ts_open(fn))
         return NULL;
-    return ts_close(attn_make(fn, q, k, v, o->attn_mask, num_heads, hk, head_dim, o->mask, o->window, o->scale));
+    return ts_close(
+        attn_make(fn, q, k, v, NULL, NULL, o->attn_mask, num_heads, hk, head_dim, o->mask, o->window, o->scale));
+}
+
+rlx_tensor *rlx_attention_kv(rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, rlx_tensor *k_new, rlx_tensor *v_new,
+                             int num_heads, int head_dim, const rlx_attention_opts *opts)
+{
+    const char *fn = "rlx_attention_kv";
+    static const rlx_attention_opts none;
+    const rlx_attention_opts *o = opts ? opts : &none;
+    int hk = o->num_kv_heads ? o->num_kv_heads : num_heads;
+    if (!attn_check(fn, q, k, v, num_heads, hk, head_dim) ||
+        !attn_check(fn, q, k_new, v_new, num_heads, hk, head_dim) || !attn_check_kind(fn, o->mask, o->window))
+        return NULL;
+    if (!isfinite(o->scale)) {
+        ts_error(RLX_E_ARG, fn, "scale must be finite, got %g", o->scale);
+        return NULL;
+    }
+    ir_node *qn = ts_node(q), *kn = ts_node(k), *k2 = ts_node(k_new);
+    int64_t sk = kn->shape[1] < 0 || k2->shape[1] < 0 ? -1 : kn->shape[1] + k2->shape[1];
+    if (o->attn_mask) {
+        int64_t full[4] = {qn->shape[0], num_heads, qn->shape[1], sk};
+        if (!attn_check_mask(fn, o->attn_mask, full))
+            return NULL;
+    }
+    if (!ts_open(fn))
+        return NULL;
+    return ts_close(
+        attn_make(fn, q, k, v, k_new, v_new, o->attn_mask, num_heads, hk, head_dim, o->mask, o->window, o->scale));
 }
 
 /* ------------------------------------------------------------------- rope */

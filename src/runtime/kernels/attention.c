@@ -20,6 +20,13 @@
  * ends with sum 0 and is written as zeros, which is the rule of the
  * composite this primitive replaced (rlx.h).
  *
+ * With five or six sources (q, k, v, k2, v2[, mask]) the keys are k's
+ * rows then k2's (values likewise), read in place from the two pieces: a
+ * key block never straddles them (it ends at k's last row), so the loop is
+ * the one above with the block's pointers taken from the piece it lies in.
+ * KV-cache decoding attends to the past rows and the step's new ones
+ * without concatenating them.
+ *
  * Every output row is computed by one item in one fixed order, so values
  * do not depend on the thread count. Scratch for each concurrent item is
  * taken up front on the calling thread (from the buffer pool); workers
@@ -52,10 +59,11 @@ typedef struct {
     rlx_dtype dt;
     size_t es;
     int64_t sq, sk, heads, group, d, nqb, bk; /* group: query heads per kv head */
+    int64_t sk1; /* keys in the first piece (k, v): sk unless split, then k2 and v2 hold the rest */
     int64_t od; /* row length of the output accumulator: d, or for f32 d rounded up to VW */
     int mask, window;
     double scale;
-    operand q, k, v;
+    operand q, k, v, k2, v2;
     /* mask element (b, h, i, j) at mt + (b*ms[0] + h*ms[1] + i*ms[2] + j*ms[3]) * mes; NULL when none */
     const char *mt;
     bool additive; /* a float mask of dtype dt, else bool */
@@ -394,28 +402,33 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
         jlo = p0 - j->window + 1;
     const char *qp = j->q.base + (b * j->q.sb + i0 * j->q.ld + hh * d) * (int64_t)es;
     int64_t kh = hh / j->group, mbase = b * j->ms[0] + hh * j->ms[1];
-    for (int64_t j0 = jlo; j0 < jhi; j0 += bk) {
-        int64_t n = jhi - j0 < bk ? jhi - j0 : bk;
+    for (int64_t j0 = jlo, n; j0 < jhi; j0 += n) {
+        n = jhi - j0 < bk ? jhi - j0 : bk;
+        if (j0 < j->sk1 && j0 + n > j->sk1) /* a block ends where the first piece does */
+            n = j->sk1 - j0;
         if (j->mt && !block_visible(j, mbase, i0, m, j0, n))
             continue;
-        const char *kp = j->k.base + (b * j->k.sb + j0 * j->k.ld + kh * d) * (int64_t)es;
-        const char *vb = j->v.base + (b * j->v.sb + j0 * j->v.ld + kh * d) * (int64_t)es;
+        bool second = j0 >= j->sk1;
+        const operand *ko = second ? &j->k2 : &j->k, *vo = second ? &j->v2 : &j->v;
+        int64_t jl = second ? j0 - j->sk1 : j0; /* the block's first row in its piece */
+        const char *kp = ko->base + (b * ko->sb + jl * ko->ld + kh * d) * (int64_t)es;
+        const char *vb = vo->base + (b * vo->sb + jl * vo->ld + kh * d) * (int64_t)es;
         int64_t nv = (n + VW - 1) / VW * VW;
         if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
             const float *kf = (const float *)(const void *)kp, *vf_ = (const float *)(const void *)vb;
             for (int64_t c = 0; c < n; c++)
                 for (int64_t e = 0; e < d; e++)
-                    kt[e * bk + c] = kf[c * j->k.ld + e];
+                    kt[e * bk + c] = kf[c * ko->ld + e];
             for (int64_t e = 0; n < nv && e < d; e++)
                 memset(kt + e * bk + n, 0, (size_t)(nv - n) * sizeof *kt);
             for (int64_t c = 0; c < n; c++) {
-                memcpy(vp + c * od, vf_ + c * j->v.ld, (size_t)d * sizeof *vp);
+                memcpy(vp + c * od, vf_ + c * vo->ld, (size_t)d * sizeof *vp);
                 memset(vp + c * od + d, 0, (size_t)(od - d) * sizeof *vp);
             }
             mm_f32(m, nv, d, (const float *)(const void *)qp, j->q.ld, kt, bk, (float *)(void *)sc, bk,
                    (float)j->scale, false);
         } else {
-            gemm(j, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp, j->k.ld, 0, sc, (int)bk);
+            gemm(j, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp, ko->ld, 0, sc, (int)bk);
         }
         for (int64_t r = 0; r < m; r++) {
             char *row = sc + (size_t)(r * bk) * es;
@@ -436,7 +449,7 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
         if (j->dt == RLX_F32)
             mm_f32(m, od, n, (const float *)(void *)sc, bk, vp, od, (float *)(void *)o, od, 1, true);
         else
-            gemm(j, false, (int)m, (int)d, (int)n, 1, sc, (int)bk, vb, j->v.ld, 1, o, (int)d);
+            gemm(j, false, (int)m, (int)d, (int)n, 1, sc, (int)bk, vb, vo->ld, 1, o, (int)d);
     }
     int64_t hd = j->heads * d;
     for (int64_t r = 0; r < m; r++) {
@@ -494,16 +507,19 @@ static rlx_status operand_of(rt_ctx *ctx, const ir_node *x, const rt_view *v, in
 rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     const ir_node *q = n->src[0], *k = n->src[1];
+    int nops = n->nsrc >= 5 ? 5 : 3; /* q, k, v[, k2, v2]: the mask, if any, is last */
     attn_job *j = ir_calloc(1, sizeof *j);
     ir_storage *scratch = NULL;
-    rt_view tmp[3];
+    rt_view tmp[5];
     memset(tmp, 0, sizeof tmp);
     if (!j)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention");
     j->dt = n->dtype;
     j->es = ir_dtype_size(n->dtype);
     j->sq = q->shape[1];
-    j->sk = k->shape[1];
+    j->sk1 = j->sk = k->shape[1];
+    if (nops == 5)
+        j->sk += n->src[3]->shape[1];
     j->heads = n->attr.attn.heads;
     j->group = j->heads / n->attr.attn.kv_heads;
     j->d = n->attr.attn.head_dim;
@@ -514,17 +530,17 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     j->bk = GEMM_MNK / (BQ * j->d);
     j->bk = j->bk < VW ? VW : j->bk > BK_MAX ? BK_MAX : j->bk / VW * VW; /* whole vectors of keys */
     j->od = j->dt == RLX_F32 ? (j->d + VW - 1) / VW * VW : j->d;
-    operand *ops[3] = {&j->q, &j->k, &j->v};
-    for (int i = 0; i < 3; i++)
+    operand *ops[5] = {&j->q, &j->k, &j->v, &j->k2, &j->v2};
+    for (int i = 0; i < nops; i++)
         if (operand_of(ctx, n->src[i], &in[i], j->d, &tmp[i], ops[i]))
             goto done;
-    if (n->nsrc == 4) {
-        const ir_node *m = n->src[3];
+    if (n->nsrc == nops + 1) {
+        const ir_node *m = n->src[nops];
         j->additive = m->dtype != RLX_BOOL;
         j->mes = ir_dtype_size(m->dtype);
-        j->mt = rt_base(&in[3], m->dtype);
+        j->mt = rt_base(&in[nops], m->dtype);
         for (int i = 0; i < 4; i++) /* a broadcast dim reads one place */
-            j->ms[i] = m->shape[i] == 1 ? 0 : in[3].strides[i];
+            j->ms[i] = m->shape[i] == 1 ? 0 : in[nops].strides[i];
     }
     if (rt_alloc_out(ctx, n, out, false))
         goto done;
@@ -550,7 +566,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     rt_pool_run(run_chunk, bufs, NULL, items, 1, j->nslots);
     rt_blas_threads(prev);
 done:
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nops; i++) {
         if (tmp[i].st) {
             ir_storage_release(tmp[i].st);
             size_t bytes = ir_node_bytes(n->src[i]);
