@@ -1349,51 +1349,56 @@ static void q8_linear(void)
     free(w);
 }
 
-/* ------------------------------------------------------------ bf16gemm */
+/* ------------------------------------------------- bf16gemm, f16gemm */
 
-/* bf16 rlx_matmul (default: oneDNN where the CPU has AVX512-BF16; then
- * bf16_gemm=1, each block widened to f32 for sgemm) against cblas_sgemm
- * on f32 of the same size: each round runs the three once, in turn, so a
+/* A 16-bit float rlx_matmul against its second path and cblas_sgemm on
+ * f32 of the same size: each round runs the three once, in turn, so a
  * change in load falls on all; the best of the rounds is each one's time.
- * --quick also checks the bf16 product against sgemm of the same bf16
- * values widened, rounded to bf16 (f32 accumulation in both). */
+ * bf16: oneDNN where the CPU has AVX512-BF16, the second path the knob
+ * bf16_gemm=1 (each block widened to f32 for sgemm). f16: F16C panels into
+ * sgemm, the second path the widening it replaced (both cast to f32, an
+ * f32 matmul, cast back). --quick also checks each product against sgemm
+ * of the same 16-bit values widened (f32 accumulation in both). */
 static int set_or_die(const char *key, const char *value);
 
-static void bf16_gemm(void)
+static void half_gemm(rlx_dtype dt)
 {
-    const int64_t sizes[2] = {opt.quick ? 40 : 512, opt.quick ? 67 : 2048};
+    bool bf = dt == RLX_BF16;
+    const char *name = bf ? "bf16gemm" : "f16gemm", *tn = bf ? "bf16" : "f16";
+    const int64_t sizes[2] = {opt.quick ? 40 : 512, opt.quick ? (bf ? 67 : 300) : 2048};
+    const double unit = bf ? 0x1p-8 : 0x1p-11; /* the rounding of the result, relative */
     for (int z = 0; z < 2; z++) {
         int64_t n = sizes[z], sh[2] = {n, n};
         size_t nn = (size_t)(n * n);
-        float *a = uniform(nn, 21), *b = uniform(nn, 22), *c = out_buffer(nn);
+        float *a = uniform(nn, bf ? 21 : 23), *b = uniform(nn, bf ? 22 : 24), *c = out_buffer(nn);
         rlx_tensor *fa = rlx_from_data(RLX_F32, 2, sh, a), *fb = rlx_from_data(RLX_F32, 2, sh, b);
-        rlx_tensor *ta = rlx_cast(fa, RLX_BF16), *tb = rlx_cast(fb, RLX_BF16);
+        rlx_tensor *ta = rlx_cast(fa, dt), *tb = rlx_cast(fb, dt);
         bool ok = ta && tb && rlx_realize(ta) == RLX_OK && rlx_realize(tb) == RLX_OK;
-        /* sgemm's operands: the bf16 values widened (the same products) */
+        /* sgemm's operands: the 16-bit values widened (the same products) */
         ok = ok && rlx_read_f32(ta, a, nn) == RLX_OK && rlx_read_f32(tb, b, nn) == RLX_OK;
         double best[3] = {INFINITY, INFINITY, INFINITY};
         int rounds = opt.quick ? 2 : (n >= 2048 ? opt.repeat : 3 * opt.repeat);
         for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
             for (int v = 0; v < 3 && ok; v++) {
-                double t0 = now(), dt;
+                double t0 = now(), dt_s;
                 if (v < 2) {
-                    set_or_die("bf16_gemm", v ? "1" : "default");
+                    if (bf)
+                        set_or_die("bf16_gemm", v ? "1" : "default");
                     rlx_scope_begin();
-                    rlx_tensor *p = rlx_matmul(ta, tb);
+                    rlx_tensor *p = bf || !v ? rlx_matmul(ta, tb)
+                                             : rlx_cast(rlx_matmul(rlx_cast(ta, RLX_F32), rlx_cast(tb, RLX_F32)), dt);
                     ok = rlx_realize(p) == RLX_OK;
-                    dt = now() - t0;
+                    dt_s = now() - t0;
                     if (ok && opt.quick) {
-                        /* sgemm of the widened inputs, rounded to bf16 */
                         float *got = xmalloc(nn * sizeof *got);
                         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n,
                                     b, (int)n, 0, c, (int)n);
                         ok = rlx_read_f32(p, got, nn) == RLX_OK;
                         for (size_t i = 0; ok && i < nn; i++) {
-                            /* the rounding to bf16 (2^-8 relative), plus the
-                             * f32 sums' order: n terms of at most 4 */
-                            double tol = 0x1p-8 * fabs(c[i]) + 4.0 * (double)n * 0x1p-22;
+                            /* the rounding of the result, plus the f32 sums' order: n terms of at most 4 */
+                            double tol = unit * fabs(c[i]) + 4.0 * (double)n * 0x1p-22;
                             if (!(fabs((double)got[i] - c[i]) <= tol)) {
-                                fprintf(stderr, "rlx-bench: bf16gemm %lld [%zu] (bf16_gemm=%d): %.8g, sgemm %.8g\n",
+                                fprintf(stderr, "rlx-bench: %s %lld [%zu] (path %d): %.8g, sgemm %.8g\n", name,
                                         (long long)n, i, v, got[i], c[i]);
                                 ok = false;
                             }
@@ -1404,105 +1409,29 @@ static void bf16_gemm(void)
                 } else {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n, b,
                                 (int)n, 0, c, (int)n);
-                    dt = now() - t0;
+                    dt_s = now() - t0;
                 }
-                if (r >= 0 && dt < best[v])
-                    best[v] = dt;
+                if (r >= 0 && dt_s < best[v])
+                    best[v] = dt_s;
             }
-        set_or_die("bf16_gemm", "default");
+        if (bf)
+            set_or_die("bf16_gemm", "default");
         if (!ok) {
-            fprintf(stderr, "rlx-bench: bf16gemm %lld failed: %s\n", (long long)n, rlx_last_error());
+            fprintf(stderr, "rlx-bench: %s %lld failed: %s\n", name, (long long)n, rlx_last_error());
             failures++;
         } else if (opt.json) {
-            printf("{\"type\":\"bf16gemm\",\"n\":%lld,\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
-                   "\"bf16_ms\":%.4f,\"bf16_widened_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_bf16\":%.3f,"
-                   "\"sgemm_over_bf16_widened\":%.3f}\n",
-                   (long long)n, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
-                   1e3 * best[2], best[2] / best[0], best[2] / best[1]);
+            printf("{\"type\":\"%s\",\"n\":%lld,\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
+                   "\"%s_ms\":%.4f,\"%s_widened_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_%s\":%.3f,"
+                   "\"widened_over_%s\":%.3f}\n",
+                   name, (long long)n, opt.threads, opt.quick ? "true" : "false", rounds, tn, 1e3 * best[0], tn,
+                   1e3 * best[1], 1e3 * best[2], tn, best[2] / best[0], tn, best[1] / best[0]);
         } else {
             double fl = 2.0 * (double)n * (double)n * (double)n * 1e-9;
-            printf("bf16gemm   %lld^3 best of %d interleaved rounds: bf16 %.3f ms (%.1f GFLOP/s), bf16 widened "
-                   "(bf16_gemm=1) %.3f ms (%.1f), sgemm f32 %.3f ms (%.1f); sgemm/bf16 %.2fx, sgemm/widened %.2fx\n",
-                   (long long)n, rounds, 1e3 * best[0], fl / best[0], 1e3 * best[1], fl / best[1], 1e3 * best[2],
-                   fl / best[2], best[2] / best[0], best[2] / best[1]);
-        }
-        fflush(stdout);
-        rlx_release(ta);
-        rlx_release(tb);
-        rlx_release(fa);
-        rlx_release(fb);
-        free(a);
-        free(b);
-        free(c);
-    }
-}
-
-/* ------------------------------------------------------------- f16gemm */
-
-/* f16 matmul (F16C panels into sgemm) against the widening it replaced
- * (cast both to f32, f32 matmul, cast back: what the tensor layer built
- * before) and cblas_sgemm on the same values in f32; interleaved rounds,
- * the best of each. --quick checks the f16 result against sgemm's. */
-static void f16_gemm(void)
-{
-    const int64_t sizes[2] = {opt.quick ? 40 : 512, opt.quick ? 300 : 2048};
-    for (int z = 0; z < 2; z++) {
-        int64_t n = sizes[z], sh[2] = {n, n};
-        size_t nn = (size_t)(n * n);
-        float *a = uniform(nn, 23), *b = uniform(nn, 24), *c = out_buffer(nn);
-        rlx_tensor *fa = rlx_from_data(RLX_F32, 2, sh, a), *fb = rlx_from_data(RLX_F32, 2, sh, b);
-        rlx_tensor *ta = rlx_cast(fa, RLX_F16), *tb = rlx_cast(fb, RLX_F16);
-        bool ok = ta && tb && rlx_realize(ta) == RLX_OK && rlx_realize(tb) == RLX_OK;
-        ok = ok && rlx_read_f32(ta, a, nn) == RLX_OK && rlx_read_f32(tb, b, nn) == RLX_OK;
-        double best[3] = {INFINITY, INFINITY, INFINITY};
-        int rounds = opt.quick ? 2 : (n >= 2048 ? opt.repeat : 3 * opt.repeat);
-        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
-            for (int v = 0; v < 3 && ok; v++) {
-                double t0 = now(), dt;
-                if (v < 2) {
-                    rlx_scope_begin();
-                    rlx_tensor *p = v ? rlx_cast(rlx_matmul(rlx_cast(ta, RLX_F32), rlx_cast(tb, RLX_F32)), RLX_F16)
-                                      : rlx_matmul(ta, tb);
-                    ok = rlx_realize(p) == RLX_OK;
-                    dt = now() - t0;
-                    if (ok && opt.quick) {
-                        float *got = xmalloc(nn * sizeof *got);
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n,
-                                    b, (int)n, 0, c, (int)n);
-                        ok = rlx_read_f32(p, got, nn) == RLX_OK;
-                        for (size_t i = 0; ok && i < nn; i++) /* f16 rounding, plus the f32 sums' order */
-                            if (!(fabs((double)got[i] - c[i]) <= 0x1p-11 * fabs(c[i]) + 4.0 * (double)n * 0x1p-22)) {
-                                fprintf(stderr, "rlx-bench: f16gemm %lld [%zu] (%s): %.8g, sgemm %.8g\n", (long long)n,
-                                        i, v ? "widened" : "f16", got[i], c[i]);
-                                ok = false;
-                            }
-                        free(got);
-                    }
-                    rlx_scope_end();
-                } else {
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1, a, (int)n, b,
-                                (int)n, 0, c, (int)n);
-                    dt = now() - t0;
-                }
-                if (r >= 0 && dt < best[v])
-                    best[v] = dt;
-            }
-        if (!ok) {
-            fprintf(stderr, "rlx-bench: f16gemm %lld failed: %s\n", (long long)n, rlx_last_error());
-            failures++;
-        } else if (opt.json) {
-            printf("{\"type\":\"f16gemm\",\"n\":%lld,\"threads\":%d,\"quick\":%s,\"rounds\":%d,"
-                   "\"f16_ms\":%.4f,\"f16_widened_ms\":%.4f,\"sgemm_ms\":%.4f,\"sgemm_over_f16\":%.3f,"
-                   "\"widened_over_f16\":%.3f}\n",
-                   (long long)n, opt.threads, opt.quick ? "true" : "false", rounds, 1e3 * best[0], 1e3 * best[1],
-                   1e3 * best[2], best[2] / best[0], best[1] / best[0]);
-        } else {
-            double fl = 2.0 * (double)n * (double)n * (double)n * 1e-9;
-            printf("f16gemm    %lld^3 best of %d interleaved rounds: f16 %.3f ms (%.1f GFLOP/s), widened (casts "
-                   "around an f32 matmul) %.3f ms (%.1f), sgemm f32 %.3f ms (%.1f); sgemm/f16 %.2fx, widened/f16 "
-                   "%.2fx\n",
-                   (long long)n, rounds, 1e3 * best[0], fl / best[0], 1e3 * best[1], fl / best[1], 1e3 * best[2],
-                   fl / best[2], best[2] / best[0], best[1] / best[0]);
+            printf("%-10s %lld^3 best of %d interleaved rounds: %s %.3f ms (%.1f GFLOP/s), %s %.3f ms (%.1f), "
+                   "sgemm f32 %.3f ms (%.1f); sgemm/%s %.2fx, widened/%s %.2fx\n",
+                   name, (long long)n, rounds, tn, 1e3 * best[0], fl / best[0],
+                   bf ? "widened (bf16_gemm=1)" : "widened (casts around an f32 matmul)", 1e3 * best[1],
+                   fl / best[1], 1e3 * best[2], fl / best[2], tn, best[2] / best[0], tn, best[1] / best[0]);
         }
         fflush(stdout);
         rlx_release(ta);
@@ -1947,9 +1876,9 @@ int main(int argc, char **argv)
     if (wanted("narrow"))
         narrow_ratios();
     if (wanted("bf16gemm"))
-        bf16_gemm();
+        half_gemm(RLX_BF16);
     if (wanted("f16gemm"))
-        f16_gemm();
+        half_gemm(RLX_F16);
     if (wanted("generic"))
         generic_ratios();
     if (wanted("q8linear"))
