@@ -89,6 +89,11 @@ TEST(small_buffers_from_slabs)
         const unsigned char *p = st[i]->data;
         CHECK(p[0] == i + 1 && p[bytes[i] / 2] == i + 1 && p[bytes[i] - 1] == i + 1);
     }
+    ir_storage *mib = rt_bufpool_storage((size_t)1 << 20); /* exactly 1 MiB: a size class, from a slab too */
+    CHECK(mib && rt_slab_owns(mib->data) && rt_slab_owns((char *)mib->data + ((size_t)1 << 20) - 1));
+    if (mib)
+        memset(mib->data, 0x5a, (size_t)1 << 20);
+    ir_storage_release(mib);
     void *first = st[0]->data;
     for (int i = 0; i < N; i++)
         ir_storage_release(st[i]);

@@ -31,7 +31,7 @@ void *rt_slab_take(size_t size);
 /* Whether p is inside a block rt_slab_take returned. */
 bool rt_slab_owns(const void *p);
 #define RT_SLAB_ITEM_MAX ((size_t)1 << 20)
-#define RT_SLAB_BUDGET ((size_t)64 << 20)
+#define RT_SLAB_BUDGET ((size_t)128 << 20)
 /* A storage over user memory; deleter(ctx) runs when it dies. */
 ir_storage *rt_storage_wrap(void *data, size_t bytes, void (*deleter)(void *), void *ctx);
 

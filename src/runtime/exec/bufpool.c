@@ -15,8 +15,8 @@
  * twice its size. Free blocks beyond CACHE_MAX bytes go back to the OS,
  * oldest first. One mutex guards the list; its work is a few compares.
  *
- * Below HUGE_MIN, buffers are size classes (four per octave, so at most
- * 25% over the request) from the heap, and a dead one goes on its class's
+ * Up to HUGE_MIN, buffers are size classes (four per octave, so at most
+ * 25% over the request) from huge-page slabs (storage.c) or the heap, and a dead one goes on its class's
  * free list, not back to malloc: glibc returns freed memory to the OS
  * (munmap of mmapped chunks, trimming the heap top, shrinking thread
  * heaps), and a training step's many outputs of 4 KiB - 1 MiB then fault
@@ -61,7 +61,7 @@ static struct {
     rt_bufpool_counts n;
 } B = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The class of a request below HUGE_MIN and its size. */
+/* The class of a request up to HUGE_MIN and its size. */
 static int small_class(size_t bytes, size_t *size)
 {
     size_t base = RT_BUFPOOL_MIN;
@@ -250,12 +250,14 @@ ir_storage *rt_bufpool_storage(size_t bytes)
         return NULL;
     ir_free(probe);
     size_t size;
-    void *p = bytes < HUGE_MIN ? small_take(bytes, &size) : huge_take(bytes, &size);
+    /* (exactly 1 MiB too: two fill a huge-page slab, W10b's many 1 MiB
+     * weights' buffers otherwise fault in 256 small pages each) */
+    void *p = bytes <= HUGE_MIN ? small_take(bytes, &size) : huge_take(bytes, &size);
     if (!p)
         return NULL;
     /* the deleter's context: the size, its low bit set for a heap buffer
      * (sizes are multiples of 1 KiB; a 1 MiB class is not a mapped block) */
-    void *tag = (void *)(uintptr_t)(size | (bytes < HUGE_MIN));
+    void *tag = (void *)(uintptr_t)(size | (bytes <= HUGE_MIN));
     ir_storage *st = ir_storage_new(p, bytes, give_back, tag);
     pthread_mutex_lock(&B.lock);
     B.n.live_bytes += size;
