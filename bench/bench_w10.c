@@ -43,7 +43,12 @@
  *                                    interleaved with the f32 ones in each
  *                                    round; reports f32 / bf16 step time
  *   --first-step                     only trace + compile + one step (the
- *                                    driver's warm-cache child)
+ *                                    driver's warm-cache child), then three
+ *                                    more: W10-NEXT gives the first run's
+ *                                    minor faults, the best of those steps
+ *                                    (wall and CPU ms: the first step's cost
+ *                                    over a steady step) and the CPU ms of
+ *                                    compile and first run
  *   --dyn-seq                        (with --threads, default 1) the step over
  *                                    a dynamic sequence length instead: a
  *                                    stream of lengths (compiles, new and
@@ -63,7 +68,9 @@
  * "disable" after them, so
  *   mkfifo /tmp/ctl; W10_PERF_CTL=/tmp/ctl perf record -D -1 \
  *     --control fifo:/tmp/ctl -g rlx-bench-w10 --threads 1 --config b --no-gemm
- * records nothing of tracing, compilation or the warm-up.
+ * records nothing of tracing, compilation or the warm-up. With
+ * --first-step, W10_PERF_FIRST=1 moves that window to the first run, 2 to
+ * the three steady steps after it, 3 to trace + rlx_compile.
  */
 #define _GNU_SOURCE /* cblas.h's cpu_set_t, mkdtemp */
 #include <cblas.h>
@@ -147,6 +154,15 @@ static long peak_rss_kib(void)
     if (f)
         fclose(f);
     return kib;
+}
+
+/* CPU time of the process (every thread), ms: less sensitive than the
+ * wall clock to a loaded machine's preemption. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
 static struct rusage usage(void)
@@ -414,9 +430,15 @@ static int run_workload(const workload *wl, const options *o)
     batches bt;
     make_batches(&wl->cfg, &bt);
 
-    double t0 = now();
+    const char *pf = getenv("W10_PERF_FIRST");
+    if (pf && *pf == '3')
+        perf_ctl("enable");
+    double t0 = now(), compile_cpu = cpu_ms();
     rlx_program *prog = gpt_compile_step(&lay);
+    if (pf && *pf == '3')
+        perf_ctl("disable");
     double compile_ms = 1e3 * (now() - t0);
+    compile_cpu = cpu_ms() - compile_cpu;
     gpt_state st;
     if (!prog || gpt_state_init(&st, &lay, SEED) != RLX_OK) {
         fprintf(stderr, "%s: compile/init: %s\n", wl->name, rlx_last_error());
@@ -425,13 +447,41 @@ static int run_workload(const workload *wl, const options *o)
     rlx_stats_t s0;
     rlx_stats(&s0);
     double loss[NLOSS], l;
+    if (pf && *pf == '1')
+        perf_ctl("enable");
+    long flt0 = usage().ru_minflt;
+    double cpu0 = cpu_ms();
     t0 = now();
     if (gpt_step(prog, &st, bt.tok[0], bt.tgt[0], &loss[0]) != RLX_OK) {
         fprintf(stderr, "%s: step 1: %s\n", wl->name, rlx_last_error());
         return 1;
     }
     double first_ms = 1e3 * (now() - t0);
+    if (pf && *pf == '1')
+        perf_ctl("disable");
+    long first_flt = usage().ru_minflt - flt0;
+    double first_cpu = cpu_ms() - cpu0;
     if (o->first_only) {
+        /* the next steps: what the first run costs over a steady one */
+        double next_ms = 1e30, next_cpu = 1e30;
+        long next_flt = 0;
+        if (pf && *pf == '2')
+            perf_ctl("enable");
+        for (int s = 1; s < 4; s++) {
+            long f1 = usage().ru_minflt;
+            double c1 = cpu_ms(), t1 = now();
+            if (gpt_step(prog, &st, bt.tok[s], bt.tgt[s], &l) != RLX_OK)
+                return 1;
+            double ms = 1e3 * (now() - t1), cms = cpu_ms() - c1;
+            next_cpu = cms < next_cpu ? cms : next_cpu;
+            next_ms = ms < next_ms ? ms : next_ms;
+            next_flt = usage().ru_minflt - f1;
+        }
+        if (pf && *pf == '2')
+            perf_ctl("disable");
+        printf("W10-NEXT first_run_minflt=%ld steady_ms=%.1f steady_minflt=%ld first_run_cpu_ms=%.1f "
+               "steady_cpu_ms=%.1f compile_cpu_ms=%.1f\n",
+               first_flt, next_ms, next_flt, first_cpu, next_cpu, compile_cpu);
         printf("W10-FIRST workload=%s threads=%d compile_ms=%.1f first_run_ms=%.1f first_step_ms=%.1f "
                "kernels_compiled=%llu cache_hits=%llu cache_dir=%s\n",
                wl->name, o->threads, compile_ms, first_ms, compile_ms + first_ms,

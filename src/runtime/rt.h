@@ -19,6 +19,19 @@
 /* A new storage of bytes (64-byte aligned, zero-filled when zero is true).
  * NULL when out of memory or larger than IR_MAX_BYTES. */
 ir_storage *rt_storage_alloc(size_t bytes, bool zero);
+/* A block of size bytes (a multiple of 64, at most RT_SLAB_ITEM_MAX) carved
+ * from the process's huge-page slabs, or NULL when they are spent
+ * (RT_SLAB_BUDGET in all) or cannot be mapped. Never freed: the caller
+ * keeps it for reuse (bufpool.c's size classes). Why: the first touch of
+ * a 4 KiB page costs ~40 us under this project's VMs (a fault in the
+ * guest and one in the host), a 2 MiB huge page about what 5 small ones
+ * do, so the many small outputs of a program's first run fault in far
+ * faster from huge pages than from the heap's small ones. */
+void *rt_slab_take(size_t size);
+/* Whether p is inside a block rt_slab_take returned. */
+bool rt_slab_owns(const void *p);
+#define RT_SLAB_ITEM_MAX ((size_t)1 << 20)
+#define RT_SLAB_BUDGET ((size_t)128 << 20)
 /* A storage over user memory; deleter(ctx) runs when it dies. */
 ir_storage *rt_storage_wrap(void *data, size_t bytes, void (*deleter)(void *), void *ctx);
 

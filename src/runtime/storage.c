@@ -2,9 +2,12 @@
  * storage.c — payload memory: 64-byte aligned buffers from ir_alloc's hook,
  * and storages over user memory with the user's deleter.
  */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "runtime/rt.h"
 
@@ -65,4 +68,69 @@ ir_storage *rt_storage_wrap(void *data, size_t bytes, void (*deleter)(void *), v
     if (!st)
         ir_free(d);
     return st;
+}
+
+/* The slabs: 2 MiB-aligned mappings with MADV_HUGEPAGE, carved front to
+ * back; a request that does not fit the current slab's rest starts the
+ * next one (the rest, at most RT_SLAB_ITEM_MAX, stays unused). */
+#define SLAB_SIZE ((size_t)2 << 20)
+enum { NSLAB = (int)(RT_SLAB_BUDGET / SLAB_SIZE) };
+
+static struct {
+    pthread_mutex_t lock;
+    char *base[NSLAB];
+    _Atomic int n; /* slabs mapped; base[0..n) never change once set */
+    size_t used;   /* of the last slab */
+    bool failed;   /* a mapping failed: no more tries */
+} S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static char *slab_map(void)
+{
+    /* over-map by a slab, keep the aligned middle */
+    char *raw = mmap(NULL, 2 * SLAB_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + 2 * SLAB_SIZE > p + SLAB_SIZE)
+        munmap(p + SLAB_SIZE, (size_t)(raw + 2 * SLAB_SIZE - (p + SLAB_SIZE)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, SLAB_SIZE, MADV_HUGEPAGE); /* advice only: small pages still serve */
+#endif
+    return p;
+}
+
+void *rt_slab_take(size_t size)
+{
+    if (size == 0 || size > RT_SLAB_ITEM_MAX || size % 64)
+        return NULL;
+    void *out = NULL;
+    pthread_mutex_lock(&S.lock);
+    int n = atomic_load_explicit(&S.n, memory_order_relaxed);
+    if (n > 0 && S.used + size <= SLAB_SIZE) {
+        out = S.base[n - 1] + S.used;
+        S.used += size;
+    } else if (n < NSLAB && !S.failed) {
+        char *p = slab_map();
+        if (p) {
+            S.base[n] = p;
+            S.used = size;
+            out = p;
+            atomic_store_explicit(&S.n, n + 1, memory_order_release);
+        } else {
+            S.failed = true;
+        }
+    }
+    pthread_mutex_unlock(&S.lock);
+    return out;
+}
+
+bool rt_slab_owns(const void *p)
+{
+    int n = atomic_load_explicit(&S.n, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if ((const char *)p >= S.base[i] && (const char *)p < S.base[i] + SLAB_SIZE)
+            return true;
+    return false;
 }

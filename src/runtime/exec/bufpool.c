@@ -15,8 +15,8 @@
  * twice its size. Free blocks beyond CACHE_MAX bytes go back to the OS,
  * oldest first. One mutex guards the list; its work is a few compares.
  *
- * Below HUGE_MIN, buffers are size classes (four per octave, so at most
- * 25% over the request) from the heap, and a dead one goes on its class's
+ * Up to HUGE_MIN, buffers are size classes (four per octave, so at most
+ * 25% over the request) from huge-page slabs (storage.c) or the heap, and a dead one goes on its class's
  * free list, not back to malloc: glibc returns freed memory to the OS
  * (munmap of mmapped chunks, trimming the heap top, shrinking thread
  * heaps), and a training step's many outputs of 4 KiB - 1 MiB then fault
@@ -61,7 +61,7 @@ static struct {
     rt_bufpool_counts n;
 } B = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The class of a request below HUGE_MIN and its size. */
+/* The class of a request up to HUGE_MIN and its size. */
 static int small_class(size_t bytes, size_t *size)
 {
     size_t base = RT_BUFPOOL_MIN;
@@ -118,7 +118,7 @@ static void give_back(void *data, void *ctx)
     pthread_mutex_lock(&B.lock);
     B.n.live_bytes -= size;
     if (heap) {
-        if (B.small_cached + size > SMALL_CACHE_MAX) {
+        if (B.small_cached + size > SMALL_CACHE_MAX && !rt_slab_owns(data)) { /* (slab blocks stay listed) */
             B.n.unmapped++;
             pthread_mutex_unlock(&B.lock);
             free(data);
@@ -147,14 +147,24 @@ static void give_back(void *data, void *ctx)
 static void small_drain(void)
 {
     pthread_mutex_lock(&B.lock);
-    for (int c = 0; c < NCLASS; c++)
+    B.small_cached = 0;
+    for (int c = 0; c < NCLASS; c++) {
+        small_free *keep = NULL; /* slab blocks (rt_slab_take) are never freed */
+        size_t size = (RT_BUFPOOL_MIN << (c / CLASS_STEPS)) / CLASS_STEPS * (size_t)(CLASS_STEPS + c % CLASS_STEPS);
         while (B.small[c]) {
             small_free *f = B.small[c];
             B.small[c] = f->next;
+            if (rt_slab_owns(f)) {
+                f->next = keep;
+                keep = f;
+                B.small_cached += size;
+                continue;
+            }
             free(f);
             B.n.unmapped++;
         }
-    B.small_cached = 0;
+        B.small[c] = keep;
+    }
     pthread_mutex_unlock(&B.lock);
 }
 
@@ -172,7 +182,9 @@ static void *small_take(size_t bytes, size_t *size)
     pthread_mutex_unlock(&B.lock);
     if (f)
         return f;
-    void *p = aligned_alloc(64, *size); /* a multiple of 1 KiB: valid for aligned_alloc */
+    void *p = rt_slab_take(*size); /* huge pages: the first run faults in far fewer */
+    if (!p)
+        p = aligned_alloc(64, *size); /* a multiple of 1 KiB: valid for aligned_alloc */
     if (!p) { /* the cache may be what fills memory */
         small_drain();
         p = aligned_alloc(64, *size);
@@ -190,6 +202,12 @@ static void *small_take(size_t bytes, size_t *size)
 static void *huge_take(size_t bytes, size_t *out_size)
 {
     size_t size = (bytes + SMALL_PAGE - 1) & ~(SMALL_PAGE - 1);
+    /* the tail a huge page too when that costs at most a quarter more
+     * memory: a small page's first touch costs ~40 us in a VM, a huge
+     * page's about five small ones' (a 20 MiB arena's 1.6 MiB tail: 16 ms) */
+    size_t whole = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (whole - size <= size / 4)
+        size = whole;
     void *p = NULL;
     pthread_mutex_lock(&B.lock);
     int best = -1;
@@ -232,12 +250,14 @@ ir_storage *rt_bufpool_storage(size_t bytes)
         return NULL;
     ir_free(probe);
     size_t size;
-    void *p = bytes < HUGE_MIN ? small_take(bytes, &size) : huge_take(bytes, &size);
+    /* (exactly 1 MiB too: two fill a huge-page slab, W10b's many 1 MiB
+     * weights' buffers otherwise fault in 256 small pages each) */
+    void *p = bytes <= HUGE_MIN ? small_take(bytes, &size) : huge_take(bytes, &size);
     if (!p)
         return NULL;
     /* the deleter's context: the size, its low bit set for a heap buffer
      * (sizes are multiples of 1 KiB; a 1 MiB class is not a mapped block) */
-    void *tag = (void *)(uintptr_t)(size | (bytes < HUGE_MIN));
+    void *tag = (void *)(uintptr_t)(size | (bytes <= HUGE_MIN));
     ir_storage *st = ir_storage_new(p, bytes, give_back, tag);
     pthread_mutex_lock(&B.lock);
     B.n.live_bytes += size;
