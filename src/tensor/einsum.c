@@ -196,8 +196,10 @@ static void dynamic_diagonal(lten *x, int i)
         si[d] = sj[d] = 1;
     si[i] = sj[j] = -1;
     rlx_dtype dt = ts_node(x->t)->dtype;
-    rlx_tensor *pi = rlx_reshape(rlx_arange_of(x->t, i, RLX_I64), rank, si);
-    rlx_tensor *pj = rlx_reshape(rlx_arange_of(x->t, j, RLX_I64), rank, sj);
+    /* both position vectors span axis i: the where then joins axis j with
+     * it, so the two bound to different sizes is an error, as NumPy's */
+    rlx_tensor *pos = rlx_arange_of(x->t, i, RLX_I64);
+    rlx_tensor *pi = rlx_reshape(pos, rank, si), *pj = rlx_reshape(pos, rank, sj);
     rlx_tensor *on = rlx_where(rlx_eq(pi, pj), x->t, rlx_scalar(dt, 0));
     x->t = rlx_cast(rlx_sum(on, &j, 1, false), dt);
     for (int d = j; d + 1 < rank; d++)
@@ -296,6 +298,26 @@ static int64_t dims_of(const int *lab, int n, const int64_t *size, int64_t *shap
     return dyn ? -1 : p;
 }
 
+/* a ⊗ b over [batch, M] and [batch, N] (the labels already in that order)
+ * with nothing to contract: a broadcast multiply of [batch, M, 1s] by
+ * [batch, 1s, N] that merges no dims, as a dynamic size needs. */
+static bool outer(lten *a, lten *b, int nbat, int nm, int nn, const int64_t *size)
+{
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK];
+    for (int i = 0; i < nbat + nm + nn; i++) {
+        int64_t d = i < nbat + nm ? size[a->lab[i]] : size[b->lab[i - nm]];
+        sa[i] = i < nbat + nm ? d : 1;
+        sb[i] = i < nbat || i >= nbat + nm ? d : 1;
+    }
+    rlx_tensor *ra = reshape_to(a->t, nbat + nm + nn, sa), *rb = ra ? reshape_to(b->t, nbat + nm + nn, sb) : NULL;
+    if (!rb)
+        return false;
+    a->t = rlx_mul(ra, rb);
+    memcpy(a->lab + nbat + nm, b->lab + nbat, (size_t)nn * sizeof *a->lab);
+    a->rank = nbat + nm + nn;
+    return true;
+}
+
 /* a ⊗ b contracting the labels both hold and keep lacks: one (batched)
  * matmul, or a broadcast multiply when nothing is contracted. */
 static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_dtype dt)
@@ -323,8 +345,12 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     memcpy(lb + nbat + nk, nl, (size_t)nn * sizeof *nl);
     permute_to(a, a->rank, la);
     permute_to(b, b->rank, lb);
+    if (!a->t || !b->t)
+        return false;
     int64_t M = dims_of(ml, nm, size, NULL, 0), K = dims_of(kl, nk, size, NULL, 0), N = dims_of(nl, nn, size, NULL, 0);
     int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK], shape[RLX_MAX_RANK];
+    if (!nk && (ir_node_numel(ts_node(a->t)) < 0 || ir_node_numel(ts_node(b->t)) < 0))
+        return outer(a, b, nbat, nm, nn, size);
     if (B < 0)
         dims_of(bl, nbat, size, sa, 0);
     else
