@@ -1145,7 +1145,11 @@ static rlx_tensor *n_colsum(rlx_tensor *x, rlx_tensor *const *par) { (void)par; 
 static rlx_tensor *n_gram(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,kj->ik", x, x); }
 static rlx_tensor *n_contract(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,ij->j", x, x); }
 static rlx_tensor *n_bcast(rlx_tensor *x, rlx_tensor *const *par) { return es("ij,ij->ij", x, par[1]); }
-static rlx_tensor *n_outer(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,k->ijk", x, rlx_select(x, 1, 0)); }
+static rlx_tensor *n_outer(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    return es("ij,k->ijk", x, rlx_select(x, 1, 0));
+}
 static rlx_tensor *n_merge_m(rlx_tensor *x, rlx_tensor *const *par) { return es("bij,jk->bik", x, par[0]); }
 static rlx_tensor *n_bmm(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("bij,bkj->bik", x, x); }
 static rlx_tensor *n_ell(rlx_tensor *x, rlx_tensor *const *par) { return es("...j,jk->...k", x, par[0]); }

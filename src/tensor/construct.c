@@ -184,7 +184,9 @@ static rlx_tensor *axis_ref(rlx_tensor *t, int ax, int rank, const int64_t *shap
     rlx_tensor *r = t;
     for (int d = 0; d < rank; d++)
         if (d != ax)
-            r = shape[d] == 0 ? rlx_pad(r, d, 0, 1, 0) : shape[d] < 0 ? rlx_sum(r, &d, 1, true) : rlx_narrow(r, d, 0, 1);
+            r = shape[d] == 0  ? rlx_pad(r, d, 0, 1, 0)
+                : shape[d] < 0 ? rlx_sum(r, &d, 1, true)
+                               : rlx_narrow(r, d, 0, 1);
     if (ir_dtype_is_complex(rlx_dtype_of(t))) /* (the follower is cast to the range's dtype) */
         r = rlx_real(r);
     return rlx_reshape(r, 1, (const int64_t[]){-1});
