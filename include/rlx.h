@@ -674,10 +674,11 @@ RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last
  * dims, outer products merge no dims, and a diagonal of dynamic size is
  * taken by position equality (its two dims must be bound equal); the
  * matmul's [M, K] and [K, N] merges (and the result's split) are made when
- * at most one dim of dynamic size changes in each reshape, e.g.
- * "bij,jk->bik" with b and i dynamic, else RLX_E_UNSUPPORTED naming the
- * shapes (e.g. "mnkl,kl->mn" with m and k dynamic: M and K both merge a
- * dynamic letter). */
+ * at most one dim of dynamic size changes in each reshape (a program
+ * infers one dim from the count), e.g. "bij,jk->bik" with b or i dynamic,
+ * "bij,bkj->bik" with any of them. Otherwise it is RLX_E_UNSUPPORTED
+ * naming the shapes: "bij,jk->bik" with b and i both dynamic (the result
+ * splits M into two dynamic dims), "mnkl,kl->mn" with m and k dynamic. */
 RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);

@@ -1154,6 +1154,7 @@ static rlx_tensor *n_merge_m(rlx_tensor *x, rlx_tensor *const *par) { return es(
 static rlx_tensor *n_bmm(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("bij,bkj->bik", x, x); }
 static rlx_tensor *n_ell(rlx_tensor *x, rlx_tensor *const *par) { return es("...j,jk->...k", x, par[0]); }
 static rlx_tensor *n_kmerge(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("bij,bij->j", x, x); }
+static rlx_tensor *n_nmulti(rlx_tensor *x, rlx_tensor *const *par) { return es("jk,bij->kbi", par[0], x); }
 static rlx_tensor *n_diag(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ii->i", x, NULL); }
 static rlx_tensor *n_trace(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ii", x, NULL); }
 static rlx_tensor *n_diag_mm(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,jj->ij", x, x); }
@@ -1186,6 +1187,8 @@ TEST(dynamic_einsum_dropout_match_static)
               {"merge_m", n_merge_m, 3, {-1, 3, C}, true},
               {"merge_m_inner", n_merge_m, 3, {2, -1, C}, true},
               {"bmm", n_bmm, 3, {-1, 3, C}, false},
+              {"bmm_dyn2", n_bmm, 3, {-1, -1, C}, false},
+              {"n_multi", n_nmulti, 3, {-1, 2, C}, true},
               {"ell", n_ell, 3, {-1, 2, C}, true},
               {"kmerge", n_kmerge, 3, {-1, 2, C}, false},
               {"diag", n_diag, 2, {-1, -1}, false},
@@ -1268,7 +1271,13 @@ TEST(dynamic_einsum_dropout_edges)
             test_fail(__FILE__, __LINE__, "kept %g of the elements, expected about 0.75", kept);
     }
     rlx_program_free(p);
-    /* two merged groups each with a dynamic label: no single -1 can be inferred */
+    /* M and K (or the result's M and N) each merge a dynamic label: two
+     * dynamic dims change in one reshape, no single -1 can be inferred */
+    rlx_tensor *x3 = rlx_input("x3", RLX_F32, 3, (int64_t[]){-1, -1, C});
+    CHECK_NULL_ERR(n_merge_m(x3, (rlx_tensor *[]){rlx_ones(RLX_F32, 2, (int64_t[]){C, 4})}), RLX_E_UNSUPPORTED,
+                   "rlx_einsum");
+    CHECK_NULL_ERR(n_nmulti(x3, (rlx_tensor *[]){rlx_ones(RLX_F32, 2, (int64_t[]){C, 4})}), RLX_E_UNSUPPORTED,
+                   "rlx_einsum");
     rlx_tensor *x4 = rlx_input("x4", RLX_F32, 4, (int64_t[]){-1, 2, -1, 3});
     rlx_tensor *w = rlx_ones(RLX_F32, 2, (int64_t[]){4, 3});
     CHECK_NULL_ERR(es("mnkl,kl->mn", x4, rlx_input("k", RLX_F32, 2, (int64_t[]){-1, 3})), RLX_E_UNSUPPORTED,
