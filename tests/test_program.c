@@ -1271,6 +1271,18 @@ TEST(dynamic_einsum_dropout_edges)
             test_fail(__FILE__, __LINE__, "kept %g of the elements, expected about 0.75", kept);
     }
     rlx_program_free(p);
+    /* integers stay integer over a dynamic dim, wrapping as NumPy does */
+    rlx_tensor *xi = rlx_input("xi", RLX_I32, 2, (int64_t[]){-1, 3});
+    rlx_tensor *wi = rlx_cast(trand(RLX_F32, 2, (int64_t[]){3, 2}, -50000, 50000), RLX_I32);
+    rlx_tensor *yi = es("ij,jk->ik", xi, wi);
+    rlx_program *pi = rlx_compile(&yi, 1);
+    CHECK(pi != NULL && rlx_dtype_of(yi) == RLX_I32);
+    for (int64_t n = 0; pi && n < 9; n += 4) {
+        rlx_tensor *xv = rlx_cast(trand(RLX_F32, 2, (int64_t[]){n, 3}, -50000, 50000), RLX_I32), *gi = NULL;
+        CHECK_EQ_INT(rlx_program_run(pi, &(rlx_binding){"xi", xv}, 1, &gi), RLX_OK);
+        EXPECT_SAME(gi, es("ij,jk->ik", xv, wi), 0);
+    }
+    rlx_program_free(pi);
     /* M and K (or the result's M and N) each merge a dynamic label: two
      * dynamic dims change in one reshape, no single -1 can be inferred */
     rlx_tensor *x3 = rlx_input("x3", RLX_F32, 3, (int64_t[]){-1, -1, C});
