@@ -319,15 +319,18 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
  * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
  * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
- * length), and rlx_grad. Slices of a dynamic axis (slice, narrow, select, split,
- * chunk, flip, roll) keep their bounds relative to the size (Python
+ * length), einsum (a letter of dynamic size; see rlx_einsum), dropout
+ * with a seed value (the mask of the bound shape), and rlx_grad.
+ * Slices of a dynamic axis (slice, narrow, select, split, chunk, flip,
+ * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
  * tracing): tiling a dynamic axis, sorting along a dynamic axis (or with
- * a dynamic dim other than dim 0), dropout masks,
- * einsum, conv/pool over a dynamic H or W (a dynamic batch N
- * works), rlx_split of a dynamic axis
+ * a dynamic dim other than dim 0), rlx_dropout_seeded (its seeded
+ * mask has a static shape), an einsum whose matmul merges dims of dynamic
+ * size that one inferred dim cannot rebuild (rlx_einsum), conv/pool over
+ * a dynamic H or W (a dynamic batch N works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
  * other than +-1, a cat of several pieces of dynamic length along its axis
  * (so roll of a dynamic axis, and fft_c of one), a gather from a tensor with dynamic dims
@@ -662,7 +665,20 @@ RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last
  * letter repeated or in no operand is RLX_E_ARG; subscripts not matching
  * an operand's rank, or one letter with two sizes (both named) is
  * RLX_E_SHAPE; a result or intermediate above rank 8 is RLX_E_SHAPE or
- * RLX_E_UNSUPPORTED; a dynamic dim RLX_E_UNSUPPORTED. */
+ * RLX_E_UNSUPPORTED.
+ * Dynamic dims (rlx_input): a letter may have a dynamic size in one or
+ * more operands (taken as one size, an error at the run if bound to two;
+ * against a static size other than 1 it is RLX_E_SHAPE, a static 1
+ * broadcasts). A compiled program then serves every binding, gradients
+ * included. Batch letters with a dynamic size stay separate matmul batch
+ * dims, outer products merge no dims, and a diagonal of dynamic size is
+ * taken by position equality (its two dims must be bound equal); the
+ * matmul's [M, K] and [K, N] merges (and the result's split) are made when
+ * at most one dim of dynamic size changes in each reshape (a program
+ * infers one dim from the count), e.g. "bij,jk->bik" with b or i dynamic,
+ * "bij,bkj->bik" with any of them. Otherwise it is RLX_E_UNSUPPORTED
+ * naming the shapes: "bij,jk->bik" with b and i both dynamic (the result
+ * splits M into two dynamic dims), "mnkl,kl->mn" with m and k dynamic. */
 RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);
@@ -722,15 +738,19 @@ RLX_API rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *we
  * incoming gradient. The seed is fixed when the graph is built, so a
  * program from rlx_compile replays the same mask every run: for a new
  * mask per step, use rlx_dropout_seeded with the seed as an rlx_input.
- * Integer x computes in f32. p outside [0, 1] or NaN RLX_E_ARG; bool
- * RLX_E_DTYPE; a dynamic dim RLX_E_UNSUPPORTED. */
+ * Integer x computes in f32. Over dynamic dims (rlx_input) the mask is
+ * drawn in each binding's shape: exactly this function's mask over the
+ * bound value, from one compile. p outside [0, 1] or NaN RLX_E_ARG; bool
+ * RLX_E_DTYPE. */
 RLX_API rlx_tensor *rlx_dropout(rlx_tensor *x, double p, uint64_t seed);
 /* rlx_dropout with the seed a tensor read at realization (as
  * rlx_rand_seeded's): for a seed of value s the result equals
  * rlx_dropout(x, p, (uint64_t)s), gradient included, and a compiled
  * program with seed an rlx_input draws a new mask per binding without
  * compiling again. The seed is checked as rlx_rand_seeded checks it, also
- * when p = 0. Errors as rlx_dropout's, plus those of the seed. */
+ * when p = 0. Errors as rlx_dropout's, plus those of the seed; x with a
+ * dynamic dim is RLX_E_UNSUPPORTED (the seeded mask has a static shape:
+ * use rlx_dropout there). */
 RLX_API rlx_tensor *rlx_dropout_seeded(rlx_tensor *x, double p, rlx_tensor *seed);
 /* -sum(probs * log_softmax(logits), -1): logits, probs [..., C] -> [...].
  * A zero probability against a -inf logit contributes 0 (not NaN). The

@@ -486,7 +486,9 @@ TEST(dropout_errors)
     CHECK_NULL_ERR(rlx_dropout(x, NAN, 0), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout(x, INFINITY, 0), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout(rlx_ones(RLX_BOOL, 1, SH(4)), 0.5, 0), RLX_E_DTYPE, fn);
-    CHECK_NULL_ERR(rlx_dropout(rlx_input("x", RLX_F32, 2, SH(-1, 4)), 0.5, 0), RLX_E_UNSUPPORTED, fn);
+    /* over a dynamic dim the mask takes a seed value (test_program.c checks it) */
+    CHECK_NULL_ERR(rlx_dropout_seeded(rlx_input("x", RLX_F32, 2, SH(-1, 4)), 0.5, rlx_scalar(RLX_I64, 3)),
+                   RLX_E_UNSUPPORTED, "rlx_dropout_seeded");
     /* NULL propagation keeps the first error */
     rlx_clear_error();
     CHECK(rlx_dropout(rlx_reshape(x, 1, SH(5)), 0.5, 0) == NULL);

@@ -1131,9 +1131,190 @@ TEST(dynamic_batch_conv_pool)
 
 TEST(dynamic_allocation_failures) { ALLOC_WALK(dynamic_workload, 20); }
 
+/* ------------------------------------------- einsum and dropout over -1 */
+
+/* einsum expressions over x (its -1 dims dynamic); par[0] is w [C, 4],
+ * par[1] a [1, C] row (a size-1 dim that broadcasts). */
+static rlx_tensor *es(const char *eq, rlx_tensor *a, rlx_tensor *b)
+{
+    rlx_tensor *xs[2] = {a, b};
+    return rlx_einsum(eq, xs, b ? 2 : 1);
+}
+static rlx_tensor *n_mm(rlx_tensor *x, rlx_tensor *const *par) { return es("ij,jk->ik", x, par[0]); }
+static rlx_tensor *n_colsum(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij->j", x, NULL); }
+static rlx_tensor *n_gram(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,kj->ik", x, x); }
+static rlx_tensor *n_contract(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,ij->j", x, x); }
+static rlx_tensor *n_bcast(rlx_tensor *x, rlx_tensor *const *par) { return es("ij,ij->ij", x, par[1]); }
+static rlx_tensor *n_outer(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par;
+    return es("ij,k->ijk", x, rlx_select(x, 1, 0));
+}
+static rlx_tensor *n_merge_m(rlx_tensor *x, rlx_tensor *const *par) { return es("bij,jk->bik", x, par[0]); }
+static rlx_tensor *n_bmm(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("bij,bkj->bik", x, x); }
+static rlx_tensor *n_ell(rlx_tensor *x, rlx_tensor *const *par) { return es("...j,jk->...k", x, par[0]); }
+static rlx_tensor *n_kmerge(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("bij,bij->j", x, x); }
+static rlx_tensor *n_nmulti(rlx_tensor *x, rlx_tensor *const *par) { return es("jk,bij->kbi", par[0], x); }
+static rlx_tensor *n_diag(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ii->i", x, NULL); }
+static rlx_tensor *n_trace(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ii", x, NULL); }
+static rlx_tensor *n_diag_mm(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return es("ij,jj->ij", x, x); }
+static rlx_tensor *n_drop(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_dropout(x, 0.3, 77); }
+static rlx_tensor *n_drop_mul(rlx_tensor *x, rlx_tensor *const *par)
+{
+    (void)par; /* the mask meets x's own values: the gradient is mask / 0.6 times the incoming one */
+    return rlx_mul(rlx_dropout(rlx_tanh(x), 0.4, 5), x);
+}
+static rlx_tensor *n_drop_all(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_dropout(x, 1, 9); }
+
+/* Each expression compiled over its traced shape, run at several sizes
+ * (every -1 bound to n) on both backends in f32 and f64: the value and
+ * the gradients of sum(y * y) (wrt x and, when it is used, w) equal those
+ * of the same graph over the bound value on the reference backend. */
+TEST(dynamic_einsum_dropout_match_static)
+{
+    static const struct {
+        const char *name;
+        expr_fn f;
+        int rank;
+        int64_t shape[3];
+        bool uses_w;
+    } cs[] = {{"mm", n_mm, 2, {-1, C}, true},
+              {"colsum", n_colsum, 2, {-1, C}, false},
+              {"gram", n_gram, 2, {-1, C}, false},
+              {"contract", n_contract, 2, {-1, C}, false},
+              {"bcast", n_bcast, 2, {-1, C}, true},
+              {"outer", n_outer, 2, {-1, C}, false},
+              {"merge_m", n_merge_m, 3, {-1, 3, C}, true},
+              {"merge_m_inner", n_merge_m, 3, {2, -1, C}, true},
+              {"bmm", n_bmm, 3, {-1, 3, C}, false},
+              {"bmm_dyn2", n_bmm, 3, {-1, -1, C}, false},
+              {"n_multi", n_nmulti, 3, {-1, 2, C}, true},
+              {"ell", n_ell, 3, {-1, 2, C}, true},
+              {"kmerge", n_kmerge, 3, {-1, 2, C}, false},
+              {"diag", n_diag, 2, {-1, -1}, false},
+              {"trace", n_trace, 2, {-1, -1}, false},
+              {"diag_mm", n_diag_mm, 2, {-1, -1}, false},
+              {"dropout", n_drop, 2, {-1, C}, false},
+              {"dropout3", n_drop, 3, {2, -1, 3}, false},
+              {"dropout_mul", n_drop_mul, 2, {-1, C}, false},
+              {"dropout_all", n_drop_all, 2, {-1, C}, false}};
+    char backend[16];
+    CHECK_EQ_INT(rlx_get_option("backend", backend, sizeof backend), RLX_OK);
+    const char *backends[] = {"jit", "ref"};
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    const int64_t sizes[] = {0, 1, 2, 5, 1, 9};
+    for (int be = 0; be < 2; be++) {
+        for (int t = 0; t < 2; t++) {
+            CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+            rlx_dtype dt = dts[t];
+            rlx_tensor *par[2] = {trand(dt, 2, (int64_t[]){C, 4}, -1, 1), trand(dt, 2, (int64_t[]){1, C}, -1, 1)};
+            for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+                rlx_tensor *x = rlx_input("x", dt, cs[i].rank, cs[i].shape), *outs[3] = {0};
+                rlx_tensor *wrt[2] = {x, par[0]};
+                int nw = cs[i].uses_w ? 2 : 1;
+                outs[0] = cs[i].f(x, par);
+                if (!outs[0] || rlx_grad(rlx_sum(rlx_mul(outs[0], outs[0]), NULL, 0, false), wrt, nw, outs + 1)) {
+                    test_fail(__FILE__, __LINE__, "%s: tracing: %s", cs[i].name, rlx_last_error());
+                    continue;
+                }
+                rlx_program *p = rlx_compile(outs, 1 + nw);
+                if (!p) {
+                    test_fail(__FILE__, __LINE__, "%s: rlx_compile: %s", cs[i].name, rlx_last_error());
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+                    int64_t bound[3];
+                    for (int d = 0; d < cs[i].rank; d++)
+                        bound[d] = cs[i].shape[d] < 0 ? sizes[k] : cs[i].shape[d];
+                    rlx_tensor *xv = trand(dt, cs[i].rank, bound, -1, 1), *got[3] = {0}, *want[3] = {0};
+                    if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+                        test_fail(__FILE__, __LINE__, "%s (%s, %s) at %lld: %s", cs[i].name, backends[be],
+                                  rlx_dtype_name(dt), (long long)sizes[k], rlx_last_error());
+                        continue;
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *vw[2] = {xv, par[0]};
+                    want[0] = cs[i].f(xv, par);
+                    CHECK_EQ_INT(rlx_grad(rlx_sum(rlx_mul(want[0], want[0]), NULL, 0, false), vw, nw, want + 1),
+                                 RLX_OK);
+                    for (int o = 0; o <= nw; o++) {
+                        CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                        for (int d = 0; d < rlx_rank(want[o]); d++)
+                            CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+                        EXPECT_SAME(got[o], want[o], dt == RLX_F32 ? 1e-4 : 1e-11);
+                    }
+                    CHECK_EQ_INT(rlx_set_option("backend", backends[be]), RLX_OK);
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    CHECK_EQ_INT(rlx_set_option("backend", backend), RLX_OK);
+}
+
+/* A dropout mask over a dynamic dim is the static one of the bound shape,
+ * bit for bit (one counter-based stream), and it drops about p; what
+ * einsum cannot resolve per binding, and mismatched sizes, say so. */
+TEST(dynamic_einsum_dropout_edges)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 64});
+    rlx_tensor *y = rlx_dropout(x, 0.25, 1234);
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    for (int64_t n = 1; p && n <= 40; n += 13) {
+        rlx_tensor *xv = rlx_ones(RLX_F32, 2, (int64_t[]){n, 64}), *got = NULL;
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got), RLX_OK);
+        EXPECT_SAME(got, rlx_dropout(xv, 0.25, 1234), 0);
+        double kept = 0;
+        CHECK_EQ_INT(rlx_read_f64(rlx_mean(rlx_ne_s(got, 0), NULL, 0, false), &kept, 1), RLX_OK);
+        if (n == 40 && fabs(kept - 0.75) > 0.05)
+            test_fail(__FILE__, __LINE__, "kept %g of the elements, expected about 0.75", kept);
+    }
+    rlx_program_free(p);
+    /* integers stay integer over a dynamic dim, wrapping as NumPy does */
+    rlx_tensor *xi = rlx_input("xi", RLX_I32, 2, (int64_t[]){-1, 3});
+    rlx_tensor *wi = rlx_cast(trand(RLX_F32, 2, (int64_t[]){3, 2}, -50000, 50000), RLX_I32);
+    rlx_tensor *yi = es("ij,jk->ik", xi, wi);
+    rlx_program *pi = rlx_compile(&yi, 1);
+    CHECK(pi != NULL && rlx_dtype_of(yi) == RLX_I32);
+    for (int64_t n = 0; pi && n < 9; n += 4) {
+        rlx_tensor *xv = rlx_cast(trand(RLX_F32, 2, (int64_t[]){n, 3}, -50000, 50000), RLX_I32), *gi = NULL;
+        CHECK_EQ_INT(rlx_program_run(pi, &(rlx_binding){"xi", xv}, 1, &gi), RLX_OK);
+        EXPECT_SAME(gi, es("ij,jk->ik", xv, wi), 0);
+    }
+    rlx_program_free(pi);
+    /* M and K (or the result's M and N) each merge a dynamic label: two
+     * dynamic dims change in one reshape, no single -1 can be inferred */
+    rlx_tensor *x3 = rlx_input("x3", RLX_F32, 3, (int64_t[]){-1, -1, C});
+    CHECK_NULL_ERR(n_merge_m(x3, (rlx_tensor *[]){rlx_ones(RLX_F32, 2, (int64_t[]){C, 4})}), RLX_E_UNSUPPORTED,
+                   "rlx_einsum");
+    CHECK_NULL_ERR(n_nmulti(x3, (rlx_tensor *[]){rlx_ones(RLX_F32, 2, (int64_t[]){C, 4})}), RLX_E_UNSUPPORTED,
+                   "rlx_einsum");
+    rlx_tensor *x4 = rlx_input("x4", RLX_F32, 4, (int64_t[]){-1, 2, -1, 3});
+    rlx_tensor *w = rlx_ones(RLX_F32, 2, (int64_t[]){4, 3});
+    CHECK_NULL_ERR(es("mnkl,kl->mn", x4, rlx_input("k", RLX_F32, 2, (int64_t[]){-1, 3})), RLX_E_UNSUPPORTED,
+                   "rlx_einsum");
+    /* a dynamic label meeting a static size other than 1 */
+    CHECK_NULL_ERR(es("ij,jk->ik", rlx_input("a", RLX_F32, 2, (int64_t[]){3, -1}), w), RLX_E_SHAPE, "rlx_einsum");
+    CHECK_NULL_ERR(es("ii->i", rlx_input("a", RLX_F32, 2, (int64_t[]){3, -1}), NULL), RLX_E_SHAPE, "rlx_einsum");
+    CHECK_NULL_ERR(rlx_dropout_seeded(x, 0.5, rlx_scalar(RLX_I32, 1)), RLX_E_UNSUPPORTED, "rlx_dropout_seeded");
+    /* a diagonal of two dynamic dims bound differently fails at the run */
+    rlx_tensor *sq = rlx_input("sq", RLX_F64, 2, (int64_t[]){-1, -1});
+    rlx_tensor *d = es("ii->i", sq, NULL);
+    rlx_program *pd = rlx_compile(&d, 1);
+    CHECK(pd != NULL);
+    rlx_tensor *got = NULL;
+    if (pd)
+        CHECK_EQ_INT(rlx_program_run(pd, &(rlx_binding){"sq", trand(RLX_F64, 2, (int64_t[]){3, 4}, -1, 1)}, 1, &got),
+                     RLX_E_SHAPE);
+    CHECK(got == NULL);
+    rlx_program_free(pd);
+}
+
 TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
           T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),
           T(arange_of_values), T(arange_of_errors), T(dynamic_constant_binding_compiles_once),
-          T(dynamic_spec_graph_private), T(dynamic_new_sizes_compile_nothing), T(dynamic_batch_conv_pool))
+          T(dynamic_spec_graph_private), T(dynamic_new_sizes_compile_nothing), T(dynamic_batch_conv_pool),
+          T(dynamic_einsum_dropout_match_static), T(dynamic_einsum_dropout_edges))

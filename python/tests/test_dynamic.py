@@ -93,3 +93,37 @@ def test_gradient_over_a_dynamic_batch(rng):
         assert_close(l, (t ** 2).mean(), rtol=1e-12)
         assert_close(dx, dh @ wv.T, rtol=1e-10, atol=1e-12)
         assert_close(dw, xv.T @ dh, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_over_dynamic_dims(rng):
+    x = rlx.input("x", (None, 3, 4), dtype=rlx.float64)
+    w = rng.standard_normal((4, 5))
+    sq = rlx.input("sq", (2, None, None), dtype=rlx.float64)
+    mm = rlx.einsum("bij,jk->bik", x, rlx.tensor(w))
+    outs = [mm, rlx.einsum("bij,bkj->bik", x, x), rlx.einsum("bij->j", x), rlx.einsum("bii->bi", sq),
+            rlx.einsum("...j,jk->...k", x, rlx.tensor(w))]
+    (gx,) = rlx.grad((mm * mm).sum(), [x])
+    prog = rlx.compile(outs + [gx])
+    for n in [0, 1, 4, 2, 7]:
+        xv, sv = rng.standard_normal((n, 3, 4)), rng.standard_normal((2, n, n))
+        got = prog.run(x=xv, sq=sv)
+        want = [np.einsum("bij,jk->bik", xv, w), np.einsum("bij,bkj->bik", xv, xv), np.einsum("bij->j", xv),
+                np.einsum("bii->bi", sv), np.einsum("...j,jk->...k", xv, w),
+                2 * np.einsum("bik,jk->bij", xv @ w, w)]
+        for g, e in zip(got, want):
+            assert g.shape == e.shape
+            assert_close(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_dropout_over_a_dynamic_dim(rng):
+    x = rlx.input("x", (None, 8), dtype=rlx.float64)
+    y = rlx.dropout(x, 0.3, seed=11)
+    (gx,) = rlx.grad(y.sum(), [x])
+    prog = rlx.compile([y, gx])
+    for n in [0, 1, 5, 16, 3]:
+        xv = rng.standard_normal((n, 8))
+        got, g = prog.run(x=xv)
+        want = rlx.dropout(rlx.tensor(xv), 0.3, seed=11).numpy()  # the static mask of the bound shape
+        assert got.shape == (n, 8)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(g, np.where(want != 0, 1 / 0.7, 0))

@@ -176,14 +176,17 @@ rlx_tensor *rlx_arange(rlx_dtype dt, double start, double stop, double step)
 }
 
 /* A [n] view of t's axis ax with n its size, the other axes cut to one
- * element (an empty static axis padded to one): the shape an arange of a
- * dynamic axis follows (its values are never read). */
+ * element (an empty static axis padded to one, a dynamic one summed, as it
+ * may be bound to 0): the shape an arange of a dynamic axis follows (its
+ * values are never read). */
 static rlx_tensor *axis_ref(rlx_tensor *t, int ax, int rank, const int64_t *shape)
 {
     rlx_tensor *r = t;
     for (int d = 0; d < rank; d++)
         if (d != ax)
-            r = shape[d] == 0 ? rlx_pad(r, d, 0, 1, 0) : rlx_narrow(r, d, 0, 1);
+            r = shape[d] == 0  ? rlx_pad(r, d, 0, 1, 0)
+                : shape[d] < 0 ? rlx_sum(r, &d, 1, true)
+                               : rlx_narrow(r, d, 0, 1);
     if (ir_dtype_is_complex(rlx_dtype_of(t))) /* (the follower is cast to the range's dtype) */
         r = rlx_real(r);
     return rlx_reshape(r, 1, (const int64_t[]){-1});

@@ -26,6 +26,7 @@
 #define FN "rlx_einsum"
 #define NLETTER 52
 #define NLABEL (NLETTER + RLX_MAX_RANK)
+#define ABSENT INT64_MIN /* a label's size when no operand has it (-1: dynamic) */
 
 /* One operand's subscripts: its labels in axis order once the ellipsis is
  * known; ell is the count of letters before "..." (-1: none). */
@@ -51,6 +52,51 @@ static int letter(char c)
 }
 
 static char label_char(int l) { return l < 26 ? (char)('A' + l) : (char)('a' + l - 26); }
+
+/* Whether a program can rebuild reshape(x, shape) for bound sizes when x
+ * has dynamic dims: the rule of program.c's reshape_dims (the non-1 dims
+ * unchanged, or one dynamic target dim inferred from the count), applied
+ * to the source ts_reshape_node really uses (a reshape of a reshape is
+ * one reshape). */
+static bool reshape_follows(const ir_node *x, int rank, const int64_t *shape)
+{
+    if (ir_shape_eq(x->rank, x->shape, rank, shape))
+        return true;
+    if (x->op == IR_OP_RESHAPE)
+        x = x->src[0];
+    int64_t ps[RLX_MAX_RANK], pd[RLX_MAX_RANK], known = 1;
+    int ns = 0, nd = 0, unknown = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (x->shape[i] != 1)
+            ps[ns++] = x->shape[i];
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] != 1)
+            pd[nd++] = shape[i];
+        unknown += shape[i] < 0;
+        known *= shape[i] < 0 ? 1 : shape[i];
+    }
+    if (ns == nd && (ns == 0 || memcmp(ps, pd, (size_t)ns * sizeof *ps) == 0))
+        return true;
+    return unknown == 1 && known > 0;
+}
+
+/* rlx_reshape, where dims of size -1 are dynamic (several may be): over a
+ * dynamic x only a reshape a program can rebuild per binding is made, else
+ * RLX_E_UNSUPPORTED naming the shapes. */
+static rlx_tensor *reshape_to(rlx_tensor *t, int rank, const int64_t *shape)
+{
+    if (!t)
+        return NULL;
+    ir_node *x = ts_node(t);
+    if (ir_node_numel(x) >= 0)
+        return rlx_reshape(t, rank, shape);
+    if (!reshape_follows(x, rank, shape)) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "merging or splitting dims with a dynamic size (%s to %s) cannot be resolved "
+                 "per binding: more than one dynamic dim changes", ts_shape_str(x), ts_dims_str(rank, shape));
+        return NULL;
+    }
+    return ts_wrap(ts_reshape_node(FN, x, rank, shape));
+}
 
 /* Parses one term from *p up to ',', '-' or the end into t (letters and
  * at most one "..."); false with an error recorded. */
@@ -135,6 +181,32 @@ static void sum_labels(lten *x, uint64_t drop, rlx_dtype dt)
     x->rank = k;
 }
 
+/* Replaces axis i of x and the next axis with its label (a dynamic size
+ * n, so no strided view of [n*n] can say where the diagonal is) by their
+ * diagonal: the elements whose positions along both are equal, the others
+ * set to 0 by a where (never read, so inf/NaN off the diagonal stay out),
+ * then summed over the second axis. */
+static void dynamic_diagonal(lten *x, int i)
+{
+    int j = i + 1, rank = x->rank;
+    while (x->lab[j] != x->lab[i])
+        j++;
+    int64_t si[RLX_MAX_RANK], sj[RLX_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+        si[d] = sj[d] = 1;
+    si[i] = sj[j] = -1;
+    rlx_dtype dt = ts_node(x->t)->dtype;
+    /* both position vectors span axis i: the where then joins axis j with
+     * it, so the two bound to different sizes is an error, as NumPy's */
+    rlx_tensor *pos = rlx_arange_of(x->t, i, RLX_I64);
+    rlx_tensor *pi = rlx_reshape(pos, rank, si), *pj = rlx_reshape(pos, rank, sj);
+    rlx_tensor *on = rlx_where(rlx_eq(pi, pj), x->t, rlx_scalar(dt, 0));
+    x->t = rlx_cast(rlx_sum(on, &j, 1, false), dt);
+    for (int d = j; d + 1 < rank; d++)
+        x->lab[d] = x->lab[d + 1];
+    x->rank = rank - 1;
+}
+
 /* Replaces the axes of x that share a label by their diagonal. */
 static void take_diagonals(lten *x)
 {
@@ -150,6 +222,11 @@ static void take_diagonals(lten *x)
         for (int j = 0; j < c; j++)
             to[k++] = l;
         int64_t n = ts_node(x->t)->shape[i]; /* the operand's own dim: it may broadcast */
+        if (n < 0) {
+            dynamic_diagonal(x, i);
+            i = -1;
+            continue;
+        }
         permute_to(x, k, to);
         if (!x->t)
             return;
@@ -163,7 +240,7 @@ static void take_diagonals(lten *x)
         for (int j = 0; j < x->rank - c; j++)
             shape[j] = ts_node(x->t)->shape[j];
         shape[x->rank - c] = flat;
-        x->t = rlx_reshape(x->t, x->rank - c + 1, shape);
+        x->t = reshape_to(x->t, x->rank - c + 1, shape);
         x->t = n > 1 ? rlx_slice(x->t, x->rank - c, 0, RLX_END, step) : x->t;
         x->rank = x->rank - c + 1;
         i = -1; /* the labels moved: scan again */
@@ -185,7 +262,7 @@ static void drop_broadcast(lten *x, const int64_t *size)
         x->lab[k++] = x->lab[i];
     }
     if (k != x->rank)
-        x->t = rlx_reshape(x->t, k, shape);
+        x->t = reshape_to(x->t, k, shape);
     x->rank = k;
 }
 
@@ -206,15 +283,39 @@ static int pick(const lten *x, uint64_t mask, int *out, int k)
     return k;
 }
 
+/* The product of the labels' sizes (-1 when one is dynamic); with shape,
+ * the sizes also go to shape[k..k+n). */
 static int64_t dims_of(const int *lab, int n, const int64_t *size, int64_t *shape, int k)
 {
     int64_t p = 1;
+    bool dyn = false;
     for (int i = 0; i < n; i++) {
-        p *= size[lab[i]];
+        dyn = dyn || size[lab[i]] < 0;
+        p *= size[lab[i]] < 0 ? 1 : size[lab[i]];
         if (shape)
             shape[k + i] = size[lab[i]];
     }
-    return p;
+    return dyn ? -1 : p;
+}
+
+/* a ⊗ b over [batch, M] and [batch, N] (the labels already in that order)
+ * with nothing to contract: a broadcast multiply of [batch, M, 1s] by
+ * [batch, 1s, N] that merges no dims, as a dynamic size needs. */
+static bool outer(lten *a, lten *b, int nbat, int nm, int nn, const int64_t *size)
+{
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK];
+    for (int i = 0; i < nbat + nm + nn; i++) {
+        int64_t d = i < nbat + nm ? size[a->lab[i]] : size[b->lab[i - nm]];
+        sa[i] = i < nbat + nm ? d : 1;
+        sb[i] = i < nbat || i >= nbat + nm ? d : 1;
+    }
+    rlx_tensor *ra = reshape_to(a->t, nbat + nm + nn, sa), *rb = ra ? reshape_to(b->t, nbat + nm + nn, sb) : NULL;
+    if (!rb)
+        return false;
+    a->t = rlx_mul(ra, rb);
+    memcpy(a->lab + nbat + nm, b->lab + nbat, (size_t)nn * sizeof *a->lab);
+    a->rank = nbat + nm + nn;
+    return true;
 }
 
 /* a ⊗ b contracting the labels both hold and keep lacks: one (batched)
@@ -225,9 +326,14 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     int bl[RLX_MAX_RANK], ml[RLX_MAX_RANK], kl[RLX_MAX_RANK], nl[RLX_MAX_RANK];
     int nbat = pick(a, both & keep, bl, 0), nm = pick(a, ma & ~mb, ml, 0), nk = pick(a, both & ~keep, kl, 0);
     int nn = pick(b, mb & ~ma, nl, 0);
-    if (nbat + nm + nn > RLX_MAX_RANK) {
+    /* batch labels are merged into one dim unless one is dynamic: then
+     * they stay apart (the matmul takes several batch dims) so that merging
+     * them never needs a second dynamic dim resolved */
+    int64_t B = dims_of(bl, nbat, size, NULL, 0);
+    int nb = B < 0 ? nbat : 1;
+    if (nbat + nm + nn > RLX_MAX_RANK || nb + 2 > RLX_MAX_RANK) {
         ts_error(RLX_E_UNSUPPORTED, FN, "an intermediate product would have rank %d (more than %d)",
-                 nbat + nm + nn, RLX_MAX_RANK);
+                 nbat + nm + nn > nb + 2 ? nbat + nm + nn : nb + 2, RLX_MAX_RANK);
         return false;
     }
     int la[RLX_MAX_RANK], lb[RLX_MAX_RANK];
@@ -239,16 +345,31 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     memcpy(lb + nbat + nk, nl, (size_t)nn * sizeof *nl);
     permute_to(a, a->rank, la);
     permute_to(b, b->rank, lb);
-    int64_t B = dims_of(bl, nbat, size, NULL, 0), M = dims_of(ml, nm, size, NULL, 0);
-    int64_t K = dims_of(kl, nk, size, NULL, 0), N = dims_of(nl, nn, size, NULL, 0);
-    int64_t sa[3] = {B, M, nk ? K : 1}, sb[3] = {B, nk ? K : 1, N}, shape[RLX_MAX_RANK];
-    rlx_tensor *ra = rlx_reshape(a->t, 3, sa), *rb = rlx_reshape(b->t, 3, sb);
+    if (!a->t || !b->t)
+        return false;
+    int64_t M = dims_of(ml, nm, size, NULL, 0), K = dims_of(kl, nk, size, NULL, 0), N = dims_of(nl, nn, size, NULL, 0);
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK], shape[RLX_MAX_RANK];
+    if (!nk && (ir_node_numel(ts_node(a->t)) < 0 || ir_node_numel(ts_node(b->t)) < 0))
+        return outer(a, b, nbat, nm, nn, size);
+    if (B < 0)
+        dims_of(bl, nbat, size, sa, 0);
+    else
+        sa[0] = B;
+    memcpy(sb, sa, (size_t)nb * sizeof *sa);
+    sa[nb] = M;
+    sa[nb + 1] = sb[nb] = nk ? K : 1;
+    sb[nb + 1] = N;
+    rlx_tensor *ra = reshape_to(a->t, nb + 2, sa), *rb = ra ? reshape_to(b->t, nb + 2, sb) : NULL;
+    if (!rb)
+        return false;
     rlx_tensor *r = nk ? rlx_cast(rlx_matmul(ra, rb), dt) : rlx_mul(ra, rb);
     dims_of(bl, nbat, size, shape, 0);
     dims_of(ml, nm, size, shape, nbat);
     dims_of(nl, nn, size, shape, nbat + nm);
     a->rank = nbat + nm + nn;
-    a->t = rlx_reshape(r, a->rank, shape);
+    a->t = reshape_to(r, a->rank, shape);
+    if (!a->t)
+        return false;
     memcpy(a->lab, bl, sizeof bl);
     memcpy(a->lab + nbat, ml, (size_t)nm * sizeof *ml);
     memcpy(a->lab + nbat + nm, nl, (size_t)nn * sizeof *nl);
@@ -301,7 +422,7 @@ static bool label_sizes(const char *eq, rlx_tensor *const *xs, int n, const term
                         int64_t *size, int *from)
 {
     for (int l = 0; l < NLABEL; l++)
-        size[l] = -1;
+        size[l] = ABSENT;
     for (int i = 0; i < n; i++) {
         ir_node *x = ts_node(xs[i]);
         int lab[RLX_MAX_RANK];
@@ -309,17 +430,13 @@ static bool label_sizes(const char *eq, rlx_tensor *const *xs, int n, const term
         for (int j = 0; j < x->rank; j++) {
             int l = lab[j];
             int64_t d = x->shape[j];
-            if (d < 0) {
-                ts_error(RLX_E_UNSUPPORTED, FN, "operand %d %s has a dynamic dim", i, ts_shape_str(x));
-                return false;
-            }
             for (int q = 0; q < j; q++) /* a diagonal needs equal dims (NumPy: no broadcasting) */
                 if (lab[q] == l && x->shape[q] != d) {
                     ts_error(RLX_E_SHAPE, FN, "index '%c' of \"%s\" has sizes %lld and %lld within operand %d %s",
                              label_char(l), eq, (long long)x->shape[q], (long long)d, i, ts_shape_str(x));
                     return false;
                 }
-            if (size[l] < 0 || size[l] == 1) {
+            if (size[l] == ABSENT || size[l] == 1) { /* (d may be dynamic: -1) */
                 size[l] = d;
                 from[l] = i;
             } else if (d != 1 && d != size[l]) {
@@ -376,7 +493,7 @@ static bool output_labels(const char *eq, const char *arrow, int n, const term *
         bool twice = false;
         for (int q = 0; q < j; q++)
             twice = twice || t.lab[q] == l;
-        if (twice || size[l] < 0) {
+        if (twice || size[l] == ABSENT) {
             ts_error(RLX_E_ARG, FN, "\"%s\": output index '%c' %s", eq, label_char(l),
                      twice ? "appears twice" : "is in no operand");
             return false;

@@ -493,10 +493,12 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
             loose[i] = any_loose;
         } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[si[2]]) {
             /* where(true, a, ref): a in ref's shape, ref itself unread; an
-             * iota traced over a dynamic dim (rlx_arange_of) is made in it */
+             * iota (rlx_arange_of) or rand (a dropout mask) traced over a
+             * dynamic dim is made in it: the same values as one traced so */
             const ir_node *x = nd->src[1];
-            if (x->op == IR_OP_IOTA && has_dynamic_dim(x->rank, x->shape) && x->rank == src[2]->rank) {
-                made[i] = ts_leaf(fn, IR_OP_IOTA, &x->attr, x->dtype, x->rank, src[2]->shape);
+            if ((x->op == IR_OP_IOTA || x->op == IR_OP_RAND) && has_dynamic_dim(x->rank, x->shape) &&
+                x->rank == src[2]->rank) {
+                made[i] = ts_leaf(fn, x->op, &x->attr, x->dtype, x->rank, src[2]->shape);
                 goto made;
             }
             uint32_t m = loose[si[1]];
