@@ -44,7 +44,8 @@ enum {
     BQ = 64,           /* query rows per item */
     BK_MAX = 256,      /* key rows per block */
     GEMM_MNK = 262144, /* BQ * keys per block * D at most this: OpenBLAS stays single-threaded */
-    SLOTS_MAX = 64     /* items in flight at once */
+    SLOTS_MAX = 64,    /* items in flight at once */
+    BQ_BWD_MASKED = 16 /* query rows per block of the backward under a causal or sliding mask */
 };
 
 /* A [B, S, H*D] operand as gemm reads it: element (b, s, c) lives at
@@ -593,6 +594,7 @@ typedef struct {
     rlx_dtype dt;
     size_t es;
     int64_t b, sq, sk, heads, group, d, kvh;
+    int64_t bq; /* query rows per block */
     int mask, window;
     double scale;
     operand q, k, v, o, g;
@@ -620,36 +622,62 @@ static inline void stf(const bwd_job *j, void *p, int64_t i, double x)
         ((double *)p)[i] = x;
 }
 
-/* Scores row s[0..n) (key j0 + c at c) to weights: masked, exp(s - max)
- * over the sum; a row with no visible key is zeros. */
+/* Scores row s[0..n) (key j0 + c at c) to weights: keys outside [a, e)
+ * weigh 0, the mask tensor applies inside, then exp(s - max) over the sum
+ * on the visible range; a row with no visible key is zeros. */
 static void probs_row(const bwd_job *j, void *s, int64_t n, int64_t a, int64_t e, int64_t j0, int64_t mrow)
 {
     bool f32 = j->dt == RLX_F32;
-    for (int64_t c = 0; c < n; c++) {
-        double x = ldf(j, s, c);
-        if (c < a - j0 || c >= e - j0)
-            x = -INFINITY;
-        else if (j->mt) {
+    int64_t lo = a - j0, hi = e - j0, w = hi - lo;
+    memset(s, 0, (size_t)lo * j->es);
+    memset((char *)s + hi * (int64_t)j->es, 0, (size_t)(n - hi) * j->es);
+    void *v = (char *)s + lo * (int64_t)j->es;
+    if (j->mt)
+        for (int64_t c = lo; c < hi; c++) {
             const char *p = j->mt + (mrow + (j0 + c) * j->ms[3]) * (int64_t)j->mes;
-            if (!j->additive)
-                x = *(const unsigned char *)p ? x : -INFINITY;
-            else
-                x += f32 ? *(const float *)(const void *)p : *(const double *)(const void *)p;
+            if (!j->additive) {
+                if (!*(const unsigned char *)p)
+                    stf(j, s, c, -INFINITY);
+            } else {
+                stf(j, s, c, ldf(j, s, c) + (f32 ? *(const float *)(const void *)p : *(const double *)(const void *)p));
+            }
         }
-        stf(j, s, c, x);
-    }
-    double mx = f32 ? max_row_f32(s, n) : max_row_f64(s, n);
-    if (mx == -INFINITY || n == 0) {
-        memset(s, 0, (size_t)n * j->es);
+    double mx = w <= 0 ? -INFINITY : f32 ? max_row_f32(v, w) : max_row_f64(v, w);
+    if (mx == -INFINITY) {
+        memset(v, 0, (size_t)(w > 0 ? w : 0) * j->es);
         return;
     }
-    double sum = f32 ? exp_row_f32(s, n, (float)mx) : exp_row_f64(s, n, mx);
+    double sum = f32 ? exp_row_f32(v, w, (float)mx) : exp_row_f64(v, w, mx);
     double inv = 1 / sum;
     if (f32)
-        scale_row_f32(s, n, (float)inv);
+        scale_row_f32(v, w, (float)inv);
     else
-        for (int64_t c = 0; c < n; c++)
-            ((double *)s)[c] *= inv;
+        for (int64_t c = 0; c < w; c++)
+            ((double *)v)[c] *= inv;
+}
+
+/* dS = P (dP - rs[r]) over m rows of n, into dp (a weight of 0 gives 0). */
+static void ds_block(const bwd_job *j, const void *p, void *dp, const double *rs, int64_t m, int64_t n)
+{
+    if (j->dt == RLX_F32) {
+        const float *pf = p;
+        float *df = dp;
+        for (int64_t r = 0; r < m; r++) {
+            float rr = (float)rs[r];
+            for (int64_t c = 0; c < n; c++) {
+                float x = pf[r * n + c];
+                df[r * n + c] = x == 0 ? 0 : x * (df[r * n + c] - rr);
+            }
+        }
+    } else {
+        const double *pd = p;
+        double *dd = dp;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) {
+                double x = pd[r * n + c];
+                dd[r * n + c] = x == 0 ? 0 : x * (dd[r * n + c] - rs[r]);
+            }
+    }
 }
 
 /* t[c * ldt + r] = x[r * ldx + c] for r < m, c < n. */
@@ -676,12 +704,13 @@ static void bwd_item(const bwd_job *j, char *slot, int64_t item)
     int64_t kh = item % j->kvh, b = item / j->kvh, d = j->d, sk = j->sk, es = (int64_t)j->es;
     int64_t hd = j->heads * d, kd = j->kvh * d;
     double *rs = (double *)(void *)slot;
-    char *s = slot + BQ * sizeof(double), *dp = s + BQ * sk * es, *t = dp + BQ * sk * es;
+    int64_t bq = j->bq;
+    char *s = slot + bq * sizeof(double), *dp = s + bq * sk * es, *t = dp + bq * sk * es;
     char *dkb = j->dk + (b * sk * kd + kh * d) * es, *dvb = j->dv + (b * sk * kd + kh * d) * es;
     for (int64_t hh = kh * j->group; hh < (kh + 1) * j->group; hh++) {
         int64_t mbase = j->mt ? b * j->ms[0] + hh * j->ms[1] : 0;
-        for (int64_t i0 = 0; i0 < j->sq; i0 += BQ) {
-            int64_t m = j->sq - i0 < BQ ? j->sq - i0 : BQ;
+        for (int64_t i0 = 0; i0 < j->sq; i0 += bq) {
+            int64_t m = j->sq - i0 < bq ? j->sq - i0 : bq;
             char *dqb = j->dq + ((b * j->sq + i0) * hd + hh * d) * es;
             /* Query row i0 + r sits at key position p0 + r; the block sees keys [jlo, jhi). */
             int64_t p0 = sk - j->sq + i0, jlo = 0, jhi = sk;
@@ -714,12 +743,7 @@ static void bwd_item(const bwd_job *j, char *slot, int64_t item)
             }
             rt_gemm(j->dt, true, (int)m, (int)n, (int)d, 1, gp, j->g.ld, vp, j->v.ld,
                  0, dp, (int)n);
-            for (int64_t r = 0; r < m; r++) /* dS = P (dP - rowsum), into dp */
-                for (int64_t c = 0; c < n; c++) {
-                    int64_t x = r * n + c;
-                    double pv = ldf(j, s, x);
-                    stf(j, dp, x, pv == 0 ? 0 : pv * (ldf(j, dp, x) - rs[r]));
-                }
+            ds_block(j, s, dp, rs, m, n);
             /* dv += P^T g; dk += scale dS^T q; dq = scale dS k */
             transpose_block(j, s, n, t, m, m, n);
             rt_gemm(j->dt, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, j->g.ld, 1,
@@ -781,6 +805,10 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
         for (int i = 0; i < 4; i++)
             j->ms[i] = m->shape[i] == 1 ? 0 : in[5].strides[i];
     }
+    /* Causal and sliding rows see more keys the later they sit: smaller
+     * blocks skip more of the masked corner (BQ_BWD_MASKED, measured). */
+    size_t bq = (size_t)(j->mask == RLX_MASK_NONE ? BQ : BQ_BWD_MASKED);
+    j->bq = (int64_t)bq;
     if (j->sk > INT32_MAX / BQ) {
         rt_fail(ctx, RLX_E_UNSUPPORTED, "attention_bwd: %lld keys are too many", (long long)j->sk);
         goto done;
@@ -795,7 +823,7 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
     nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
     j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
     /* row sums, then scores/P, dP/dS and a transposed block, BQ x Sk each */
-    j->slot_bytes = (BQ * sizeof(double) + (size_t)(3 * BQ * (j->sk > 0 ? j->sk : 1)) * j->es + 63) & ~(size_t)63;
+    j->slot_bytes = (bq * sizeof(double) + (size_t)(3 * bq * (j->sk > 0 ? j->sk : 1)) * j->es + 63) & ~(size_t)63;
     if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes ||
         !(scratch = rt_bufpool_storage((size_t)j->nslots * j->slot_bytes))) {
         rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd scratch");
