@@ -220,6 +220,40 @@ TEST(attention_bwd_matches_differences)
     }
 }
 
+/* Second derivatives through the kernel's rule (the gradient of the
+ * composite it stands for): H u with the knob at 1 against the composite. */
+TEST(attention_bwd_second_derivatives_match_composite)
+{
+    static const bcase sc[] = {
+        {2, 5, 7, 4, 2, 3, RLX_MASK_CAUSAL, 0, 1, false},
+        {1, 6, 6, 2, 1, 4, RLX_MASK_SLIDING, 3, 2, true},
+    };
+    for (int i = 0; i < 2; i++) {
+        bdata dd = draw(&sc[i]);
+        EACH_BACKEND(b)
+        {
+            rlx_tensor *h[2][3];
+            for (int f = 0; f < 2; f++) {
+                binputs in = make_inputs(&sc[i], RLX_F64, &dd);
+                rlx_tensor *g[3], *wrt[3] = {in.q, in.k, in.v};
+                if (!grads(&sc[i], &in, f == 0, g))
+                    break;
+                rlx_tensor *dot = NULL;
+                for (int k = 0; k < 3; k++) { /* u = sin of the input: fixed and non-uniform */
+                    rlx_tensor *t = rlx_sum_all(rlx_mul(g[k], rlx_sin(wrt[k])));
+                    dot = dot ? rlx_add(dot, t) : t;
+                }
+                rlx_set_option("attention_bwd", f == 0 ? "1" : "0");
+                CHECK_EQ_INT(rlx_grad(dot, wrt, 3, h[f]), RLX_OK);
+                rlx_set_option("attention_bwd", "default");
+            }
+            for (int k = 0; k < 3; k++)
+                EXPECT_SAME(h[0][k], h[1][k], 1e-10);
+        }
+        bdata_free(&dd);
+    }
+}
+
 /* The kernel's gradients at 1, 2 and 3 threads: the same bits. */
 TEST(attention_bwd_bitwise_across_threads)
 {
@@ -260,4 +294,4 @@ TEST(attention_bwd_bitwise_across_threads)
 }
 
 TEST_MAIN(T(attention_bwd_matches_composite), T(attention_bwd_matches_differences),
-          T(attention_bwd_bitwise_across_threads))
+          T(attention_bwd_second_derivatives_match_composite), T(attention_bwd_bitwise_across_threads))

@@ -762,15 +762,21 @@ static void attn_bwd_ops(ir_node *n, ir_node *q, ir_node *k, ir_node *v, rlx_ten
     }
 }
 
+/* Keys at or above which knob attention_bwd 2 (auto) takes the kernel.
+ * Measured (rlx-bench-w10 --attn-bwd, 1 thread, CPU time of the step,
+ * kernel / composite): W10b (seq 128) 0.965, W10a (seq 64) 1.02. */
+enum { ATTN_BWD_MIN_KEYS = 128 };
+
 /* The ATTENTION_BWD node over n (q, k, v, n, g[, mask]) and its three
  * pieces; NULL where it does not cover n (the composite then runs): f32 or
  * f64, static lengths, no gradient wanted for a float mask, knob
- * attention_bwd on. */
+ * attention_bwd 1, or 2 with at least ATTN_BWD_MIN_KEYS keys. */
 static ir_node *attn_bwd_node(ir_node *n, rlx_tensor *g, const bool *need)
 {
     ir_node *q = n->src[0], *k = n->src[1], *mk = n->nsrc == 4 ? n->src[3] : NULL;
+    long knob = knob_get(KNOB_ATTENTION_BWD);
     if ((n->dtype != RLX_F32 && n->dtype != RLX_F64) || q->shape[0] < 0 || q->shape[1] < 0 || k->shape[1] < 0 ||
-        (mk && mk->dtype != RLX_BOOL && need[3]) || !knob_get(KNOB_ATTENTION_BWD))
+        (mk && mk->dtype != RLX_BOOL && need[3]) || knob == 0 || (knob == 2 && k->shape[1] < ATTN_BWD_MIN_KEYS))
         return NULL;
     ir_node *src[6] = {q, k, n->src[2], n, ts_node(g), mk};
     return ts_make_lib(FN, IR_OP_ATTENTION_BWD, mk ? 6 : 5, src, &n->attr, n->dtype);
