@@ -1174,8 +1174,9 @@ RLX_API int rlx_get_num_threads(void);
  *                         S x S weights), 1 one library kernel over blocks of
  *                         query rows (f32/f64, static lengths, not when a float
  *                         mask's own gradient is wanted: those take the ops),
- *                         2 auto (default): the kernel from 128 keys up (W10b
- *                         step CPU time 0.965x, W10a at 64 keys 1.02x)
+ *                         2 auto (default): the kernel from 128 keys up (step
+ *                         CPU time, kernel / ops: W10b 0.965-0.971x; W10a at
+ *                         64 keys 0.955-1.02x over three runs, no clear gain)
  *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
  *                         2 always. A generic kernel reads its extents, strides,
  *                         offsets and pad bounds at run time, so one compile

@@ -764,7 +764,8 @@ static void attn_bwd_ops(ir_node *n, ir_node *q, ir_node *k, ir_node *v, rlx_ten
 
 /* Keys at or above which knob attention_bwd 2 (auto) takes the kernel.
  * Measured (rlx-bench-w10 --attn-bwd, 1 thread, CPU time of the step,
- * kernel / composite): W10b (seq 128) 0.965, W10a (seq 64) 1.02. */
+ * kernel / composite): W10b (seq 128) 0.965-0.971, W10a (seq 64)
+ * 0.955-1.02 over three runs (within the noise: not taken). */
 enum { ATTN_BWD_MIN_KEYS = 128 };
 
 /* The ATTENTION_BWD node over n (q, k, v, n, g[, mask]) and its three
