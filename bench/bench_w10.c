@@ -36,6 +36,10 @@
  *                                    is not N: OpenBLAS reads it at load)
  *   --config a|b|all (all), --steps S (10), --rounds R (5), --warmup W (3)
  *   --no-gemm                        leave the GEMM-only reference out
+ *   --attn-bwd                       also the step with attention's gradient as
+ *                                    the composite of ops (knob attention_bwd 0),
+ *                                    interleaved per round; reports kernel /
+ *                                    composite step time (W10-ATTNBWD)
  *   --bf16                           also the mixed-precision step (compute
  *                                    bf16, f32 master weights and Adam; see
  *                                    gpt_model.h) of the same workload, same
@@ -102,6 +106,14 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the process (all threads): less noisy than wall time on a loaded machine. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -415,6 +427,7 @@ static int export_run(const char *dir, const gpt_layout *lay, const batches *bt,
 
 typedef struct {
     int threads, steps, rounds, warmup, first_only, no_gemm, bf16, dyn_seq;
+    int attn_ab; /* --attn-bwd: the second program is f32 with knob attention_bwd 0 (the composite rule) */
     const char *export_dir;
 } options;
 
@@ -504,15 +517,20 @@ static int run_workload(const workload *wl, const options *o)
     /* the bf16 variant: its own program and state, warmed up alike */
     gpt_layout lay16;
     gpt_config c16 = wl->cfg;
-    c16.compute = RLX_BF16;
+    if (!o->attn_ab)
+        c16.compute = RLX_BF16;
     rlx_program *prog16 = NULL;
     gpt_state st16;
     double loss16[NLOSS], compile16_ms = NAN;
-    if (o->bf16) {
+    if (o->bf16 || o->attn_ab) {
         if (gpt_layout_make(&c16, &lay16) != RLX_OK)
             return 1;
         t0 = now();
+        if (o->attn_ab) /* read when rlx_grad builds the step's gradient */
+            rlx_set_option("attention_bwd", "0");
         prog16 = gpt_compile_step(&lay16);
+        if (o->attn_ab)
+            rlx_set_option("attention_bwd", "default");
         compile16_ms = 1e3 * (now() - t0);
         if (!prog16 || gpt_state_init(&st16, &lay16, SEED) != RLX_OK) {
             fprintf(stderr, "%s bf16: compile/init: %s\n", wl->name, rlx_last_error());
@@ -532,8 +550,10 @@ static int run_workload(const workload *wl, const options *o)
     double *tr = malloc((size_t)total * sizeof *tr), *tg = malloc((size_t)total * sizeof *tg);
     double *rmed = malloc((size_t)o->rounds * sizeof *rmed), *gmed = malloc((size_t)o->rounds * sizeof *gmed);
     double *t16 = malloc((size_t)total * sizeof *t16), *med16 = malloc((size_t)o->rounds * sizeof *med16);
+    double *cr = malloc((size_t)total * sizeof *cr), *cx16 = malloc((size_t)total * sizeof *cx16);
+    double *cmed = malloc((size_t)o->rounds * sizeof *cmed), *cmed16 = malloc((size_t)o->rounds * sizeof *cmed16);
     for (int k = 0; k < total; k++)
-        tg[k] = t16[k] = NAN;
+        tg[k] = t16[k] = cx16[k] = NAN;
     long faults = 0;
     rlx_stats_reset();
     perf_ctl("enable");
@@ -541,12 +561,13 @@ static int run_workload(const workload *wl, const options *o)
         long f0 = usage().ru_minflt;
         for (int s = 0; s < o->steps; s++) {
             int k = r * o->steps + s;
-            double a = now();
+            double a = now(), ca = cpu_now();
             if (gpt_step(prog, &st, bt.tok[k % NBATCH], bt.tgt[k % NBATCH], &l) != RLX_OK) {
                 fprintf(stderr, "%s: timed step: %s\n", wl->name, rlx_last_error());
                 return 1;
             }
             tr[k] = now() - a;
+            cr[k] = cpu_now() - ca;
         }
         faults += usage().ru_minflt - f0;
         for (int s = 0; s < o->steps && !o->no_gemm; s++) {
@@ -556,16 +577,19 @@ static int run_workload(const workload *wl, const options *o)
         }
         for (int s = 0; s < o->steps && prog16; s++) {
             int k = r * o->steps + s;
-            double a = now();
+            double a = now(), ca = cpu_now();
             if (gpt_step(prog16, &st16, bt.tok[k % NBATCH], bt.tgt[k % NBATCH], &l) != RLX_OK) {
                 fprintf(stderr, "%s: timed bf16 step: %s\n", wl->name, rlx_last_error());
                 return 1;
             }
             t16[k] = now() - a;
+            cx16[k] = cpu_now() - ca;
         }
         rmed[r] = median(tr + r * o->steps, o->steps);
         gmed[r] = o->no_gemm ? NAN : median(tg + r * o->steps, o->steps);
         med16[r] = prog16 ? median(t16 + r * o->steps, o->steps) : NAN;
+        cmed[r] = median(cr + r * o->steps, o->steps);
+        cmed16[r] = prog16 ? median(cx16 + r * o->steps, o->steps) : NAN;
     }
     perf_ctl("disable");
     rlx_stats_t sx;
@@ -597,6 +621,21 @@ static int run_workload(const workload *wl, const options *o)
            wl->name, o->threads, 1e3 * rb, 1e3 * median(tr, total), 1e3 * minimum(tr, total), 1e3 * gbest,
            rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, compile_ms, first_ms,
            compile_ms + first_ms, loss[0], strtok(load1, " "));
+    if (prog16 && o->attn_ab) {
+        double b16 = minimum(med16, o->rounds);
+        printf("   composite attention backward (knob attention_bwd 0) best round median %8.3f ms, median %8.3f, "
+               "min %8.3f; losses 1-3 %.6f %.6f %.6f\n",
+               1e3 * b16, 1e3 * median(t16, total), 1e3 * minimum(t16, total), loss16[0], loss16[1], loss16[2]);
+        double cb = minimum(cmed, o->rounds), cb16 = minimum(cmed16, o->rounds);
+        printf("W10-ATTNBWD workload=%s threads=%d kernel_ms=%.3f composite_ms=%.3f ratio_kernel_composite=%.3f "
+               "min_ratio=%.3f cpu_kernel_ms=%.3f cpu_composite_ms=%.3f cpu_ratio=%.3f cpu_min_ratio=%.3f "
+               "loss1_kernel=%.9g loss1_composite=%.9g load=%s\n",
+               wl->name, o->threads, 1e3 * rb, 1e3 * b16, rb / b16, minimum(tr, total) / minimum(t16, total),
+               1e3 * cb, 1e3 * cb16, cb / cb16, minimum(cr, total) / minimum(cx16, total), loss[0], loss16[0], load1);
+        gpt_state_free(&st16);
+        rlx_program_free(prog16);
+        prog16 = NULL;
+    }
     if (prog16) {
         double b16 = minimum(med16, o->rounds);
         printf("   bf16 mixed    best round median %8.3f ms, median %8.3f, min %8.3f; losses 1-3 %.6f %.6f %.6f; "
@@ -612,6 +651,10 @@ static int run_workload(const workload *wl, const options *o)
     fflush(stdout);
     free(t16);
     free(med16);
+    free(cr);
+    free(cx16);
+    free(cmed);
+    free(cmed16);
     free(tr);
     free(tg);
     free(rmed);
@@ -786,6 +829,8 @@ static int run_child(char *exe, const char *cfg, int threads, const options *o, 
             args[na++] = "--first-step";
         if (o->bf16)
             args[na++] = "--bf16";
+        if (o->attn_ab)
+            args[na++] = "--attn-bwd";
         setenv("OPENBLAS_NUM_THREADS", ts, 1);
         setenv("RLX_CACHE_DIR", cache, 1);
         execv("/proc/self/exe", args);
@@ -845,12 +890,14 @@ int main(int argc, char **argv)
             o.no_gemm = 1;
         else if (strcmp(argv[i], "--bf16") == 0)
             o.bf16 = 1;
+        else if (strcmp(argv[i], "--attn-bwd") == 0)
+            o.attn_ab = 1;
         else if (strcmp(argv[i], "--dyn-seq") == 0)
             o.dyn_seq = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--config a|b|all] [--steps S] [--rounds R] [--warmup W] "
-                    "[--first-step] [--no-gemm] [--bf16] [--export DIR] [--dyn-seq]\n",
+                    "[--first-step] [--no-gemm] [--bf16] [--attn-bwd] [--export DIR] [--dyn-seq]\n",
                     argv[0]);
             return 64;
         }

@@ -1189,6 +1189,14 @@ RLX_API int rlx_get_num_threads(void);
  *   "reduce_acc_f64"      1: f32, f16 and bf16 sums add every element in f64
  *                         (about 2x the work per element); 0 (default): blocked
  *                         f32 sums (the error bound under reductions)
+ *   "attention_bwd"       the gradient of attention (read when rlx_grad builds
+ *                         it): 0 a composite of ops (recomputes each head's
+ *                         S x S weights), 1 one library kernel over blocks of
+ *                         query rows (f32/f64, static lengths, not when a float
+ *                         mask's own gradient is wanted: those take the ops),
+ *                         2 auto (default): the kernel from 128 keys up (step
+ *                         CPU time, kernel / ops: W10b 0.965-0.971x; W10a at
+ *                         64 keys 0.955-1.02x over three runs, no clear gain)
  *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
  *                         2 always. A generic kernel reads its extents, strides,
  *                         offsets and pad bounds at run time, so one compile

@@ -1355,6 +1355,32 @@ TEST(complex_rules)
 
 /* ---------------------------------------------------------- coverage */
 
+/* The rule of ATTENTION_BWD (the attention gradient kernel, knob
+ * attention_bwd 1; auto takes it only from 128 keys): H v through it
+ * against H v through the composite (knob 0). tests/test_attention_bwd.c
+ * checks the kernel's values. */
+TEST(attention_bwd_rule_second_order)
+{
+    int64_t sq[3] = {1, 3, 4}, sk[3] = {1, 5, 2};
+    rlx_tensor *h[2][3];
+    for (int f = 0; f < 2; f++) {
+        double x[20];
+        for (int i = 0; i < 20; i++)
+            x[i] = sin(1.3 * i + 0.2);
+        rlx_tensor *q = tf64(3, sq, x), *k = tf64(3, sk, x + 2), *v = tf64(3, sk, x + 7), *wrt[3] = {q, k, v}, *g[3];
+        CHECK(rlx_set_option("attention_bwd", f ? "0" : "1") == RLX_OK);
+        rlx_attention_opts o = {.num_kv_heads = 1, .mask = RLX_MASK_CAUSAL};
+        rlx_tensor *y = rlx_attention_ex(q, k, v, 2, 2, &o);
+        CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(y, rlx_cos(q))), wrt, 3, g), RLX_OK);
+        rlx_tensor *dot = rlx_add(rlx_add(rlx_sum_all(rlx_mul(g[0], rlx_sin(q))), rlx_sum_all(rlx_mul(g[1], k))),
+                                  rlx_sum_all(rlx_mul(g[2], rlx_exp(v))));
+        CHECK_EQ_INT(rlx_grad(dot, wrt, 3, h[f]), RLX_OK);
+        CHECK(rlx_set_option("attention_bwd", "default") == RLX_OK);
+    }
+    for (int i = 0; i < 3; i++)
+        EXPECT_SAME(h[0][i], h[1][i], 1e-10);
+}
+
 TEST(vjp_table_covers_every_primitive)
 {
     /* Exactly these primitives pass no gradient or have no sources; every
@@ -1426,5 +1452,5 @@ TEST_MAIN(T(kinks_scatter_overwrite), T(cross_entropy_gradient_at_zero_targets),
           T(kinks_round_floor_ceil_sign_compare_stop), T(kinks_pow_at_zero), T(scaled_matmul_straight_through),
           T(wrt_unreachable_intermediate_and_repeated), T(f32_gradients_and_realize_together),
           T(deep_chain_100000), T(bad_arguments), T(allocation_failures), T(empty_tensors), T(complex_rules),
-          T(finite_differences_every_function),
+          T(finite_differences_every_function), T(attention_bwd_rule_second_order),
           T(vjp_table_covers_every_primitive), T(narrow_float_gradients_known))

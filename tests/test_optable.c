@@ -359,6 +359,20 @@ static rlx_tensor *b_library(ir_op op, rlx_dtype dt, double *want, int *n)
         w = w11;
         *n = 1;
         break;
+    case IR_OP_ATTENTION_BWD: /* one key, g = 2: dS = P (g v - g o) = 0, so dq = dk = 0; dv = P g = 2 */
+        at.attn.heads = at.attn.kv_heads = at.attn.head_dim = 1;
+        at.attn.scale = 1;
+        r = make(op, 5,
+                 (ir_node *[]){input_shape(dt, 3, s111, (const double[]){0.5}),
+                               input_shape(dt, 3, s111, (const double[]){2}),
+                               input_shape(dt, 3, s111, (const double[]){3}),
+                               input_shape(dt, 3, s111, (const double[]){3}),
+                               input_shape(dt, 3, s111, (const double[]){2})},
+                 &at);
+        static const double w15[] = {0, 0, 2};
+        w = w15;
+        *n = 3;
+        break;
     case IR_OP_MULTINOMIAL: /* one positive weight per row: always drawn */
         at.multinomial.samples = 2;
         at.multinomial.replacement = 1;
@@ -434,6 +448,7 @@ static const opcase CASES[] = {
     {IR_OP_FFT, NULL, b_library, FLT, 0}, {IR_OP_CONV2D, NULL, b_library, FLT, 0},
     {IR_OP_POOL2D, NULL, b_library, FLT, 0}, {IR_OP_MXQUANT, NULL, b_library, FLT, 0},
     {IR_OP_ATTENTION, NULL, b_library, FLT, 0},
+    {IR_OP_ATTENTION_BWD, NULL, b_library, (1u << RLX_F32) | (1u << RLX_F64), 0},
     {IR_OP_ARGSORT, NULL, b_index, ALL, 0}, {IR_OP_MULTINOMIAL, NULL, b_library, FLT, 0},
     {IR_OP_RAND_SEEDED, NULL, b_library, FLT, 0},
     /* c64 only: every_primitive_on_c64 */
@@ -1060,7 +1075,7 @@ static void primitives_on_complex(rlx_dtype cdt)
             test_fail(__FILE__, __LINE__, "%s: its f64 case is not the bare primitive", ir_ops[c->op].name);
             continue;
         }
-        ir_node *fn = ts_node(f), *src[4];
+        ir_node *fn = ts_node(f), *src[6]; /* (attention_bwd: 5) */
         bool any = false;
         for (int k = 0; k < fn->nsrc; k++) {
             bool fl = fn->src[k]->dtype == RLX_F64;

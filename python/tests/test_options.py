@@ -24,6 +24,7 @@ KNOBS = {
     "fuse_phases": ("1", "0", "2"),
     "generic_kernels": ("1", "2", "3"),
     "reduce_acc_f64": ("0", "1", "2"),
+    "attention_bwd": ("2", "0", "3"),
 }
 
 

@@ -37,6 +37,7 @@
 
 #include "autodiff/ad.h"
 #include "ir/scratch.h"
+#include "passes/knobs.h"
 
 #define FN "rlx_grad"
 
@@ -679,7 +680,7 @@ static rlx_tensor *mask_heads(ir_node *n, ir_node *m)
 
 /* The attention weights P of node n, in the scores' layout, rebuilt from
  * q and k with n's masks: a row with no visible key is all zeros (rlx.h). */
-static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
+static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh, ir_node *mk)
 {
     rlx_dtype dt = n->dtype;
     int mask = n->attr.attn.mask, ax = -1;
@@ -700,9 +701,9 @@ static rlx_tensor *attn_probs(ir_node *n, rlx_tensor *qh, rlx_tensor *kh)
         if (mask == RLX_MASK_SLIDING)
             keep = rlx_logical_and(keep, rlx_gt(kpos, rlx_sub_s(qpos, n->attr.attn.window)));
     }
-    if (n->nsrc == 4) {
-        rlx_tensor *m = mask_heads(n, n->src[3]);
-        if (n->src[3]->dtype == RLX_BOOL)
+    if (mk) {
+        rlx_tensor *m = mask_heads(n, mk);
+        if (mk->dtype == RLX_BOOL)
             keep = keep ? rlx_logical_and(keep, m) : m;
         else
             s = rlx_add(s, m);
@@ -740,26 +741,102 @@ static rlx_tensor *mask_grad(ir_node *n, rlx_tensor *ds, ir_node *m)
  * gradient of a gradient goes through this rule again. */
 static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx);
 
+/* The composite rule over n's attrs with q, k, v, the forward output o, the
+ * cotangent g and the mask source mk (NULL: none); dx[0..3] as need. */
+static void attn_bwd_ops(ir_node *n, ir_node *q, ir_node *k, ir_node *v, rlx_tensor *o, rlx_tensor *g, ir_node *mk,
+                         const bool *need, rlx_tensor **dx)
+{
+    int ax = -1;
+    rlx_tensor *qh = q_heads(n, T(q)), *kh = kv_heads(n, T(k));
+    rlx_tensor *gh = q_heads(n, g), *p = attn_probs(n, qh, kh, mk);
+    bool dmask = mk && need[3] && mk->dtype != RLX_BOOL;
+    if (need[2])
+        dx[2] = kv_merge(n, rlx_matmul(rlx_t(p), gh), v);
+    if (need[0] || need[1] || dmask) {
+        rlx_tensor *dp = rlx_matmul_t(gh, kv_heads(n, T(v)));
+        rlx_tensor *rs = rlx_sum(rlx_mul(gh, q_heads(n, o)), &ax, 1, true);
+        rlx_tensor *du = rlx_mul(p, rlx_sub(dp, rs)), *ds = rlx_mul_s(du, n->attr.attn.scale);
+        dx[0] = need[0] ? q_merge(n, rlx_matmul(ds, kh), q) : NULL;
+        dx[1] = need[1] ? kv_merge(n, rlx_matmul(rlx_t(ds), qh), k) : NULL;
+        dx[3] = dmask ? mask_grad(n, du, mk) : NULL;
+    }
+}
+
+/* Keys at or above which knob attention_bwd 2 (auto) takes the kernel.
+ * Measured (rlx-bench-w10 --attn-bwd, 1 thread, CPU time of the step,
+ * kernel / composite): W10b (seq 128) 0.965-0.971, W10a (seq 64)
+ * 0.955-1.02 over three runs (within the noise: not taken). */
+enum { ATTN_BWD_MIN_KEYS = 128 };
+
+/* The ATTENTION_BWD node over n (q, k, v, n, g[, mask]) and its three
+ * pieces; NULL where it does not cover n (the composite then runs): f32 or
+ * f64, static lengths, no gradient wanted for a float mask, knob
+ * attention_bwd 1, or 2 with at least ATTN_BWD_MIN_KEYS keys. */
+static ir_node *attn_bwd_node(ir_node *n, rlx_tensor *g, const bool *need)
+{
+    ir_node *q = n->src[0], *k = n->src[1], *mk = n->nsrc == 4 ? n->src[3] : NULL;
+    long knob = knob_get(KNOB_ATTENTION_BWD);
+    if ((n->dtype != RLX_F32 && n->dtype != RLX_F64) || q->shape[0] < 0 || q->shape[1] < 0 || k->shape[1] < 0 ||
+        (mk && mk->dtype != RLX_BOOL && need[3]) || knob == 0 || (knob == 2 && k->shape[1] < ATTN_BWD_MIN_KEYS))
+        return NULL;
+    ir_node *src[6] = {q, k, n->src[2], n, ts_node(g), mk};
+    return ts_make_lib(FN, IR_OP_ATTENTION_BWD, mk ? 6 : 5, src, &n->attr, n->dtype);
+}
+
 static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     if (n->nsrc >= 5) { /* keys and values in two pieces */
         vjp_attention_kv(n, g, need, dx);
         return;
     }
-    int ax = -1;
-    rlx_tensor *qh = q_heads(n, T(n->src[0])), *kh = kv_heads(n, T(n->src[1]));
-    rlx_tensor *gh = q_heads(n, g), *p = attn_probs(n, qh, kh);
-    bool dmask = n->nsrc == 4 && need[3] && n->src[3]->dtype != RLX_BOOL;
-    if (need[2])
-        dx[2] = kv_merge(n, rlx_matmul(rlx_t(p), gh), n->src[2]);
-    if (need[0] || need[1] || dmask) {
-        rlx_tensor *dp = rlx_matmul_t(gh, kv_heads(n, T(n->src[2])));
-        rlx_tensor *rs = rlx_sum(rlx_mul(gh, q_heads(n, T(n))), &ax, 1, true);
-        rlx_tensor *du = rlx_mul(p, rlx_sub(dp, rs)), *ds = rlx_mul_s(du, n->attr.attn.scale);
-        dx[0] = need[0] ? q_merge(n, rlx_matmul(ds, kh), n->src[0]) : NULL;
-        dx[1] = need[1] ? kv_merge(n, rlx_matmul(rlx_t(ds), qh), n->src[1]) : NULL;
-        dx[3] = dmask ? mask_grad(n, du, n->src[3]) : NULL;
+    ir_node *pk = attn_bwd_node(n, g, need);
+    if (!pk) {
+        attn_bwd_ops(n, n->src[0], n->src[1], n->src[2], T(n), g, n->nsrc == 4 ? n->src[3] : NULL, need, dx);
+        return;
     }
+    rlx_tensor *packed = ts_wrap(pk);
+    int64_t off = 0;
+    for (int i = 0; i < 3; i++) { /* dq, dk, dv: contiguous pieces */
+        ir_node *s = n->src[i];
+        int64_t len = s->shape[0] * s->shape[1] * s->shape[2];
+        if (need[i])
+            dx[i] = rlx_reshape(rlx_narrow(packed, 0, off, len), s->rank, s->shape);
+        off += len;
+    }
+}
+
+/* ATTENTION_BWD(q, k, v, o, g[, mask]): its gradient is the gradient of
+ * the composite rule it stands for (attn_bwd_ops, packed the same way),
+ * taken by rlx_grad, so second derivatives of attention work as they did
+ * with the composite. The composite reads stop_gradient copies of the
+ * sources: o is a function of q, k, v, and the sweep here must not follow
+ * that path (the outer one does, through o's own cotangent). */
+static void vjp_attention_bwd(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    rlx_tensor *x[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *wrt[6], *pieces[3];
+    for (int i = 0; i < n->nsrc; i++)
+        if (!(x[i] = n->src[i]->dtype == RLX_BOOL ? T(n->src[i]) : rlx_stop_gradient(T(n->src[i]))))
+            return;
+    bool all[4] = {true, true, true, false};
+    rlx_tensor *d3[4] = {NULL, NULL, NULL, NULL};
+    attn_bwd_ops(n, ts_node(x[0]), ts_node(x[1]), ts_node(x[2]), x[3], x[4], x[5] ? ts_node(x[5]) : NULL, all, d3);
+    for (int i = 0; i < 3; i++) {
+        ir_node *s = n->src[i];
+        int64_t len = s->shape[0] * s->shape[1] * s->shape[2];
+        pieces[i] = rlx_reshape(d3[i], 1, &len);
+    }
+    rlx_tensor *loss = rlx_sum_all(rlx_mul(rlx_cat(pieces, 3, 0), g));
+    int nw = 0, idx[6];
+    for (int i = 0; i < n->nsrc; i++)
+        if (need[i]) {
+            idx[nw] = i;
+            wrt[nw++] = x[i];
+        }
+    rlx_tensor *got[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    if (!loss || !nw || rlx_grad(loss, wrt, nw, got) != RLX_OK)
+        return;
+    for (int i = 0; i < nw; i++)
+        dx[idx[i]] = got[i];
 }
 
 /* attention over q, k, v, k2, v2[, mask] (rlx_attention_kv): the rule of
@@ -1008,6 +1085,7 @@ const ad_vjp ad_vjps[IR_OP_COUNT] = {
     RULE(IR_OP_POOL2D, vjp_pool2d),
     RULE(IR_OP_MXQUANT, vjp_mxquant),
     RULE(IR_OP_ATTENTION, vjp_attention),
+    RULE(IR_OP_ATTENTION_BWD, vjp_attention_bwd),
 
     ZERO(IR_OP_ARGSORT),     /* integer positions; sort's values get theirs through GATHER */
     ZERO(IR_OP_MULTINOMIAL), /* integer samples */

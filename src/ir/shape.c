@@ -164,6 +164,11 @@ static bool infer_movement(ir_op op, ir_node *x, const ir_attrs *a, int *rank, i
     }
 }
 
+static bool same3(const ir_node *a, const ir_node *b)
+{
+    return a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1] && a->shape[2] == b->shape[2];
+}
+
 static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *a, rlx_dtype *dt,
                           int *rank, int64_t *shape, char *err, size_t errcap)
 {
@@ -296,6 +301,36 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             if (!fits)
                 FAIL("attention mask must be bool or the scores' dtype, [B|1, H|1, Sq|1, Sk|1]");
         }
+        return true;
+    }
+    case IR_OP_ATTENTION_BWD: {
+        /* q, k, v, o, g[, mask] (o and g like q): static lengths only (the rule falls back otherwise) */
+        const ir_node *k = nsrc > 2 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL;
+        const ir_node *o = nsrc > 4 ? src[3] : NULL, *g = nsrc > 4 ? src[4] : NULL;
+        int h = a->attn.heads, hk = a->attn.kv_heads, d = a->attn.head_dim;
+        if (nsrc < 5 || nsrc > 6 || (x->dtype != RLX_F32 && x->dtype != RLX_F64) || x->rank != 3 || k->rank != 3 ||
+            v->rank != 3 || o->rank != 3 || g->rank != 3 || k->dtype != x->dtype || v->dtype != x->dtype ||
+            o->dtype != x->dtype || g->dtype != x->dtype || h < 1 || hk < 1 || d < 1 || h % hk ||
+            x->shape[2] != (int64_t)h * d || k->shape[2] != (int64_t)hk * d || !same3(k, v) || !same3(o, x) ||
+            !same3(g, x) || k->shape[0] != x->shape[0] || x->shape[0] < 0 || x->shape[1] < 0 || k->shape[1] < 0)
+            FAIL("attention_bwd needs f32/f64 q, o, g [B,Sq,H*D], k and v [B,Sk,Hkv*D] of static lengths");
+        if (a->attn.mask < RLX_MASK_NONE || a->attn.mask > RLX_MASK_SLIDING ||
+            (a->attn.mask == RLX_MASK_SLIDING && a->attn.window < 1))
+            FAIL("attention_bwd mask kind or window");
+        if (nsrc == 6) {
+            const ir_node *m = src[5];
+            int64_t full[4] = {x->shape[0], h, x->shape[1], k->shape[1]};
+            bool fits = m->rank == 4 && (m->dtype == RLX_BOOL || m->dtype == x->dtype);
+            for (int i = 0; fits && i < 4; i++)
+                fits = m->shape[i] == 1 || m->shape[i] == full[i];
+            if (!fits)
+                FAIL("attention_bwd mask must be bool or the scores' dtype, [B|1, H|1, Sq|1, Sk|1]");
+        }
+        double total = (double)x->shape[0] * ((double)x->shape[1] * x->shape[2] + 2.0 * k->shape[1] * k->shape[2]);
+        if (total > 9e15)
+            FAIL("attention_bwd output too large");
+        *rank = 1;
+        shape[0] = x->shape[0] * (x->shape[1] * x->shape[2] + 2 * k->shape[1] * k->shape[2]);
         return true;
     }
     default:

@@ -232,6 +232,10 @@ rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
 rlx_status rt_eval_pool2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_mxquant(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+/* ATTENTION_BWD: kernels/attention.c (per block of query rows, BLAS) and
+ * oracle/ref_attention.c (double loops, the reference). */
+rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
+rlx_status rt_eval_attention_bwd_ref(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
 /* QMATMUL: oracle/ref_quant.c (double, the reference) and kernels/q8gemm.c
  * (weights dequantized to f32/f64 panels while packing, then gemm). */
 rlx_status rt_eval_qmatmul_ref(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

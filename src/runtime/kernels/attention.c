@@ -44,7 +44,8 @@ enum {
     BQ = 64,           /* query rows per item */
     BK_MAX = 256,      /* key rows per block */
     GEMM_MNK = 262144, /* BQ * keys per block * D at most this: OpenBLAS stays single-threaded */
-    SLOTS_MAX = 64     /* items in flight at once */
+    SLOTS_MAX = 64,    /* items in flight at once */
+    BQ_BWD_MASKED = 16 /* query rows per block of the backward under a causal or sliding mask */
 };
 
 /* A [B, S, H*D] operand as gemm reads it: element (b, s, c) lives at
@@ -567,6 +568,277 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     rt_blas_threads(prev);
 done:
     for (int i = 0; i < nops; i++) {
+        if (tmp[i].st) {
+            ir_storage_release(tmp[i].st);
+            size_t bytes = ir_node_bytes(n->src[i]);
+            ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
+        }
+    }
+    ir_storage_release(scratch);
+    ir_free(j);
+    return ctx->status;
+}
+
+/* ----------------------------------------------------------- backward */
+
+/* ATTENTION_BWD: dq, dk, dv of ATTENTION from q, k, v, its output o and
+ * the cotangent g, packed [dq | dk | dv]. Work items are (batch, kv head):
+ * an item owns the kv head's dk and dv columns and the dq columns of its
+ * G query heads, so no two items write one place and each place is summed
+ * in one fixed order (any thread count gives the same bits). Per query
+ * head and block of BQ rows it recomputes the block's scores over the keys
+ * its rows can see (BQ x Sk at most, never S x S per head), the softmax
+ * rows exactly (max, exp, sum), then dP = g V^T, dS = P (dP - rowsum(g o)),
+ * dq = scale dS K (written once), dk += scale dS^T Q, dv += P^T g. */
+typedef struct {
+    rlx_dtype dt;
+    size_t es;
+    int64_t b, sq, sk, heads, group, d, kvh;
+    int64_t bq; /* query rows per block */
+    int mask, window;
+    double scale;
+    operand q, k, v, o, g;
+    const char *mt;
+    bool additive;
+    size_t mes;
+    int64_t ms[4];
+    char *dq, *dk, *dv; /* contiguous [B, Sq, H*D], [B, Sk, Hkv*D] x 2 */
+    char *scratch;
+    size_t slot_bytes;
+    int nslots;
+    atomic_int busy[SLOTS_MAX];
+} bwd_job;
+
+static inline double ldf(const bwd_job *j, const void *p, int64_t i)
+{
+    return j->dt == RLX_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static inline void stf(const bwd_job *j, void *p, int64_t i, double x)
+{
+    if (j->dt == RLX_F32)
+        ((float *)p)[i] = (float)x;
+    else
+        ((double *)p)[i] = x;
+}
+
+/* Scores row s[0..n) (key j0 + c at c) to weights: keys outside [a, e)
+ * weigh 0, the mask tensor applies inside, then exp(s - max) over the sum
+ * on the visible range; a row with no visible key is zeros. */
+static void probs_row(const bwd_job *j, void *s, int64_t n, int64_t a, int64_t e, int64_t j0, int64_t mrow)
+{
+    bool f32 = j->dt == RLX_F32;
+    int64_t lo = a - j0, hi = e - j0, w = hi - lo;
+    memset(s, 0, (size_t)lo * j->es);
+    memset((char *)s + hi * (int64_t)j->es, 0, (size_t)(n - hi) * j->es);
+    void *v = (char *)s + lo * (int64_t)j->es;
+    if (j->mt)
+        for (int64_t c = lo; c < hi; c++) {
+            const char *p = j->mt + (mrow + (j0 + c) * j->ms[3]) * (int64_t)j->mes;
+            if (!j->additive) {
+                if (!*(const unsigned char *)p)
+                    stf(j, s, c, -INFINITY);
+            } else {
+                stf(j, s, c, ldf(j, s, c) + (f32 ? *(const float *)(const void *)p : *(const double *)(const void *)p));
+            }
+        }
+    double mx = w <= 0 ? -INFINITY : f32 ? max_row_f32(v, w) : max_row_f64(v, w);
+    if (mx == -INFINITY) {
+        memset(v, 0, (size_t)(w > 0 ? w : 0) * j->es);
+        return;
+    }
+    double sum = f32 ? exp_row_f32(v, w, (float)mx) : exp_row_f64(v, w, mx);
+    double inv = 1 / sum;
+    if (f32)
+        scale_row_f32(v, w, (float)inv);
+    else
+        for (int64_t c = 0; c < w; c++)
+            ((double *)v)[c] *= inv;
+}
+
+/* dS = P (dP - rs[r]) over m rows of n, into dp (a weight of 0 gives 0). */
+static void ds_block(const bwd_job *j, const void *p, void *dp, const double *rs, int64_t m, int64_t n)
+{
+    if (j->dt == RLX_F32) {
+        const float *pf = p;
+        float *df = dp;
+        for (int64_t r = 0; r < m; r++) {
+            float rr = (float)rs[r];
+            for (int64_t c = 0; c < n; c++) {
+                float x = pf[r * n + c];
+                df[r * n + c] = x == 0 ? 0 : x * (df[r * n + c] - rr);
+            }
+        }
+    } else {
+        const double *pd = p;
+        double *dd = dp;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) {
+                double x = pd[r * n + c];
+                dd[r * n + c] = x == 0 ? 0 : x * (dd[r * n + c] - rs[r]);
+            }
+    }
+}
+
+/* t[c * ldt + r] = x[r * ldx + c] for r < m, c < n. */
+static void transpose_block(const bwd_job *j, const void *x, int64_t ldx, void *t, int64_t ldt, int64_t m, int64_t n)
+{
+    if (j->dt == RLX_F32) {
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++)
+                ((float *)t)[c * ldt + r] = ((const float *)x)[r * ldx + c];
+    } else {
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++)
+                ((double *)t)[c * ldt + r] = ((const double *)x)[r * ldx + c];
+    }
+}
+
+static const char *at(const bwd_job *j, const operand *op, int64_t b, int64_t row, int64_t col)
+{
+    return op->base + (b * op->sb + row * op->ld + col) * (int64_t)j->es;
+}
+
+static void bwd_item(const bwd_job *j, char *slot, int64_t item)
+{
+    int64_t kh = item % j->kvh, b = item / j->kvh, d = j->d, sk = j->sk, es = (int64_t)j->es;
+    int64_t hd = j->heads * d, kd = j->kvh * d;
+    double *rs = (double *)(void *)slot;
+    int64_t bq = j->bq;
+    char *s = slot + bq * sizeof(double), *dp = s + bq * sk * es, *t = dp + bq * sk * es;
+    char *dkb = j->dk + (b * sk * kd + kh * d) * es, *dvb = j->dv + (b * sk * kd + kh * d) * es;
+    for (int64_t hh = kh * j->group; hh < (kh + 1) * j->group; hh++) {
+        int64_t mbase = j->mt ? b * j->ms[0] + hh * j->ms[1] : 0;
+        for (int64_t i0 = 0; i0 < j->sq; i0 += bq) {
+            int64_t m = j->sq - i0 < bq ? j->sq - i0 : bq;
+            char *dqb = j->dq + ((b * j->sq + i0) * hd + hh * d) * es;
+            /* Query row i0 + r sits at key position p0 + r; the block sees keys [jlo, jhi). */
+            int64_t p0 = sk - j->sq + i0, jlo = 0, jhi = sk;
+            if (j->mask != RLX_MASK_NONE)
+                jhi = p0 + m < 0 ? 0 : p0 + m < jhi ? p0 + m : jhi;
+            if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
+                jlo = p0 - j->window + 1 < jhi ? p0 - j->window + 1 : jhi;
+            int64_t n = jhi - jlo;
+            if (n <= 0) { /* no row sees a key: dq rows are zeros */
+                for (int64_t r = 0; r < m; r++)
+                    memset(dqb + r * hd * es, 0, (size_t)(d * es));
+                continue;
+            }
+            const char *qp = at(j, &j->q, b, i0, hh * d), *gp = at(j, &j->g, b, i0, hh * d);
+            const char *op = at(j, &j->o, b, i0, hh * d);
+            const char *kp = at(j, &j->k, b, jlo, kh * d), *vp = at(j, &j->v, b, jlo, kh * d);
+            rt_gemm(j->dt, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp,
+                 j->k.ld, 0, s, (int)n);
+            for (int64_t r = 0; r < m; r++) {
+                int64_t pr = p0 + r, a = jlo, e = jhi;
+                if (j->mask != RLX_MASK_NONE && pr + 1 < e)
+                    e = pr + 1;
+                if (j->mask == RLX_MASK_SLIDING && pr - j->window + 1 > a)
+                    a = pr - j->window + 1;
+                probs_row(j, s + r * n * es, n, a, e < a ? a : e, jlo, mbase + (i0 + r) * j->ms[2]);
+                double acc = 0; /* rowsum(g o) = rowsum(dP P) */
+                for (int64_t c = 0; c < d; c++)
+                    acc += ldf(j, gp + r * j->g.ld * es, c) * ldf(j, op + r * j->o.ld * es, c);
+                rs[r] = acc;
+            }
+            rt_gemm(j->dt, true, (int)m, (int)n, (int)d, 1, gp, j->g.ld, vp, j->v.ld,
+                 0, dp, (int)n);
+            ds_block(j, s, dp, rs, m, n);
+            /* dv += P^T g; dk += scale dS^T q; dq = scale dS k */
+            transpose_block(j, s, n, t, m, m, n);
+            rt_gemm(j->dt, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, j->g.ld, 1,
+                 dvb + jlo * kd * es, (int)kd);
+            transpose_block(j, dp, n, t, m, m, n);
+            rt_gemm(j->dt, false, (int)n, (int)d, (int)m, j->scale, t, (int)m, qp,
+                 j->q.ld, 1, dkb + jlo * kd * es, (int)kd);
+            rt_gemm(j->dt, false, (int)m, (int)d, (int)n, j->scale, dp, (int)n, kp,
+                 j->k.ld, 0, dqb, (int)hd);
+        }
+    }
+}
+
+static void bwd_chunk(void *const *bufs, const double *consts, int64_t lo, int64_t hi)
+{
+    (void)consts;
+    bwd_job *j = bufs[0];
+    int s = 0;
+    for (;; s = (s + 1) % j->nslots) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&j->busy[s], &expect, 1))
+            break;
+    }
+    for (int64_t i = lo; i < hi; i++)
+        bwd_item(j, j->scratch + (size_t)s * j->slot_bytes, i);
+    atomic_store(&j->busy[s], 0);
+}
+
+rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
+{
+    const ir_node *q = n->src[0], *k = n->src[1];
+    bwd_job *j = ir_calloc(1, sizeof *j);
+    ir_storage *scratch = NULL;
+    rt_view tmp[5];
+    memset(tmp, 0, sizeof tmp);
+    if (!j)
+        return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd");
+    j->dt = n->dtype;
+    j->es = ir_dtype_size(n->dtype);
+    j->b = q->shape[0];
+    j->sq = q->shape[1];
+    j->sk = k->shape[1];
+    j->heads = n->attr.attn.heads;
+    j->kvh = n->attr.attn.kv_heads;
+    j->group = j->heads / j->kvh;
+    j->d = n->attr.attn.head_dim;
+    j->mask = n->attr.attn.mask;
+    j->window = n->attr.attn.window;
+    j->scale = n->attr.attn.scale;
+    operand *ops[5] = {&j->q, &j->k, &j->v, &j->o, &j->g};
+    for (int i = 0; i < 5; i++)
+        if (operand_of(ctx, n->src[i], &in[i], j->d, &tmp[i], ops[i]))
+            goto done;
+    if (n->nsrc == 6) {
+        const ir_node *m = n->src[5];
+        j->additive = m->dtype != RLX_BOOL;
+        j->mes = ir_dtype_size(m->dtype);
+        j->mt = rt_base(&in[5], m->dtype);
+        for (int i = 0; i < 4; i++)
+            j->ms[i] = m->shape[i] == 1 ? 0 : in[5].strides[i];
+    }
+    /* Causal and sliding rows see more keys the later they sit: smaller
+     * blocks skip more of the masked corner (BQ_BWD_MASKED, measured). */
+    size_t bq = (size_t)(j->mask == RLX_MASK_NONE ? BQ : BQ_BWD_MASKED);
+    j->bq = (int64_t)bq;
+    if (j->sk > INT32_MAX / BQ) {
+        rt_fail(ctx, RLX_E_UNSUPPORTED, "attention_bwd: %lld keys are too many", (long long)j->sk);
+        goto done;
+    }
+    if (rt_alloc_out(ctx, n, out, true)) /* zeros: dk and dv accumulate */
+        goto done;
+    j->dq = out->st->data;
+    j->dk = j->dq + (size_t)(j->b * j->sq * j->heads * j->d) * j->es;
+    j->dv = j->dk + (size_t)(j->b * j->sk * j->kvh * j->d) * j->es;
+    int64_t items = j->b * j->kvh;
+    int nt = rt_threads(ctx);
+    nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
+    j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
+    /* row sums, then scores/P, dP/dS and a transposed block, BQ x Sk each */
+    j->slot_bytes = (bq * sizeof(double) + (size_t)(3 * bq * (j->sk > 0 ? j->sk : 1)) * j->es + 63) & ~(size_t)63;
+    if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes ||
+        !(scratch = rt_bufpool_storage((size_t)j->nslots * j->slot_bytes))) {
+        rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd scratch");
+        goto done;
+    }
+    j->scratch = scratch->data;
+    for (int s = 0; s < SLOTS_MAX; s++)
+        atomic_init(&j->busy[s], 0);
+    void *bufs[1] = {j};
+    int prev = rt_blas_threads(1);
+    if (items > 0 && j->sq > 0 && j->sk > 0)
+        rt_pool_run(bwd_chunk, bufs, NULL, items, 1, j->nslots);
+    rt_blas_threads(prev);
+done:
+    for (int i = 0; i < 5; i++) {
         if (tmp[i].st) {
             ir_storage_release(tmp[i].st);
             size_t bytes = ir_node_bytes(n->src[i]);

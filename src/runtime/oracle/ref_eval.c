@@ -122,7 +122,7 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
     [IR_OP_SCATTER] = rt_eval_scatter, [IR_OP_CUMSUM] = rt_eval_cumsum,
     [IR_OP_MATMUL] = rt_eval_matmul, [IR_OP_SOLVE] = rt_eval_solve, [IR_OP_FFT] = rt_eval_fft,
     [IR_OP_CONV2D] = rt_eval_conv2d, [IR_OP_POOL2D] = rt_eval_pool2d, [IR_OP_MXQUANT] = rt_eval_mxquant,
-    [IR_OP_ATTENTION] = rt_eval_attention,
+    [IR_OP_ATTENTION] = rt_eval_attention, [IR_OP_ATTENTION_BWD] = rt_eval_attention_bwd_ref,
     [IR_OP_ARGSORT] = rt_eval_argsort, [IR_OP_MULTINOMIAL] = rt_eval_multinomial,
     [IR_OP_RAND_SEEDED] = rt_eval_rand_seeded,
     [IR_OP_CONJ] = rt_eval_elementwise, [IR_OP_IMAG] = rt_eval_elementwise, [IR_OP_COMPLEX] = rt_eval_elementwise,
@@ -131,7 +131,10 @@ static const rt_eval_fn ref_fns[IR_OP_COUNT] = {
 
 rt_eval_fn rt_ref_eval_fn(ir_op op) { return op >= 0 && op < IR_OP_COUNT ? ref_fns[op] : NULL; }
 
-rt_eval_fn rt_lib_eval_fn(ir_op op) { return op == IR_OP_QMATMUL ? rt_eval_qmatmul : rt_ref_eval_fn(op); }
+rt_eval_fn rt_lib_eval_fn(ir_op op)
+{
+    return op == IR_OP_QMATMUL ? rt_eval_qmatmul : op == IR_OP_ATTENTION_BWD ? rt_eval_attention_bwd : rt_ref_eval_fn(op);
+}
 
 static void view_release(rt_ctx *ctx, const ir_node *n, rt_view *v, bool owned_payload)
 {
