@@ -465,17 +465,22 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
     }
 }
 
+/* A free scratch slot, taken: at most nslots chunks run at once, so one
+ * is always there (forward and backward jobs alike). */
+static int take_slot(atomic_int *busy, int nslots)
+{
+    for (int s = 0;; s = (s + 1) % nslots) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&busy[s], &expect, 1))
+            return s;
+    }
+}
+
 static void run_chunk(void *const *bufs, const double *consts, int64_t lo, int64_t hi)
 {
     (void)consts;
     attn_job *j = bufs[0];
-    /* At most nslots chunks run at once, so a free slot is always there. */
-    int s = 0;
-    for (;; s = (s + 1) % j->nslots) {
-        int expect = 0;
-        if (atomic_compare_exchange_strong(&j->busy[s], &expect, 1))
-            break;
-    }
+    int s = take_slot(j->busy, j->nslots);
     for (int64_t i = lo; i < hi; i++)
         run_item(j, j->scratch + (size_t)s * j->slot_bytes, i);
     atomic_store(&j->busy[s], 0);
@@ -761,12 +766,7 @@ static void bwd_chunk(void *const *bufs, const double *consts, int64_t lo, int64
 {
     (void)consts;
     bwd_job *j = bufs[0];
-    int s = 0;
-    for (;; s = (s + 1) % j->nslots) {
-        int expect = 0;
-        if (atomic_compare_exchange_strong(&j->busy[s], &expect, 1))
-            break;
-    }
+    int s = take_slot(j->busy, j->nslots);
     for (int64_t i = lo; i < hi; i++)
         bwd_item(j, j->scratch + (size_t)s * j->slot_bytes, i);
     atomic_store(&j->busy[s], 0);
