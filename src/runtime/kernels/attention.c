@@ -510,6 +510,19 @@ static rlx_status operand_of(rt_ctx *ctx, const ir_node *x, const rt_view *v, in
     return RLX_OK;
 }
 
+/* Drops the contiguous copies operand_of made of the first count sources
+ * (tmp[i].st set) and their bytes from the context's live count. */
+static void release_copies(rt_ctx *ctx, const ir_node *n, rt_view *tmp, int count)
+{
+    for (int i = 0; i < count; i++) {
+        if (tmp[i].st) {
+            ir_storage_release(tmp[i].st);
+            size_t bytes = ir_node_bytes(n->src[i]);
+            ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
+        }
+    }
+}
+
 rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     const ir_node *q = n->src[0], *k = n->src[1];
@@ -572,13 +585,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     rt_pool_run(run_chunk, bufs, NULL, items, 1, j->nslots);
     rt_blas_threads(prev);
 done:
-    for (int i = 0; i < nops; i++) {
-        if (tmp[i].st) {
-            ir_storage_release(tmp[i].st);
-            size_t bytes = ir_node_bytes(n->src[i]);
-            ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
-        }
-    }
+    release_copies(ctx, n, tmp, nops);
     ir_storage_release(scratch);
     ir_free(j);
     return ctx->status;
@@ -838,13 +845,7 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
         rt_pool_run(bwd_chunk, bufs, NULL, items, 1, j->nslots);
     rt_blas_threads(prev);
 done:
-    for (int i = 0; i < 5; i++) {
-        if (tmp[i].st) {
-            ir_storage_release(tmp[i].st);
-            size_t bytes = ir_node_bytes(n->src[i]);
-            ctx->live_bytes -= ctx->live_bytes >= bytes ? bytes : ctx->live_bytes;
-        }
-    }
+    release_copies(ctx, n, tmp, 5);
     ir_storage_release(scratch);
     ir_free(j);
     return ctx->status;
