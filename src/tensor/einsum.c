@@ -54,30 +54,14 @@ static int letter(char c)
 static char label_char(int l) { return l < 26 ? (char)('A' + l) : (char)('a' + l - 26); }
 
 /* Whether a program can rebuild reshape(x, shape) for bound sizes when x
- * has dynamic dims: the rule of program.c's reshape_dims (the non-1 dims
- * unchanged, or one dynamic target dim inferred from the count), applied
- * to the source ts_reshape_node really uses (a reshape of a reshape is
- * one reshape). */
+ * has dynamic dims (ts_reshape_rule), applied to the source
+ * ts_reshape_node really uses (a reshape of a reshape is one reshape). */
 static bool reshape_follows(const ir_node *x, int rank, const int64_t *shape)
 {
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return true;
-    if (x->op == IR_OP_RESHAPE)
-        x = x->src[0];
-    int64_t ps[RLX_MAX_RANK], pd[RLX_MAX_RANK], known = 1;
-    int ns = 0, nd = 0, unknown = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (x->shape[i] != 1)
-            ps[ns++] = x->shape[i];
-    for (int i = 0; i < rank; i++) {
-        if (shape[i] != 1)
-            pd[nd++] = shape[i];
-        unknown += shape[i] < 0;
-        known *= shape[i] < 0 ? 1 : shape[i];
-    }
-    if (ns == nd && (ns == 0 || memcmp(ps, pd, (size_t)ns * sizeof *ps) == 0))
-        return true;
-    return unknown == 1 && known > 0;
+    int64_t known;
+    return ts_reshape_rule(x->op == IR_OP_RESHAPE ? x->src[0] : x, rank, shape, &known) != 0;
 }
 
 /* rlx_reshape, where dims of size -1 are dynamic (several may be): over a

@@ -365,35 +365,45 @@ static ir_node *remake(const char *fn, bool private_nodes, const ir_node *nd, in
     return r;
 }
 
+int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known)
+{
+    int64_t ps[IR_MAX_RANK], pd[IR_MAX_RANK];
+    int ns = 0, nd = 0, unknown = 0;
+    for (int i = 0; i < traced->rank; i++)
+        if (traced->shape[i] != 1)
+            ps[ns++] = traced->shape[i];
+    *known = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] != 1)
+            pd[nd++] = dims[i];
+        unknown += dims[i] < 0;
+        *known *= dims[i] < 0 ? 1 : dims[i];
+    }
+    if (ns == nd && (ns == 0 || memcmp(ps, pd, (size_t)ns * sizeof *ps) == 0))
+        return 1;
+    return unknown == 1 && *known > 0 ? 2 : 0;
+}
+
 /* The dims of a reshape traced with dynamic (-1) dims, given its source x
- * as bound: dims that only move with their source (a reshape that adds or
- * drops 1s) are taken from it; otherwise one unknown dim is inferred from
- * the element count. */
+ * as bound, by ts_reshape_rule: dims that only move with their source (a
+ * reshape that adds or drops 1s) are taken from it; otherwise one unknown
+ * dim is inferred from the element count. */
 static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir_attrs *a)
 {
     const ir_node *traced = nd->src[0];
-    int ps[IR_MAX_RANK], pd[IR_MAX_RANK], ns = 0, nd_ = 0, unknown = 0;
-    for (int i = 0; i < traced->rank; i++)
-        if (traced->shape[i] != 1)
-            ps[ns++] = i;
-    for (int i = 0; i < a->shape.rank; i++) {
-        if (a->shape.dims[i] != 1)
-            pd[nd_++] = i;
-        unknown += a->shape.dims[i] < 0;
-    }
-    bool aligned = ns == nd_;
-    for (int k = 0; k < ns && aligned; k++)
-        aligned = traced->shape[ps[k]] == a->shape.dims[pd[k]];
-    if (aligned) {
-        for (int k = 0; k < ns; k++)
-            a->shape.dims[pd[k]] = x->shape[ps[k]];
+    int64_t known, n = ir_node_numel(x);
+    int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
+    if (rule == 1) {
+        for (int i = 0, k = 0; i < a->shape.rank; i++) {
+            if (a->shape.dims[i] == 1)
+                continue;
+            while (traced->shape[k] == 1)
+                k++;
+            a->shape.dims[i] = x->shape[k++];
+        }
         return true;
     }
-    int64_t n = ir_node_numel(x), known = 1;
-    for (int i = 0; i < a->shape.rank; i++)
-        if (a->shape.dims[i] >= 0)
-            known *= a->shape.dims[i];
-    if (unknown == 1 && known > 0 && n % known == 0) {
+    if (rule == 2 && n % known == 0) {
         for (int i = 0; i < a->shape.rank; i++)
             if (a->shape.dims[i] < 0)
                 a->shape.dims[i] = n / known;

@@ -129,6 +129,13 @@ bool ts_dyn_resolve(int64_t dim, int64_t *start, int64_t *step, int64_t *len);
 /* The slice start:stop:step (TS_DYN_* indices) of the dynamic axis ax of n. */
 ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t stop, int64_t step);
 
+/* program.c: how a program rebuilds reshape(traced, dims) with dynamic
+ * dims for bound sizes: 1 when the non-1 dims are the source's in order
+ * (they move with it), 2 when exactly one target dim is dynamic and the
+ * others' product *known > 0 (it is inferred from the count), else 0 (it
+ * cannot be rebuilt). */
+int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known);
+
 /* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
  * program resolves them with ref's); NULL with the error recorded. */
 ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref);
