@@ -41,6 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -413,6 +416,18 @@ static void trim(void)
         if (J.evictions % 64 == 0)
             LLVMOrcSymbolStringPoolClearDeadEntries(
                 LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(J.jit)));
+#ifdef __GLIBC__
+        /* A kernel's compile allocates on a compile thread's malloc arena
+         * and its eviction frees there; glibc gives an arena's free pages
+         * back only from its top, so over hours the resident set crept up
+         * in free, fragmented chunks (rlx-soak: malloc's held bytes grew
+         * 4.3 MiB in 25 minutes while its bytes in use grew 0.3). A trim
+         * returns every whole free page of every arena; it walks them all,
+         * so once per 256 evictions (each followed a compile of a
+         * millisecond or more). */
+        if (J.evictions % 256 == 0)
+            malloc_trim(0);
+#endif
     }
 }
 
