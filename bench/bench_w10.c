@@ -457,6 +457,7 @@ static int run_workload(const workload *wl, const options *o)
         fprintf(stderr, "%s: compile/init: %s\n", wl->name, rlx_last_error());
         return 1;
     }
+    st.copy = getenv("W10_COPY") && *getenv("W10_COPY") == '1'; /* the step without donation, to compare */
     rlx_stats_t s0;
     rlx_stats(&s0);
     double loss[NLOSS], l;

@@ -448,16 +448,26 @@ rlx_status gpt_step(rlx_program *prog, gpt_state *st, rlx_tensor *tokens, rlx_te
     rlx_binding bind[3 + 3 * GPT_MAX_PARAMS];
     rlx_tensor *out[1 + 3 * GPT_MAX_PARAMS];
     rlx_tensor *t = own(rlx_scalar(lay->cfg.dtype, (double)st->step));
-    bind[0] = (rlx_binding){"tokens", tokens};
-    bind[1] = (rlx_binding){"targets", targets};
+    /* (a donating run takes a reference per binding: the caller keeps its own) */
+    bind[0] = (rlx_binding){"tokens", st->copy ? tokens : own(rlx_retain(tokens))};
+    bind[1] = (rlx_binding){"targets", st->copy ? targets : own(rlx_retain(targets))};
     bind[2] = (rlx_binding){"step", t};
     for (int i = 0; i < np; i++) {
         bind[3 + i] = (rlx_binding){lay->name[i], st->p[i]};
         bind[3 + np + i] = (rlx_binding){lay->m_name[i], st->m[i]};
         bind[3 + 2 * np + i] = (rlx_binding){lay->v_name[i], st->v[i]};
     }
-    rlx_status rc = rlx_program_run(prog, bind, 3 + 3 * np, out);
-    rlx_release(t);
+    /* donating: the parameters and moments are updated over their own
+     * buffers (the state's handles are the run's to release) */
+    rlx_status rc;
+    if (st->copy) {
+        rc = rlx_program_run(prog, bind, 3 + 3 * np, out);
+        rlx_release(t);
+    } else {
+        rc = rlx_program_run_donate(prog, bind, 3 + 3 * np, out);
+        for (int i = 0; i < np; i++)
+            st->p[i] = st->m[i] = st->v[i] = NULL;
+    }
     if (rc != RLX_OK)
         return rc;
     for (int i = 0; i < 1 + 3 * np; i++)

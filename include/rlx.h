@@ -1030,6 +1030,24 @@ RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
  * unknown or missing name is RLX_E_ARG. On error every outputs[i] is NULL. */
 RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin,
                                    rlx_tensor **outputs);
+/* As rlx_program_run, and takes the caller's reference to every binding's
+ * value (donates it, as JAX's donate_argnums): each inputs[b].value is
+ * released once when the call returns, whatever the outcome, as if by
+ * rlx_release (so, as for rlx_release, pass no handle an open scope
+ * records; rlx_escape it first). A tensor bound to k inputs needs k
+ * references (rlx_retain); with fewer the call is RLX_E_ARG and releases
+ * nothing. What it buys: when the run holds the only reference to an
+ * input's value (bound once, no other handle or graph node refers to it,
+ * its memory librlx's own: not rlx_from_blob's, not a mapped
+ * checkpoint's), an output computed elementwise from it with the same
+ * dtype and byte size, by the last kernel that reads it, is written over
+ * its buffer in place: a training step's parameters and optimizer state
+ * are updated without a second copy (JIT backend; otherwise, and for
+ * inputs still referenced elsewhere, the run is rlx_program_run's and the
+ * values are the same). Nothing is ever written over memory another
+ * tensor can read. */
+RLX_API rlx_status rlx_program_run_donate(rlx_program *p, const rlx_binding *inputs, int nin,
+                                          rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
 /* How many specializations p keeps now (JIT: at most 8, the most recently
  * used; a new binding evicts the least recently used) and how many it has

@@ -64,6 +64,47 @@ class Program:
 
     __call__ = run
 
+    def run_donate(self, bindings=None, **kw):
+        """As run, donating every bound value (rlx_program_run_donate): the
+        Tensors passed are closed (their handles go to the run), and an
+        output computed elementwise from an input nothing else refers to is
+        written over that input's buffer (a training step's parameters and
+        optimizer state updated without a second copy). A Tensor other
+        Tensors or graphs still refer to is only read."""
+        if self._p is None:
+            raise ValueError("rlx.Program: the program was closed")
+        b = dict(bindings or {})
+        b.update(kw)
+        names, handles, taken = [], [], {}
+        try:
+            for name, value in b.items():
+                v = value if isinstance(value, Tensor) else tensor(value)
+                if v._h is None:
+                    if id(v) not in taken:
+                        raise ValueError("rlx.Program.run_donate: binding %r is a closed Tensor" % (name,))
+                    h = _lib.rlx_retain(taken[id(v)])  # bound again: a reference per binding
+                else:
+                    h, v._h = v._h, None
+                    taken[id(v)] = h
+                names.append(str(name).encode())
+                handles.append(h)
+        except BaseException:
+            for h in handles:
+                _lib.rlx_release(h)
+            raise
+        arr = (_ffi.Binding * _builtin_max(len(b), 1))()
+        for i, (nm, h) in enumerate(zip(names, handles)):
+            arr[i].name = nm
+            arr[i].value = h
+        out = (_c_void_p * self._n)()
+        _clear()
+        try:
+            _check(_lib.rlx_program_run_donate(self._p, arr, len(b), out))
+        except RlxError as e:
+            raise _named_symbols(e) from None
+        res = [_wrap(out[i]) for i in range(self._n)]
+        return res[0] if self._single else res
+
     def specs(self):
         """(kept, prepared): the specializations kept now (at most 8, the
         most recently used) and how many were prepared since compiling."""

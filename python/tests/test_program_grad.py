@@ -29,6 +29,37 @@ def test_compile_and_run(rng):
         p.run(x=np.ones((2, 3), np.float32))
 
 
+def test_run_donate_updates_in_place(rng):
+    """run_donate: an SGD-with-momentum loop gives run()'s values, the
+    donated Tensors are closed, and the updates take their inputs' buffers."""
+    from rlx._base import _lib
+    w, m, g = (rlx.input(n, (16, 8)) for n in "wmg")
+    prog = rlx.compile([w - g * 0.5, m * 0.9 + g, (g * g).sum()])
+    wv, mv = rng.standard_normal((16, 8)).astype(np.float32), np.zeros((16, 8), np.float32)
+    tw, tm = rlx.tensor(wv), rlx.tensor(mv)
+    for step in range(3):
+        gv = rng.standard_normal((16, 8)).astype(np.float32)
+        before = _lib.rlx_data(tw.handle)
+        want = prog.run(w=tw, m=tm, g=gv)
+        nw, nm, loss = prog.run_donate(w=tw, m=tm, g=gv)
+        assert tw.handle is None and tm.handle is None   # donated: closed
+        with pytest.raises(ValueError):
+            prog.run_donate(w=tw, m=tm, g=gv)
+        assert_close(nw, want[0].numpy(), rtol=0, atol=0)
+        assert_close(nm, want[1].numpy(), rtol=0, atol=0)
+        assert_close(loss, float((gv.astype(np.float64) ** 2).sum()), rtol=1e-5)
+        del want   # (run() read tw before: its outputs are separate tensors)
+        if rlx.get_option("backend") == "jit":
+            assert _lib.rlx_data(nw.handle) == before
+        tw, tm = nw, nm
+    # a Tensor bound twice is donated once per binding, and nothing is written over it
+    t = rlx.tensor(np.ones((16, 8), np.float32))
+    a, b, _ = prog.run_donate(w=t, m=t, g=np.ones((16, 8), np.float32))
+    assert_close(a, np.full((16, 8), 0.5))
+    assert_close(b, np.full((16, 8), 1.9))
+    assert t.handle is None
+
+
 def test_dynamic_batch(rng):
     """One program over a -1 batch dim, run at several batch sizes, against NumPy."""
     x = rlx.input("x", (-1, 6))

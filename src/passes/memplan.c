@@ -60,6 +60,16 @@ static bool loads_in_place(const ir_map *prod, const sched_kernel *k, long p)
     return true;
 }
 
+bool sched_reads_in_place(const sched_kernel *k, const ir_node *v)
+{
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        if (in->kind == SCHED_I_LOAD && k->args[in->arg] == v && !same_index(k, &in->idx))
+            return false;
+    }
+    return true;
+}
+
 typedef struct {
     long id; /* the group's first kernel */
     long start, end;

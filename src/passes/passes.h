@@ -218,6 +218,9 @@ typedef struct {
 rlx_status sched_memplan_build(sched_ctx *c, const sched_schedule *s, ir_node *const *roots, int nroots,
                                sched_memplan *out);
 void sched_memplan_free(sched_memplan *m);
+/* Every load of v in LOOP kernel k reads the element k stores, so k may
+ * write its output over v's buffer as it goes (a donated input). */
+bool sched_reads_in_place(const sched_kernel *k, const ir_node *v);
 
 /* simplify.c — rewrites the unrealized graph of a realization into an
  * equivalent, smaller one (constant folding, identities, composed views,

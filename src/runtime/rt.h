@@ -34,6 +34,10 @@ bool rt_slab_owns(const void *p);
 #define RT_SLAB_BUDGET ((size_t)128 << 20)
 /* A storage over user memory; deleter(ctx) runs when it dies. */
 ir_storage *rt_storage_wrap(void *data, size_t bytes, void (*deleter)(void *), void *ctx);
+/* Whether st's memory is librlx's own (rt_storage_alloc, the buffer
+ * pool), not a user's block or a mapped file: only such memory may be
+ * written over by a run that owns it (a donated program input). */
+bool rt_storage_private(const ir_storage *st);
 
 /* A strided view of a storage: element (i0..ir) lives at element offset
  * off + sum(i_k * strides[k]). Stride 0 broadcasts. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "runtime/exec/pool.h"
 #include "runtime/rt.h"
 
 static _Atomic uint64_t copied_bytes;
@@ -42,6 +43,8 @@ ir_storage *rt_storage_alloc(size_t bytes, bool zero)
         free(data);
     return st;
 }
+
+bool rt_storage_private(const ir_storage *st) { return st->free_fn == free_aligned || rt_bufpool_made(st); }
 
 typedef struct {
     void (*deleter)(void *);

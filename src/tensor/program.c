@@ -681,13 +681,35 @@ rlx_status rlx_program_arenas(rlx_program *p, int *count, int64_t *bytes)
 }
 
 /* A run of spec s: binds[j] is the value bound to input j. */
-static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_node **binds, rlx_tensor **outputs)
+/* Whether a donating run may write over input j's buffer: the run holds
+ * the only reference to its binding (bound to no other input), a private
+ * node (never hash-consed: no other thread can find it meanwhile) whose
+ * buffer is librlx's own memory and shared with no other node. */
+static bool donatable(const rlx_program *p, ir_node *const *binds, long j)
+{
+    const ir_node *n = binds[j];
+    ir_storage *st = ir_node_storage(n);
+    for (long o = 0; o < p->ninputs; o++)
+        if (o != j && binds[o] == n)
+            return false;
+    return !n->consed && atomic_load(&n->refs) == 1 && st && atomic_load(&st->refs) == 1 && rt_storage_private(st) &&
+           n->offset + ir_node_bytes(n) <= st->bytes;
+}
+
+static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_node **binds, bool donate,
+                           rlx_tensor **outputs)
 {
     for (long j = 0; j < p->ninputs; j++)
         if (!ir_node_storage(binds[j]) && ts_realize_nodes(fn, &binds[j], 1) != RLX_OK)
             return rlx_last_status();
+    unsigned char dstack[64], *dn = NULL;
+    if (donate && (dn = p->ninputs <= 64 ? dstack : ir_alloc((size_t)p->ninputs))) /* (none when out of memory) */
+        for (long j = 0; j < p->ninputs; j++)
+            dn[j] = donatable(p, binds, j);
     rt_view vstack[8], *v = p->nout <= 8 ? vstack : ir_alloc((size_t)p->nout * sizeof *v);
     if (!v) {
+        if (dn != dstack)
+            ir_free(dn);
         ts_error(RLX_E_NOMEM, fn, "out of memory");
         return RLX_E_NOMEM;
     }
@@ -700,6 +722,7 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
     pl.rt.opts = &o;
     pl.plan = s->plan;
     pl.binds = binds;
+    pl.donate = dn;
     pl.views = v;
     pl.arena = arena_take(p, rt_jit_plan_arena_bytes(s->plan));
     rlx_status st = rt_pipeline_realize(&pl, s->roots, p->nout);
@@ -729,6 +752,8 @@ static rlx_status run_plan(const char *fn, rlx_program *p, program_spec *s, ir_n
         ir_storage_release(v[i].st);
     if (v != vstack)
         ir_free(v);
+    if (dn != dstack)
+        ir_free(dn);
     if (st != RLX_OK)
         ts_error(st, fn, "%s", ctx.msg);
     return st;
@@ -822,9 +847,9 @@ static rlx_status check_symbols(const char *fn, const rlx_program *p, const int6
     return RLX_OK;
 }
 
-rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, rlx_tensor **outputs)
+static rlx_status program_run(const char *fn, rlx_program *p, const rlx_binding *inputs, int nin, bool donate,
+                              rlx_tensor **outputs)
 {
-    const char *fn = "rlx_program_run";
     if (!p || !outputs || nin < 0 || (nin > 0 && !inputs)) {
         ts_error(RLX_E_ARG, fn, "program, outputs or inputs missing (nin = %d)", nin);
         return RLX_E_ARG;
@@ -871,7 +896,7 @@ rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, r
             st = rlx_last_status();
             goto out;
         }
-        st = run_plan(fn, p, s, binds, outputs);
+        st = run_plan(fn, p, s, binds, donate, outputs);
         spec_unref(s);
     } else {
         st = run_instantiated(fn, p, binds, outputs);
@@ -881,5 +906,39 @@ out:
         ir_free(binds);
     if (key && key != kstack)
         ir_free(key);
+    return st;
+}
+
+rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, int nin, rlx_tensor **outputs)
+{
+    return program_run("rlx_program_run", p, inputs, nin, false, outputs);
+}
+
+rlx_status rlx_program_run_donate(rlx_program *p, const rlx_binding *inputs, int nin, rlx_tensor **outputs)
+{
+    const char *fn = "rlx_program_run_donate";
+    if (nin < 0 || (nin > 0 && !inputs)) {
+        ts_error(RLX_E_ARG, fn, "inputs missing (nin = %d)", nin);
+        return RLX_E_ARG;
+    }
+    /* a tensor bound to k inputs must come with k references: releasing
+     * more than the caller holds would free it under another owner */
+    for (int b = 0; b < nin; b++) {
+        const ir_node *n = inputs[b].value ? ts_node(inputs[b].value) : NULL;
+        long k = 0;
+        for (int o = 0; n && o < nin; o++)
+            k += inputs[o].value && ts_node(inputs[o].value) == n;
+        if (n && atomic_load(&n->refs) < k) {
+            ts_error(RLX_E_ARG, fn, "binding %d ('%s') passes a tensor bound to %ld inputs with %ld reference(s); "
+                     "a donating run takes one per binding (rlx_retain)", b, inputs[b].name ? inputs[b].name : "(null)",
+                     k, (long)atomic_load(&n->refs));
+            for (int i = 0; p && outputs && i < p->nout; i++)
+                outputs[i] = NULL;
+            return RLX_E_ARG;
+        }
+    }
+    rlx_status st = program_run(fn, p, inputs, nin, true, outputs);
+    for (int b = 0; b < nin; b++)
+        rlx_release(inputs[b].value);
     return st;
 }

@@ -267,6 +267,8 @@ ir_storage *rt_bufpool_storage(size_t bytes)
     return st;
 }
 
+bool rt_bufpool_made(const ir_storage *st) { return st->free_fn == give_back; }
+
 void rt_bufpool_counts_get(rt_bufpool_counts *out)
 {
     pthread_mutex_lock(&B.lock);

@@ -74,6 +74,7 @@ struct rt_jit_plan {
     long *arg_at;
     long *die, *die_at; /* die[die_at[i] .. die_at[i+1]): values dead after kernel i */
     unsigned char *epi; /* per kernel: 1 when a MATMUL runs with kernel i+1 as its epilogue */
+    long *donor;        /* per kernel: the slot whose buffer a donating run lets it write over, or -1 */
 };
 
 typedef struct {
@@ -83,6 +84,7 @@ typedef struct {
     int nthreads;
     int64_t grain;        /* loop iterations per chunk (knob grain; CHUNK_WORK unless tuned) */
     ir_node *const *binds;
+    const unsigned char *donate; /* per slot: its binding's buffer is the run's to write over (or NULL) */
     const double *consts; /* the plan's, or the run's own values */
     ir_storage *arena;
     rt_view *vals; /* contiguous result of each kernel (st NULL when none) */
@@ -243,6 +245,13 @@ static rlx_status run_loop(exec *e, long i, long mm)
         out->st = e->arena;
         out->off = at / (int64_t)ir_dtype_size(k->node->dtype);
         rt_contiguous_strides(k->node->rank, k->node->shape, out->strides);
+    } else if (p->donor[i] >= 0 && e->donate && e->donate[p->donor[i]]) {
+        const ir_node *b = e->binds[p->donor[i]]; /* its last reader writes over it (see find_donors) */
+        memset(out, 0, sizeof *out);
+        out->st = ir_node_storage(b);
+        ir_storage_retain(out->st);
+        out->off = (int64_t)(b->offset / ir_dtype_size(b->dtype));
+        rt_contiguous_strides(k->node->rank, k->node->shape, out->strides);
     } else if (rt_alloc_out(ctx, k->node, out, false)) {
         goto done;
     }
@@ -360,10 +369,23 @@ void rt_jit_plan_free(rt_jit_plan *p)
     ir_free(p->fn);
     ir_free(p->consts); /* and the other tables */
     ir_free(p->dims);
+    ir_free(p->donor);
     ir_free(p);
 }
 
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p) { return p ? p->mp.arena_bytes : 0; }
+
+/* k stores its elements contiguously from the start of its output. */
+static bool stores_contiguous(const sched_kernel *k)
+{
+    int64_t st = 1;
+    if (k->out.off != 0)
+        return false;
+    for (int d = k->rank - 1; d >= 0; st *= k->shape[d--])
+        if (k->shape[d] != 1 && k->out.stride[d] != st)
+            return false;
+    return true;
+}
 
 /* True when kernel i is a float MATMUL that kernel i+1 can take as the
  * GEMM of its epilogue: an elementwise loop with a contiguous output, the
@@ -376,12 +398,8 @@ static bool epilogue_of(const rt_jit_plan *p, long i)
         !ir_dtype_is_float(m->node->dtype) || k->kind != SCHED_LOOP || k->red_op != IR_OP_COUNT || k->red_mask ||
         p->mp.last[i] != i + 1 || ir_node_numel(m->node) <= 0 || ir_node_numel(m->node) != ir_node_numel(k->node))
         return false;
-    int64_t st = 1;
-    if (k->out.off != 0)
+    if (!stores_contiguous(k))
         return false;
-    for (int d = k->rank - 1; d >= 0; st *= k->shape[d--])
-        if (k->shape[d] != 1 && k->out.stride[d] != st)
-            return false;
     bool reads = false;
     for (int j = 0; j < k->ninstr; j++) {
         const sched_instr *in = &k->instr[j];
@@ -422,6 +440,75 @@ const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n, const ir_node *c
 const sched_schedule *rt_jit_plan_schedule(const rt_jit_plan *p) { return &p->s; }
 
 long rt_jit_plan_loops(const rt_jit_plan *p) { return p->nloops; }
+
+/* The slot bound to v (through views), or -1. */
+static long slot_below(const rt_jit_plan *p, const ir_node *v)
+{
+    while (ir_map_get(&p->produced, v) < 0 && ir_ops[v->op].cls == IR_CLS_MOVEMENT && v->nsrc)
+        v = v->src[0];
+    return ir_map_get(&p->slot, v);
+}
+
+/* donor[i]: the slot whose binding kernel i may write its output over in
+ * a run that owns the binding (rlx_program_run_donate): an elementwise
+ * LOOP kernel with storage of its own (a root), not a GEMM's epilogue,
+ * storing contiguously, that is the slot's last reader, reads it only at
+ * the element it stores, and has its byte size and element size. A slot
+ * that a root shares (a root that is the input or a view of it) never
+ * donates. Kernels run in schedule order, so no reader comes after. */
+static bool find_donors(rt_jit_plan *p)
+{
+    long nk = p->s.count, ns = p->nslots;
+    if (!(p->donor = ir_alloc((size_t)(nk ? nk : 1) * sizeof *p->donor)))
+        return false;
+    for (long i = 0; i < nk; i++)
+        p->donor[i] = -1;
+    if (!ns)
+        return true;
+    long *last = ir_alloc((size_t)ns * sizeof *last);
+    if (!last)
+        return false;
+    for (long j = 0; j < ns; j++)
+        last[j] = -1;
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *k = &p->s.k[i];
+        long j;
+        if (k->kind == SCHED_LOOP) {
+            for (int a = 1; a < k->nargs; a++)
+                if ((j = ir_map_get(&p->slot, k->args[a])) >= 0)
+                    last[j] = i;
+        } else if (k->kind == SCHED_REF) {
+            for (int a = 0; a < k->node->nsrc; a++)
+                if ((j = slot_below(p, k->node->src[a])) >= 0)
+                    last[j] = i;
+        } else if ((j = slot_below(p, k->node)) >= 0) {
+            last[j] = nk;
+        }
+    }
+    for (int r = 0; r < p->nroots; r++) {
+        long j = slot_below(p, p->roots[r]);
+        if (j >= 0)
+            last[j] = nk;
+    }
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *k = &p->s.k[i];
+        if (k->kind != SCHED_LOOP || p->mp.offset[i] >= 0 || k->red_op != IR_OP_COUNT || k->red_mask ||
+            (i > 0 && p->epi[i - 1]) || !stores_contiguous(k))
+            continue;
+        for (int a = 1; a < k->nargs; a++) {
+            const ir_node *v = k->args[a];
+            long j = ir_map_get(&p->slot, v);
+            if (j >= 0 && last[j] == i && v->dtype == k->node->dtype && ir_node_bytes(v) == ir_node_bytes(k->node) &&
+                sched_reads_in_place(k, v)) {
+                p->donor[i] = j;
+                last[j] = nk; /* one taker */
+                break;
+            }
+        }
+    }
+    ir_free(last);
+    return true;
+}
 
 /* The tables a run reads: constants, input sources, death lists. */
 static bool plan_tables(rt_jit_plan *p)
@@ -538,7 +625,7 @@ rlx_status rt_jit_plan_layout(rt_ctx *ctx, rt_jit_plan *p, ir_node *const *slots
     for (int j = 0; j < nslots; j++)
         if (ir_map_put(&p->slot, slots[j], j) < 0)
             goto oom;
-    if (!plan_tables(p))
+    if (!plan_tables(p) || !find_donors(p))
         goto oom;
     return RLX_OK;
 oom:
@@ -581,10 +668,10 @@ static void release_dead(exec *e, long i)
     }
 }
 
-rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const double *consts,
-                           ir_storage *arena, rt_jit_stats *stats, rt_view *out)
+rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const unsigned char *donate,
+                           const double *consts, ir_storage *arena, rt_jit_stats *stats, rt_view *out)
 {
-    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = rt_threads(ctx), .binds = binds,
+    exec e = {.p = p, .ctx = ctx, .stats = stats, .nthreads = rt_threads(ctx), .binds = binds, .donate = donate,
               .consts = consts ? consts : p->consts,
               .grain = knob_value(sched_knobs(ctx), KNOB_GRAIN, KCLASS_ANY, -1)};
     long nk = p->s.count;

@@ -45,8 +45,8 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
  * run meanwhile) its intermediates live in, NULL: the run takes its own.
  * Large kernels split their loop dim 0 over the context's threads
  * (results do not depend on the count). */
-rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const double *consts,
-                           ir_storage *arena, rt_jit_stats *stats, rt_view *out);
+rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const unsigned char *donate,
+                           const double *consts, ir_storage *arena, rt_jit_stats *stats, rt_view *out);
 void rt_jit_plan_free(rt_jit_plan *p); /* NULL is a no-op */
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p);
 /* The plan's constant array: *n entries, every LOOP kernel's CONST slots

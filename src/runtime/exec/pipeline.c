@@ -201,7 +201,8 @@ static rlx_status run(rt_pipeline *c, realization *r)
         r->views = c->views;
     else if (r->n > 8 && !(r->views = ir_calloc((size_t)r->n, sizeof *r->views)))
         return rt_fail(&c->rt, RLX_E_NOMEM, "out of memory");
-    rlx_status st = rt_jit_plan_run(&c->rt, r->plan, binds, consts, c->arena, &c->stats, r->views);
+    const unsigned char *donate = r->e ? NULL : c->donate; /* (a cached plan's binds are its own) */
+    rlx_status st = rt_jit_plan_run(&c->rt, r->plan, binds, donate, consts, c->arena, &c->stats, r->views);
     r->nviews = c->views ? 0 : r->n; /* a program's views are its caller's */
     return st;
 }

@@ -26,6 +26,7 @@ typedef struct {
     int nslots;
     const rt_jit_plan *plan; /* non-NULL: run this plan (nothing is built) on binds */
     ir_node *const *binds;
+    const unsigned char *donate; /* non-NULL: per bind, the run may write an output over its buffer */
     rt_view *views;        /* non-NULL: roots' values handed back (a reference each), not published */
     ir_storage *arena;     /* non-NULL: the run's intermediates go there (borrowed; a program's pool) */
     bool generic;          /* its kernels are size-generic (a program with dynamic dims: one

@@ -25,6 +25,8 @@ void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t
  * most 25% over the request). 64-byte aligned. NULL when out of memory. */
 #define RT_BUFPOOL_MIN ((size_t)4 << 10)
 ir_storage *rt_bufpool_storage(size_t bytes);
+/* Whether rt_bufpool_storage made st. */
+bool rt_bufpool_made(const ir_storage *st);
 
 /* The pool's counters since the process started (tests, debugging). */
 typedef struct {
