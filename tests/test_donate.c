@@ -48,12 +48,18 @@ static void fill(float *v, int n, float lo, float hi)
         v[i] = (float)test_uniform(lo, hi);
 }
 
-TEST(donated_inputs_are_updated_in_place)
+/* Random w, m and g for step_program. */
+static void step_values(float *w, float *m, float *g)
 {
-    static float w[R * C], m[R * C], g[R * C];
     fill(w, R * C, -1, 1);
     fill(m, R * C, -1, 1);
     fill(g, R * C, -1, 1);
+}
+
+TEST(donated_inputs_are_updated_in_place)
+{
+    static float w[R * C], m[R * C], g[R * C];
+    step_values(w, m, g);
     const int64_t sh[2] = {R, C};
     EACH_BACKEND(jit)
     {
@@ -87,9 +93,7 @@ TEST(donated_inputs_are_updated_in_place)
 TEST(donation_never_writes_over_what_others_read)
 {
     static float w[R * C], m[R * C], g[R * C];
-    fill(w, R * C, -1, 1);
-    fill(m, R * C, -1, 1);
-    fill(g, R * C, -1, 1);
+    step_values(w, m, g);
     const int64_t sh[2] = {R, C};
     rlx_program *p = step_program();
     /* the caller keeps a reference to w: w stays as it was */

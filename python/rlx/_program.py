@@ -40,27 +40,32 @@ class Program:
             _raise("rlx_compile")
         self._p = p
 
-    def run(self, bindings=None, **kw):
+    def _bindings(self, bindings, kw):
         if self._p is None:
             raise ValueError("rlx.Program: the program was closed")
         b = dict(bindings or {})
         b.update(kw)
-        keep = []
-        arr = (_ffi.Binding * _builtin_max(len(b), 1))()
-        for i, (name, value) in enumerate(b.items()):
-            v = value if isinstance(value, Tensor) else tensor(value)
-            nm = str(name).encode()
-            keep.append((v, nm))
+        return [(str(name).encode(), value if isinstance(value, Tensor) else tensor(value))
+                for name, value in b.items()]
+
+    def _invoke(self, fn, names, handles):
+        """fn (rlx_program_run or _donate) over the named handles; the outputs."""
+        arr = (_ffi.Binding * _builtin_max(len(names), 1))()
+        for i, (nm, h) in enumerate(zip(names, handles)):
             arr[i].name = nm
-            arr[i].value = v._h
+            arr[i].value = h
         out = (_c_void_p * self._n)()
         _clear()
         try:
-            _check(_lib.rlx_program_run(self._p, arr, len(b), out))
+            _check(fn(self._p, arr, len(names), out))
         except RlxError as e:
             raise _named_symbols(e) from None
         res = [_wrap(out[i]) for i in range(self._n)]
         return res[0] if self._single else res
+
+    def run(self, bindings=None, **kw):
+        b = self._bindings(bindings, kw)  # (holds the converted Tensors while the run reads them)
+        return self._invoke(_lib.rlx_program_run, [nm for nm, _ in b], [v._h for _, v in b])
 
     __call__ = run
 
@@ -71,39 +76,23 @@ class Program:
         written over that input's buffer (a training step's parameters and
         optimizer state updated without a second copy). A Tensor other
         Tensors or graphs still refer to is only read."""
-        if self._p is None:
-            raise ValueError("rlx.Program: the program was closed")
-        b = dict(bindings or {})
-        b.update(kw)
-        names, handles, taken = [], [], {}
+        b = self._bindings(bindings, kw)
+        handles, taken = [], {}
         try:
-            for name, value in b.items():
-                v = value if isinstance(value, Tensor) else tensor(value)
+            for nm, v in b:
                 if v._h is None:
                     if id(v) not in taken:
-                        raise ValueError("rlx.Program.run_donate: binding %r is a closed Tensor" % (name,))
+                        raise ValueError("rlx.Program.run_donate: binding %r is a closed Tensor" % nm.decode())
                     h = _lib.rlx_retain(taken[id(v)])  # bound again: a reference per binding
                 else:
                     h, v._h = v._h, None
                     taken[id(v)] = h
-                names.append(str(name).encode())
                 handles.append(h)
         except BaseException:
             for h in handles:
                 _lib.rlx_release(h)
             raise
-        arr = (_ffi.Binding * _builtin_max(len(b), 1))()
-        for i, (nm, h) in enumerate(zip(names, handles)):
-            arr[i].name = nm
-            arr[i].value = h
-        out = (_c_void_p * self._n)()
-        _clear()
-        try:
-            _check(_lib.rlx_program_run_donate(self._p, arr, len(b), out))
-        except RlxError as e:
-            raise _named_symbols(e) from None
-        res = [_wrap(out[i]) for i in range(self._n)]
-        return res[0] if self._single else res
+        return self._invoke(_lib.rlx_program_run_donate, [nm for nm, _ in b], handles)
 
     def specs(self):
         """(kept, prepared): the specializations kept now (at most 8, the
