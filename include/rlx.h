@@ -320,15 +320,15 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
  * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
  * length), einsum (a letter of dynamic size; see rlx_einsum), dropout
- * with a seed value (the mask of the bound shape), and rlx_grad.
+ * with a seed value or a seed tensor (rlx_dropout_seeded: the mask of the
+ * bound shape for the seed bound), and rlx_grad.
  * Slices of a dynamic axis (slice, narrow, select, split, chunk, flip,
  * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
  * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
  * tracing): tiling a dynamic axis, sorting along a dynamic axis (or with
- * a dynamic dim other than dim 0), rlx_dropout_seeded (its seeded
- * mask has a static shape), an einsum whose matmul merges dims of dynamic
+ * a dynamic dim other than dim 0), an einsum whose matmul merges dims of dynamic
  * size that one inferred dim cannot rebuild (rlx_einsum), conv/pool over
  * a dynamic H or W (a dynamic batch N works), rlx_split of a dynamic axis
  * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step

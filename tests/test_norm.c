@@ -486,9 +486,6 @@ TEST(dropout_errors)
     CHECK_NULL_ERR(rlx_dropout(x, NAN, 0), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout(x, INFINITY, 0), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout(rlx_ones(RLX_BOOL, 1, SH(4)), 0.5, 0), RLX_E_DTYPE, fn);
-    /* over a dynamic dim the mask takes a seed value (test_program.c checks it) */
-    CHECK_NULL_ERR(rlx_dropout_seeded(rlx_input("x", RLX_F32, 2, SH(-1, 4)), 0.5, rlx_scalar(RLX_I64, 3)),
-                   RLX_E_UNSUPPORTED, "rlx_dropout_seeded");
     /* NULL propagation keeps the first error */
     rlx_clear_error();
     CHECK(rlx_dropout(rlx_reshape(x, 1, SH(5)), 0.5, 0) == NULL);
@@ -602,7 +599,11 @@ TEST(dropout_seeded_errors)
     CHECK_NULL_ERR(rlx_dropout_seeded(x, -0.1, s), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout_seeded(x, NAN, s), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_dropout_seeded(rlx_ones(RLX_BOOL, 1, SH(4)), 0.5, s), RLX_E_DTYPE, fn);
-    CHECK_NULL_ERR(rlx_dropout_seeded(rlx_input("x", RLX_F32, 2, SH(-1, 4)), 0.5, s), RLX_E_UNSUPPORTED, fn);
+    /* over a dynamic dim (test_program.c checks the values) the seed is checked as well */
+    rlx_tensor *xd = rlx_input("x", RLX_F32, 2, SH(-1, 4));
+    CHECK_NULL_ERR(rlx_dropout_seeded(xd, 0.5, rlx_scalar(RLX_F32, 1)), RLX_E_DTYPE, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(xd, 0.5, rlx_ones(RLX_I64, 1, SH(2))), RLX_E_SHAPE, fn);
+    CHECK_NULL_ERR(rlx_dropout_seeded(xd, 2, s), RLX_E_ARG, fn);
     /* the seed is checked whatever p is */
     for (int k = 0; k < 2; k++) {
         double p = k ? 0.5 : 0;

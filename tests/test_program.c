@@ -1271,6 +1271,26 @@ TEST(dynamic_einsum_dropout_edges)
             test_fail(__FILE__, __LINE__, "kept %g of the elements, expected about 0.75", kept);
     }
     rlx_program_free(p);
+    /* the seed a tensor read at run time (rlx_dropout_seeded): the mask of
+     * the bound shape for each seed, and its gradient the same mask */
+    rlx_tensor *seed = rlx_input("seed", RLX_I64, 0, NULL);
+    rlx_tensor *ys = rlx_dropout_seeded(x, 0.25, seed), *gs = NULL;
+    CHECK(ys != NULL);
+    CHECK_EQ_INT(rlx_grad(rlx_sum(rlx_mul(ys, x), NULL, 0, false), &x, 1, &gs), RLX_OK);
+    rlx_program *ps = rlx_compile((rlx_tensor *[]){ys, gs}, 2);
+    CHECK(ps != NULL);
+    for (int64_t n = 0; ps && n <= 40; n += 10) {
+        rlx_tensor *xv = trand(RLX_F32, 2, (int64_t[]){n, 64}, -1, 1), *got[2] = {NULL, NULL};
+        for (int64_t sd = 3; sd < 6; sd += 2) {
+            rlx_tensor *sv = rlx_scalar(RLX_I64, (double)sd);
+            rlx_binding b[2] = {{"x", xv}, {"seed", sv}};
+            CHECK_EQ_INT(rlx_program_run(ps, b, 2, got), RLX_OK);
+            rlx_tensor *want = rlx_dropout_seeded(xv, 0.25, sv);
+            EXPECT_SAME(got[0], want, 0);
+            EXPECT_SAME(got[1], rlx_mul_s(want, 2), 1e-6); /* d(sum(m x x))/dx = 2 m x */
+        }
+    }
+    rlx_program_free(ps);
     /* integers stay integer over a dynamic dim, wrapping as NumPy does */
     rlx_tensor *xi = rlx_input("xi", RLX_I32, 2, (int64_t[]){-1, 3});
     rlx_tensor *wi = rlx_cast(trand(RLX_F32, 2, (int64_t[]){3, 2}, -50000, 50000), RLX_I32);
@@ -1297,7 +1317,6 @@ TEST(dynamic_einsum_dropout_edges)
     /* a dynamic label meeting a static size other than 1 */
     CHECK_NULL_ERR(es("ij,jk->ik", rlx_input("a", RLX_F32, 2, (int64_t[]){3, -1}), w), RLX_E_SHAPE, "rlx_einsum");
     CHECK_NULL_ERR(es("ii->i", rlx_input("a", RLX_F32, 2, (int64_t[]){3, -1}), NULL), RLX_E_SHAPE, "rlx_einsum");
-    CHECK_NULL_ERR(rlx_dropout_seeded(x, 0.5, rlx_scalar(RLX_I32, 1)), RLX_E_UNSUPPORTED, "rlx_dropout_seeded");
     /* a diagonal of two dynamic dims bound differently fails at the run */
     rlx_tensor *sq = rlx_input("sq", RLX_F64, 2, (int64_t[]){-1, -1});
     rlx_tensor *d = es("ii->i", sq, NULL);

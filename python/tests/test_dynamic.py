@@ -127,3 +127,11 @@ def test_dropout_over_a_dynamic_dim(rng):
         assert got.shape == (n, 8)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(g, np.where(want != 0, 1 / 0.7, 0))
+    # the seed as a program input: a new mask per run, the static one for that seed
+    s = rlx.input("seed", (), dtype=rlx.int64)
+    prog = rlx.compile(rlx.dropout(x, 0.3, seed=s))
+    for n, sd in [(4, 1), (4, 2), (9, 1)]:
+        xv = rng.standard_normal((n, 8))
+        seed = rlx.tensor(np.array(sd, np.int64))
+        np.testing.assert_array_equal(prog.run(x=xv, seed=seed).numpy(),
+                                      rlx.dropout(rlx.tensor(xv), 0.3, seed=seed).numpy())

@@ -246,8 +246,8 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             a->rands.rank < 0 || a->rands.rank > IR_MAX_RANK || (unsigned)a->rands.normal > 1)
             FAIL("rand_seeded needs a rank-0 i32/i64 seed and a float dtype");
         for (int d = 0; d < a->rands.rank; d++)
-            if (a->rands.dims[d] < 0)
-                FAIL("rand_seeded needs static dims");
+            if (a->rands.dims[d] < -1) /* (-1: traced over a program's dynamic dim) */
+                FAIL("rand_seeded needs sizes");
         *dt = a->rands.dtype;
         *rank = a->rands.rank;
         memcpy(shape, a->rands.dims, sizeof a->rands.dims);

@@ -256,11 +256,11 @@ static rlx_tensor *random_leaf(const char *fn, rlx_dtype dt, int rank, const int
 /* The seed as a RAND_SEEDED source: an i32/i64 scalar, rank 0 or [1]
  * (the shape a one-element input or a slice of a seed vector has). */
 static rlx_tensor *random_seeded(const char *fn, rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed,
-                                 int normal)
+                                 int normal, bool dynamic_ok)
 {
     if (ts_null(fn, "seed", seed))
         return NULL;
-    if (!check_leaf(fn, dt, rank, shape))
+    if (!ts_check_dtype(fn, (int)dt) || !ts_check_shape(fn, dt, rank, shape, dynamic_ok))
         return NULL;
     if (!ir_dtype_is_float(dt)) {
         ts_error(RLX_E_DTYPE, fn, "random values need a float dtype (f32, f64, f16, bf16), got %s", rlx_dtype_name(dt));
@@ -290,14 +290,19 @@ static rlx_tensor *random_seeded(const char *fn, rlx_dtype dt, int rank, const i
     return ts_wrap(out);
 }
 
+rlx_tensor *ts_rand_seeded_traced(const char *fn, int rank, const int64_t *shape, rlx_tensor *seed)
+{
+    return random_seeded(fn, RLX_F32, rank, shape, seed, 0, true);
+}
+
 rlx_tensor *rlx_rand_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed)
 {
-    return random_seeded("rlx_rand_seeded", dt, rank, shape, seed, 0);
+    return random_seeded("rlx_rand_seeded", dt, rank, shape, seed, 0, false);
 }
 
 rlx_tensor *rlx_randn_seeded(rlx_dtype dt, int rank, const int64_t *shape, rlx_tensor *seed)
 {
-    return random_seeded("rlx_randn_seeded", dt, rank, shape, seed, 1);
+    return random_seeded("rlx_randn_seeded", dt, rank, shape, seed, 1, false);
 }
 
 rlx_tensor *rlx_rand(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed)

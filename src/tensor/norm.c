@@ -251,16 +251,18 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
 
 /* ---------------------------------------------------------------- dropout */
 
-/* U[0,1) in f32 over x's dynamic shape: a rand leaf traced with x's -1
- * dims beside x, where(true, rand, x), which a program makes in x's bound
- * shape (program.c, instantiate), so its values are rlx_rand's over that
- * shape with the same seed. x is never read; the mask has no gradient. */
-static rlx_tensor *dynamic_rand(const char *fn, ir_node *xn, uint64_t seed)
+/* U[0,1) in f32 over x's dynamic shape: a rand leaf (rand_seeded over
+ * seed_t when given) traced with x's -1 dims beside x, where(true, rand,
+ * x), which a program makes in x's bound shape (program.c, instantiate),
+ * so its values are rlx_rand's (rlx_rand_seeded's) over that shape with
+ * the same seed. x is never read; the mask has no gradient. */
+static rlx_tensor *dynamic_rand(const char *fn, ir_node *xn, uint64_t seed, rlx_tensor *seed_t)
 {
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.rand.seed = seed;
-    ir_node *r = ts_leaf(fn, IR_OP_RAND, &a, RLX_F32, xn->rank, xn->shape);
+    rlx_tensor *rs = seed_t ? ts_rand_seeded_traced(fn, xn->rank, xn->shape, seed_t) : NULL;
+    ir_node *r = !seed_t ? ts_leaf(fn, IR_OP_RAND, &a, RLX_F32, xn->rank, xn->shape) : rs ? ir_retain(ts_node(rs)) : NULL;
     ir_node *u = r ? ts_expand_like(fn, r, xn) : NULL;
     ir_release(r);
     return rlx_stop_gradient(ts_wrap(u));
@@ -277,16 +279,14 @@ static rlx_tensor *dropout(const char *fn, rlx_tensor *x, double p, uint64_t see
         return NULL;
     }
     ir_node *xn = ts_node(x);
-    if (ir_node_numel(xn) < 0 && by_tensor) {
-        ts_error(RLX_E_UNSUPPORTED, fn, "x %s has a dynamic dim; a mask over it needs a seed value (rlx_dropout)",
-                 ts_shape_str(xn));
-        return NULL;
-    }
+    const bool dyn = ir_node_numel(xn) < 0;
     if (!ts_open(fn))
         return NULL;
     /* the seed tensor is checked even when p = 0 makes it unused, so a
      * wrong seed is found whatever p a caller tries first */
-    rlx_tensor *u = by_tensor ? rlx_rand_seeded(RLX_F32, xn->rank, xn->shape, seed_t) : NULL;
+    rlx_tensor *u = !by_tensor ? NULL
+                    : dyn      ? dynamic_rand(fn, xn, 0, seed_t)
+                               : rlx_rand_seeded(RLX_F32, xn->rank, xn->shape, seed_t);
     if (by_tensor && !u)
         return ts_close(NULL);
     rlx_tensor *xf = ts_as_float(x);
@@ -298,7 +298,7 @@ static rlx_tensor *dropout(const char *fn, rlx_tensor *x, double p, uint64_t see
      * x * mask) gives exact zeros even for inf/NaN inputs, and its
      * gradient is the same mask times the incoming gradient. */
     if (!by_tensor)
-        u = ir_node_numel(xn) < 0 ? dynamic_rand(fn, xn, seed) : rlx_rand(RLX_F32, xn->rank, xn->shape, seed);
+        u = dyn ? dynamic_rand(fn, xn, seed, NULL) : rlx_rand(RLX_F32, xn->rank, xn->shape, seed);
     rlx_tensor *keep = rlx_ge_s(u, p);
     rlx_tensor *kept = p < 1 ? rlx_mul_s(xf, 1 / (1 - p)) : rlx_zeros_like(xf);
     return ts_close_as(rlx_where(keep, kept, rlx_zeros_like(xf)), out);

@@ -503,12 +503,20 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
             loose[i] = any_loose;
         } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[si[2]]) {
             /* where(true, a, ref): a in ref's shape, ref itself unread; an
-             * iota (rlx_arange_of) or rand (a dropout mask) traced over a
-             * dynamic dim is made in it: the same values as one traced so */
+             * iota (rlx_arange_of) or rand (a dropout mask; rand_seeded's
+             * with its seed as made) traced over a dynamic dim is made in
+             * it: the same values as one traced so */
             const ir_node *x = nd->src[1];
             if ((x->op == IR_OP_IOTA || x->op == IR_OP_RAND) && has_dynamic_dim(x->rank, x->shape) &&
                 x->rank == src[2]->rank) {
                 made[i] = ts_leaf(fn, x->op, &x->attr, x->dtype, x->rank, src[2]->shape);
+                goto made;
+            }
+            if (x->op == IR_OP_RAND_SEEDED && has_dynamic_dim(x->rank, x->shape) && x->rank == src[2]->rank) {
+                ir_attrs ra = x->attr;
+                memcpy(ra.rands.dims, src[2]->shape, (size_t)x->rank * sizeof *ra.rands.dims);
+                ir_node *seed = made[ir_map_get(&p->pos, x->src[0])];
+                made[i] = remake(fn, private_nodes, x, 1, &seed, &ra);
                 goto made;
             }
             uint32_t m = loose[si[1]];

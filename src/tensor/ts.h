@@ -139,6 +139,10 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
 /* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
  * program resolves them with ref's); NULL with the error recorded. */
 ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref);
+/* rlx_rand_seeded's f32 U[0,1) values, dynamic (-1) dims allowed: a mask
+ * traced over a program's dynamic dims (norm.c's dropout), which the
+ * program makes in the bound shape (program.c, instantiate). */
+rlx_tensor *ts_rand_seeded_traced(const char *fn, int rank, const int64_t *shape, rlx_tensor *seed);
 
 /* realize.c */
 rlx_status ts_realize_nodes(const char *fn, ir_node *const *nodes, int n);
