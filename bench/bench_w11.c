@@ -12,12 +12,17 @@
  * measures the weight-streaming limit: the time to read
  * every weight byte once (a plain C loop summing the weight buffers, this
  * file is built -O3 -march=native), all interleaved in one process; each
- * figure is its best over the rounds. Prints ms/token at each thread
- * count (the sum over the steps of each step's best over the rounds, and
- * the best whole run), the limit, and the ratio decode / limit at 1
- * thread (W11's target: <= 1.3).
+ * figure is its best over the rounds. Also bucket B at 1 thread with the
+ * knob gemv 1 (OpenBLAS's sgemv for the m = 1 products, as before
+ * librlx's gemv kernel). Prints ms/token at each thread count (the sum
+ * over the steps of each step's best over the rounds, and the best whole
+ * run), the limit, and the ratio decode / limit (W11's target at 1
+ * thread: <= 1.3), in wall time and, at 1 thread, in the thread's CPU
+ * time (the time other processes hold the core left out: the better
+ * figure on a loaded machine; memory traffic of other processes still
+ * slows both).
  *
- * Then how a token's time splits at 1 thread and bucket 1, by timers:
+ * Then how a token's time splits at 1 thread and bucket 1, in CPU time:
  *   gemv      a program of the step's m = 1 products alone (per layer q,
  *             k, v, o, w1, w3, w2; the classifier), same weights, run
  *             once per token;
@@ -28,6 +33,9 @@
  *             same step again (plan kept);
  *   rest      the step's time less the three (norms, rope, mask, silu,
  *             residuals, the caller's binding and appending, argmax).
+ * and the gemv program through librlx's kernel and through OpenBLAS
+ * (knob gemv 1), interleaved with the limit, at 1 thread (CPU time) and 2
+ * (wall).
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
