@@ -12,12 +12,17 @@
  * measures the weight-streaming limit: the time to read
  * every weight byte once (a plain C loop summing the weight buffers, this
  * file is built -O3 -march=native), all interleaved in one process; each
- * figure is its best over the rounds. Prints ms/token at each thread
- * count (the sum over the steps of each step's best over the rounds, and
- * the best whole run), the limit, and the ratio decode / limit at 1
- * thread (W11's target: <= 1.3).
+ * figure is its best over the rounds. Also bucket B at 1 thread with the
+ * knob gemv 1 (OpenBLAS's sgemv for the m = 1 products, as before
+ * librlx's gemv kernel). Prints ms/token at each thread count (the sum
+ * over the steps of each step's best over the rounds, and the best whole
+ * run), the limit, and the ratio decode / limit (W11's target at 1
+ * thread: <= 1.3), in wall time and, at 1 thread, in the thread's CPU
+ * time (the time other processes hold the core left out: the better
+ * figure on a loaded machine; memory traffic of other processes still
+ * slows both).
  *
- * Then how a token's time splits at 1 thread and bucket 1, by timers:
+ * Then how a token's time splits at 1 thread and bucket 1, in CPU time:
  *   gemv      a program of the step's m = 1 products alone (per layer q,
  *             k, v, o, w1, w3, w2; the classifier), same weights, run
  *             once per token;
@@ -28,6 +33,9 @@
  *             same step again (plan kept);
  *   rest      the step's time less the three (norms, rope, mask, silu,
  *             residuals, the caller's binding and appending, argmax).
+ * and the gemv program through librlx's kernel and through OpenBLAS
+ * (knob gemv 1), interleaved with the limit, at 1 thread (CPU time) and 2
+ * (wall).
  *
  *   build/bench/rlx-bench-w11 [--tokens N] [--rounds R] [--bucket B] [--quick]
  * --quick: a small model and few tokens (a smoke run, no target).
@@ -46,12 +54,40 @@
 
 #include "llama_model.h"
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+
+/* The calling thread's CPU time: at 1 thread every kernel of a step runs
+ * on it, and time other processes hold the core is left out (this machine
+ * is shared: load 3-10 on 2 cores). */
+static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
+
+/* Wall and thread CPU seconds. */
+typedef struct {
+    double wall, cpu;
+} secs;
+
+static secs secs_now(void) { return (secs){now(), cpu_now()}; }
+
+static secs secs_since(secs t0)
+{
+    secs t = secs_now();
+    return (secs){t.wall - t0.wall, t.cpu - t0.cpu};
+}
+
+static void secs_min(secs *best, secs t)
+{
+    best->wall = t.wall < best->wall ? t.wall : best->wall;
+    best->cpu = t.cpu < best->cpu ? t.cpu : best->cpu;
+}
+
+static const secs SECS_MAX = {1e9, 1e9};
 
 static void die(const char *what)
 {
@@ -72,24 +108,29 @@ static void stream_one(const void *data, int64_t bytes, void *ctx)
 {
     stream_sum *s = ctx;
     const float *p = data;
+    /* (the lanes in a local: through s they could alias p, and the compiler
+     * then stores and reloads them every step, a chain that halves the rate) */
+    float acc[LANES];
+    memcpy(acc, s->acc, sizeof acc);
     int64_t n = bytes / (int64_t)sizeof(float), i = 0;
     for (; i + LANES <= n; i += LANES)
         for (int j = 0; j < LANES; j++)
-            s->acc[j] += p[i + j];
+            acc[j] += p[i + j];
     for (; i < n; i++)
-        s->acc[0] += p[i];
+        acc[0] += p[i];
+    memcpy(s->acc, acc, sizeof acc);
 }
 
 static volatile float stream_sink;
 
 /* Seconds to read every weight byte of m once. */
-static double stream_weights(const llama_model *m)
+static secs stream_weights(const llama_model *m)
 {
     stream_sum s;
     memset(&s, 0, sizeof s);
-    double t0 = now();
+    secs t0 = secs_now();
     llama_weights_each(m, stream_one, &s);
-    double t = now() - t0;
+    secs t = secs_since(t0);
     float total = 0;
     for (int j = 0; j < LANES; j++)
         total += s.acc[j];
@@ -118,19 +159,20 @@ static int32_t argmax(const float *v, int n)
 /* Generates n tokens greedily after the prompt token 1 from position 0;
  * returns the seconds, the tokens in out. With step_best, each step's
  * time (step and argmax) lowers step_best[i] when shorter. */
-static double generate(llama_decoder *d, int n, int32_t *out, float *logits, double *step_best)
+static double generate(llama_decoder *d, int n, int32_t *out, float *logits, secs *step_best)
 {
     d->pos = 0;
     int32_t tok = 1;
-    double t0 = now(), prev = t0;
+    double t0 = now();
+    secs prev = secs_now();
     for (int i = 0; i < n; i++) {
         if (llama_decode_step(d, tok, logits) != RLX_OK)
             die("decode step");
         out[i] = tok = argmax(logits, d->m->cfg.vocab);
-        double t = now();
-        if (step_best && t - prev < step_best[i])
-            step_best[i] = t - prev;
-        prev = t;
+        if (step_best) {
+            secs_min(&step_best[i], secs_since(prev));
+            prev = secs_now();
+        }
     }
     return now() - t0;
 }
@@ -160,19 +202,22 @@ static rlx_program *gemv_program(const llama_model *m)
     return p;
 }
 
-static double run_timed(rlx_program *p, const rlx_binding *b, int nb)
+static secs run_timed(rlx_program *p, const rlx_binding *b, int nb)
 {
     rlx_tensor *outs[1 + 7 * LLAMA_MAX_LAYERS];
     rlx_scope_begin(); /* owns the outputs */
-    double t0 = now();
+    secs t0 = secs_now();
     if (rlx_program_run(p, b, nb, outs) != RLX_OK)
         die("split run");
-    double t = now() - t0;
+    secs t = secs_since(t0);
     rlx_scope_end();
     return t;
 }
 
-static double gemv_seconds(const llama_model *m, int rounds)
+/* The gemv program's best run, with librlx's gemv (knob gemv 0) and with
+ * OpenBLAS's (knob gemv 1) interleaved, and the limit's best in the same
+ * rounds. */
+static void gemv_seconds(const llama_model *m, int rounds, secs *ours, secs *openblas, secs *limit)
 {
     const llama_config *c = &m->cfg;
     rlx_program *p = gemv_program(m);
@@ -180,14 +225,19 @@ static double gemv_seconds(const llama_model *m, int rounds)
     rlx_binding b[2] = {{"x", rlx_randn(c->dtype, 2, (int64_t[]){1, c->dim}, 1)},
                         {"h", rlx_randn(c->dtype, 2, (int64_t[]){1, c->hidden}, 2)}};
     rlx_realize_many((rlx_tensor *[]){b[0].value, b[1].value}, 2);
-    double best = 1e9;
-    for (int r = 0; r < rounds + 1; r++) { /* (the first run is a warm-up) */
-        double t = run_timed(p, b, 2);
-        best = r && t < best ? t : best;
+    *ours = *openblas = *limit = SECS_MAX;
+    run_timed(p, b, 2); /* (a warm-up) */
+    for (int r = 0; r < rounds; r++) {
+        secs_min(ours, run_timed(p, b, 2));
+        if (rlx_set_option("gemv", "1") != RLX_OK)
+            die("rlx_set_option gemv");
+        secs_min(openblas, run_timed(p, b, 2));
+        if (rlx_set_option("gemv", "default") != RLX_OK)
+            die("rlx_set_option gemv");
+        secs_min(limit, stream_weights(m));
     }
     rlx_scope_end();
     rlx_program_free(p);
-    return best;
 }
 
 /* The attention of every layer at each L in [0, n), its plan kept: as the
@@ -220,7 +270,7 @@ static double attention_seconds(const llama_model *m, int n)
         run_timed(p, b, 5); /* plans this L */
         double best = 1e9;
         for (int r = 0; r < 3; r++) {
-            double t = run_timed(p, b, 5);
+            double t = run_timed(p, b, 5).cpu;
             best = t < best ? t : best;
         }
         total += best * c->layers;
@@ -244,10 +294,10 @@ static double replan_seconds(llama_decoder *d, const int32_t *tokens, int n, flo
         for (int i = 0; i < n; i++) {
             for (int rep = 0; rep < 2; rep++) {
                 d->pos = i;
-                double t0 = now();
+                double t0 = cpu_now();
                 if (llama_decode_step(d, tok, logits) != RLX_OK)
                     die("decode step");
-                double dt = now() - t0;
+                double dt = cpu_now() - t0;
                 t[2 * i + rep] = dt < t[2 * i + rep] ? dt : t[2 * i + rep];
             }
             tok = tokens[i];
@@ -344,56 +394,73 @@ int main(int argc, char **argv)
         llama_free(&m);
         return 0;
     }
-    /* best[bucketed][threads - 1]: the best run; steps[...]: per step, the
-     * best over the rounds (a 2 ms step is as likely as the 2 ms limit to
-     * run between other processes' slices on a busy machine; a whole
-     * 128-token run is not); the limit */
-    double best[2][2] = {{1e9, 1e9}, {1e9, 1e9}}, limit = 1e9;
-    double *steps = malloc((size_t)(8 * ntok) * sizeof *steps); /* (the second half: --compare's step) */
-    for (int i = 0; i < 8 * ntok; i++)
-        steps[i] = 1e9;
+    /* Configurations c: bucket 1 and bucket B at 1 and 2 threads, then
+     * bucket B at 1 thread with OpenBLAS's gemv (knob gemv 1: the products
+     * as before librlx's gemv); with --compare the cat(past, new) step at
+     * each of the first four. best[c]: the best whole run; steps[c]: per
+     * step, the best over the rounds (a 2 ms step is as likely as the 2 ms
+     * limit to run between other processes' slices on a busy machine; a
+     * whole 128-token run is not), in wall and in thread CPU time (at 1
+     * thread all of a step runs on this thread); the limit likewise. */
+    enum { NCONF = 5, OPENBLAS = 4 };
+    double best[NCONF + 4];
+    secs limit = SECS_MAX;
+    secs *steps = malloc((size_t)((NCONF + 4) * ntok) * sizeof *steps);
+    for (int i = 0; i < (NCONF + 4) * ntok; i++)
+        steps[i] = SECS_MAX;
+    for (int c = 0; c < NCONF + 4; c++)
+        best[c] = 1e9;
     bool same = true;
     for (int r = 0; r < rounds; r++)
-        for (int bk = 0; bk < 2; bk++)
-            for (int t = 1; t <= 2; t++) {
-                rlx_set_num_threads(t);
-                d.bucket = bk ? bucket : 1;
-                double s = generate(&d, ntok, toks[1], logits, steps + (2 * bk + t - 1) * ntok) / ntok;
-                best[bk][t - 1] = s < best[bk][t - 1] ? s : best[bk][t - 1];
+        for (int c = 0; c < NCONF; c++) {
+            int t = c == OPENBLAS ? 1 : 1 + c % 2;
+            rlx_set_num_threads(t);
+            d.bucket = c >= 2 ? bucket : 1;
+            if (c == OPENBLAS && rlx_set_option("gemv", "1") != RLX_OK)
+                die("rlx_set_option gemv");
+            double s = generate(&d, ntok, toks[1], logits, steps + c * ntok) / ntok;
+            if (c == OPENBLAS && rlx_set_option("gemv", "default") != RLX_OK)
+                die("rlx_set_option gemv");
+            best[c] = s < best[c] ? s : best[c];
+            same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
+            if (compare && c < 4) {
+                dc.bucket = d.bucket;
+                s = generate(&dc, ntok, toks[1], logits, steps + (NCONF + c) * ntok) / ntok;
+                best[NCONF + c] = s < best[NCONF + c] ? s : best[NCONF + c];
                 same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
-                if (compare) {
-                    dc.bucket = d.bucket;
-                    generate(&dc, ntok, toks[1], logits, steps + (4 + 2 * bk + t - 1) * ntok);
-                    same = same && memcmp(toks[0], toks[1], (size_t)ntok * sizeof(int32_t)) == 0;
-                }
-                double lim = stream_weights(&m);
-                limit = lim < limit ? lim : limit;
             }
+            secs_min(&limit, stream_weights(&m));
+        }
     rlx_stats(&s1);
     printf("compile %.1f ms; warm-up generation %.2f ms/token (%llu kernels compiled); after it %llu compiled\n",
            compile_s * 1e3, warm / ntok * 1e3, (unsigned long long)s0.kernels_compiled,
            (unsigned long long)(s1.kernels_compiled - s0c.kernels_compiled));
     printf("tokens: %d %d %d %d ... (every configuration %s)\n", toks[0][0], toks[0][1 % ntok], toks[0][2 % ntok],
            toks[0][3 % ntok], same ? "agrees" : "DIFFERS");
-    printf("weight streaming   %8.3f ms (%.1f GB/s, one thread)\n", limit * 1e3, (double)bytes / limit / 1e9);
-    double step_sum[2][2] = {{0, 0}, {0, 0}};
-    for (int bk = 0; bk < 2; bk++)
-        for (int t = 1; t <= 2; t++) {
-            for (int i = 0; i < ntok; i++)
-                step_sum[bk][t - 1] += steps[(2 * bk + t - 1) * ntok + i] / ntok;
-            printf("decode bucket %-3d %d thread%s %8.3f ms/token (best run %.3f)  ratio to the limit %.2f (best run "
-                   "%.2f)%s\n",
-                   bk ? bucket : 1, t, t > 1 ? "s" : " ", step_sum[bk][t - 1] * 1e3, best[bk][t - 1] * 1e3,
-                   step_sum[bk][t - 1] / limit, best[bk][t - 1] / limit, t == 1 ? " (target <= 1.3)" : "");
+    printf("weight streaming   %8.3f ms (%.1f GB/s, one thread), CPU time %.3f ms\n", limit.wall * 1e3,
+           (double)bytes / limit.wall / 1e9, limit.cpu * 1e3);
+    secs sum[NCONF + 4];
+    for (int c = 0; c < NCONF + 4; c++) {
+        sum[c] = (secs){0, 0};
+        for (int i = 0; i < ntok; i++) {
+            sum[c].wall += steps[c * ntok + i].wall / ntok;
+            sum[c].cpu += steps[c * ntok + i].cpu / ntok;
         }
-    for (int bk = 0; compare && bk < 2; bk++)
-        for (int t = 1; t <= 2; t++) {
-            double c = 0;
-            for (int i = 0; i < ntok; i++)
-                c += steps[(4 + 2 * bk + t - 1) * ntok + i] / ntok;
-            printf("  cat(past, new) step, bucket %-3d %d thread%s %8.3f ms/token: %.3fx the in-place step's\n",
-                   bk ? bucket : 1, t, t > 1 ? "s" : " ", c * 1e3, c / step_sum[bk][t - 1]);
-        }
+    }
+    for (int c = 0; c < NCONF; c++) {
+        int t = c == OPENBLAS ? 1 : 1 + c % 2;
+        printf("decode bucket %-3d %d thread%s %8.3f ms/token (best run %.3f)  ratio to the limit %.2f (best run "
+               "%.2f)",
+               c >= 2 ? bucket : 1, t, t > 1 ? "s" : " ", sum[c].wall * 1e3, best[c] * 1e3, sum[c].wall / limit.wall,
+               best[c] / limit.wall);
+        if (t == 1) /* (at 2 threads the calling thread's CPU time is part of the step's) */
+            printf("; CPU time %.3f ms/token, ratio %.2f (target <= 1.3)", sum[c].cpu * 1e3, sum[c].cpu / limit.cpu);
+        printf("%s\n", c == OPENBLAS ? "  <- OpenBLAS gemv (knob gemv 1)" : "");
+    }
+    for (int c = 0; compare && c < 4; c++)
+        printf("  cat(past, new) step, bucket %-3d %d thread%s %8.3f ms/token: %.3fx the in-place step's\n",
+               c >= 2 ? bucket : 1, 1 + c % 2, c % 2 ? "s" : " ", sum[NCONF + c].wall * 1e3,
+               sum[NCONF + c].wall / sum[c].wall);
     if (compare)
         llama_decoder_free(&dc);
     free(steps);
@@ -404,20 +471,27 @@ int main(int argc, char **argv)
     generate(&d, ntok, toks[0], logits, NULL); /* the caches of this sequence */
     double step_total;
     double replan = replan_seconds(&d, toks[0], ntok, logits, rounds, &step_total) / ntok;
-    double gemv = gemv_seconds(&m, 5 * rounds); /* (short runs: more of them) */
+    secs gv, gv_blas, gv_limit;
+    gemv_seconds(&m, 5 * rounds, &gv, &gv_blas, &gv_limit); /* (short runs: more of them) */
+    double gemv = gv.cpu;
     double attn = attention_seconds(&m, ntok) / ntok;
     double step = step_total / ntok, rest = step - gemv - attn - replan;
-    printf("split of a token at 1 thread, bucket 1 (%.3f ms/token in this pass; bucketed: replan ~0):\n", step * 1e3);
+    printf("split of a token at 1 thread, bucket 1, CPU time (%.3f ms/token in this pass; bucketed: replan ~0):\n",
+           step * 1e3);
     printf("  gemv       %8.3f ms  %5.1f%%\n", gemv * 1e3, 100 * gemv / step);
     printf("  attention  %8.3f ms  %5.1f%%\n", attn * 1e3, 100 * attn / step);
     printf("  replan     %8.3f ms  %5.1f%%\n", replan * 1e3, 100 * replan / step);
     printf("  rest       %8.3f ms  %5.1f%%\n", rest * 1e3, 100 * rest / step);
-    double bstep = step_sum[1][0], brest = bstep - gemv - attn;
-    printf("bucket %d at 1 thread (%.3f ms/token, no re-planning): gemv %.1f%%, attention %.1f%%, rest %.3f ms "
-           "(%.1f%%)\n",
+    double bstep = sum[2].cpu, brest = bstep - gemv - attn;
+    printf("bucket %d at 1 thread (%.3f ms/token CPU time, no re-planning): gemv %.1f%%, attention %.1f%%, rest %.3f "
+           "ms (%.1f%%)\n",
            bucket, bstep * 1e3, 100 * gemv / bstep, 100 * attn / bstep, brest * 1e3, 100 * brest / bstep);
+    printf("gemv program at 1 thread (CPU time): librlx %.3f ms, OpenBLAS (knob gemv 1) %.3f ms, limit in the same "
+           "rounds %.3f ms: %.2fx and %.2fx the limit\n",
+           gv.cpu * 1e3, gv_blas.cpu * 1e3, gv_limit.cpu * 1e3, gv.cpu / gv_limit.cpu, gv_blas.cpu / gv_limit.cpu);
     rlx_set_num_threads(2);
-    printf("gemv alone at 2 threads: %.3f ms\n", gemv_seconds(&m, 5 * rounds) * 1e3);
+    gemv_seconds(&m, 5 * rounds, &gv, &gv_blas, &gv_limit);
+    printf("gemv program at 2 threads (wall): librlx %.3f ms, OpenBLAS %.3f ms\n", gv.wall * 1e3, gv_blas.wall * 1e3);
 
     free(toks[0]);
     free(toks[1]);

@@ -1199,6 +1199,11 @@ RLX_API int rlx_get_num_threads(void);
  *                         librlx was built with oneDNN and the CPU has them),
  *                         1 widen each block to f32 for sgemm (either way f32
  *                         accumulation, the result rounded once)
+ *   "gemv"                f32/f64 matmul rows of one (m = 1, as in decoding) over
+ *                         a row-major weight (linear, matmul_t): 0 auto (librlx's
+ *                         AVX-512 kernel where the CPU has it: at the rate of a
+ *                         loop reading the weights, OpenBLAS's sgemv 1.5-1.8x
+ *                         that on a Llama decode step), 1 OpenBLAS's gemv
  *   "fuse_elementwise", "fuse_reduce", "fuse_phases"   1 (default) or 0:
  *                         fusion rules of the scheduler, for ablation:
  *                         elementwise chains, a reduction absorbing its

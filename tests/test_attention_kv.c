@@ -189,6 +189,26 @@ TEST(attention_kv_decode_shape)
     }
 }
 
+/* f32 query rows that run alone (one query; 65 queries: the last block of
+ * 64 holds one) take the kernel's in-place row products: head sizes with
+ * whole 16-lane vectors and a partial one (20, 40), or only a partial one
+ * (7), keys across blocks and pieces, grouped kv heads, every positional
+ * mask, a bool mask tensor. */
+TEST(attention_kv_one_row_head_sizes)
+{
+    static const int ds[] = {20, 40, 7};
+    static const int64_t lens[] = {0, 1, 79, 100, 257};
+    for (int di = 0; di < 3; di++)
+        for (int li = 0; li < 5; li++)
+            for (int kind = 0; kind < 3; kind++) {
+                int64_t l = lens[li], sq = li % 2 && l + 1 >= 65 ? 65 : 1;
+                kvcase c = {.B = 1, .sq = sq, .l = l, .sn = 1, .cap = l + 3, .h = 4, .hk = 2, .d = ds[di],
+                            .kind = (rlx_mask)kind, .window = kind == RLX_MASK_SLIDING ? 50 : 0, .mrank = 4,
+                            .mshape = {1, 1, sq, l + 1}};
+                check_case(&c, RLX_F32);
+            }
+}
+
 /* A realized f64 tensor of random values in [-2, 2). */
 static rlx_tensor *data(int rank, const int64_t *shape)
 {
@@ -374,6 +394,6 @@ TEST(attention_kv_bad_arguments)
                    RLX_E_DTYPE, "rlx_attention_kv");
 }
 
-TEST_MAIN(T(attention_kv_random_cases), T(attention_kv_decode_shape), T(attention_kv_program_over_dynamic_length),
+TEST_MAIN(T(attention_kv_random_cases), T(attention_kv_decode_shape), T(attention_kv_one_row_head_sizes), T(attention_kv_program_over_dynamic_length),
           T(attention_kv_gradients_match_differences), T(attention_kv_gradient_program_over_dynamic_length),
           T(attention_kv_bad_arguments))

@@ -5,7 +5,11 @@
  * linear, leading dimensions wider than the matrix, a row read with a
  * stride, batches of distinct b, a product split in column blocks), f32
  * and f64, against a double loop over the logical values; identical bits
- * at 1 and 2 threads.
+ * at 1 and 2 threads. A weight read as w^T (linear, matmul_t) takes
+ * librlx's row kernel (blas.c, gemv_rows_*): its edges (inner sizes with
+ * and without a partial vector, row counts around its group of 8), the
+ * same bits for a row whatever rows it is grouped with, and the knob gemv
+ * 1 (OpenBLAS's gemv) against the same reference.
  */
 #include "harness.h"
 
@@ -111,4 +115,58 @@ TEST(gemv_blocks_thread_invariant)
     }
 }
 
-TEST_MAIN(T(gemv_layouts), T(gemv_blocks_thread_invariant))
+/* The row kernel's edges: k below, at and past a vector (16 f32, 8 f64
+ * lanes) and long, n below, at and past the 8 rows of a group; each
+ * through the kernel (knob gemv 0) and through OpenBLAS (knob gemv 1). */
+TEST(gemv_rows_edges)
+{
+    const rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    const int64_t ks[] = {1, 5, 8, 16, 17, 64, 288, 1000}, ns[] = {1, 7, 8, 9, 33};
+    const char *knob[2] = {"0", "1"};
+    for (int kb = 0; kb < 2; kb++) {
+        CHECK(rlx_set_option("gemv", knob[kb]) == RLX_OK);
+        for (int d = 0; d < 2; d++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    rlx_dtype dt = dts[d];
+                    int64_t k = ks[ki], n = ns[ni];
+                    char what[64];
+                    snprintf(what, sizeof what, "k %lld n %lld knob gemv %s", (long long)k, (long long)n, knob[kb]);
+                    rlx_tensor *a = trand(dt, 2, (int64_t[]){1, k}, -1, 1);
+                    rlx_tensor *w = trand(dt, 2, (int64_t[]){n, k}, -1, 1);
+                    check(what, dt, a, rlx_t(w), rlx_matmul_t(a, w));
+                }
+    }
+    CHECK(rlx_set_option("gemv", "default") == RLX_OK);
+}
+
+/* A row's sum does not depend on the rows it runs with: rows 3.. of w
+ * give the same bits as the product over w narrowed to start at row 3
+ * (other groups of 8, other rows alone in the tail), and as products of
+ * two rows (both in the tail). */
+TEST(gemv_rows_same_bits_any_grouping)
+{
+    const rlx_dtype dts[2] = {RLX_F32, RLX_F64};
+    for (int d = 0; d < 2; d++) {
+        rlx_dtype dt = dts[d];
+        const int64_t k = 300, n = 41;
+        rlx_tensor *a = trand(dt, 2, (int64_t[]){1, k}, -1, 1), *w = trand(dt, 2, (int64_t[]){n, k}, -1, 1);
+        CHECK_EQ_INT(rlx_realize_many((rlx_tensor *[]){a, w}, 2), RLX_OK);
+        int64_t nf, ns;
+        double *full = test_values(rlx_matmul_t(a, w), &nf);
+        double *sub = test_values(rlx_matmul_t(a, rlx_narrow(w, 0, 3, n - 3)), &ns);
+        CHECK(full && sub && nf == n && ns == n - 3);
+        if (full && sub)
+            CHECK(memcmp(full + 3, sub, (size_t)(n - 3) * sizeof(double)) == 0);
+        for (int64_t j = 0; full && j + 2 <= n; j += 5) {
+            int64_t n2;
+            double *two = test_values(rlx_matmul_t(a, rlx_narrow(w, 0, j, 2)), &n2);
+            CHECK(two && n2 == 2 && memcmp(two, full + j, 2 * sizeof(double)) == 0);
+            free(two);
+        }
+        free(full);
+        free(sub);
+    }
+}
+
+TEST_MAIN(T(gemv_layouts), T(gemv_blocks_thread_invariant), T(gemv_rows_edges), T(gemv_rows_same_bits_any_grouping))

@@ -25,6 +25,7 @@ KNOBS = {
     "generic_kernels": ("1", "2", "3"),
     "reduce_acc_f64": ("0", "1", "2"),
     "attention_bwd": ("2", "0", "3"),
+    "gemv": ("0", "1", "2"),
 }
 
 

@@ -49,6 +49,7 @@ typedef enum {
     KNOB_GENERIC_KERNELS, /* size-generic kernels: 0 never, 1 auto, 2 always (codegen_llvm/cg.h) */
     KNOB_REDUCE_ACC_F64, /* 1: f32/f16/bf16 sums accumulate in f64, not in blocked f32 (cg_kernel.c) */
     KNOB_ATTENTION_BWD,  /* attention's gradient: 0 ops, 1 the ATTENTION_BWD kernel where it covers the case, 2 auto */
+    KNOB_GEMV,           /* f32/f64 matmul rows of one: 0 auto (our kernel where it fits), 1 OpenBLAS's gemv */
     KNOB_COUNT
 } knob_id;
 

@@ -159,6 +159,11 @@ static rlx_status read_converted(const char *fn, rlx_tensor *t, void *dst, size_
         ts_error(RLX_E_ARG, fn, "dst holds %zu values, %s needs %zu", dst ? count : 0, ts_shape_str(n), numel);
         return RLX_E_ARG;
     }
+    if (n->dtype == to) { /* (no conversion: a decode step's 32,000 logits in one copy) */
+        if (numel)
+            memcpy(dst, p, numel * ir_dtype_size(to));
+        return RLX_OK;
+    }
     for (size_t i = 0; i < numel; i++)
         rt_st_f(dst, to, (int64_t)i, rt_ld_f(p, n->dtype, (int64_t)i));
     return RLX_OK;

@@ -234,8 +234,91 @@ ROW_CLONES static void mm_f32(int64_t m, int64_t nc, int64_t k, const float *a, 
         }
     }
 }
+
+/* The sum of a vector's lanes, halves added (the same order on every clone). */
+typedef float vf8 __attribute__((vector_size(32)));
+typedef float vf4 __attribute__((vector_size(16)));
+static inline float sum_lanes(vf x)
+{
+    vf8 a, b;
+    memcpy(&a, &x, sizeof a);
+    memcpy(&b, (char *)&x + sizeof a, sizeof b);
+    a += b;
+    vf4 c, e;
+    memcpy(&c, &a, sizeof c);
+    memcpy(&e, (char *)&a + sizeof c, sizeof e);
+    c += e;
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
+/* s[c] = scale * (q . k row c) for c < n, key rows ld apart, d long: one
+ * query row's scores over the key rows in place (no K^T packing). */
+ROW_CLONES static void dot_rows_f32(const float *q, const float *k, int64_t ld, int64_t n, int64_t d, float scale,
+                                    float *s)
+{
+    for (int64_t c = 0; c < n; c++) {
+        const float *kr = k + c * ld;
+        vf acc = {0};
+        int64_t e = 0;
+        for (; e + VW <= d; e += VW) {
+            vf a, b;
+            memcpy(&a, q + e, sizeof a);
+            memcpy(&b, kr + e, sizeof b);
+            acc += a * b;
+        }
+        float t = sum_lanes(acc);
+        for (; e < d; e++)
+            t += q[e] * kr[e];
+        s[c] = t * scale;
+    }
+}
+
+/* o[e] += sum over c < n of w[c] * v row c [e], for e < d, value rows ld
+ * apart, read in place (no packing): keys summed in order, as mm_f32 sums
+ * them over packed rows, so the bits are the ones it gives. */
+ROW_CLONES static void axpy_rows_f32(const float *w, const float *v, int64_t ld, int64_t n, int64_t d, float *o)
+{
+    int64_t e = 0;
+    for (; e + VW <= d; e += VW) {
+        vf t = {0}, old;
+        for (int64_t c = 0; c < n; c++) {
+            vf x;
+            memcpy(&x, v + c * ld + e, sizeof x);
+            t += x * w[c];
+        }
+        memcpy(&old, o + e, sizeof old);
+        old += t;
+        memcpy(o + e, &old, sizeof old);
+    }
+    for (; e < d; e++) {
+        float t = 0;
+        for (int64_t c = 0; c < n; c++)
+            t += v[c * ld + e] * w[c];
+        o[e] += t;
+    }
+}
 #else
 enum { VW = 16 };
+
+static void dot_rows_f32(const float *q, const float *k, int64_t ld, int64_t n, int64_t d, float scale, float *s)
+{
+    for (int64_t c = 0; c < n; c++) {
+        float t = 0;
+        for (int64_t e = 0; e < d; e++)
+            t += q[e] * k[c * ld + e];
+        s[c] = t * scale;
+    }
+}
+
+static void axpy_rows_f32(const float *w, const float *v, int64_t ld, int64_t n, int64_t d, float *o)
+{
+    for (int64_t e = 0; e < d; e++) {
+        float t = 0;
+        for (int64_t c = 0; c < n; c++)
+            t += v[c * ld + e] * w[c];
+        o[e] += t;
+    }
+}
 
 static void mm_f32(int64_t m, int64_t nc, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                    float *c, int64_t ldc, float alpha, bool acc)
@@ -415,7 +498,13 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
         const char *kp = ko->base + (b * ko->sb + jl * ko->ld + kh * d) * (int64_t)es;
         const char *vb = vo->base + (b * vo->sb + jl * vo->ld + kh * d) * (int64_t)es;
         int64_t nv = (n + VW - 1) / VW * VW;
-        if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
+        /* One f32 query row (a decode step): packing K^T and V would cost
+         * more than the products, which read the rows in place. */
+        bool one_row = j->dt == RLX_F32 && m == 1;
+        if (one_row) {
+            dot_rows_f32((const float *)(const void *)qp, (const float *)(const void *)kp, ko->ld, n, d,
+                         (float)j->scale, (float *)(void *)sc);
+        } else if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
             const float *kf = (const float *)(const void *)kp, *vf_ = (const float *)(const void *)vb;
             for (int64_t c = 0; c < n; c++)
                 for (int64_t e = 0; e < d; e++)
@@ -447,7 +536,9 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
                 mask_row(j, row, mbase + (i0 + r) * j->ms[2], j0, a - j0, e - j0);
             fold_row(j, row, n, &mx[r], &l[r], o + (size_t)(r * od) * es);
         }
-        if (j->dt == RLX_F32)
+        if (one_row)
+            axpy_rows_f32((const float *)(void *)sc, (const float *)(const void *)vb, vo->ld, n, d, (float *)(void *)o);
+        else if (j->dt == RLX_F32)
             mm_f32(m, od, n, (const float *)(void *)sc, bk, vp, od, (float *)(void *)o, od, 1, true);
         else
             gemm(j, false, (int)m, (int)d, (int)n, 1, sc, (int)bk, vb, vo->ld, 1, o, (int)d);

@@ -118,11 +118,14 @@ typedef struct {
     int64_t small; /* m*n*k at or below which the plain loop runs */
     int threads;   /* the realization's thread budget */
     bool widen_bf16; /* knob bf16_gemm: bf16 blocks through sgemm, not oneDNN */
+    bool gemv_rows;  /* f32/f64 rows of one: our gemv (mm_gemv) where the layout fits */
     mm_opnd a, b;
     char *c; /* contiguous [batch, m, n] */
     _Atomic bool nomem_flag;
     _Atomic bool *nomem; /* &nomem_flag: set when a bf16/f16 block found no scratch memory */
 } mm_plan;
+
+static bool have_gemv_rows(void); /* (the gemv section) */
 
 /* Element offset of batch item bi (row-major over bshape[0..nb)) of an
  * operand starting at off with batch strides bst. */
@@ -250,6 +253,8 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
     pl->threads = rt_threads(ctx); /* our budget: the same one the JIT's kernels use */
     pl->small = kv > 0 ? kv : SMALL_MATMUL_FLOPS;
     pl->widen_bf16 = knob_value(sched_knobs(ctx), KNOB_BF16_GEMM, KCLASS_ANY, -1) == 1;
+    pl->gemv_rows = (pl->dt == RLX_F32 || pl->dt == RLX_F64) && have_gemv_rows() &&
+                    knob_value(sched_knobs(ctx), KNOB_GEMV, KCLASS_ANY, -1) != 1;
     if (pl->m > INT_MAX || pl->k > INT_MAX || pl->n > INT_MAX)
         return rt_fail(ctx, RLX_E_UNSUPPORTED, "matmul dims %lld x %lld x %lld exceed the BLAS int range",
                        (long long)pl->m, (long long)pl->k, (long long)pl->n);
@@ -486,14 +491,104 @@ static bool f32_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t
     return true;
 }
 
+/* ------------------------------------------------------------- gemv */
+
+/* c[j] = w[j, :] . x for j < n: w row-major n x k with rows ld apart (a
+ * linear's weight, or the tied classifier's embedding), x contiguous. The
+ * m = 1 products of decoding are weight streaming: each weight is read
+ * once, so the kernel should run at the rate a plain loop reads memory.
+ * cblas_sgemv does not here (OpenBLAS 0.3.21, Haswell kernels on this
+ * EPYC): over the 43 products of a Llama-shaped decode step (288x288,
+ * 768x288, 288x768, 32000x288; 60.8 MB) it takes 1.5-1.8x the time of a
+ * loop summing the same bytes, this kernel 0.95-1.1x (bench/bench_w11.c
+ * --gemv, interleaved rounds). GEMV_ROWS rows share each load of x and run
+ * as independent accumulators; a row's sum takes the same steps (lane p
+ * mod W, a masked tail, one tree reduction) whether it runs in a group or
+ * alone, so its bits do not depend on how the rows are split in blocks. */
+enum { GEMV_ROWS = 8 };
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GEMV_TARGET __attribute__((target("avx512f,fma")))
+/* (named accumulators: an array of vectors could live on the stack) */
+#define GEMV_BODY(T, V, ZERO, LOAD, MLOAD, FMA, REDUCE, MASK_T, W)                                                    \
+    const int64_t kv = k / W * W;                                                                                      \
+    const MASK_T tm = (MASK_T)((1u << (k - kv)) - 1);                                                                  \
+    int64_t j = 0;                                                                                                     \
+    for (; j + GEMV_ROWS <= n; j += GEMV_ROWS) {                                                                       \
+        const T *r0 = w + j * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld, *r4 = r3 + ld, *r5 = r4 + ld,           \
+                *r6 = r5 + ld, *r7 = r6 + ld;                                                                          \
+        V a0 = ZERO(), a1 = ZERO(), a2 = ZERO(), a3 = ZERO(), a4 = ZERO(), a5 = ZERO(), a6 = ZERO(), a7 = ZERO();       \
+        for (int64_t p = 0; p < kv; p += W) {                                                                          \
+            V xv = LOAD(x + p);                                                                                        \
+            a0 = FMA(LOAD(r0 + p), xv, a0), a1 = FMA(LOAD(r1 + p), xv, a1);                                            \
+            a2 = FMA(LOAD(r2 + p), xv, a2), a3 = FMA(LOAD(r3 + p), xv, a3);                                            \
+            a4 = FMA(LOAD(r4 + p), xv, a4), a5 = FMA(LOAD(r5 + p), xv, a5);                                            \
+            a6 = FMA(LOAD(r6 + p), xv, a6), a7 = FMA(LOAD(r7 + p), xv, a7);                                            \
+        }                                                                                                              \
+        if (tm) {                                                                                                      \
+            V xv = MLOAD(tm, x + kv);                                                                                  \
+            a0 = FMA(MLOAD(tm, r0 + kv), xv, a0), a1 = FMA(MLOAD(tm, r1 + kv), xv, a1);                                \
+            a2 = FMA(MLOAD(tm, r2 + kv), xv, a2), a3 = FMA(MLOAD(tm, r3 + kv), xv, a3);                                \
+            a4 = FMA(MLOAD(tm, r4 + kv), xv, a4), a5 = FMA(MLOAD(tm, r5 + kv), xv, a5);                                \
+            a6 = FMA(MLOAD(tm, r6 + kv), xv, a6), a7 = FMA(MLOAD(tm, r7 + kv), xv, a7);                                \
+        }                                                                                                              \
+        c[j] = REDUCE(a0), c[j + 1] = REDUCE(a1), c[j + 2] = REDUCE(a2), c[j + 3] = REDUCE(a3);                        \
+        c[j + 4] = REDUCE(a4), c[j + 5] = REDUCE(a5), c[j + 6] = REDUCE(a6), c[j + 7] = REDUCE(a7);                    \
+    }                                                                                                                  \
+    for (; j < n; j++) {                                                                                               \
+        const T *r0 = w + j * ld;                                                                                      \
+        V a0 = ZERO();                                                                                                 \
+        for (int64_t p = 0; p < kv; p += W)                                                                            \
+            a0 = FMA(LOAD(r0 + p), LOAD(x + p), a0);                                                                   \
+        if (tm)                                                                                                        \
+            a0 = FMA(MLOAD(tm, r0 + kv), MLOAD(tm, x + kv), a0);                                                       \
+        c[j] = REDUCE(a0);                                                                                             \
+    }
+
+GEMV_TARGET static void gemv_rows_f32(int64_t n, int64_t k, const float *w, int64_t ld, const float *x, float *c)
+{
+    GEMV_BODY(float, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_fmadd_ps,
+              _mm512_reduce_add_ps, __mmask16, 16)
+}
+
+GEMV_TARGET static void gemv_rows_f64(int64_t n, int64_t k, const double *w, int64_t ld, const double *x, double *c)
+{
+    GEMV_BODY(double, __m512d, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_maskz_loadu_pd, _mm512_fmadd_pd,
+              _mm512_reduce_add_pd, __mmask8, 8)
+}
+
+static bool have_gemv_rows(void) { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"); }
+#else
+static void gemv_rows_f32(int64_t n, int64_t k, const float *w, int64_t ld, const float *x, float *c)
+{
+    (void)n, (void)k, (void)w, (void)ld, (void)x, (void)c;
+}
+static void gemv_rows_f64(int64_t n, int64_t k, const double *w, int64_t ld, const double *x, double *c)
+{
+    (void)n, (void)k, (void)w, (void)ld, (void)x, (void)c;
+}
+static bool have_gemv_rows(void) { return false; }
+#endif
+
 /* One row of c (m = 1, n columns starting at cp) as a matrix-vector
  * product: gemv streams b once, where gemm packs it first. Measured here
  * (one OpenBLAS thread, best of 7): the m = 1 products of a Llama decode
  * step (288x288, 768x288, 288x768, 32000x288) take 1.9-2.4 ms through
- * sgemv against 5.2-6.0 ms through sgemm. a's row has stride acs. */
+ * sgemv against 5.2-6.0 ms through sgemm. A weight read as w^T with a
+ * contiguous a row takes our kernel (gemv_rows_*, unless the knob gemv
+ * is 1); other layouts OpenBLAS's gemv. a's row has stride acs. */
 static void mm_gemv(const mm_plan *pl, int64_t n, int64_t k, const char *ap, int64_t acs, const char *bp, char *cp)
 {
     const mm_opnd *B = &pl->b;
+    if (pl->gemv_rows && B->tr == CblasTrans && acs == 1) {
+        if (pl->dt == RLX_F32)
+            gemv_rows_f32(n, k, (const float *)(const void *)bp, B->ld, (const float *)(const void *)ap,
+                          (float *)(void *)cp);
+        else
+            gemv_rows_f64(n, k, (const double *)(const void *)bp, B->ld, (const double *)(const void *)ap,
+                          (double *)(void *)cp);
+        return;
+    }
     /* b column-major (a linear's weight w [n, k] read as w^T): c = w a, w
      * row-major n x k; b row-major k x n: c = b^T a. */
     enum CBLAS_TRANSPOSE t = B->tr == CblasTrans ? CblasNoTrans : CblasTrans;
