@@ -1163,6 +1163,12 @@ RLX_API int rlx_get_num_threads(void);
  *                  the oracle the JIT is tested against); env RLX_BACKEND
  *                  (any value but "ref" means jit)
  *   "num_threads"  integer >= 0 (0 = default)
+ *   "compile_threads" integer >= 0: threads that compile the kernels a
+ *                  realization or program is missing (0 = default: env
+ *                  RLX_COMPILE_THREADS, else every online CPU, whatever
+ *                  num_threads is: compiling is a one-time wait, not the
+ *                  steady state num_threads sizes; set it to keep
+ *                  compiles off cores other processes use)
  *   "cache_dir"    directory of the on-disk kernel cache; env RLX_CACHE_DIR,
  *                  default $XDG_CACHE_HOME/rlx, else ~/.cache/rlx; "" turns
  *                  it off. Compiled kernels are stored there (one file per
@@ -1259,7 +1265,7 @@ RLX_API int rlx_get_num_threads(void);
  *   RLX_LLVM_ARGS  LLVM command-line options, space separated (debugging)
  *   RLX_JIT_PASSES an LLVM pass pipeline replacing the kernels' own */
 RLX_API rlx_status rlx_set_option(const char *key, const char *value);
-/* Writes the current value of "backend", "num_threads", "cache_dir" (the
+/* Writes the current value of "backend", "num_threads", "compile_threads", "cache_dir" (the
  * directory configured, "" when off) or a knob (the value used outside any
  * tuned class), or "tuning_status", into buf (NUL-terminated). Other keys
  * ("tuning_file" too) or a value longer than cap-1: RLX_E_ARG. */

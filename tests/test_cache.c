@@ -900,7 +900,54 @@ TEST(kernel_in_use_never_evicted)
     set_budget("67108864");
 }
 
+/* compile_threads: kernels compiled on 1 or 3 threads (several missing
+ * at once) give the reference's values; bad values are refused. */
+TEST(compile_threads_option)
+{
+    char buf[32];
+    CHECK_EQ_INT(rlx_get_option("compile_threads", buf, sizeof buf), RLX_OK);
+    CHECK(atoi(buf) >= 1); /* the default: the online CPUs */
+    int64_t n;
+    rlx_tensor *x = trand(RLX_F32, 2, (int64_t[]){37, 29}, -2, 2);
+    double *xv = test_values(x, &n);
+    float xf[37 * 29];
+    for (int i = 0; i < 37 * 29; i++)
+        xf[i] = (float)xv[i];
+    free(xv);
+    for (int r = 0; r < 2; r++) {
+        CHECK_EQ_INT(rlx_set_option("compile_threads", r ? "3" : "1"), RLX_OK);
+        CHECK_EQ_INT(rlx_get_option("compile_threads", buf, sizeof buf), RLX_OK);
+        CHECK(strcmp(buf, r ? "3" : "1") == 0);
+        rlx_tensor *out[2][3];
+        EACH_BACKEND(jit)
+        {
+            /* other ops per round: kernels missing from the caches; the
+             * reference over a copy of x (no node shared with the JIT's) */
+            rlx_tensor *xb = jit ? x : tf32(2, (int64_t[]){37, 29}, xf);
+            rlx_tensor *u = r ? rlx_sigmoid(rlx_mul_s(xb, 1.5)) : rlx_tanh(rlx_abs(xb));
+            rlx_tensor *y = rlx_softmax(rlx_mul(u, r ? rlx_sin(xb) : rlx_cos(xb)), 1);
+            rlx_tensor *z = rlx_sum(r ? rlx_exp(rlx_neg(y)) : rlx_sqrt(rlx_add_s(y, 3)), (int[]){0}, 1, false);
+            rlx_tensor *t =
+                r ? rlx_max(rlx_erf(xb), (int[]){1}, 1, false) : rlx_min(rlx_mul(xb, xb), (int[]){1}, 1, false);
+            rlx_stats_t s0, s1;
+            rlx_stats(&s0);
+            CHECK_EQ_INT(rlx_realize_many((rlx_tensor *[]){y, z, t}, 3), RLX_OK);
+            rlx_stats(&s1);
+            if (jit)
+                CHECK(s1.kernels_compiled - s0.kernels_compiled >= 2);
+            out[jit][0] = y, out[jit][1] = z, out[jit][2] = t;
+        }
+        EXPECT_SAME(out[1][0], out[0][0], 1e-6);
+        EXPECT_SAME(out[1][1], out[0][1], 1e-5);
+        EXPECT_SAME(out[1][2], out[0][2], 1e-6);
+    }
+    CHECK_ERR(rlx_set_option("compile_threads", "-1"), RLX_E_ARG, "rlx_set_option");
+    CHECK_ERR(rlx_set_option("compile_threads", "1025"), RLX_E_ARG, "rlx_set_option");
+    CHECK_ERR(rlx_set_option("compile_threads", "two"), RLX_E_ARG, "rlx_set_option");
+    CHECK_EQ_INT(rlx_set_option("compile_threads", "0"), RLX_OK);
+}
+
 TEST_MAIN(T(cache_cold_then_warm), T(cache_corrupt_files), T(cache_unusable_dirs), T(cache_full_disk),
           T(cache_parallel_prepare), T(cache_failures_not_stored), T(cache_foreign_build_is_a_miss),
           T(cache_size_cap_evicts_oldest), T(cache_child_worker), T(cache_two_processes), T(kernel_cache_tiny_budget),
-          T(kernel_in_use_never_evicted))
+          T(kernel_in_use_never_evicted), T(compile_threads_option))

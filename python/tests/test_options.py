@@ -57,6 +57,19 @@ def test_num_threads_round_trip():
     assert rlx.get_option("num_threads") == str(default) == str(rlx.get_num_threads())
 
 
+def test_compile_threads_round_trip():
+    default = int(rlx.get_option("compile_threads"))
+    assert default >= 1
+    try:
+        rlx.set_option("compile_threads", "2")
+        assert rlx.get_option("compile_threads") == "2"
+        with pytest.raises(rlx.RlxError):
+            rlx.set_option("compile_threads", "-3")
+    finally:
+        rlx.set_option("compile_threads", "0")
+    assert rlx.get_option("compile_threads") == str(default)
+
+
 @pytest.mark.parametrize("knob", sorted(KNOBS))
 def test_knob_round_trip(knob):
     default, other, bad = KNOBS[knob]

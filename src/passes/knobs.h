@@ -93,6 +93,7 @@ unsigned long knob_state_epoch(const knob_state *ks);
  * reads a global setting. */
 typedef struct {
     int nthreads;             /* >= 1: threads of the pool, BLAS and library kernels */
+    int compile_threads;      /* >= 1: threads that compile the kernels a plan is missing */
     int debug;                /* RLX_DEBUG level (0: quiet) */
     bool verify;              /* RLX_VERIFY=1 or a debug build: verifiers run after the passes */
     bool simplify;            /* the simplifier runs first (realizations; not compiled programs) */

@@ -40,6 +40,10 @@ static inline int sched_threads(const sched_ctx *c)
 {
     return c && c->opts && c->opts->nthreads > 0 ? c->opts->nthreads : 1;
 }
+static inline int sched_compile_threads(const sched_ctx *c)
+{
+    return c && c->opts && c->opts->compile_threads > 0 ? c->opts->compile_threads : sched_threads(c);
+}
 static inline const knob_state *sched_knobs(const sched_ctx *c) { return c && c->opts ? c->opts->knobs : NULL; }
 
 /* The evaluation order of a realization and when each value dies.

@@ -48,6 +48,8 @@ static struct {
 static atomic_int num_threads;       /* 0: not set, use the default */
 static atomic_int backend_jit = -1;  /* -1: not set, read RLX_BACKEND */
 static int default_count;            /* RLX_NUM_THREADS, else the online CPUs */
+static atomic_int compile_threads;   /* 0: not set, use the default */
+static int default_compile;          /* RLX_COMPILE_THREADS, else the online CPUs */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -103,9 +105,9 @@ static void env_bytes(const char *name, void (*set)(size_t))
         fprintf(stderr, "rlx: ignoring %s=%s (bytes, an integer in 0..2^62)\n", name, s);
 }
 
-static int default_threads(void)
+static int default_threads(const char *var)
 {
-    const char *env = getenv("RLX_NUM_THREADS");
+    const char *env = getenv(var);
     long v;
     if (env && *env && parse_int(env, 1, 1024, &v))
         return (int)v;
@@ -127,7 +129,8 @@ static void env_init(void)
     snprintf(E.llvm_args, sizeof E.llvm_args, "%s", s ? s : "");
     s = getenv("RLX_JIT_PASSES");
     snprintf(E.passes, sizeof E.passes, "%s", s ? s : "");
-    default_count = default_threads();
+    default_count = default_threads("RLX_NUM_THREADS");
+    default_compile = default_threads("RLX_COMPILE_THREADS");
     cg_configure(&(cg_config){E.debug, E.llvm_args, E.passes, env_cache_dir});
     env_bytes("RLX_KERNEL_CACHE_BYTES", cg_cache_set_budget);
     env_bytes("RLX_CACHE_MAX_BYTES", cg_disk_set_max_bytes);
@@ -194,6 +197,36 @@ static int get_threads(const char *key, char *buf, size_t cap)
 {
     (void)key;
     return snprintf(buf, cap, "%d", rlx_get_num_threads());
+}
+
+/* Compiles are work the process waits for once, not its steady state:
+ * they use every online CPU by default, whatever num_threads says (W10a's
+ * cold first step: 380 ms of LLVM CPU time over 40 kernels). */
+static int get_compile_count(void)
+{
+    int n = atomic_load(&compile_threads);
+    if (n > 0)
+        return n;
+    env_ensure();
+    return default_compile;
+}
+
+static rlx_status set_compile_threads(const char *fn, const char *key, const char *value)
+{
+    long v;
+    (void)key;
+    if (!parse_int(value, 0, 1024, &v)) {
+        ts_error(RLX_E_ARG, fn, "compile_threads must be an integer in 0..1024, got '%s'", value);
+        return RLX_E_ARG;
+    }
+    atomic_store(&compile_threads, (int)v);
+    return RLX_OK;
+}
+
+static int get_compile_threads(const char *key, char *buf, size_t cap)
+{
+    (void)key;
+    return snprintf(buf, cap, "%d", get_compile_count());
 }
 
 static rlx_status set_backend(const char *fn, const char *key, const char *value)
@@ -285,6 +318,8 @@ static const opt_row options[] = {
      "the realizing backend; the variable is read at each realization while the option is unset"},
     {"num_threads", "RLX_NUM_THREADS", "0..1024 (env 1..1024)", set_threads, get_threads,
      "threads of the pool, BLAS and library kernels; 0: the variable, else the online CPUs"},
+    {"compile_threads", "RLX_COMPILE_THREADS", "0..1024 (env 1..1024)", set_compile_threads, get_compile_threads,
+     "threads compiling the kernels a realization or program is missing; 0: the variable, else the online CPUs"},
     {"cache_dir", "RLX_CACHE_DIR", "path, \"\" off", set_cache_dir, get_cache_dir,
      "the disk kernel cache; unset: $XDG_CACHE_HOME/rlx (XDG_CACHE_HOME), else ~/.cache/rlx (HOME)"},
     {"kernel_cache_bytes", "RLX_KERNEL_CACHE_BYTES", "bytes, 0..2^62", set_bytes, get_bytes,
@@ -362,6 +397,7 @@ void ts_options_take(knob_opts *o)
 {
     env_ensure();
     o->nthreads = rlx_get_num_threads();
+    o->compile_threads = get_compile_count();
     o->debug = E.debug;
     o->verify = E.verify;
     o->simplify = true;

@@ -641,7 +641,8 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
     /* a program over dynamic dims: generic kernels unless the knob says never */
     const knob_state *ks = sched_knobs(ctx);
     int gen = ctx->generic && knob_value(ks, KNOB_GENERIC_KERNELS, KCLASS_ANY, -1) != 0 ? 2 : -1;
-    rlx_status st = cg_kernels_prepare_as(p->s.k, p->s.count, rt_threads(ctx), ks, gen, p->kref, &cs, msg, sizeof msg);
+    rlx_status st =
+        cg_kernels_prepare_as(p->s.k, p->s.count, sched_compile_threads(ctx), ks, gen, p->kref, &cs, msg, sizeof msg);
     for (long i = 0; i < p->s.count; i++)
         p->fn[i] = cg_kernel_func(p->kref[i]);
     stats->kernels_compiled += cs.compiled;
