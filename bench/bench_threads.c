@@ -3,6 +3,7 @@
  * runs on two threads than on one, measured in one process, interleaved.
  *
  *   rlx-bench-threads [--config a|b|w6|all] [--rounds R (7)] [--steps S (10)] [--warmup W (3)]
+ *                     [--spins US,US,...]   (2-thread modes with these spins instead)
  *
  * Workloads: W10a, W10b (the GPT steps of bench_w10.c, examples/
  * gpt_model.c) and W6 (the MLP step, w6_step.h). Each round runs S steps in
@@ -32,7 +33,7 @@
 #include "runtime/exec/pool.h"
 #include "w6_step.h"
 
-enum { MAXR = 64, NMODE = 3, NB = 4 };
+enum { MAXR = 64, MAXMODE = 8, NB = 4 };
 
 static double now(void)
 {
@@ -58,12 +59,13 @@ static double median(double *v, int n)
 }
 
 typedef struct {
-    const char *name;
+    char name[24];
     int threads;
     long spin_us; /* rt_pool_set_spin_us */
 } mode;
 
-static const mode modes[NMODE] = {{"1t", 1, -1}, {"2t-old", 2, 0}, {"2t", 2, -1}};
+static mode modes[MAXMODE] = {{"1t", 1, -1}, {"2t-old", 2, 0}, {"2t", 2, -1}};
+static int NMODE = 3;
 
 static void set_mode(const mode *m)
 {
@@ -164,8 +166,8 @@ static void loadavg(char *buf, size_t cap)
 
 static int measure(const workload *wl, int rounds, int steps, int warmup)
 {
-    static double t[NMODE][MAXR], tr[MAXR * 64];
-    uint64_t jobs[NMODE] = {0}, joins[NMODE] = {0};
+    static double t[MAXMODE][MAXR], tr[MAXR * 64];
+    uint64_t jobs[MAXMODE] = {0}, joins[MAXMODE] = {0};
     char l0[64], l1[64];
     loadavg(l0, sizeof l0);
     for (int m = 0; m < NMODE; m++) {
@@ -197,7 +199,7 @@ static int measure(const workload *wl, int rounds, int steps, int warmup)
     }
     set_mode(&modes[NMODE - 1]);
     loadavg(l1, sizeof l1);
-    double best[NMODE];
+    double best[MAXMODE];
     for (int m = 0; m < NMODE; m++) {
         best[m] = t[m][0];
         for (int r = 1; r < rounds; r++)
@@ -212,8 +214,9 @@ static int measure(const workload *wl, int rounds, int steps, int warmup)
                modes[m].name, 1e3 * best[m], best[0] / best[m], median(paired, rounds),
                (double)jobs[m] / (rounds * steps), jobs[m] ? 100.0 * (double)joins[m] / (double)jobs[m] : 0.0);
     }
-    printf("THREADS-RESULT workload=%s speedup_old=%.3f speedup_new=%.3f new_over_old=%.3f load=%s\n", wl->name,
-           best[0] / best[1], best[0] / best[2], best[1] / best[2], l1);
+    if (NMODE == 3)
+        printf("THREADS-RESULT workload=%s speedup_old=%.3f speedup_new=%.3f new_over_old=%.3f load=%s\n", wl->name,
+               best[0] / best[1], best[0] / best[2], best[1] / best[2], l1);
     fflush(stdout);
     return 0;
 }
@@ -231,6 +234,14 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             cfg = argv[++i];
+        else if (strcmp(argv[i], "--spins") == 0 && i + 1 < argc) { /* 2-thread modes: one per spin (us) */
+            NMODE = 1;
+            for (char *tok = strtok(argv[++i], ","); tok && NMODE < MAXMODE; tok = strtok(NULL, ",")) {
+                modes[NMODE] = (mode){"", 2, atol(tok)};
+                snprintf(modes[NMODE].name, sizeof modes[NMODE].name, "2t-s%ld", modes[NMODE].spin_us);
+                NMODE++;
+            }
+        }
         else {
             fprintf(stderr, "usage: %s [--config a|b|w6|all] [--rounds R] [--steps S] [--warmup W]\n", argv[0]);
             return 64;

@@ -11,15 +11,17 @@
  * second caller (another thread realizing concurrently) runs its kernel
  * inline.
  *
- * Waiting: a training step is many short kernels, and waking a thread
- * asleep on a condition variable costs tens of microseconds on a VM (a
- * futex wake and an idle vCPU's wake-up), as long as a small kernel. So an
- * idle worker first spins (with a pause instruction) for up to spin_ns
- * watching for the next job, and so does the caller waiting for the
- * workers still in a job; only then do they sleep. The spin is bounded so
- * that an idle pool gives its core back. GEMMs run OpenBLAS at one thread
- * on this pool (kernels/blas.c), so no OpenBLAS thread spins against ours.
- * spin 0 (env RLX_POOL_SPIN=0) is the old behaviour: sleep at once.
+ * Waiting: a training step is many short kernels (W10a: 110 split jobs
+ * in a step of ~35 ms), and waking a thread asleep on a condition variable
+ * (a futex wake, then the sleeping core's wake-up) can take as long as a
+ * small kernel's share. So an idle worker first spins (with a pause
+ * instruction) watching for the next job, and so does the caller waiting
+ * for the workers still in a job; only then do they sleep. Each spin is
+ * bounded and adapts (spin_until), so that an idle pool, or one on
+ * oversubscribed cores, gives its core back. GEMMs run OpenBLAS at one
+ * thread on this pool (kernels/blas.c), so no OpenBLAS thread of ours
+ * spins against it. Spin 0 (env RLX_POOL_SPIN=0) is the old behaviour:
+ * sleep at once.
  *
  * The job lives in P (not on the caller's stack) and one atomic word holds
  * its generation, its thread limit and the workers inside it: a worker
@@ -36,9 +38,10 @@
 
 enum { POOL_MAX = 64 };
 
-/* Default spin before sleeping: longer than the gap between the split
- * kernels of a step (a few small inline kernels), short enough that an
- * idle pool stops burning a core at once. Measured in bench/bench_threads.c. */
+/* The longest spin before sleeping: well above the gaps between the split
+ * kernels of a step (a few small inline kernels, ~20 us on average in
+ * W10a), short enough that an idle pool soon stops using a core.
+ * bench/bench_threads.c compares it with spin 0 (--spins for others). */
 enum { SPIN_NS_DEFAULT = 200000 };
 
 /* state: gen << 16 | max << 8 | active. A job is open while gen is odd. */
@@ -63,6 +66,7 @@ static struct {
     atomic_int sleepers;          /* workers asleep (or about to be) on wake */
     atomic_int caller_waits;      /* the caller asleep (or about to be) on finished */
     atomic_long spin_ns;          /* < 0: not read from the environment yet */
+    long caller_spin;             /* the caller's spin budget (spin_until), guarded by busy */
     atomic_ulong jobs, joins;     /* counters (rt_pool_counts) */
     int nworkers;                 /* guarded by lock */
 } P = {.busy = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -105,21 +109,38 @@ void rt_pool_counts(uint64_t *jobs, uint64_t *joins)
     *joins = atomic_load_explicit(&P.joins, memory_order_relaxed);
 }
 
-/* Spins up to spin_ns() until done(arg); true if it became so. */
-static bool spin_until(bool (*done)(const void *), const void *arg)
+/* A gap this long between two looks at the clock while spinning means the
+ * spinner lost its core: the machine has more runnable threads than cores,
+ * and spinning on would only take time from the thread it waits for. */
+enum { PREEMPTED_NS = 30000, SPIN_MIN_NS = 2000 };
+
+/* Spins until done(arg), true if it became so, for at most *budget ns
+ * (within [SPIN_MIN_NS, spin_ns()]), which adapts to what spinning got:
+ * a spin that ended in time doubles it, one that timed out or was
+ * preempted halves it. So where jobs follow each other closely (many
+ * short kernels) the waits stay spins, and where they are far apart or
+ * the cores are oversubscribed they become sleeps at once. */
+static bool spin_until(bool (*done)(const void *), const void *arg, long *budget)
 {
     long limit = spin_ns();
     if (limit <= 0)
         return done(arg);
-    int64_t t0 = now_ns();
+    long b = *budget <= 0 || *budget > limit ? limit : *budget < SPIN_MIN_NS ? SPIN_MIN_NS : *budget;
+    int64_t t0 = now_ns(), last = t0;
     for (;;) {
         for (int i = 0; i < 64; i++) {
-            if (done(arg))
+            if (done(arg)) {
+                *budget = 2 * b;
                 return true;
+            }
             cpu_relax();
         }
-        if (now_ns() - t0 >= limit)
+        int64_t t = now_ns();
+        if (t - t0 >= b || t - last >= PREEMPTED_NS) {
+            *budget = b / 2;
             return done(arg);
+        }
+        last = t;
     }
 }
 
@@ -146,8 +167,9 @@ static void *worker(void *arg)
 {
     (void)arg;
     uint64_t seen = 0; /* generations are odd while open: 0 is none */
+    long budget = 0;   /* this worker's spin (spin_until) */
     for (;;) {
-        if (!spin_until(job_after, &seen)) {
+        if (!spin_until(job_after, &seen, &budget)) {
             pthread_mutex_lock(&P.lock);
             atomic_fetch_add(&P.sleepers, 1); /* then the state is read: pairs with rt_pool_run's order */
             while (!job_after(&seen))
@@ -226,7 +248,7 @@ void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t
     uint64_t open = gen << 16 | (uint64_t)helpers << 8;
     while (!atomic_compare_exchange_strong(&P.state, &open, (gen + 1) << 16)) {
         open = gen << 16 | (uint64_t)helpers << 8;
-        if (spin_until(no_worker_inside, NULL))
+        if (spin_until(no_worker_inside, NULL, &P.caller_spin))
             continue;
         pthread_mutex_lock(&P.lock);
         atomic_store(&P.caller_waits, 1); /* then the state is read: pairs with the worker's order */
