@@ -21,7 +21,8 @@ void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t
  * it sleeps (pool.c); 0: sleep at once (the old pool), < 0: the default
  * or env RLX_POOL_SPIN (microseconds). For benchmarks and tests. */
 void rt_pool_set_spin_us(long us);
-/* Split jobs run so far, and how many of them a worker took a chunk of. */
+/* Split jobs run so far, and the joins of a worker that took a chunk of
+ * one (one per worker and job: at 2 threads, the jobs a worker helped). */
 void rt_pool_counts(uint64_t *jobs, uint64_t *joins);
 
 /* bufpool.c: payload buffers of at least RT_BUFPOOL_MIN bytes for kernel
