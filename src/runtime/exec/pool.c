@@ -156,10 +156,13 @@ static long run_chunks(job *j)
     }
 }
 
-/* A job this worker has not seen is open. */
+/* A job this worker has not seen is open. Sequentially consistent, as in
+ * no_worker_inside: a thread going to sleep stores its flag (sleepers,
+ * caller_waits) then reads the state, the other side changes the state
+ * then reads the flag, so one of the two sees the other. */
 static bool job_after(const void *seen)
 {
-    uint64_t g = ST_GEN(atomic_load_explicit(&P.state, memory_order_acquire));
+    uint64_t g = ST_GEN(atomic_load(&P.state));
     return g != *(const uint64_t *)seen && (g & 1);
 }
 
@@ -215,7 +218,7 @@ static void grow(int want)
 static bool no_worker_inside(const void *arg)
 {
     (void)arg;
-    return ST_ACTIVE(atomic_load_explicit(&P.state, memory_order_acquire)) == 0;
+    return ST_ACTIVE(atomic_load(&P.state)) == 0;
 }
 
 void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads)
