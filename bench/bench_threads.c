@@ -17,9 +17,9 @@
  *
  * Modes (white-box: the pool's knobs, through the static library):
  *   1t       one thread
- *   2t-old   two threads, the pool as it was: workers and caller sleep at
- *            once (spin 0) and independent kernels run one after the other
- *   2t       two threads, the defaults
+ *   2t-old   two threads, the pool as it was: workers and the waiting caller
+ *            sleep at once (spin 0)
+ *   2t       two threads, the defaults (adaptive spin, pool.c)
  * Also per mode: split jobs per step and the share a worker joined
  * (rt_pool_counts).
  */
