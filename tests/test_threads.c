@@ -5,10 +5,13 @@
  * (exec/bufpool.c: small outputs too, not only those of 1 MiB and more);
  * and long f32 sums (blocked in f32, cg_kernel.c) give the same bits at
  * any thread count. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "harness.h"
+#include "runtime/exec/pool.h"
 
 uint64_t rt_bufpool_fresh_bytes(void);
 
@@ -77,6 +80,72 @@ static long minflt(void)
     struct rusage r;
     getrusage(RUSAGE_SELF, &r);
     return r.ru_minflt;
+}
+
+/* The pool itself (pool.c): every chunk of every job runs exactly once,
+ * with the waits spinning or sleeping at once, at 2 to 4 threads, for jobs
+ * back to back (a worker still leaving one job while the next opens) and
+ * from two callers at once (the second runs inline). */
+enum { POOL_N = 4099 };
+
+typedef struct {
+    atomic_int hits[POOL_N];
+} pool_marks;
+
+static void pool_mark(void *const *bufs, const double *consts, int64_t b, int64_t e)
+{
+    pool_marks *m = bufs[0];
+    (void)consts;
+    for (int64_t i = b; i < e; i++)
+        atomic_fetch_add_explicit(&m->hits[i], 1, memory_order_relaxed);
+}
+
+/* Runs jobs of every size below POOL_N (in steps) at threads t; false if an
+ * index was missed or run twice. */
+static bool pool_jobs(pool_marks *m, int t, int reps)
+{
+    bool ok = true;
+    for (int r = 0; r < reps; r++)
+        for (int64_t n = 1; n < POOL_N; n += 37 + r) {
+            for (int64_t i = 0; i < n; i++)
+                atomic_store_explicit(&m->hits[i], 0, memory_order_relaxed);
+            void *bufs[1] = {m};
+            rt_pool_run(pool_mark, bufs, NULL, n, 1 + n % 97, t);
+            for (int64_t i = 0; i < n; i++)
+                ok &= atomic_load_explicit(&m->hits[i], memory_order_relaxed) == 1;
+        }
+    return ok;
+}
+
+static void *pool_second_caller(void *arg)
+{
+    static pool_marks m;
+    *(bool *)arg = pool_jobs(&m, 3, 2);
+    return NULL;
+}
+
+TEST(pool_runs_each_chunk_once)
+{
+    static pool_marks m;
+    const long spins[2] = {0, -1}; /* sleep at once; the default spin */
+    for (int s = 0; s < 2; s++) {
+        rt_pool_set_spin_us(spins[s]);
+        for (int t = 2; t <= 4; t++) {
+            uint64_t j0, n0, j1, n1;
+            rt_pool_counts(&j0, &n0);
+            if (!pool_jobs(&m, t, 2))
+                test_fail(__FILE__, __LINE__, "spin %ld, %d threads: a chunk ran twice or never", spins[s], t);
+            rt_pool_counts(&j1, &n1);
+            CHECK(j1 > j0 && n1 - n0 <= (j1 - j0) * (uint64_t)(t - 1)); /* a join per worker per job */
+        }
+        pthread_t th;
+        bool other = false;
+        CHECK(pthread_create(&th, NULL, pool_second_caller, &other) == 0);
+        CHECK(pool_jobs(&m, 2, 2));
+        CHECK(pthread_join(th, NULL) == 0);
+        CHECK(other);
+    }
+    rt_pool_set_spin_us(-1);
 }
 
 /* Parameters of 4 KiB to 1 MiB (the size classes) and one above, updated
@@ -173,5 +242,5 @@ TEST(long_f32_sums_are_thread_count_free)
     use("ref");
 }
 
-TEST_MAIN(T(matmul_split_is_thread_count_free), T(program_outputs_stay_mapped),
+TEST_MAIN(T(pool_runs_each_chunk_once), T(matmul_split_is_thread_count_free), T(program_outputs_stay_mapped),
           T(long_f32_sums_are_thread_count_free))

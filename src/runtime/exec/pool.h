@@ -17,6 +17,13 @@ typedef void (*rt_pool_fn)(void *const *bufs, const double *consts, int64_t begi
  * of chunk rows on up to nthreads threads (the caller included), then
  * returns. */
 void rt_pool_run(rt_pool_fn fn, void *const *bufs, const double *consts, int64_t n, int64_t chunk, int nthreads);
+/* How long an idle worker, or the caller waiting for workers, spins before
+ * it sleeps (pool.c); 0: sleep at once (the old pool), < 0: the default
+ * or env RLX_POOL_SPIN (microseconds). For benchmarks and tests. */
+void rt_pool_set_spin_us(long us);
+/* Split jobs run so far, and the joins of a worker that took a chunk of
+ * one (one per worker and job: at 2 threads, the jobs a worker helped). */
+void rt_pool_counts(uint64_t *jobs, uint64_t *joins);
 
 /* bufpool.c: payload buffers of at least RT_BUFPOOL_MIN bytes for kernel
  * outputs, arenas and scratch, recycled (not given back to the OS) when
