@@ -784,6 +784,88 @@ static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
     }
 }
 
+/* gelu_tanh as tensor/elementwise.c builds it, ending at f32 instruction
+ * j: mul(mul(x, C0), add(tanh(mul(add(x, mul(mul(mul(x, x), x), C1)),
+ * C2)), C3)), constants C0..C3, any operand order. Where j only reaches
+ * roundings to a half dtype (mark_lowp) and the constants are gelu_tanh's,
+ * it is emitted as one function of x (cg_math_gelu_half): one exp and one
+ * division, no cancellation in 1 + tanh, against tanh's exp and division,
+ * its clamps and six more operations. Constants are no part of the kernel
+ * key: the knob word says whether every such chain has gelu_tanh's
+ * (gelu_consts). */
+static bool f32_op(const sched_kernel *k, int i, ir_op op)
+{
+    return k->instr[i].kind == SCHED_I_OP && k->instr[i].op == op && k->instr[i].dtype == RLX_F32;
+}
+static bool f32_const(const sched_kernel *k, int i) { return k->instr[i].kind == SCHED_I_CONST && k->instr[i].dtype == RLX_F32; }
+
+/* i = v * c or c * v, c an f32 constant of value *cv */
+static bool mul_const(const sched_kernel *k, int i, int *v, double *cv)
+{
+    if (!f32_op(k, i, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 2; s++) {
+        if (f32_const(k, k->instr[i].src[1 - s])) {
+            *v = k->instr[i].src[s];
+            *cv = k->instr[k->instr[i].src[1 - s]].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* i = x * x * x, as (x * x) * x or x * (x * x) */
+static bool cube_of(const sched_kernel *k, int i, int x)
+{
+    if (!f32_op(k, i, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 2; s++) {
+        int sq = k->instr[i].src[1 - s];
+        if (k->instr[i].src[s] == x && f32_op(k, sq, IR_OP_MUL) && k->instr[sq].src[0] == x && k->instr[sq].src[1] == x)
+            return true;
+    }
+    return false;
+}
+
+/* *canon: the constants are gelu_tanh's (as f32). */
+static bool gelu_match(const sched_kernel *k, int j, int *x, bool *canon)
+{
+    if (!f32_op(k, j, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 4; s++) {
+        int h = k->instr[j].src[s & 1], g = k->instr[j].src[!(s & 1)];
+        int th = k->instr[g].src[s >> 1], c3 = k->instr[g].src[!(s >> 1)], xs, sv, t, x3;
+        double v0, v1, v2;
+        if (!mul_const(k, h, x, &v0) || !f32_op(k, g, IR_OP_ADD) || !f32_const(k, c3) || !f32_op(k, th, IR_OP_TANH) ||
+            !mul_const(k, k->instr[th].src[0], &sv, &v2) || !f32_op(k, sv, IR_OP_ADD))
+            continue;
+        for (int u = 0; u < 2; u++) {
+            xs = k->instr[sv].src[u], t = k->instr[sv].src[1 - u];
+            if (xs == *x && mul_const(k, t, &x3, &v1) && cube_of(k, x3, *x)) {
+                *canon = v0 == 0.5 && v1 == (float)0.044715 && v2 == (float)0.7978845608028654 &&
+                         k->instr[c3].value == 1;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Every gelu_tanh chain of k has gelu_tanh's constants, and there is one. */
+static bool gelu_consts(const sched_kernel *k)
+{
+    int n = 0, x;
+    bool canon;
+    for (int j = 0; j < k->ninstr; j++) {
+        if (!gelu_match(k, j, &x, &canon))
+            continue;
+        if (!canon)
+            return false;
+        n++;
+    }
+    return n > 0;
+}
+
 static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 {
     cg_mod *m = c->m;
@@ -830,7 +912,12 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
          * element), far below a memory-bound kernel's per-element time. */
         return LLVMBuildFDiv(c->b, a, c->vals[in->src[1]], "");
     }
-    int lp = c->lowp[in - c->k->instr];
+    int lp = c->lowp[in - c->k->instr], gx;
+    bool canon;
+    if (lp && m->half_gelu && gelu_match(c->k, (int)(in - c->k->instr), &gx, &canon)) { /* (canon: the knob word) */
+        LLVMValueRef fn = cg_math_gelu_half(m, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16);
+        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &c->vals[gx], 1, "");
+    }
     if (lp && info->emit == IR_EMIT_MATH && reg_type(m, sdt) == m->f32) { /* see mark_lowp */
         LLVMValueRef fn = cg_math_fn_lowp(m, in->op, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16), args[2] = {a, NULL};
         unsigned n = info->cls == IR_CLS_BINARY ? 2 : 1;
@@ -1207,9 +1294,10 @@ uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k)
     int64_t elems = 1;
     for (int d = 0; d < k->rank; d++)
         elems *= k->shape[d];
-    /* (interleave <= 16: bit 16 is free) */
+    /* (interleave <= 16: bits 16 and 17 are free) */
     uint64_t f64 = red && knob_value(ks, KNOB_REDUCE_ACC_F64, red_class(k), elems) != 0;
-    return (uint64_t)(uint32_t)w << 32 | f64 << 16 | (uint32_t)u;
+    uint64_t gelu = knob_value(ks, KNOB_HALF_GELU, KCLASS_ANY, elems) != 0 && gelu_consts(k);
+    return (uint64_t)(uint32_t)w << 32 | gelu << 17 | f64 << 16 | (uint32_t)u;
 }
 
 void cg_kernel_knob_apply(cg_mod *m, uint64_t word)
@@ -1217,6 +1305,7 @@ void cg_kernel_knob_apply(cg_mod *m, uint64_t word)
     m->width = (int)(word >> 32);
     m->interleave = (int)(word & 0xffff);
     m->acc_f64 = word >> 16 & 1;
+    m->half_gelu = word >> 17 & 1;
 }
 
 /* A phased (row) kernel follows its plan (passes/rowplan.c): the plan
