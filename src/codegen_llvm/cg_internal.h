@@ -26,6 +26,7 @@ typedef struct {
     bool f16c;                         /* ... converts f32 <-> half in hardware (x86 F16C, aarch64) */
     int width, interleave;             /* the kernel's innermost loop (cg_kernel_knobs), set by the caller */
     bool acc_f64;                      /* f32 sums in f64, not blocked f32 (knob reduce_acc_f64), set by the caller */
+    bool half_gelu;                    /* gelu_tanh of half results in one piece (knob half_gelu), ditto */
     bool generic;                      /* size-generic: numbers from the parameter array (sched_kernel_key) */
 } cg_mod;
 
@@ -47,6 +48,10 @@ LLVMValueRef cg_math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty);
  * SIGMOID have cheaper variants (cg_math.c says how precise), other ops
  * give cg_math_fn's. */
 LLVMValueRef cg_math_fn_lowp(cg_mod *m, ir_op op, rlx_dtype half);
+/* f32 gelu_tanh(x) for a result only rounded to half (RLX_F16 or
+ * RLX_BF16), as x / (1 + e^(-2y)): the composite's value without its
+ * cancellation, in fewer operations. */
+LLVMValueRef cg_math_gelu_half(cg_mod *m, rlx_dtype half);
 
 /* cg_kernel.c: builds function `name` of kernel k into m's module:
  * void name(void *const *buffers, const double *consts, int64_t begin,

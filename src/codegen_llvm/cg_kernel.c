@@ -324,14 +324,19 @@ static LLVMValueRef guarded_load(kctx *c, const sched_instr *in)
 
 static LLVMValueRef half_bits_of(kctx *c, LLVMValueRef v, rlx_dtype dt);
 
+/* The 16-bit pattern a half value v is stored as. */
+static LLVMValueRef half_store_bits(kctx *c, LLVMValueRef v, rlx_dtype dt)
+{
+    LLVMValueRef h = half_bits_of(c, v, dt);
+    return h ? h : f32_to_half(c, v, dt);
+}
+
 static void store(kctx *c, int arg, rlx_dtype dt, LLVMValueRef index, LLVMValueRef v)
 {
     if (dt == RLX_BOOL)
         v = LLVMBuildZExt(c->b, v, c->m->i8, "");
-    if (is_half(dt)) {
-        LLVMValueRef h = half_bits_of(c, v, dt);
-        v = h ? h : f32_to_half(c, v, dt);
-    }
+    if (is_half(dt))
+        v = half_store_bits(c, v, dt);
     LLVMValueRef s = LLVMBuildStore(c->b, v, elem_ptr(c, arg, dt, index));
     LLVMSetAlignment(s, (unsigned)ir_dtype_size(dt));
 }
@@ -784,6 +789,88 @@ static void mark_lowp(const sched_kernel *k, unsigned char *lowp)
     }
 }
 
+/* gelu_tanh as tensor/elementwise.c builds it, ending at f32 instruction
+ * j: mul(mul(x, C0), add(tanh(mul(add(x, mul(mul(mul(x, x), x), C1)),
+ * C2)), C3)), constants C0..C3, any operand order. Where j only reaches
+ * roundings to a half dtype (mark_lowp) and the constants are gelu_tanh's,
+ * it is emitted as one function of x (cg_math_gelu_half): one exp and one
+ * division, no cancellation in 1 + tanh, against tanh's exp and division,
+ * its clamps and six more operations. Constants are no part of the kernel
+ * key: the knob word says whether every such chain has gelu_tanh's
+ * (gelu_consts). */
+static bool f32_op(const sched_kernel *k, int i, ir_op op)
+{
+    return k->instr[i].kind == SCHED_I_OP && k->instr[i].op == op && k->instr[i].dtype == RLX_F32;
+}
+static bool f32_const(const sched_kernel *k, int i) { return k->instr[i].kind == SCHED_I_CONST && k->instr[i].dtype == RLX_F32; }
+
+/* i = v * c or c * v, c an f32 constant of value *cv */
+static bool mul_const(const sched_kernel *k, int i, int *v, double *cv)
+{
+    if (!f32_op(k, i, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 2; s++) {
+        if (f32_const(k, k->instr[i].src[1 - s])) {
+            *v = k->instr[i].src[s];
+            *cv = k->instr[k->instr[i].src[1 - s]].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* i = x * x * x, as (x * x) * x or x * (x * x) */
+static bool cube_of(const sched_kernel *k, int i, int x)
+{
+    if (!f32_op(k, i, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 2; s++) {
+        int sq = k->instr[i].src[1 - s];
+        if (k->instr[i].src[s] == x && f32_op(k, sq, IR_OP_MUL) && k->instr[sq].src[0] == x && k->instr[sq].src[1] == x)
+            return true;
+    }
+    return false;
+}
+
+/* *canon: the constants are gelu_tanh's (as f32). */
+static bool gelu_match(const sched_kernel *k, int j, int *x, bool *canon)
+{
+    if (!f32_op(k, j, IR_OP_MUL))
+        return false;
+    for (int s = 0; s < 4; s++) {
+        int h = k->instr[j].src[s & 1], g = k->instr[j].src[!(s & 1)];
+        int th = k->instr[g].src[s >> 1], c3 = k->instr[g].src[!(s >> 1)], xs, sv, t, x3;
+        double v0, v1, v2;
+        if (!mul_const(k, h, x, &v0) || !f32_op(k, g, IR_OP_ADD) || !f32_const(k, c3) || !f32_op(k, th, IR_OP_TANH) ||
+            !mul_const(k, k->instr[th].src[0], &sv, &v2) || !f32_op(k, sv, IR_OP_ADD))
+            continue;
+        for (int u = 0; u < 2; u++) {
+            xs = k->instr[sv].src[u], t = k->instr[sv].src[1 - u];
+            if (xs == *x && mul_const(k, t, &x3, &v1) && cube_of(k, x3, *x)) {
+                *canon = v0 == 0.5 && v1 == (float)0.044715 && v2 == (float)0.7978845608028654 &&
+                         k->instr[c3].value == 1;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Every gelu_tanh chain of k has gelu_tanh's constants, and there is one. */
+static bool gelu_consts(const sched_kernel *k)
+{
+    int n = 0, x;
+    bool canon;
+    for (int j = 0; j < k->ninstr; j++) {
+        if (!gelu_match(k, j, &x, &canon))
+            continue;
+        if (!canon)
+            return false;
+        n++;
+    }
+    return n > 0;
+}
+
 static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
 {
     cg_mod *m = c->m;
@@ -830,7 +917,12 @@ static LLVMValueRef emit_instr(kctx *c, const sched_instr *in)
          * element), far below a memory-bound kernel's per-element time. */
         return LLVMBuildFDiv(c->b, a, c->vals[in->src[1]], "");
     }
-    int lp = c->lowp[in - c->k->instr];
+    int lp = c->lowp[in - c->k->instr], gx;
+    bool canon;
+    if (lp && m->half_gelu && gelu_match(c->k, (int)(in - c->k->instr), &gx, &canon)) { /* (canon: the knob word) */
+        LLVMValueRef fn = cg_math_gelu_half(m, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16);
+        return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, &c->vals[gx], 1, "");
+    }
     if (lp && info->emit == IR_EMIT_MATH && reg_type(m, sdt) == m->f32) { /* see mark_lowp */
         LLVMValueRef fn = cg_math_fn_lowp(m, in->op, lp == LOWP_BF16 ? RLX_BF16 : RLX_F16), args[2] = {a, NULL};
         unsigned n = info->cls == IR_CLS_BINARY ? 2 : 1;
@@ -1126,16 +1218,137 @@ static void emit_reduce(kctx *c)
         close_loop(c, d);
 }
 
+/* bf16 elementwise kernels run the innermost loop over pairs of
+ * elements: a bf16 pair is one 32-bit word, the first element its low
+ * half, so each contiguous bf16 load is one word load whose two f32 values
+ * are the word shifted left by 16 and the word with its low half cleared,
+ * and the store one word of both rounded patterns. Vectorized, that is a
+ * plain vector load, a shift and an and, where elements one by one take a
+ * zero-extending shuffle and a shift per 16, and a plain store where they
+ * take a shift and a narrowing shuffle: the shuffles and shifts share two
+ * of the four vector pipes with the adds and multiplies, which W1 bf16
+ * (gelu_tanh of a*b+c) runs out of first. Taken where the output and
+ * every load that moves along the innermost dim are contiguous bf16 (other
+ * loads are fixed along it), without pads or iotas; an odd last element
+ * runs alone. */
+static bool pair_mode(const kctx *c)
+{
+    const sched_kernel *k = c->k;
+    int last = k->rank - 1;
+    if (last < 0 || k->node->dtype != RLX_BF16 || k->out.stride[last] != 1 || (c->generic && c->pv[k->rank + 1 + last]))
+        return false;
+    bool any = false;
+    for (int i = 0; i < k->ninstr; i++) {
+        const sched_instr *in = &k->instr[i];
+        if (in->kind == SCHED_I_GUARD || in->kind == SCHED_I_IOTA || (in->kind == SCHED_I_LOAD && in->guarded))
+            return false;
+        if (in->kind == SCHED_I_LOAD && c->inner[i]) {
+            if (in->dtype != RLX_BF16 || in->idx.stride[last] != 1 || (c->generic && c->pv[c->pbase[i] + 1 + last]))
+                return false;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* The pair at iv[last] and the next: v0, v1 the two elements' values. */
+static void emit_pair_values(kctx *c, LLVMValueRef *v0, LLVMValueRef *v1)
+{
+    const sched_kernel *k = c->k;
+    int last = k->rank - 1;
+    LLVMValueRef i0 = c->iv[last], i1 = LLVMBuildNSWAdd(c->b, i0, ci(c, c->m->i64, 1), "");
+    for (int j = 0; j < k->ninstr && !c->failed; j++) {
+        const sched_instr *in = &k->instr[j];
+        c->vals = v0;
+        c->iv[last] = i0;
+        if (in->kind == SCHED_I_LOAD && c->inner[j]) { /* contiguous bf16 (pair_mode) */
+            LLVMValueRef w = LLVMBuildLoad2(c->b, c->m->i32, elem_ptr(c, in->arg, RLX_BF16, aff_in(c, in)), "");
+            LLVMSetAlignment(w, 2);
+            v0[j] = f32_of(c, LLVMBuildShl(c->b, w, k32(c, 16), ""));
+            v1[j] = f32_of(c, band(c, w, (int32_t)0xffff0000));
+            continue;
+        }
+        v0[j] = emit_instr(c, in);
+        if (!c->inner[j]) {
+            v1[j] = v0[j];
+            continue;
+        }
+        c->vals = v1;
+        c->iv[last] = i1;
+        v1[j] = emit_instr(c, in);
+    }
+    c->vals = v0;
+    c->iv[last] = i0;
+}
+
+static void emit_pairs(kctx *c)
+{
+    cg_mod *m = c->m;
+    const sched_kernel *k = c->k;
+    int d = k->rank - 1, n = k->ninstr;
+    LLVMValueRef lo = d == 0 ? c->begin : ci(c, m->i64, 0), hi = d == 0 ? c->end : extent(c, d);
+    LLVMValueRef *v1 = ir_calloc((size_t)n, sizeof *v1), *v0 = c->vals;
+    if (!v1) {
+        c->oom = c->failed = true;
+        return;
+    }
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "phead");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "pbody");
+    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "ptail");
+    LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "pone");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->ctx, c->fn, "pdone");
+    /* pair p from 0 while p < (hi - lo) / 2: a unit step, so that the
+     * vectorizer can count the iterations */
+    LLVMValueRef np = LLVMBuildSDiv(c->b, LLVMBuildNSWSub(c->b, hi, lo, ""), ci(c, m->i64, 2), "");
+    LLVMBuildStore(c->b, ci(c, m->i64, 0), c->ivslot[d]);
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef p = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
+    LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, p, np), body, tail);
+    LLVMPositionBuilderAtEnd(c->b, body);
+    p = LLVMBuildLoad2(c->b, m->i64, c->ivslot[d], "");
+    c->iv[d] = LLVMBuildNSWAdd(c->b, lo, LLVMBuildNSWMul(c->b, p, ci(c, m->i64, 2), ""), "");
+    emit_pair_values(c, v0, v1);
+    if (!c->failed) {
+        LLVMValueRef h0 = LLVMBuildZExt(c->b, half_store_bits(c, v0[n - 1], RLX_BF16), m->i32, "");
+        LLVMValueRef h1 = LLVMBuildZExt(c->b, half_store_bits(c, v1[n - 1], RLX_BF16), m->i32, "");
+        LLVMValueRef w = LLVMBuildOr(c->b, h0, LLVMBuildShl(c->b, h1, k32(c, 16), ""), "");
+        LLVMValueRef s = LLVMBuildStore(c->b, w, elem_ptr(c, 0, RLX_BF16, aff_out(c)));
+        LLVMSetAlignment(s, 2);
+        LLVMBuildStore(c->b, LLVMBuildNSWAdd(c->b, p, ci(c, m->i64, 1), ""), c->ivslot[d]);
+        /* a vector of words holds twice the elements: half the interleave */
+        set_loop_md(c, LLVMBuildBr(c->b, head), c->width, c->interleave > 1 ? (c->interleave + 1) / 2 : 0);
+        LLVMPositionBuilderAtEnd(c->b, tail);
+        LLVMValueRef i = LLVMBuildNSWAdd(c->b, lo, LLVMBuildNSWMul(c->b, np, ci(c, m->i64, 2), ""), "");
+        LLVMBuildCondBr(c->b, icmp(c, LLVMIntSLT, i, hi), one, done);
+        LLVMPositionBuilderAtEnd(c->b, one);
+        c->iv[d] = i;
+        emit_body_values(c);
+    }
+    if (!c->failed) {
+        store(c, 0, k->node->dtype, aff_out(c), value_out(c));
+        LLVMBuildBr(c->b, done);
+        LLVMPositionBuilderAtEnd(c->b, done);
+    }
+    ir_free(v1);
+}
+
 static void emit_elementwise(kctx *c)
 {
     const sched_kernel *k = c->k;
-    for (int d = 0; d < k->rank; d++)
+    bool pairs = pair_mode(c);
+    for (int d = 0; d < k->rank - pairs; d++)
         open_loop(c, d);
-    emit_body_values(c);
+    if (pairs) {
+        emit_pairs(c);
+    } else {
+        emit_body_values(c);
+        if (!c->failed)
+            store(c, 0, k->node->dtype, aff_out(c), value_out(c));
+    }
     if (c->failed)
         return;
-    store(c, 0, k->node->dtype, aff_out(c), value_out(c));
-    for (int d = k->rank - 1; d >= 0; d--)
+    for (int d = k->rank - 1 - pairs; d >= 0; d--)
         close_loop(c, d);
 }
 
@@ -1207,9 +1420,10 @@ uint64_t cg_kernel_knob_word(const knob_state *ks, const sched_kernel *k)
     int64_t elems = 1;
     for (int d = 0; d < k->rank; d++)
         elems *= k->shape[d];
-    /* (interleave <= 16: bit 16 is free) */
+    /* (interleave <= 16: bits 16 and 17 are free) */
     uint64_t f64 = red && knob_value(ks, KNOB_REDUCE_ACC_F64, red_class(k), elems) != 0;
-    return (uint64_t)(uint32_t)w << 32 | f64 << 16 | (uint32_t)u;
+    uint64_t gelu = knob_value(ks, KNOB_HALF_GELU, KCLASS_ANY, elems) != 0 && gelu_consts(k);
+    return (uint64_t)(uint32_t)w << 32 | gelu << 17 | f64 << 16 | (uint32_t)u;
 }
 
 void cg_kernel_knob_apply(cg_mod *m, uint64_t word)
@@ -1217,6 +1431,7 @@ void cg_kernel_knob_apply(cg_mod *m, uint64_t word)
     m->width = (int)(word >> 32);
     m->interleave = (int)(word & 0xffff);
     m->acc_f64 = word >> 16 & 1;
+    m->half_gelu = word >> 17 & 1;
 }
 
 /* A phased (row) kernel follows its plan (passes/rowplan.c): the plan

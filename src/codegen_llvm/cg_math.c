@@ -22,7 +22,8 @@
  * one except where the exact value lies within that error of a rounding
  * midpoint (1 ulp off): tests/test_halfmath.c counts those over all 65,536
  * inputs of each dtype (<= 16 per function; the f32 kernels give about as
- * many).
+ * many). gelu_tanh of a half result is one function (emit_gelu_half):
+ * x / (1 + 2^w) with a degree-4 (bf16) or 5 (f16) 2^f, no cancellation.
  * f64: fdlibm-style kernels. The accuracy of each, measured in ulps
  * against double-precision libm, is checked by tests/test_jit.c; sin and
  * cos (Cody-Waite below |x| = 32, Payne-Hanek above, in a function of
@@ -337,6 +338,57 @@ static LLVMValueRef emit_sigmoid(mb *c, LLVMValueRef x)
     LLVMValueRef e = call1(c, exp_fn(c), LLVMBuildFNeg(c->b, un(c, "llvm.fabs", x), ""));
     LLVMValueRef d = m_add(c, K(c, 1), e);
     return sel(c, fcmp(c, LLVMRealOGE, x, K(c, 0)), m_div(c, K(c, 1), d), m_div(c, e, d));
+}
+
+/* ------------------------------------------------ gelu_tanh for halves */
+
+/* 2 * 2^f on |f| <= 1/2, lowest coefficient first, the constant term
+ * exactly 2: minimax for the relative error (Remez exchange, then the
+ * coefficients rounded to f32), 2^-18.1 at degree 4 (bf16) and 2^-21.1
+ * at degree 5 (f16). With the constant exact, x near 0 gives x / 2
+ * exactly, as the reference's double does. */
+static const double EXP2X2_P4[5] = {2, 0x1.62dfcap+0, 0x1.ebf1b4p-2, 0x1.ca9008p-4, 0x1.409104p-6};
+static const double EXP2X2_P5[6] = {2, 0x1.62e39ep+0, 0x1.ebfa4ep-2, 0x1.c74322p-4, 0x1.3cbea8p-6, 0x1.23a608p-9};
+
+/* p(f) by Estrin's scheme: a multiply more than Horner's, a third of its
+ * latency (the loop runs out of out-of-order window before it runs out of
+ * pipes). */
+static LLVMValueRef estrin(mb *c, LLVMValueRef f, const double *p, int n)
+{
+    LLVMValueRef f2 = m_mul(c, f, f);
+    LLVMValueRef hi = n % 2 ? K(c, p[n - 1]) : fma3(c, f, K(c, p[n - 1]), K(c, p[n - 2]));
+    for (int i = n % 2 ? n - 3 : n - 4; i >= 0; i -= 2)
+        hi = fma3(c, f2, hi, fma3(c, f, K(c, p[i + 1]), K(c, p[i])));
+    return hi;
+}
+
+/* gelu_tanh(x) = 0.5 x (1 + tanh y), y = sqrt(2/pi) (x + 0.044715 x^3),
+ * for a result only rounded to a half dtype (cg_kernel.c's gelu_match):
+ * x / (1 + e^(-2y)), the same value without the cancellation of 1 + tanh y
+ * (it loses every digit in f32 below x = -3), within 2^-16.5 (bf16) and
+ * 2^-20 (f16) of it wherever e^(-2y) is finite; one exp, one division.
+ * e^(-2y) = 2^w, w = x (A x^2 + B) = n + f: n by the 1.5*2^23 trick and
+ * f = w - n from the exact product (fma), 2^f from the polynomial above
+ * (times 2), 2^(n-1) from n's bits shifted into an exponent field, and
+ * 1 + 2^f 2^n one fma. x is clamped (on the integer pipes) to where n lies
+ * in [-125, 128], so that field stays in [1, 254]: at the top, x >= 9.98,
+ * 1 + 2^w is 1; at the bottom, x <= -10.07, the product overflows to inf
+ * as 2^w does from x = -10.061 down, and x / inf is -0 where the exact
+ * value is below |x| 2^-128. The division takes x itself: NaN stays NaN,
+ * -inf gives NaN as the reference's -inf * 0. */
+static LLVMValueRef emit_gelu_half(mb *c, LLVMValueRef x)
+{
+    /* A, B: -2 log2(e) sqrt(2/pi) (0.044715, 1) rounded once */
+    const double a = -0x1.a5a7d0p-4, b = -0x1.26aec2p+1;
+    LLVMValueRef xc = clamp_bits32(c, x, -10.07f, 9.98f);
+    LLVMValueRef s = fma3(c, m_mul(c, xc, xc), K(c, a), K(c, b));
+    LLVMValueRef t = fma3(c, xc, s, K(c, 0x1.8p23));
+    LLVMValueRef n = m_sub(c, t, K(c, 0x1.8p23));
+    LLVMValueRef f = fma3(c, xc, s, LLVMBuildFNeg(c->b, n, ""));
+    LLVMValueRef p = c->lowp == MATH_BF16 ? estrin(c, f, EXP2X2_P4, 5) : estrin(c, f, EXP2X2_P5, 6);
+    LLVMValueRef sb = LLVMBuildShl(c->b, LLVMBuildBitCast(c->b, t, c->it, ""), KI(c, 23), ""); /* n << 23 */
+    sb = LLVMBuildAdd(c->b, sb, KI(c, 126 << 23), "");
+    return m_div(c, x, fma3(c, p, LLVMBuildBitCast(c->b, sb, c->t, ""), K(c, 1)));
 }
 
 /* -------------------------------------------------------- sin and cos */
@@ -847,6 +899,15 @@ static LLVMValueRef math_body(mb *c, ir_op op, LLVMValueRef x, LLVMValueRef y)
     }
 }
 
+static void set_math_attrs(cg_mod *m, LLVMValueRef fn)
+{
+    const char *attrs[] = {"alwaysinline", "nounwind", "willreturn", "nosync"};
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
+    }
+}
+
 static LLVMValueRef math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty, int lowp)
 {
     bool f64 = ty == m->f64;
@@ -862,11 +923,7 @@ static LLVMValueRef math_fn(cg_mod *m, ir_op op, LLVMTypeRef ty, int lowp)
     LLVMTypeRef pts[2] = {ty, ty}, ft = LLVMFunctionType(ty, pts, binary ? 2 : 1, 0);
     LLVMValueRef fn = LLVMAddFunction(m->mod, name, ft);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
-    const char *attrs[] = {"alwaysinline", "nounwind", "willreturn", "nosync"};
-    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
-        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->ctx, kind, 0));
-    }
+    set_math_attrs(m, fn);
     m->math[op][slot] = fn; /* before the body: tanh calls exp */
     mb c = {m, LLVMCreateBuilderInContext(m->ctx), ty, f64 ? m->i64 : m->i32, f64, false, lowp};
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
@@ -892,3 +949,19 @@ LLVMValueRef cg_math_fn_lowp(cg_mod *m, ir_op op, rlx_dtype half)
     return math_fn(m, op, m->f32, half == RLX_BF16 ? MATH_BF16 : MATH_F16);
 }
 
+LLVMValueRef cg_math_gelu_half(cg_mod *m, rlx_dtype half)
+{
+    const char *name = half == RLX_BF16 ? "rlx_gelu_tanh_f32_bf16" : "rlx_gelu_tanh_f32_f16";
+    LLVMValueRef fn = LLVMGetNamedFunction(m->mod, name); /* once per module */
+    if (fn)
+        return fn;
+    LLVMTypeRef pt = m->f32;
+    fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->f32, &pt, 1, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    set_math_attrs(m, fn);
+    mb c = {m, LLVMCreateBuilderInContext(m->ctx), m->f32, m->i32, false, false, half == RLX_BF16 ? MATH_BF16 : MATH_F16};
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+    LLVMBuildRet(c.b, emit_gelu_half(&c, LLVMGetParam(fn, 0)));
+    LLVMDisposeBuilder(c.b);
+    return fn;
+}
