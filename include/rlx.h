@@ -1210,6 +1210,11 @@ RLX_API int rlx_get_num_threads(void);
  *                         AVX-512 kernel where the CPU has it: at the rate of a
  *                         loop reading the weights, OpenBLAS's sgemv 1.5-1.8x
  *                         that on a Llama decode step), 1 OpenBLAS's gemv
+ *   "half_gelu"           1 (default): gelu_tanh whose result is only rounded to
+ *                         bf16/f16 computes as x / (1 + e^(-2y)), one exp and
+ *                         one division (correctly rounded but for 1 bf16 and 3
+ *                         f16 inputs one ulp off, tests/test_halfmath.c); 0: as
+ *                         0.5 x (1 + tanh y), for comparison
  *   "fuse_elementwise", "fuse_reduce", "fuse_phases"   1 (default) or 0:
  *                         fusion rules of the scheduler, for ablation:
  *                         elementwise chains, a reduction absorbing its
