@@ -31,32 +31,10 @@
 
 #include "gpt_model.h"
 #include "runtime/exec/pool.h"
+#include "bench_util.h"
 #include "w6_step.h"
 
 enum { MAXR = 64, MAXMODE = 8, NB = 4 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    double *s = malloc((size_t)n * sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmpd);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
-}
 
 typedef struct {
     char name[24];
@@ -151,18 +129,6 @@ static int w6_init(w6 *w)
 }
 
 /* ------------------------------------------------------------- the runs */
-
-static void loadavg(char *buf, size_t cap)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    buf[0] = 0;
-    if (f) {
-        if (!fgets(buf, (int)cap, f))
-            buf[0] = 0;
-        fclose(f);
-    }
-    buf[strcspn(buf, " ")] = 0;
-}
 
 static int measure(const workload *wl, int rounds, int steps, int warmup)
 {

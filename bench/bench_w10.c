@@ -87,6 +87,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "gpt_model.h"
 #include "rlx.h"
 
@@ -102,55 +103,12 @@ static const workload workloads[] = {
     {"W10b", {.vocab = 256, .width = 256, .layers = 4, .heads = 8, .seq = 128, .batch = 8, .dtype = RLX_F32}},
 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of the process (all threads): less noisy than wall time on a loaded machine. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double *s = malloc((size_t)n * sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
-}
-
 static double minimum(const double *v, int n)
 {
     double m = v[0];
     for (int i = 1; i < n; i++)
         m = v[i] < m ? v[i] : m;
     return m;
-}
-
-static void loadavg(char *buf, size_t cap)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    buf[0] = 0;
-    if (f) {
-        if (!fgets(buf, (int)cap, f))
-            buf[0] = 0;
-        fclose(f);
-    }
-    buf[strcspn(buf, "\n")] = 0;
 }
 
 /* Peak resident memory of this process in KiB: VmHWM of /proc/self/status

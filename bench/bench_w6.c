@@ -48,27 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "rlx.h"
 #include "w6_step.h"
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Wall time is the result. The process's CPU time (all threads) is printed
- * beside it because the machine may be shared: at one thread, CPU time per
- * step is the work without the time spent waiting for a core. */
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
-static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     double median, min, max;
@@ -78,22 +60,10 @@ static summary summarize(const double *v, int n)
 {
     double *s = malloc((size_t)n * sizeof *s);
     memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
     summary r = {n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1]};
     free(s);
     return r;
-}
-
-static void loadavg(char *buf, size_t cap)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    buf[0] = 0;
-    if (f) {
-        if (!fgets(buf, (int)cap, f))
-            buf[0] = 0;
-        fclose(f);
-    }
-    buf[strcspn(buf, "\n")] = 0;
 }
 
 /* ------------------------------------------------------- the GEMM limit */
