@@ -181,24 +181,6 @@ bool ts_backend_is_jit(void)
     return b;
 }
 
-static rlx_status set_threads(const char *fn, const char *key, const char *value)
-{
-    long v;
-    (void)key;
-    if (!parse_int(value, 0, 1024, &v)) {
-        ts_error(RLX_E_ARG, fn, "num_threads must be an integer in 0..1024, got '%s'", value);
-        return RLX_E_ARG;
-    }
-    rlx_set_num_threads((int)v);
-    return RLX_OK;
-}
-
-static int get_threads(const char *key, char *buf, size_t cap)
-{
-    (void)key;
-    return snprintf(buf, cap, "%d", rlx_get_num_threads());
-}
-
 /* Compiles are work the process waits for once, not its steady state:
  * they use every online CPU by default, whatever num_threads says (W10a's
  * cold first step: 380 ms of LLVM CPU time over 40 kernels). */
@@ -211,22 +193,24 @@ static int get_compile_count(void)
     return default_compile;
 }
 
-static rlx_status set_compile_threads(const char *fn, const char *key, const char *value)
+/* num_threads and compile_threads: 0 (the default) .. 1024 */
+static rlx_status set_threads(const char *fn, const char *key, const char *value)
 {
     long v;
-    (void)key;
     if (!parse_int(value, 0, 1024, &v)) {
-        ts_error(RLX_E_ARG, fn, "compile_threads must be an integer in 0..1024, got '%s'", value);
+        ts_error(RLX_E_ARG, fn, "%s must be an integer in 0..1024, got '%s'", key, value);
         return RLX_E_ARG;
     }
-    atomic_store(&compile_threads, (int)v);
+    if (strcmp(key, "num_threads") == 0)
+        rlx_set_num_threads((int)v);
+    else
+        atomic_store(&compile_threads, (int)v);
     return RLX_OK;
 }
 
-static int get_compile_threads(const char *key, char *buf, size_t cap)
+static int get_threads(const char *key, char *buf, size_t cap)
 {
-    (void)key;
-    return snprintf(buf, cap, "%d", get_compile_count());
+    return snprintf(buf, cap, "%d", strcmp(key, "num_threads") == 0 ? rlx_get_num_threads() : get_compile_count());
 }
 
 static rlx_status set_backend(const char *fn, const char *key, const char *value)
@@ -318,7 +302,7 @@ static const opt_row options[] = {
      "the realizing backend; the variable is read at each realization while the option is unset"},
     {"num_threads", "RLX_NUM_THREADS", "0..1024 (env 1..1024)", set_threads, get_threads,
      "threads of the pool, BLAS and library kernels; 0: the variable, else the online CPUs"},
-    {"compile_threads", "RLX_COMPILE_THREADS", "0..1024 (env 1..1024)", set_compile_threads, get_compile_threads,
+    {"compile_threads", "RLX_COMPILE_THREADS", "0..1024 (env 1..1024)", set_threads, get_threads,
      "threads compiling the kernels a realization or program is missing; 0: the variable, else the online CPUs"},
     {"cache_dir", "RLX_CACHE_DIR", "path, \"\" off", set_cache_dir, get_cache_dir,
      "the disk kernel cache; unset: $XDG_CACHE_HOME/rlx (XDG_CACHE_HOME), else ~/.cache/rlx (HOME)"},
