@@ -1113,8 +1113,44 @@ TEST(program_input)
     rlx_program_free(p);
 }
 
+/* The same structure realized again with another complex constant (a
+ * constant the reference evaluator computes): each realization gets its
+ * own value, never a cached plan's (fuzz_diff found x + inf reading an
+ * earlier x + 7). */
+TEST(repeated_structure_new_constants)
+{
+    const double vals[] = {2.5, 7, 3, -9.3e18, INFINITY, -0.5};
+    const rlx_dtype dts[] = {RLX_C64, RLX_C128};
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 6; i++) {
+            double re[6], want[12];
+            for (int j = 0; j < 6; j++)
+                re[j] = j + 1;
+            rlx_tensor *x = rlx_cast(tf64(3, (int64_t[]){1, 1, 6}, re), dts[t]);
+            rlx_tensor *y = rlx_add(rlx_reshape(x, 4, (int64_t[]){1, 1, 1, 6}),
+                                    rlx_full(dts[t], 4, (int64_t[]){1, 1, 1, 6}, vals[i]));
+            for (int j = 0; j < 6; j++) {
+                want[2 * j] = dts[t] == RLX_C64 ? (double)(float)((float)re[j] + (float)vals[i]) : re[j] + vals[i];
+                want[2 * j + 1] = 0;
+            }
+            double got[12];
+            if (dts[t] == RLX_C64) {
+                float f[12];
+                CHECK_EQ_INT(rlx_read(y, f, sizeof f), RLX_OK);
+                for (int j = 0; j < 12; j++)
+                    got[j] = f[j];
+            } else {
+                CHECK_EQ_INT(rlx_read(y, got, sizeof got), RLX_OK);
+            }
+            for (int j = 0; j < 12; j++)
+                if (!(got[j] == want[j]))
+                    test_fail(__FILE__, __LINE__, "%s + %g: element %d is %g, expected %g", rlx_dtype_name(dts[t]),
+                              vals[i], j, got[j], want[j]);
+        }
+}
+
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
           T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(c128_storage_and_casts), T(c128_ops),
           T(c128_matmul_and_fft),
           T(c128_files_and_refusals), T(gradients), T(gradient_edges),
-          T(program_input))
+          T(program_input), T(repeated_structure_new_constants))

@@ -406,7 +406,15 @@ bool rt_plan_entry_adopt(entry *e, rt_jit_plan *p)
         e->const_pos[c] = from[c] ? ir_map_get(&at, from[c]) : -1;
     ir_map_free(&at);
     e->bytes = entry_bytes(e);
-    if (ok)
+    /* a CONST the reference evaluator computes (a REF kernel: a complex
+     * constant) keeps the template's value, which binding cannot change:
+     * such a plan serves this realization only (a later one with another
+     * value re-plans) */
+    const sched_schedule *sc = rt_jit_plan_schedule(p);
+    bool rebindable = true;
+    for (long i = 0; i < sc->count && rebindable; i++)
+        rebindable = !(sc->k[i].kind == SCHED_REF && sc->k[i].node->op == IR_OP_CONST);
+    if (ok && rebindable)
         insert(e);
     return ok;
 }
