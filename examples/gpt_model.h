@@ -83,7 +83,8 @@ typedef struct {
     const gpt_layout *lay;
     rlx_tensor *p[GPT_MAX_PARAMS], *m[GPT_MAX_PARAMS], *v[GPT_MAX_PARAMS];
     int64_t step;
-    bool copy; /* gpt_step runs with rlx_program_run (new buffers each step), not rlx_program_run_donate */
+    bool copy; /* gpt_step runs with rlx_program_run (new buffers each step), not rlx_program_run_donate;
+                * donating, a failed step leaves p, m and v NULL (the run took them) */
 } gpt_state;
 
 /* Fills lay from cfg; RLX_E_ARG (with a message) for a config it cannot

@@ -49,16 +49,6 @@ static bool same_index(const sched_kernel *k, const sched_affine *a)
     return true;
 }
 
-/* Every load of p's value in kernel k reads the element k stores. */
-static bool loads_in_place(const ir_map *prod, const sched_kernel *k, long p)
-{
-    for (int i = 0; i < k->ninstr; i++) {
-        const sched_instr *in = &k->instr[i];
-        if (in->kind == SCHED_I_LOAD && producer(prod, k->args[in->arg]) == p && !same_index(k, &in->idx))
-            return false;
-    }
-    return true;
-}
 
 bool sched_reads_in_place(const sched_kernel *k, const ir_node *v)
 {
@@ -67,6 +57,15 @@ bool sched_reads_in_place(const sched_kernel *k, const ir_node *v)
         if (in->kind == SCHED_I_LOAD && k->args[in->arg] == v && !same_index(k, &in->idx))
             return false;
     }
+    return true;
+}
+
+/* Every load of p's value in kernel k reads the element k stores. */
+static bool loads_in_place(const ir_map *prod, const sched_kernel *k, long p)
+{
+    for (int a = 1; a < k->nargs; a++)
+        if (producer(prod, k->args[a]) == p && !sched_reads_in_place(k, k->args[a]))
+            return false;
     return true;
 }
 
