@@ -475,7 +475,12 @@ RLX_API rlx_tensor *rlx_clamp_max(rlx_tensor *x, double hi);
  * sum's bound above with uo = 2^-24. var, std, norm, logsumexp, softmax and
  * layer_norm sum the same way. The knob "reduce_acc_f64" = 1 adds every
  * element in f64 instead: |sum - s| <= uo |s| + (1 + uo) g64(n) sum|x_i|.
- * Neither depends on the thread count. PROD of f32 multiplies in f64. */
+ * Neither depends on the thread count. The order within a block can differ
+ * between a kernel specialized to its sizes and the size-generic kernel of
+ * the same structure (see "generic_kernels"), so under its default "auto"
+ * the last bits of a sum can depend on the order in which a process met
+ * the sizes of that structure and on evictions from the kernel cache (both
+ * kernels within the bound); "generic_kernels" 0 or 2 fixes the choice. PROD of f32 multiplies in f64. */
 
 RLX_API rlx_tensor *rlx_sum(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
 RLX_API rlx_tensor *rlx_mean(rlx_tensor *x, const int *axes, int naxes, bool keepdim);
