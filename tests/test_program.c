@@ -270,6 +270,37 @@ static rlx_tensor *o_roll(rlx_tensor *x, rlx_tensor *const *par) { (void)par; re
 static rlx_tensor *o_roll0(rlx_tensor *x, rlx_tensor *const *par) { (void)par; return rlx_roll(x, 0, 0); }
 static rlx_tensor *o_rms(rlx_tensor *x, rlx_tensor *const *par) { return rlx_rms_norm(x, par[2], 1e-6); }
 
+/* A reduction over an axis bound empty, read by a non-empty node in the
+ * same kernel (here a cat): its result is the reduction's identity, not
+ * whatever the output buffer held (the fused loop ran over the empty
+ * source and stored nothing). */
+TEST(dynamic_empty_reduction_in_cat)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 3}), *y = rlx_input("y", RLX_F32, 2, (int64_t[]){-1, 3});
+    rlx_tensor *xy = rlx_mul(rlx_unsqueeze(x, 1), rlx_unsqueeze(y, 0)); /* [nx, ny, 3] */
+    rlx_tensor *outs[2] = {rlx_cat((rlx_tensor *[]){x, rlx_add_s(rlx_sum(xy, (int[]){0}, 1, false), 1)}, 2, 0),
+                           rlx_cat((rlx_tensor *[]){x, rlx_max(xy, (int[]){0}, 1, false)}, 2, 0)};
+    rlx_program *p = rlx_compile(outs, 2);
+    CHECK(p != NULL);
+    int64_t sizes[][2] = {{1, 1}, {0, 2}, {2, 3}, {0, 3}, {3, 0}, {0, 2}};
+    for (int k = 0; p && k < 6; k++) {
+        int64_t nx = sizes[k][0], ny = sizes[k][1];
+        rlx_binding b[2] = {{"x", rlx_full(RLX_F32, 2, (int64_t[]){nx, 3}, 0.5)},
+                            {"y", rlx_full(RLX_F32, 2, (int64_t[]){ny, 3}, 0.25)}};
+        rlx_tensor *got[2];
+        CHECK_EQ_INT(rlx_program_run(p, b, 2, got), RLX_OK);
+        double want_sum[30], want_max[30];
+        for (int64_t i = 0; i < 3 * (nx + ny); i++) {
+            bool from_x = i < 3 * nx;
+            want_sum[i] = from_x ? 0.5 : 1 + 0.125 * (double)nx;
+            want_max[i] = from_x ? 0.5 : nx ? 0.125 : -INFINITY;
+        }
+        EXPECT(got[0], RLX_F32, 2, ((int64_t[]){nx + ny, 3}), want_sum, 0);
+        EXPECT(got[1], RLX_F32, 2, ((int64_t[]){nx + ny, 3}), want_max, 0);
+    }
+    rlx_program_free(p);
+}
+
 TEST(dynamic_ops_never_wrong)
 {
     static const struct {
@@ -1330,7 +1361,8 @@ TEST(dynamic_einsum_dropout_edges)
     rlx_program_free(pd);
 }
 
-TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings), T(dynamic_ops_never_wrong),
+TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings),
+          T(dynamic_empty_reduction_in_cat), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),
           T(dynamic_attention_sequence), T(dynamic_arena_grows_only), T(dynamic_arena_threads),

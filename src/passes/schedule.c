@@ -1239,6 +1239,13 @@ static bool lower_kernel(planner *p, ir_node *node, sched_kernel *k, lower_ctx *
     c->lrank = space->rank;
     memcpy(c->lshape, space->shape, sizeof space->shape);
     c->lempty = ir_node_numel(space) == 0;
+    if (c->lempty && r && r != node && ir_node_numel(node) > 0) {
+        /* a reduction over an empty axis read by a non-empty node: the
+         * loop over its empty source would write nothing, so the reduction
+         * becomes a kernel of its own (which stores its identity) */
+        c->blame = r;
+        return false;
+    }
     /* node's index: the loop index of each of its dims (0 on unit dims),
      * and its element offset */
     lmap id;

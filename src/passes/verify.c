@@ -152,6 +152,11 @@ void sched_dump(FILE *f, const sched_schedule *s)
         if (k->kind == SCHED_LOOP)
             fprintf(f, " red_mask %#x, %d args, %d consts", (unsigned)k->red_mask, k->nargs, k->nconsts);
         fputc('\n', f);
+        for (int a = 0; k->kind == SCHED_LOOP && a < k->nargs; a++) {
+            fprintf(f, "rlx:     #%d %s ", a, ir_ops[k->args[a]->op].name);
+            dims(f, k->args[a]->rank, k->args[a]->shape);
+            fputc('\n', f);
+        }
         for (int j = 0; k->kind == SCHED_LOOP && j < k->ninstr; j++) {
             const sched_instr *in = &k->instr[j];
             fprintf(f, "rlx:     %d: %s", j, instr_names[in->kind]);
