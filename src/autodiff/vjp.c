@@ -354,18 +354,52 @@ static void vjp_slice(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **
 
 /* ------------------------------------------------------ data movement */
 
+/* Piece k of g, the cotangent of the cat node cat, whose pieces before k
+ * do not all have a static length: a slice of where(true, g, cat) between
+ * where the bound pieces k and k+1 start (TS_DYN_PIECE), which a program
+ * resolves from the pieces it binds. */
+static rlx_tensor *cat_piece(rlx_tensor *g, ir_node *cat, int k)
+{
+    if (!g)
+        return NULL;
+    if (cat->op != IR_OP_CAT) {
+        ts_error(RLX_E_INTERNAL, FN, "the pieces of %s are not a cat", ts_shape_str(cat));
+        return NULL;
+    }
+    ir_node *w = ts_expand_like(FN, ts_node(g), cat), *r = NULL;
+    int ax = cat->attr.ax.axis;
+    int64_t len = cat->src[k]->shape[ax];
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; w && i < w->rank; i++) {
+        a.slice.step[i] = 1;
+        a.slice.len[i] = w->shape[i];
+    }
+    a.slice.start[ax] = TS_DYN_PIECE + k;
+    a.slice.len[ax] = len >= 0 ? len : ts_dyn_len(TS_DYN_PIECE + k + 1);
+    if (w)
+        r = ts_make(FN, IR_OP_SLICE, 1, &w, &a);
+    ir_release(w);
+    return r ? ts_wrap(r) : NULL;
+}
+
 static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     int ax = n->attr.ax.axis;
     int64_t at = 0;
-    int dyn = -1; /* the one piece of a dynamic length, if any */
+    int dyn = -1, ndyn = 0; /* the one piece of a dynamic length, if any */
     for (int k = 0; k < n->nsrc; k++) {
-        if (n->src[k]->shape[ax] < 0 && dyn >= 0) {
-            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a cat of several pieces of dynamic length along axis %d",
-                     ax);
-            return;
-        }
+        ndyn += n->src[k]->shape[ax] < 0;
         dyn = n->src[k]->shape[ax] < 0 ? k : dyn;
+    }
+    if (ndyn > 1) { /* several: the pieces from the first dynamic one on are placed by the program */
+        for (int k = 0; k < n->nsrc; k++) {
+            int64_t len = n->src[k]->shape[ax];
+            if (need[k])
+                dx[k] = at >= 0 && len >= 0 ? rlx_narrow(g, ax, at, len) : cat_piece(g, n, k);
+            at = at < 0 || len < 0 ? -1 : at + len;
+        }
+        return;
     }
     for (int k = 0; k < n->nsrc; k++) {
         int64_t len = n->src[k]->shape[ax];
@@ -847,16 +881,12 @@ static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_te
 {
     const ir_attrs *a = &n->attr;
     int64_t l = n->src[1]->shape[1], sn = n->src[3]->shape[1];
-    if (l < 0 && sn < 0) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of rlx_attention_kv with both pieces of dynamic length");
-        return;
-    }
     rlx_tensor *ks[2] = {T(n->src[1]), T(n->src[3])}, *vs[2] = {T(n->src[2]), T(n->src[4])};
     rlx_attention_opts o = {.num_kv_heads = a->attn.kv_heads, .mask = (rlx_mask)a->attn.mask,
                             .window = a->attn.window, .attn_mask = n->nsrc == 6 ? T(n->src[5]) : NULL,
                             .scale = a->attn.scale};
-    rlx_tensor *y = rlx_attention_ex(T(n->src[0]), rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1), a->attn.heads,
-                                     a->attn.head_dim, &o);
+    rlx_tensor *kv[2] = {rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1)};
+    rlx_tensor *y = rlx_attention_ex(T(n->src[0]), kv[0], kv[1], a->attn.heads, a->attn.head_dim, &o);
     if (!y) /* (the error is recorded) */
         return;
     bool need1[4] = {need[0], need[1] || need[3], need[2] || need[4], n->nsrc == 6 && need[5]};
@@ -866,6 +896,11 @@ static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_te
     for (int s = 1; s <= 2; s++) { /* k, then v */
         if (!d1[s])
             continue;
+        if (l < 0 && sn < 0) { /* both dynamic: where the bound pieces split */
+            dx[s] = need[s] ? cat_piece(d1[s], ts_node(kv[s - 1]), 0) : NULL;
+            dx[s + 2] = need[s + 2] ? cat_piece(d1[s], ts_node(kv[s - 1]), 1) : NULL;
+            continue;
+        }
         if (need[s]) /* the first l rows, or all but the last sn */
             dx[s] = l >= 0 ? rlx_narrow(d1[s], 1, 0, l) : sn ? rlx_slice(d1[s], 1, 0, -sn, 1) : d1[s];
         if (need[s + 2])

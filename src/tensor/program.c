@@ -422,6 +422,36 @@ static bool is_true(const ir_node *n)
     return n->op == IR_OP_CONST && n->attr.cst.value != 0;
 }
 
+/* Replaces the TS_DYN_PIECE indices (ts.h) of axis d of the slice
+ * order[i] by where the bound pieces of the cat it reads put them. */
+static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const *made, long i, int d, ir_attrs *a)
+{
+    int64_t *ix[2] = {&a->slice.start[d], NULL}, stop = 0;
+    if (a->slice.len[d] <= -2)
+        stop = ts_dyn_stop(a->slice.len[d]), ix[1] = &stop;
+    if (*ix[0] < TS_DYN_PIECE && stop < TS_DYN_PIECE)
+        return true;
+    long c = p->src_idx[p->src_at[i]];
+    if (p->order[c]->op == IR_OP_WHERE && is_true(p->order[c]->src[0]))
+        c = p->src_idx[p->src_at[c] + 2];
+    const ir_node *cat = p->order[c];
+    if (cat->op != IR_OP_CAT || cat->attr.ax.axis != d) {
+        ts_error(RLX_E_INTERNAL, fn, "a slice of axis %d names the pieces of a cat it does not read", d);
+        return false;
+    }
+    for (int e = 0; e < 2; e++) {
+        if (!ix[e] || *ix[e] < TS_DYN_PIECE)
+            continue;
+        int64_t k = *ix[e] - TS_DYN_PIECE, at = 0;
+        for (int64_t j = 0; j < k && j < cat->nsrc; j++)
+            at += made[p->src_idx[p->src_at[c] + j]]->shape[d];
+        *ix[e] = at;
+    }
+    if (ix[1])
+        a->slice.len[d] = ts_dyn_len(stop);
+    return true;
+}
+
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
  * made[i] gets the new node of order[i] (a new reference).
  *
@@ -584,6 +614,8 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
             if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, nd, src[0], &a))
                 goto out;
             for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
+                if (nd->src[0]->shape[d] < 0 && !resolve_pieces(fn, p, made, i, d, &a))
+                    goto out;
                 if (nd->src[0]->shape[d] < 0 &&
                     !ts_dyn_resolve(src[0]->shape[d], &a.slice.start[d], &a.slice.step[d], &a.slice.len[d])) {
                     ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,

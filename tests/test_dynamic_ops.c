@@ -1,0 +1,171 @@
+/*
+ * test_dynamic_ops.c — the ops and gradients that once refused dynamic
+ * (-1) dims in compiled programs: each expression is traced over inputs
+ * x [-1, C] and y [-1, C] (two independent lengths), compiled with its
+ * gradients, and run at many pairs of lengths (0 and 1 included); every
+ * output must equal the same expression built over the bound values
+ * (static shapes) on the reference backend, on both backends, in f32 and
+ * f64, and in f64 a central difference checks a gradient entry of each
+ * input.
+ */
+#include <math.h>
+
+#include "harness.h"
+
+enum { C = 3 };
+
+/* An expression of x and y (either may be unused). */
+typedef rlx_tensor *(*expr2)(rlx_tensor *x, rlx_tensor *y);
+
+/* sum(o * sin(o)): a loss whose cotangent varies per element. */
+static rlx_tensor *loss_of(rlx_tensor *o) { return rlx_sum(rlx_mul(o, rlx_sin(o)), NULL, 0, false); }
+
+/* outs: f, then (grad) its loss and d loss / d x, d y; the count. */
+static int build(expr2 f, bool grad, rlx_tensor *x, rlx_tensor *y, rlx_tensor **outs)
+{
+    outs[0] = f(x, y);
+    if (!grad || !outs[0])
+        return 1;
+    outs[1] = loss_of(outs[0]);
+    if (rlx_grad(outs[1], (rlx_tensor *[]){x, y}, 2, outs + 2) != RLX_OK)
+        outs[2] = outs[3] = NULL;
+    return 4;
+}
+
+/* The loss of f at (x, y) with x[i] (or y[i] when wy) moved by h. */
+static double loss_at(expr2 f, const double *xd, int64_t nx, const double *yd, int64_t ny)
+{
+    double l = NAN;
+    rlx_tensor *o = loss_of(f(tf64(2, (int64_t[]){nx, C}, xd), tf64(2, (int64_t[]){ny, C}, yd)));
+    if (rlx_read_f64(o, &l, 1) != RLX_OK)
+        test_fail(__FILE__, __LINE__, "loss: %s", rlx_last_error());
+    return l;
+}
+
+/* A central difference of the loss at the last element of x and the
+ * first of y, against the gradients got[2], got[3]. */
+static void check_fd(const char *name, expr2 f, rlx_tensor *xv, rlx_tensor *yv, rlx_tensor *const *got)
+{
+    int64_t nx = rlx_dim(xv, 0), ny = rlx_dim(yv, 0);
+    double xd[16 * C], yd[16 * C], gd[16 * C], h = 1e-6;
+    CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(nx * C)), RLX_OK);
+    CHECK_EQ_INT(rlx_read_f64(yv, yd, (size_t)(ny * C)), RLX_OK);
+    for (int w = 0; w < 2; w++) {
+        int64_t n = w ? ny : nx, at = w ? 0 : n * C - 1;
+        double *v = w ? yd : xd;
+        if (n == 0)
+            continue;
+        v[at] += h;
+        double lp = loss_at(f, xd, nx, yd, ny);
+        v[at] -= 2 * h;
+        double lm = loss_at(f, xd, nx, yd, ny);
+        v[at] += h;
+        CHECK_EQ_INT(rlx_read_f64(got[2 + w], gd, (size_t)(n * C)), RLX_OK);
+        double fd = (lp - lm) / (2 * h);
+        if (fabs(fd - gd[at]) > 1e-5 * (1 + fabs(fd)))
+            test_fail(__FILE__, __LINE__, "%s at (%lld, %lld): d/d%c finite difference %g, gradient %g", name,
+                      (long long)nx, (long long)ny, w ? 'y' : 'x', fd, gd[at]);
+    }
+}
+
+static const int64_t pairs[][2] = {{0, 0}, {1, 1}, {2, 3}, {3, 0}, {0, 2}, {5, 1}, {1, 4}, {4, 4}, {7, 2}};
+
+/* f traced over x, y [-1, C] and compiled (with its gradients when grad)
+ * against f over the bound values; pairs with x shorter than minx or y
+ * than miny are skipped (the op needs that many). */
+static void check(const char *name, expr2 f, bool grad, int64_t minx, int64_t miny)
+{
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    EACH_BACKEND(b)
+    {
+        const char *be = b ? "jit" : "ref";
+        for (int t = 0; t < 2; t++) {
+            rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){-1, C});
+            rlx_tensor *y = rlx_input("y", dts[t], 2, (int64_t[]){-1, C}), *outs[4] = {0};
+            int n = build(f, grad, x, y, outs);
+            bool built = true;
+            for (int o = 0; o < n; o++)
+                built &= outs[o] != NULL;
+            rlx_program *p = built ? rlx_compile(outs, n) : NULL;
+            if (!p) {
+                test_fail(__FILE__, __LINE__, "%s (%s, %s): %s", name, be, rlx_dtype_name(dts[t]), rlx_last_error());
+                continue;
+            }
+            for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
+                int64_t nx = pairs[k][0], ny = pairs[k][1];
+                if (nx < minx || ny < miny)
+                    continue;
+                rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){nx, C}, -1, 1);
+                rlx_tensor *yv = trand(dts[t], 2, (int64_t[]){ny, C}, -1, 1), *got[4] = {0}, *want[4] = {0};
+                rlx_binding bind[2] = {{"x", xv}, {"y", yv}};
+                if (rlx_program_run(p, bind, 2, got) != RLX_OK) {
+                    test_fail(__FILE__, __LINE__, "%s (%s, %s) at (%lld, %lld): %s", name, be,
+                              rlx_dtype_name(dts[t]), (long long)nx, (long long)ny, rlx_last_error());
+                    continue;
+                }
+                CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                build(f, grad, xv, yv, want);
+                for (int o = 0; o < n; o++) {
+                    CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
+                    for (int d = 0; d < rlx_rank(want[o]); d++)
+                        CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
+                    EXPECT_SAME(got[o], want[o], dts[t] == RLX_F32 ? 1e-4 : 1e-10);
+                }
+                if (grad && dts[t] == RLX_F64)
+                    check_fd(name, f, xv, yv, got);
+                CHECK_EQ_INT(rlx_set_option("backend", be), RLX_OK);
+            }
+            rlx_program_free(p);
+        }
+    }
+}
+
+/* 1. cats of several pieces of dynamic length (static ones between). */
+static rlx_tensor *g_cat2(rlx_tensor *x, rlx_tensor *y) { return rlx_cat((rlx_tensor *[]){x, y}, 2, 0); }
+static rlx_tensor *g_cat_mixed(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *s = rlx_full(rlx_dtype_of(x), 2, (int64_t[]){2, C}, 0.5);
+    rlx_tensor *p[5] = {rlx_exp(y), x, s, rlx_mul_s(y, 3), rlx_tanh(x)};
+    return rlx_cat(p, 5, 0);
+}
+static rlx_tensor *g_cat_axis1(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *a = rlx_transpose(x, 0, NULL), *b = rlx_transpose(rlx_sin(y), 0, NULL);
+    return rlx_cat((rlx_tensor *[]){a, b, a}, 3, 1);
+}
+/* second order: the gradient of a cat, differentiated again */
+static rlx_tensor *g_cat_twice(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *c = rlx_cat((rlx_tensor *[]){x, y, x}, 3, 0), *g[2];
+    if (rlx_grad(rlx_sum(rlx_mul(rlx_mul(c, c), c), NULL, 0, false), (rlx_tensor *[]){x, y}, 2, g) != RLX_OK)
+        return NULL;
+    return rlx_cat(g, 2, 0);
+}
+
+/* 4. attention over past keys x and new keys y, both of dynamic length */
+static rlx_tensor *kv_attention(rlx_tensor *x, rlx_tensor *y, rlx_mask mask)
+{
+    rlx_tensor *q = rlx_reshape(rlx_sin(rlx_arange(rlx_dtype_of(x), 1, 1 + 2 * C, 1)), 3, (int64_t[]){1, 2, C});
+    rlx_tensor *k = rlx_unsqueeze(x, 0), *v = rlx_unsqueeze(rlx_sin(x), 0);
+    rlx_tensor *k2 = rlx_unsqueeze(rlx_mul_s(y, 0.5), 0), *v2 = rlx_unsqueeze(rlx_cos(y), 0);
+    rlx_attention_opts o = {.mask = mask};
+    return rlx_attention_kv(q, k, v, k2, v2, 1, C, &o);
+}
+static rlx_tensor *g_kv(rlx_tensor *x, rlx_tensor *y) { return kv_attention(x, y, RLX_MASK_NONE); }
+static rlx_tensor *g_kv_causal(rlx_tensor *x, rlx_tensor *y) { return kv_attention(x, y, RLX_MASK_CAUSAL); }
+
+TEST(grad_cat_of_dynamic_pieces)
+{
+    check("cat2", g_cat2, true, 0, 0);
+    check("cat_mixed", g_cat_mixed, true, 0, 0);
+    check("cat_axis1", g_cat_axis1, true, 0, 0);
+    check("cat_twice", g_cat_twice, true, 0, 0);
+}
+
+TEST(grad_attention_kv_both_dynamic)
+{
+    check("kv", g_kv, true, 0, 0);
+    check("kv_causal", g_kv_causal, true, 0, 0);
+}
+
+TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_attention_kv_both_dynamic))
