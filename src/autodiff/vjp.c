@@ -94,6 +94,22 @@ static rlx_tensor *expand_like(rlx_tensor *t, ir_node *x)
 /* zeros in the shape of x, dynamic dims included. */
 static rlx_tensor *zeros_of(ir_node *x) { return rlx_zeros_like(T(x)); }
 
+/* The slice (start, step, len: a dynamic axis' attrs, ts.h) of axis ax
+ * of n, the other axes whole (a new reference). */
+static ir_node *slice1(ir_node *n, int ax, int64_t start, int64_t step, int64_t len)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < n->rank; i++) {
+        a.slice.step[i] = 1;
+        a.slice.len[i] = n->shape[i];
+    }
+    a.slice.start[ax] = start;
+    a.slice.step[ax] = step;
+    a.slice.len[ax] = len;
+    return ts_make(FN, IR_OP_SLICE, 1, &n, &a);
+}
+
 /* The cotangent t of a slice of the dynamic axis ax of x placed back into
  * x's shape: zeros around it, made of slices of x with the same
  * size-relative bounds (ts.h), so that a program resolves them together.
@@ -106,10 +122,13 @@ static rlx_tensor *place_dynamic(rlx_tensor *t, ir_node *x, int ax, int64_t star
         return t;
     if (len < -1 && step == -1 && start == TS_DYN_IX && ts_dyn_stop(len) == -TS_DYN_IX)
         return rlx_flip(t, ax); /* a flip */
-    if (step != 1) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a slice with step %lld of the dynamic axis %d of %s",
-                 (long long)step, ax, ts_shape_str(x));
-        return NULL;
+    if (step != 1) { /* added back where the same slice of x's positions puts it */
+        ir_node *pos = ts_node(rlx_arange_of(T(x), ax, RLX_I64)), *at = pos ? slice1(pos, 0, start, step, len) : NULL;
+        int64_t col[IR_MAX_RANK];
+        for (int d = 0; d < x->rank; d++)
+            col[d] = d == ax ? (at ? at->shape[0] : 0) : 1;
+        rlx_tensor *k = at ? expand_like(rlx_reshape(ts_wrap(at), x->rank, col), ts_node(t)) : NULL;
+        return k ? rlx_scatter_add(zeros_of(x), ax, k, t) : NULL;
     }
     ir_node *lo = ts_dyn_range(FN, x, ax, 0, start, 1), *mid = NULL, *hi = NULL;
     if (lo && len >= 0)
@@ -369,16 +388,8 @@ static rlx_tensor *cat_piece(rlx_tensor *g, ir_node *cat, int k)
     ir_node *w = ts_expand_like(FN, ts_node(g), cat), *r = NULL;
     int ax = cat->attr.ax.axis;
     int64_t len = cat->src[k]->shape[ax];
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    for (int i = 0; w && i < w->rank; i++) {
-        a.slice.step[i] = 1;
-        a.slice.len[i] = w->shape[i];
-    }
-    a.slice.start[ax] = TS_DYN_PIECE + k;
-    a.slice.len[ax] = len >= 0 ? len : ts_dyn_len(TS_DYN_PIECE + k + 1);
     if (w)
-        r = ts_make(FN, IR_OP_SLICE, 1, &w, &a);
+        r = slice1(w, ax, TS_DYN_PIECE + k, 1, len >= 0 ? len : ts_dyn_len(TS_DYN_PIECE + k + 1));
     ir_release(w);
     return r ? ts_wrap(r) : NULL;
 }
@@ -437,12 +448,25 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
     int64_t outer = ir_numel(ax, x->shape), len = x->shape[ax];
     int64_t inner = ir_numel(x->rank - ax - 1, x->shape + ax + 1), ni = ir_node_numel(idx);
     if (ni == 0 || outer * inner == 0) {
-        dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
+        dx[0] = zeros_of(x);
         return;
     }
-    if (outer < 0 || inner < 0) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s (dynamic dims off the axis)", ax,
-                 ts_shape_str(x));
+    if (outer < 0 || inner < 0) { /* x's rank kept: g with idx's dims as one, idx along ax */
+        int64_t gs[IR_MAX_RANK], col[IR_MAX_RANK], known;
+        for (int d = 0; d < x->rank; d++) {
+            gs[d] = d == ax ? ni : x->shape[d];
+            col[d] = d == ax ? ni : 1;
+        }
+        ir_node *gn = ts_node(g);
+        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) {
+            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s with indices %s (several "
+                     "dynamic dims merged)", ax, ts_shape_str(x), ts_shape_str(idx));
+            return;
+        }
+        ir_node *g2 = ts_reshape_node(FN, gn, x->rank, gs);
+        rlx_tensor *gx = g2 ? ts_wrap(g2) : NULL;
+        rlx_tensor *at = gx ? expand_like(rlx_reshape(T(idx), x->rank, col), g2) : NULL;
+        dx[0] = at ? rlx_scatter_add(zeros_of(x), ax, at, gx) : NULL;
         return;
     }
     /* a dynamic index count or axis length is the one -1 of its reshape,
@@ -464,11 +488,12 @@ static rlx_tensor *take_along(rlx_tensor *t, int ax, ir_node *idx)
     if (!t)
         return NULL;
     ir_node *tn = ts_node(t);
-    int64_t len = tn->shape[ax], numel = ir_node_numel(tn);
+    /* sizes as values: a dynamic one is known when a program binds it */
+    rlx_tensor *len = ts_dims_value(tn, ax, ax + 1), *numel = ts_dims_value(tn, 0, tn->rank);
     rlx_tensor *k = rlx_cast(T(idx), RLX_I64);
-    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(k, (double)-len), rlx_lt_s(k, (double)len));
-    rlx_tensor *lin = ts_along_positions(FN, rlx_where(rlx_lt_s(k, 0), rlx_add_s(k, (double)len), k), ax, tn);
-    lin = rlx_where(ok, lin, rlx_full_like(lin, (double)numel));
+    rlx_tensor *ok = rlx_logical_and(rlx_ge(k, rlx_neg(len)), rlx_lt(k, len));
+    rlx_tensor *lin = ts_along_positions(FN, rlx_where(rlx_lt_s(k, 0), rlx_add(k, len), k), ax, tn);
+    lin = rlx_where(ok, lin, rlx_mul(rlx_ones_like(lin), numel));
     return rlx_gather(rlx_flatten(t), lin, 0);
 }
 

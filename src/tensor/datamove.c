@@ -448,36 +448,55 @@ static rlx_tensor *identity(const char *fn, ir_op op, rlx_tensor *x)
 rlx_tensor *rlx_contiguous(rlx_tensor *x) { return identity("rlx_contiguous", IR_OP_CONTIGUOUS, x); }
 rlx_tensor *rlx_stop_gradient(rlx_tensor *x) { return identity("rlx_stop_gradient", IR_OP_STOP_GRAD, x); }
 
+rlx_tensor *ts_dims_value(const ir_node *x, int from, int to)
+{
+    int64_t known = 1;
+    rlx_tensor *r = NULL;
+    for (int d = from; d < to; d++) {
+        if (x->shape[d] >= 0) {
+            known *= x->shape[d];
+            continue;
+        }
+        /* a dynamic size: the count of its positions, when a program binds it */
+        rlx_tensor *n = rlx_sum(rlx_ones_like(rlx_arange_of((rlx_tensor *)(uintptr_t)x, d, RLX_I64)), NULL, 0, false);
+        r = r ? rlx_mul(r, n) : n;
+    }
+    return r ? (known == 1 ? r : rlx_mul_s(r, (double)known)) : rlx_scalar(RLX_I64, (double)known);
+}
+
+/* k * stride (NULL passes): a plain multiply when the stride is static. */
+static rlx_tensor *times_stride(rlx_tensor *k, const ir_node *x, int d)
+{
+    int64_t st = ir_numel(x->rank - d - 1, x->shape + d + 1);
+    return st >= 0 ? rlx_mul_s(k, (double)st) : rlx_mul(k, ts_dims_value(x, d + 1, x->rank));
+}
+
 rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x)
 {
     if (!k)
         return NULL;
     ir_node *kn = ts_node(k);
-    int64_t st[IR_MAX_RANK], acc = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= x->shape[d];
-    }
-    rlx_tensor *lin = rlx_mul_s(k, (double)st[ax]);
+    rlx_tensor *lin = times_stride(k, x, ax);
     int64_t one[IR_MAX_RANK]; /* k's shape, 1 on a dynamic dim: the iotas broadcast there */
     for (int d = 0; d < kn->rank; d++)
         one[d] = kn->shape[d] < 0 ? 1 : kn->shape[d];
     for (int d = 0; d < kn->rank; d++) {
         if (d == ax || kn->shape[d] == 1)
             continue;
-        if (kn->shape[d] < 0) { /* dim 0, dynamic: its positions [-1, 1, ...], made when a program binds it */
+        rlx_tensor *pos;
+        if (kn->shape[d] < 0) { /* its positions [1, .., -1, .., 1], made when a program binds it */
             int64_t col[IR_MAX_RANK];
             for (int e = 0; e < kn->rank; e++)
-                col[e] = e ? 1 : -1;
-            rlx_tensor *pos = rlx_reshape(rlx_arange_of(k, 0, RLX_I64), kn->rank, col);
-            lin = rlx_add(lin, rlx_mul_s(pos, (double)st[0]));
-            continue;
+                col[e] = e == d ? -1 : 1;
+            pos = rlx_reshape(rlx_arange_of(k, d, RLX_I64), kn->rank, col);
+        } else {
+            ir_attrs a;
+            memset(&a, 0, sizeof a);
+            a.iota.step = 1;
+            a.iota.axis = d;
+            pos = ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, one));
         }
-        ir_attrs a;
-        memset(&a, 0, sizeof a);
-        a.iota.step = (double)st[d];
-        a.iota.axis = d;
-        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, one)));
+        lin = rlx_add(lin, times_stride(pos, x, d));
     }
     return lin;
 }

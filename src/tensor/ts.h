@@ -95,10 +95,13 @@ rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
 
 /* datamove.c: for k (i64) of x's rank, the flat positions in x of x[p with
  * its axis coordinate replaced by k[p]] (k's size-1 dims broadcast to 0):
- * NumPy take_along_axis as a gather of x's flattened elements. x's dim 0
- * may be dynamic (no stride depends on it) when ax is another axis; the
- * caller checks that. */
+ * NumPy take_along_axis as a gather of x's flattened elements. Any dim
+ * may be dynamic: the strides that depend on one are computed when a
+ * program binds it (ts_dims_value). */
 rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x);
+/* The i64 scalar product of x's dims [from, to): a constant when they are
+ * static, else counted from the dynamic ones' positions when bound. */
+rlx_tensor *ts_dims_value(const ir_node *x, int from, int to);
 
 /* reduce.c: reduction over an axis mask (bit i = axis i); keepdim as rlx_sum. */
 rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim);
