@@ -215,6 +215,24 @@ static rlx_tensor *g_gather_twice(rlx_tensor *x, rlx_tensor *y)
     return rlx_cat(g, 2, 0);
 }
 
+/* 5. tiling a dynamic axis; rolls of one by shifts beyond any size */
+static rlx_tensor *g_tile(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *a = rlx_tile(rlx_exp(x), 0, 3), *b = rlx_tile(y, 0, 0), *c = rlx_tile(rlx_sin(y), 0, 1);
+    return rlx_cat((rlx_tensor *[]){a, b, c}, 3, 0);
+}
+static rlx_tensor *g_tile_outer(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = outer3(x, y);
+    return rlx_add(rlx_sum(rlx_tile(o, 1, 2), NULL, 0, false), rlx_sum(rlx_sin(rlx_tile(o, 0, 3)), NULL, 0, false));
+}
+static rlx_tensor *g_roll_far(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *a = rlx_roll(rlx_exp(x), 0, ((int64_t)1 << 62) + 5), *b = rlx_roll(y, 0, INT64_MIN);
+    rlx_tensor *c = rlx_roll(rlx_sin(x), 0, -INT64_MAX), *d = rlx_roll(y, 0, ((int64_t)1 << 57) + 1);
+    return rlx_cat((rlx_tensor *[]){a, b, c, d}, 4, 0);
+}
+
 TEST(grad_cat_of_dynamic_pieces)
 {
     check("cat2", g_cat2, true, 0, 0);
@@ -242,6 +260,15 @@ TEST(grad_gather_dynamic_off_axis)
     check("gather_twice", g_gather_twice, true, 1, 0);
 }
 
+TEST(tile_and_roll_of_dynamic_axis)
+{
+    check("tile", g_tile, true, 0, 0);
+    check("tile_outer", g_tile_outer, true, 0, 0);
+    check("roll_far", g_roll_far, true, 0, 0);
+    /* a negative count is still an error while tracing */
+    CHECK_NULL_ERR(rlx_tile(rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), 0, -2), RLX_E_ARG, "rlx_tile");
+}
+
 TEST(grad_attention_kv_both_dynamic)
 {
     check("kv", g_kv, true, 0, 0);
@@ -249,4 +276,4 @@ TEST(grad_attention_kv_both_dynamic)
 }
 
 TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
-          T(grad_attention_kv_both_dynamic))
+          T(tile_and_roll_of_dynamic_axis), T(grad_attention_kv_both_dynamic))

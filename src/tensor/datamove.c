@@ -120,9 +120,17 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     ir_node *n = ts_node_axis(fn, x, axis, &ax);
     if (!n)
         return NULL;
-    if (n->shape[ax] < 0) { /* other axes may be dynamic: they pass through the broadcast */
-        ts_error(RLX_E_UNSUPPORTED, fn, "tiling the dynamic axis %d of %s", axis, ts_shape_str(n));
-        return NULL;
+    if (n->shape[ax] < 0) { /* x's positions along ax, reps times over (a gather; the count is checked when bound) */
+        if (reps < 0) {
+            ts_error(RLX_E_ARG, fn, "reps %lld is negative (%s)", (long long)reps, ts_shape_str(n));
+            return NULL;
+        }
+        if (!ts_open(fn))
+            return NULL;
+        rlx_tensor *pos = rlx_unsqueeze(rlx_arange_of(x, ax, RLX_I64), 0);
+        ir_node *e = pos ? ts_expand_node(fn, ts_node(pos), 2, (int64_t[]){reps, -1}) : NULL;
+        rlx_tensor *at = e ? rlx_reshape(ts_wrap(e), 1, (int64_t[]){-1}) : NULL;
+        return ts_close(rlx_index_select(x, ax, at));
     }
     if (reps < 0 || (n->shape[ax] && reps > INT64_MAX / n->shape[ax])) {
         ts_error(RLX_E_ARG, fn, "reps %lld is negative or too large for %s", (long long)reps, ts_shape_str(n));
@@ -164,10 +172,13 @@ rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
         return NULL;
     int64_t len = n->shape[ax];
     if (len < 0 && shift != 0) { /* cut at size - shift mod size, resolved when the size is bound (ts.h) */
-        if (shift > TS_DYN_IX / 2 || shift < -TS_DYN_IX / 2) {
-            ts_error(RLX_E_UNSUPPORTED, fn, "shift %lld of the dynamic axis %d of %s is too large", (long long)shift,
-                     ax, ts_shape_str(n));
-            return NULL;
+        if (shift > TS_DYN_IX / 2 || shift < -TS_DYN_IX / 2) { /* beyond the tag: gather (i - shift) mod size */
+            if (!ts_open(fn))
+                return NULL;
+            rlx_tensor *size = ts_dims_value(n, ax, ax + 1), *s = rlx_from_data(RLX_I64, 0, NULL, &shift);
+            rlx_tensor *r = rlx_rem(s, size); /* exact in i64; 0 for an empty axis */
+            rlx_tensor *at = rlx_rem(rlx_add(rlx_sub(rlx_arange_of(x, ax, RLX_I64), r), size), size);
+            return ts_close(rlx_index_select(x, ax, at));
         }
         int64_t cut = TS_DYN_ROLL + shift;
         ir_node *a = ts_dyn_range(fn, n, ax, cut, TS_DYN_IX, 1), *b = a ? ts_dyn_range(fn, n, ax, 0, cut, 1) : NULL;
