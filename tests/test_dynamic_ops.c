@@ -233,6 +233,34 @@ static rlx_tensor *g_roll_far(rlx_tensor *x, rlx_tensor *y)
     return rlx_cat((rlx_tensor *[]){a, b, c, d}, 4, 0);
 }
 
+/* 7. sort, argsort and topk along a dynamic axis, and with dynamic dims
+ * other than dim 0 off the axis */
+static rlx_tensor *g_sort(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *a = rlx_sort(rlx_exp(x), 0, false), *b = rlx_sort(y, 0, true);
+    return rlx_cat((rlx_tensor *[]){a, b}, 2, 0);
+}
+static rlx_tensor *g_argsort(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *a = rlx_argsort(x, 0, true), *b = rlx_argsort(outer3(x, y), 1, false);
+    return rlx_add(rlx_sum(rlx_mul(a, a), NULL, 0, false), rlx_sum(rlx_mul_s(b, 3), NULL, 0, false));
+}
+static rlx_tensor *g_topk(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *v, *i, *v2, *i2;
+    if (rlx_topk(rlx_sin(x), 2, 0, true, &v, &i) != RLX_OK || rlx_topk(y, 1, 0, false, &v2, &i2) != RLX_OK)
+        return NULL;
+    rlx_tensor *w = rlx_add(rlx_cast(i, rlx_dtype_of(x)), rlx_cast(i2, rlx_dtype_of(x)));
+    return rlx_cat((rlx_tensor *[]){rlx_add(v, rlx_mul_s(w, 0.25)), v2}, 2, 0);
+}
+static rlx_tensor *g_sort_outer(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = outer3(x, rlx_add_s(y, 0.5));
+    rlx_tensor *a = rlx_sort(o, 2, false), *b = rlx_sort(o, 1, true), *c = rlx_sort(o, 0, false);
+    return rlx_add(rlx_add(rlx_sum(rlx_mul(a, b), NULL, 0, false), rlx_sum(rlx_sin(c), NULL, 0, false)),
+                   rlx_sum(rlx_exp(b), NULL, 0, false));
+}
+
 TEST(grad_cat_of_dynamic_pieces)
 {
     check("cat2", g_cat2, true, 0, 0);
@@ -269,6 +297,29 @@ TEST(tile_and_roll_of_dynamic_axis)
     CHECK_NULL_ERR(rlx_tile(rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), 0, -2), RLX_E_ARG, "rlx_tile");
 }
 
+TEST(sort_along_dynamic_axes)
+{
+    check("sort", g_sort, true, 0, 0);
+    check("argsort", g_argsort, false, 0, 0);
+    check("topk", g_topk, true, 2, 1);
+    check("sort_outer", g_sort_outer, true, 0, 0);
+}
+
+/* topk's k is checked against the bound length */
+TEST(topk_k_beyond_bound_length)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *v, *i;
+    CHECK_EQ_INT(rlx_topk(x, 3, 0, true, &v, &i), RLX_OK);
+    rlx_program *p = rlx_compile(&v, 1);
+    CHECK(p != NULL);
+    rlx_tensor *got = NULL;
+    CHECK_ERR(rlx_program_run(p, &(rlx_binding){"x", trand(RLX_F32, 2, (int64_t[]){2, C}, -1, 1)}, 1, &got),
+              RLX_E_SHAPE, "rlx_program_run");
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", trand(RLX_F32, 2, (int64_t[]){3, C}, -1, 1)}, 1, &got),
+                 RLX_OK);
+    rlx_program_free(p);
+}
+
 TEST(grad_attention_kv_both_dynamic)
 {
     check("kv", g_kv, true, 0, 0);
@@ -276,4 +327,5 @@ TEST(grad_attention_kv_both_dynamic)
 }
 
 TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
-          T(tile_and_roll_of_dynamic_axis), T(grad_attention_kv_both_dynamic))
+          T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
+          T(topk_k_beyond_bound_length), T(grad_attention_kv_both_dynamic))

@@ -318,7 +318,12 @@ static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
     } else { /* dynamic dims (maybe several): a program resolves them with x's */
-        ir_node *r = ts_reshape_node(FN, ts_node(g), x->rank, x->shape);
+        int64_t known;
+        bool follows = ts_reshape_rule(n, x->rank, x->shape, &known) != 0;
+        /* else g as where(true, g, n): the program takes x's bound dims (program.c) */
+        ir_node *gw = follows ? ir_retain(ts_node(g)) : ts_expand_like(FN, ts_node(g), n);
+        ir_node *r = gw ? ts_reshape_node(FN, gw, x->rank, x->shape) : NULL;
+        ir_release(gw);
         dx[0] = r ? ts_wrap(r) : NULL;
     }
 }

@@ -384,15 +384,35 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
     return unknown == 1 && *known > 0 ? 2 : 0;
 }
 
+/* A constant true, maybe reshaped or broadcast. */
+static bool is_true(const ir_node *n)
+{
+    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
+        n = n->src[0];
+    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
+}
+
 /* The dims of a reshape traced with dynamic (-1) dims, given its source x
  * as bound, by ts_reshape_rule: dims that only move with their source (a
  * reshape that adds or drops 1s) are taken from it; otherwise one unknown
- * dim is inferred from the element count. */
-static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir_attrs *a)
+ * dim is inferred from the element count. A reshape of where(true, g,
+ * reshape(y)) back to y's traced dims (vjp.c: a gradient going back
+ * through a reshape) takes y's bound dims, however many are dynamic. */
+static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *made, long at, const ir_node *x,
+                         ir_attrs *a)
 {
-    const ir_node *traced = nd->src[0];
+    const ir_node *nd = p->order[at], *traced = nd->src[0];
     int64_t known, n = ir_node_numel(x);
     int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
+    if (rule == 0 && traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE) {
+        long w = p->src_idx[p->src_at[at]], r = p->src_idx[p->src_at[w] + 2], y = p->src_idx[p->src_at[r]];
+        const ir_node *yb = made[y];
+        if (ir_shape_eq(p->order[y]->rank, p->order[y]->shape, a->shape.rank, a->shape.dims) &&
+            ir_node_numel(yb) == n) {
+            memcpy(a->shape.dims, yb->shape, (size_t)yb->rank * sizeof *yb->shape);
+            return true;
+        }
+    }
     if (rule == 1) {
         for (int i = 0, k = 0; i < a->shape.rank; i++) {
             if (a->shape.dims[i] == 1)
@@ -414,13 +434,6 @@ static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir
     return false;
 }
 
-/* A constant true, maybe reshaped or broadcast. */
-static bool is_true(const ir_node *n)
-{
-    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
-        n = n->src[0];
-    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
-}
 
 /* Replaces the TS_DYN_PIECE indices (ts.h) of axis d of the slice
  * order[i] by where the bound pieces of the cat it reads put them. */
@@ -611,8 +624,10 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                      ir_ops[nd->op].name);
             goto out;
         } else {
-            if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, nd, src[0], &a))
+            if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, p, made, i, src[0], &a))
                 goto out;
+            if (nd->op == IR_OP_ARGSORT && a.sort.k < 0) /* a whole line of a dynamic axis */
+                a.sort.k = src[0]->shape[a.sort.axis];
             for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
                 if (nd->src[0]->shape[d] < 0 && !resolve_pieces(fn, p, made, i, d, &a))
                     goto out;
