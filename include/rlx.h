@@ -326,17 +326,20 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
- * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
- * tracing): tiling a dynamic axis, sorting along a dynamic axis (or with
- * a dynamic dim other than dim 0), an einsum whose matmul merges dims of dynamic
- * size that one inferred dim cannot rebuild (rlx_einsum), conv/pool over
- * a dynamic H or W (a dynamic batch N works), rlx_split of a dynamic axis
- * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
- * other than +-1, a cat of several pieces of dynamic length along its axis
- * (so roll of a dynamic axis, and fft_c of one), a gather from a tensor with dynamic dims
- * off its gather axis, and a reshape whose dynamic dims cannot be
- * matched back (several dynamic dims merged). None computes a wrong
- * value. */
+ * RLX_E_SHAPE then. rlx_roll of a dynamic axis takes any int64 shift
+ * (mod the bound size); rlx_tile of a dynamic axis and sort, argsort and
+ * topk along one (or with any dynamic dims off the axis) work, topk's k
+ * checked against the bound length (RLX_E_SHAPE when larger). rlx_grad
+ * goes through every op above: slices of any step, cats of several
+ * pieces of dynamic length (the program places each piece's cotangent
+ * where the bound pieces put it), gathers with dynamic dims off the axis
+ * (a 2-D or larger index there only when one dynamic dim is merged), and
+ * reshapes that merged several dynamic dims. Still refused
+ * (RLX_E_UNSUPPORTED or RLX_E_SHAPE while tracing): an einsum whose matmul
+ * merges dims of dynamic size that one inferred dim cannot rebuild
+ * (rlx_einsum), conv/pool over a dynamic H or W (a dynamic batch N
+ * works), rlx_split of a dynamic axis without a -1 size, multinomial over
+ * a dynamic number of categories. None computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
 /* ------------------------------------------------------------------ unary */
@@ -541,11 +544,13 @@ RLX_API rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis);
 /* Stack equal shapes along a new axis in [-rank-1, rank]; dtypes promote. */
 RLX_API rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis);
 /* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis.
- * Tiling a dynamic axis is RLX_E_UNSUPPORTED (other axes may be dynamic). */
+ * A dynamic axis is tiled when a program binds it (a gather of its
+ * positions repeated; other axes may be dynamic too). */
 RLX_API rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps);
 RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
 /* np.roll along axis: element i moves to (i + shift) mod len. On a dynamic
- * axis |shift| must be below 2^57 (else RLX_E_UNSUPPORTED). */
+ * axis any shift works, taken mod the bound size (beyond 2^57 as a
+ * gather of exact i64 positions). */
 RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
 /* Constant padding; before/after >= 0; value converted to x's dtype. A
  * dynamic axis stays dynamic (its padded size is resolved when bound). */
@@ -597,9 +602,9 @@ RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index,
  * 0.0 (their order is kept). Every dtype (bool false < true, integers
  * exactly). Any axis in [-rank, rank); rank 0 (axis 0 or -1) is one
  * element: sort returns x, argsort the i64 scalar 0. An empty axis gives
- * an empty result. In a program, dim 0 may be dynamic when the axis is
- * another one (a batch of lines, e.g. top-k over a vocabulary for a
- * dynamic batch); any other dynamic dim is RLX_E_UNSUPPORTED. */
+ * an empty result. In a program any dim may be dynamic, the axis too (a
+ * whole line of the bound length; topk's k larger than it is RLX_E_SHAPE
+ * when bound). */
 /* The values of x sorted along axis; its gradient goes back through the
  * permutation (a scatter). */
 RLX_API rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending);
