@@ -261,6 +261,30 @@ static rlx_tensor *g_sort_outer(rlx_tensor *x, rlx_tensor *y)
                    rlx_sum(rlx_exp(b), NULL, 0, false));
 }
 
+/* 6. einsums whose matmul would merge or split several dynamic dims */
+static rlx_tensor *eq2(const char *eq, rlx_tensor *a, rlx_tensor *b)
+{
+    return rlx_einsum(eq, (rlx_tensor *[]){a, b}, 2);
+}
+static rlx_tensor *wmat(rlx_tensor *x)
+{
+    return rlx_cos(rlx_reshape(rlx_arange(rlx_dtype_of(x), 0, 4 * C, 1), 2, (int64_t[]){C, 4}));
+}
+static rlx_tensor *g_es_merge_m(rlx_tensor *x, rlx_tensor *y) { return eq2("bij,jk->bik", outer3(x, y), wmat(x)); }
+static rlx_tensor *g_es_nmulti(rlx_tensor *x, rlx_tensor *y) { return eq2("jk,bij->kbi", wmat(x), outer3(x, y)); }
+static rlx_tensor *g_es_mk(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [m, n, k, l] = x[m, n] y[k, l]: m and k dynamic, contracted over k, l with y */
+    rlx_tensor *o4 = rlx_mul(rlx_reshape(x, 4, (int64_t[]){-1, C, 1, 1}),
+                             rlx_reshape(rlx_sin(y), 4, (int64_t[]){1, 1, -1, C}));
+    return eq2("mnkl,kl->mn", o4, y);
+}
+static rlx_tensor *g_es_mn(rlx_tensor *x, rlx_tensor *y)
+{
+    /* two dynamic free labels on each side: [m, i, j] . [k, n, j] -> [m, i, k, n] */
+    return eq2("mij,knj->mikn", outer3(x, y), outer3(rlx_exp(y), x));
+}
+
 TEST(grad_cat_of_dynamic_pieces)
 {
     check("cat2", g_cat2, true, 0, 0);
@@ -320,6 +344,14 @@ TEST(topk_k_beyond_bound_length)
     rlx_program_free(p);
 }
 
+TEST(einsum_merging_dynamic_dims)
+{
+    check("es_merge_m", g_es_merge_m, true, 0, 0);
+    check("es_nmulti", g_es_nmulti, true, 0, 0);
+    check("es_mk", g_es_mk, true, 0, 0);
+    check("es_mn", g_es_mn, true, 0, 0);
+}
+
 TEST(grad_attention_kv_both_dynamic)
 {
     check("kv", g_kv, true, 0, 0);
@@ -328,4 +360,5 @@ TEST(grad_attention_kv_both_dynamic)
 
 TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
           T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
-          T(topk_k_beyond_bound_length), T(grad_attention_kv_both_dynamic))
+          T(topk_k_beyond_bound_length), T(einsum_merging_dynamic_dims),
+          T(grad_attention_kv_both_dynamic))

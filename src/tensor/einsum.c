@@ -302,6 +302,53 @@ static bool outer(lten *a, lten *b, int nbat, int nm, int nn, const int64_t *siz
     return true;
 }
 
+/* Whether a program can rebuild a reshape from dims `from` to `to` (of a
+ * node not made yet). */
+static bool dims_follow(int rfrom, const int64_t *from, int rto, const int64_t *to)
+{
+    ir_node tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.rank = rfrom;
+    memcpy(tmp.shape, from, (size_t)rfrom * sizeof *from);
+    int64_t known;
+    return ir_shape_eq(rfrom, from, rto, to) || ts_reshape_rule(&tmp, rto, to, &known) != 0;
+}
+
+/* a [batch, M, K] ⊗ b [batch, K, N] (labels in that order) when the
+ * matmul's merges of dynamic dims cannot be rebuilt per binding: a
+ * broadcast multiply over [batch, M, N, K] summed over K, which adds and
+ * moves only 1s (the JIT fuses the sum into the multiply). */
+static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int nn, const int64_t *size)
+{
+    int r = nbat + nm + nn + nk;
+    if (r > RLX_MAX_RANK) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "an intermediate product would have rank %d (more than %d)", r,
+                 RLX_MAX_RANK);
+        return false;
+    }
+    int lb[RLX_MAX_RANK], axes[RLX_MAX_RANK];
+    memcpy(lb, b->lab, (size_t)nbat * sizeof *lb);
+    memcpy(lb + nbat, b->lab + nbat + nk, (size_t)nn * sizeof *lb);
+    memcpy(lb + nbat + nn, b->lab + nbat, (size_t)nk * sizeof *lb);
+    permute_to(b, b->rank, lb); /* [batch, N, K] */
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        bool in_m = i >= nbat && i < nbat + nm, in_n = i >= nbat + nm && i < nbat + nm + nn;
+        int64_t d = in_n ? size[b->lab[i - nm]] : i < nbat + nm ? size[a->lab[i]] : size[a->lab[i - nn]];
+        sa[i] = in_n ? 1 : d;
+        sb[i] = in_m ? 1 : d;
+    }
+    for (int i = 0; i < nk; i++)
+        axes[i] = nbat + nm + nn + i;
+    rlx_tensor *ra = b->t ? reshape_to(a->t, r, sa) : NULL, *rb = ra ? reshape_to(b->t, r, sb) : NULL;
+    if (!rb)
+        return false;
+    a->t = rlx_sum(rlx_mul(ra, rb), axes, nk, false);
+    memcpy(a->lab + nbat + nm, lb + nbat, (size_t)nn * sizeof *a->lab);
+    a->rank = nbat + nm + nn;
+    return a->t != NULL;
+}
+
 /* a ⊗ b contracting the labels both hold and keep lacks: one (batched)
  * matmul, or a broadcast multiply when nothing is contracted. */
 static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_dtype dt)
@@ -343,13 +390,19 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     sa[nb] = M;
     sa[nb + 1] = sb[nb] = nk ? K : 1;
     sb[nb + 1] = N;
+    dims_of(bl, nbat, size, shape, 0);
+    dims_of(ml, nm, size, shape, nbat);
+    dims_of(nl, nn, size, shape, nbat + nm);
+    int64_t rs[RLX_MAX_RANK]; /* the matmul's result */
+    memcpy(rs, sa, (size_t)(nb + 1) * sizeof *rs);
+    rs[nb + 1] = N;
+    if (!reshape_follows(ts_node(a->t), nb + 2, sa) || !reshape_follows(ts_node(b->t), nb + 2, sb) ||
+        !dims_follow(nb + 2, rs, nbat + nm + nn, shape))
+        return contract_broadcast(a, b, nbat, nm, nk, nn, size);
     rlx_tensor *ra = reshape_to(a->t, nb + 2, sa), *rb = ra ? reshape_to(b->t, nb + 2, sb) : NULL;
     if (!rb)
         return false;
     rlx_tensor *r = nk ? rlx_cast(rlx_matmul(ra, rb), dt) : rlx_mul(ra, rb);
-    dims_of(bl, nbat, size, shape, 0);
-    dims_of(ml, nm, size, shape, nbat);
-    dims_of(nl, nn, size, shape, nbat + nm);
     a->rank = nbat + nm + nn;
     a->t = reshape_to(r, a->rank, shape);
     if (!a->t)
