@@ -334,12 +334,12 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * pieces of dynamic length (the program places each piece's cotangent
  * where the bound pieces put it), gathers with dynamic dims off the axis
  * (a 2-D or larger index there only when one dynamic dim is merged), and
- * reshapes that merged several dynamic dims. Still refused
- * (RLX_E_UNSUPPORTED or RLX_E_SHAPE while tracing): an einsum whose matmul
- * merges dims of dynamic size that one inferred dim cannot rebuild
- * (rlx_einsum), conv/pool over a dynamic H or W (a dynamic batch N
- * works), rlx_split of a dynamic axis without a -1 size, multinomial over
- * a dynamic number of categories. None computes a wrong value. */
+ * reshapes that merged several dynamic dims; einsum merging several
+ * dynamic dims works too (rlx_einsum). Still refused (RLX_E_UNSUPPORTED
+ * or RLX_E_SHAPE while tracing): conv/pool over a dynamic H or W (a
+ * dynamic batch N works), rlx_split of a dynamic axis without a -1 size,
+ * multinomial over a dynamic number of categories. None computes a wrong
+ * value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
 /* ------------------------------------------------------------------ unary */
@@ -681,9 +681,10 @@ RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last
  * matmul's [M, K] and [K, N] merges (and the result's split) are made when
  * at most one dim of dynamic size changes in each reshape (a program
  * infers one dim from the count), e.g. "bij,jk->bik" with b or i dynamic,
- * "bij,bkj->bik" with any of them. Otherwise it is RLX_E_UNSUPPORTED
- * naming the shapes: "bij,jk->bik" with b and i both dynamic (the result
- * splits M into two dynamic dims), "mnkl,kl->mn" with m and k dynamic. */
+ * "bij,bkj->bik" with any of them. Otherwise ("bij,jk->bik" with b and i
+ * both dynamic, "mnkl,kl->mn" with m and k dynamic) that pair is a
+ * broadcast multiply over [batch, M, N, K] summed over K, which merges no
+ * dims (no BLAS: the JIT fuses the sum into the multiply). */
 RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);

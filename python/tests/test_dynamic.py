@@ -159,3 +159,16 @@ def test_once_refused_ops_over_dynamic_axes(rng):
         for g, w in zip(prog.run(x=xv, y=yv), want):
             assert g.shape == w.shape
             assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_merging_two_dynamic_dims(rng):
+    x = rlx.input("x", (None, None, 3), dtype=rlx.float64)
+    w = rng.standard_normal((3, 4))
+    out = rlx.einsum("bij,jk->bik", x, rlx.tensor(w))
+    (gx,) = rlx.grad((out * out).sum(), [x])
+    prog = rlx.compile([out, gx])
+    for b, i in [(2, 3), (0, 4), (1, 1), (5, 2)]:
+        xv = rng.standard_normal((b, i, 3))
+        got, g = prog.run(x=xv)
+        assert_close(got, np.einsum("bij,jk->bik", xv, w), rtol=1e-10, atol=1e-12)
+        assert_close(g, 2 * np.einsum("bik,jk->bij", xv @ w, w), rtol=1e-10, atol=1e-12)
