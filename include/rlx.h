@@ -681,10 +681,12 @@ RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last
  * matmul's [M, K] and [K, N] merges (and the result's split) are made when
  * at most one dim of dynamic size changes in each reshape (a program
  * infers one dim from the count), e.g. "bij,jk->bik" with b or i dynamic,
- * "bij,bkj->bik" with any of them. Otherwise ("bij,jk->bik" with b and i
- * both dynamic, "mnkl,kl->mn" with m and k dynamic) that pair is a
- * broadcast multiply over [batch, M, N, K] summed over K, which merges no
- * dims (no BLAS: the JIT fuses the sum into the multiply). */
+ * "bij,bkj->bik" with any of them. A split of the result into several
+ * dynamic dims ("bij,jk->bik" with b and i dynamic) takes them from the
+ * operands' bound dims (still one matmul). Where a merge cannot be
+ * rebuilt ("mnkl,kl->mn" with m and k dynamic) that pair is a broadcast
+ * multiply over [batch, M, N, K] summed over K, which merges no dims (no
+ * BLAS: the JIT fuses the sum into the multiply). */
 RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);

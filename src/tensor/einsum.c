@@ -349,6 +349,34 @@ static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int n
     return a->t != NULL;
 }
 
+/* A tensor of dt with the sizes of labels lab[0..n) (a, b hold them): the
+ * positions of each dynamic one, broadcast together. Its values are never
+ * read: a program takes the split of a matmul's result from its bound
+ * dims (program.c, reshape_dims). */
+static rlx_tensor *dims_ref(const lten *a, const lten *b, const int *lab, int n, const int64_t *size, rlx_dtype dt)
+{
+    int64_t shape[RLX_MAX_RANK], col[RLX_MAX_RANK];
+    for (int i = 0; i < n; i++)
+        shape[i] = size[lab[i]] < 0 ? 1 : size[lab[i]];
+    rlx_tensor *z = rlx_zeros(dt, n, shape);
+    for (int i = 0; i < n && z; i++) {
+        if (size[lab[i]] >= 0)
+            continue;
+        const lten *h = NULL;
+        int ax = -1;
+        for (int j = 0; j < a->rank && ax < 0; j++)
+            if (a->lab[j] == lab[i])
+                h = a, ax = j;
+        for (int j = 0; j < b->rank && ax < 0; j++)
+            if (b->lab[j] == lab[i])
+                h = b, ax = j;
+        for (int j = 0; j < n; j++)
+            col[j] = j == i ? -1 : 1;
+        z = h ? rlx_add(z, rlx_reshape(rlx_arange_of(h->t, ax, dt), n, col)) : NULL;
+    }
+    return z;
+}
+
 /* a ⊗ b contracting the labels both hold and keep lacks: one (batched)
  * matmul, or a broadcast multiply when nothing is contracted. */
 static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_dtype dt)
@@ -396,15 +424,33 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     int64_t rs[RLX_MAX_RANK]; /* the matmul's result */
     memcpy(rs, sa, (size_t)(nb + 1) * sizeof *rs);
     rs[nb + 1] = N;
+    /* a split no inferred dim rebuilds takes its dims from dims_ref */
+    bool split = dims_follow(nb + 2, rs, nbat + nm + nn, shape);
+    bool by_ref = !split && dims_follow(nbat + nm + nn, shape, nb + 2, rs) && dt != RLX_BOOL &&
+                  !ir_dtype_is_complex(dt);
     if (!reshape_follows(ts_node(a->t), nb + 2, sa) || !reshape_follows(ts_node(b->t), nb + 2, sb) ||
-        !dims_follow(nb + 2, rs, nbat + nm + nn, shape))
+        (!split && !by_ref))
         return contract_broadcast(a, b, nbat, nm, nk, nn, size);
+    int lo[RLX_MAX_RANK];
+    memcpy(lo, bl, (size_t)nbat * sizeof *lo);
+    memcpy(lo + nbat, ml, (size_t)nm * sizeof *lo);
+    memcpy(lo + nbat + nm, nl, (size_t)nn * sizeof *lo);
+    rlx_tensor *ref = by_ref ? reshape_to(dims_ref(a, b, lo, nbat + nm + nn, size, dt), nb + 2, rs) : NULL;
+    if (by_ref && !ref)
+        return false;
     rlx_tensor *ra = reshape_to(a->t, nb + 2, sa), *rb = ra ? reshape_to(b->t, nb + 2, sb) : NULL;
     if (!rb)
         return false;
     rlx_tensor *r = nk ? rlx_cast(rlx_matmul(ra, rb), dt) : rlx_mul(ra, rb);
     a->rank = nbat + nm + nn;
-    a->t = reshape_to(r, a->rank, shape);
+    if (by_ref) { /* reshape(where(true, r, reshape(ref dims))) */
+        ir_node *w = r ? ts_expand_like(FN, ts_node(r), ts_node(ref)) : NULL;
+        ir_node *t = w ? ts_reshape_node(FN, w, a->rank, shape) : NULL;
+        ir_release(w);
+        a->t = t ? ts_wrap(t) : NULL;
+    } else {
+        a->t = reshape_to(r, a->rank, shape);
+    }
     if (!a->t)
         return false;
     memcpy(a->lab, bl, sizeof bl);
