@@ -302,23 +302,31 @@ static bool outer(lten *a, lten *b, int nbat, int nm, int nn, const int64_t *siz
     return true;
 }
 
+/* reshape_follows, true for a static x (any reshape). */
+static bool merge_follows(const ir_node *x, int rank, const int64_t *shape)
+{
+    return ir_node_numel(x) >= 0 || reshape_follows(x, rank, shape);
+}
+
 /* Whether a program can rebuild a reshape from dims `from` to `to` (of a
- * node not made yet). */
+ * node not made yet); true when they are static. */
 static bool dims_follow(int rfrom, const int64_t *from, int rto, const int64_t *to)
 {
     ir_node tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.rank = rfrom;
     memcpy(tmp.shape, from, (size_t)rfrom * sizeof *from);
-    int64_t known;
-    return ir_shape_eq(rfrom, from, rto, to) || ts_reshape_rule(&tmp, rto, to, &known) != 0;
+    int64_t known; /* static dims: any reshape */
+    return ir_numel(rfrom, from) >= 0 || ir_shape_eq(rfrom, from, rto, to) ||
+           ts_reshape_rule(&tmp, rto, to, &known) != 0;
 }
 
 /* a [batch, M, K] ⊗ b [batch, K, N] (labels in that order) when the
  * matmul's merges of dynamic dims cannot be rebuilt per binding: a
  * broadcast multiply over [batch, M, N, K] summed over K, which adds and
  * moves only 1s (the JIT fuses the sum into the multiply). */
-static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int nn, const int64_t *size)
+static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int nn, const int64_t *size,
+                               rlx_dtype dt)
 {
     int r = nbat + nm + nn + nk;
     if (r > RLX_MAX_RANK) {
@@ -343,7 +351,7 @@ static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int n
     rlx_tensor *ra = b->t ? reshape_to(a->t, r, sa) : NULL, *rb = ra ? reshape_to(b->t, r, sb) : NULL;
     if (!rb)
         return false;
-    a->t = rlx_sum(rlx_mul(ra, rb), axes, nk, false);
+    a->t = rlx_cast(rlx_sum(rlx_mul(ra, rb), axes, nk, false), dt);
     memcpy(a->lab + nbat + nm, lb + nbat, (size_t)nn * sizeof *a->lab);
     a->rank = nbat + nm + nn;
     return a->t != NULL;
@@ -428,9 +436,9 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     bool split = dims_follow(nb + 2, rs, nbat + nm + nn, shape);
     bool by_ref = !split && dims_follow(nbat + nm + nn, shape, nb + 2, rs) && dt != RLX_BOOL &&
                   !ir_dtype_is_complex(dt);
-    if (!reshape_follows(ts_node(a->t), nb + 2, sa) || !reshape_follows(ts_node(b->t), nb + 2, sb) ||
+    if (!merge_follows(ts_node(a->t), nb + 2, sa) || !merge_follows(ts_node(b->t), nb + 2, sb) ||
         (!split && !by_ref))
-        return contract_broadcast(a, b, nbat, nm, nk, nn, size);
+        return contract_broadcast(a, b, nbat, nm, nk, nn, size, dt);
     int lo[RLX_MAX_RANK];
     memcpy(lo, bl, (size_t)nbat * sizeof *lo);
     memcpy(lo + nbat, ml, (size_t)nm * sizeof *lo);
