@@ -326,16 +326,19 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
- * RLX_E_SHAPE then. Still refused (RLX_E_UNSUPPORTED or RLX_E_SHAPE while
- * tracing): tiling a dynamic axis, sorting along a dynamic axis (or with
- * a dynamic dim other than dim 0), an einsum whose matmul merges dims of dynamic
- * size that one inferred dim cannot rebuild (rlx_einsum), conv/pool over
- * a dynamic H or W (a dynamic batch N works), rlx_split of a dynamic axis
- * without a -1 size; in rlx_grad, a slice of a dynamic axis with a step
- * other than +-1, a cat of several pieces of dynamic length along its axis
- * (so roll of a dynamic axis, and fft_c of one), a gather from a tensor with dynamic dims
- * off its gather axis, and a reshape whose dynamic dims cannot be
- * matched back (several dynamic dims merged). None computes a wrong
+ * RLX_E_SHAPE then. rlx_roll of a dynamic axis takes any int64 shift
+ * (mod the bound size); rlx_tile of a dynamic axis and sort, argsort and
+ * topk along one (or with any dynamic dims off the axis) work, topk's k
+ * checked against the bound length (RLX_E_SHAPE when larger). rlx_grad
+ * goes through every op above: slices of any step, cats of several
+ * pieces of dynamic length (the program places each piece's cotangent
+ * where the bound pieces put it), gathers with dynamic dims off the axis
+ * (a 2-D or larger index there only when one dynamic dim is merged), and
+ * reshapes that merged several dynamic dims; einsum merging several
+ * dynamic dims works too (rlx_einsum). Still refused (RLX_E_UNSUPPORTED
+ * or RLX_E_SHAPE while tracing): conv/pool over a dynamic H or W (a
+ * dynamic batch N works), rlx_split of a dynamic axis without a -1 size,
+ * multinomial over a dynamic number of categories. None computes a wrong
  * value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
@@ -546,11 +549,13 @@ RLX_API rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis);
 /* Stack equal shapes along a new axis in [-rank-1, rank]; dtypes promote. */
 RLX_API rlx_tensor *rlx_stack(rlx_tensor *const *xs, int n, int axis);
 /* Repeats the whole axis reps times (reps >= 0), as np.tile along one axis.
- * Tiling a dynamic axis is RLX_E_UNSUPPORTED (other axes may be dynamic). */
+ * A dynamic axis is tiled when a program binds it (a gather of its
+ * positions repeated; other axes may be dynamic too). */
 RLX_API rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps);
 RLX_API rlx_tensor *rlx_flip(rlx_tensor *x, int axis);
 /* np.roll along axis: element i moves to (i + shift) mod len. On a dynamic
- * axis |shift| must be below 2^57 (else RLX_E_UNSUPPORTED). */
+ * axis any shift works, taken mod the bound size (beyond 2^57 as a
+ * gather of exact i64 positions). */
 RLX_API rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift);
 /* Constant padding; before/after >= 0; value converted to x's dtype. A
  * dynamic axis stays dynamic (its padded size is resolved when bound). */
@@ -602,9 +607,9 @@ RLX_API rlx_tensor *rlx_index_add(rlx_tensor *base, int axis, rlx_tensor *index,
  * 0.0 (their order is kept). Every dtype (bool false < true, integers
  * exactly). Any axis in [-rank, rank); rank 0 (axis 0 or -1) is one
  * element: sort returns x, argsort the i64 scalar 0. An empty axis gives
- * an empty result. In a program, dim 0 may be dynamic when the axis is
- * another one (a batch of lines, e.g. top-k over a vocabulary for a
- * dynamic batch); any other dynamic dim is RLX_E_UNSUPPORTED. */
+ * an empty result. In a program any dim may be dynamic, the axis too (a
+ * whole line of the bound length; topk's k larger than it is RLX_E_SHAPE
+ * when bound). */
 /* The values of x sorted along axis; its gradient goes back through the
  * permutation (a scatter). */
 RLX_API rlx_tensor *rlx_sort(rlx_tensor *x, int axis, bool descending);
@@ -681,9 +686,12 @@ RLX_API rlx_tensor *rlx_matmul_t(rlx_tensor *a, rlx_tensor *b); /* a @ swap_last
  * matmul's [M, K] and [K, N] merges (and the result's split) are made when
  * at most one dim of dynamic size changes in each reshape (a program
  * infers one dim from the count), e.g. "bij,jk->bik" with b or i dynamic,
- * "bij,bkj->bik" with any of them. Otherwise it is RLX_E_UNSUPPORTED
- * naming the shapes: "bij,jk->bik" with b and i both dynamic (the result
- * splits M into two dynamic dims), "mnkl,kl->mn" with m and k dynamic. */
+ * "bij,bkj->bik" with any of them. A split of the result into several
+ * dynamic dims ("bij,jk->bik" with b and i dynamic) takes them from the
+ * operands' bound dims (still one matmul). Where a merge cannot be
+ * rebuilt ("mnkl,kl->mn" with m and k dynamic) that pair is a broadcast
+ * multiply over [batch, M, N, K] summed over K, which merges no dims (no
+ * BLAS: the JIT fuses the sum into the multiply). */
 RLX_API rlx_tensor *rlx_einsum(const char *equation, rlx_tensor *const *xs, int n);
 /* x [..., in] @ w[out, in]^T + b[out]; b may be NULL. */
 RLX_API rlx_tensor *rlx_linear(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b);

@@ -1289,11 +1289,11 @@ TEST(bad_arguments)
     }
     rlx_tensor *wb[1] = {rlx_gt_s(x, 1)};
     CHECK_ERR(rlx_grad(loss, wb, 1, g), RLX_E_DTYPE, "rlx_grad: ");
-    /* a strided slice of a dynamic axis cannot be differentiated (test_program.c: what can) */
-    rlx_tensor *din = rlx_input("d", RLX_F64, 1, (const int64_t[]){-1});
-    rlx_tensor *wd[1] = {din};
-    CHECK_ERR(rlx_grad(rlx_sum_all(rlx_exp(rlx_slice(din, 0, 0, RLX_END, 2))), wd, 1, g), RLX_E_UNSUPPORTED,
-              "rlx_grad: ");
+    /* a gather by a 2-D index off two dynamic dims cannot be differentiated
+     * (test_dynamic_ops.c: what can) */
+    rlx_tensor *din = rlx_input("d", RLX_F64, 3, (const int64_t[]){-1, -1, 3});
+    rlx_tensor *wd[1] = {din}, *i22 = rlx_zeros(RLX_I64, 2, (const int64_t[]){2, 2});
+    CHECK_ERR(rlx_grad(rlx_sum_all(rlx_exp(rlx_gather(din, i22, 2))), wd, 1, g), RLX_E_UNSUPPORTED, "rlx_grad: ");
     /* NULL propagation: the first error is kept */
     rlx_clear_error();
     rlx_tensor *bad = rlx_reshape(x, 1, (const int64_t[]){4});

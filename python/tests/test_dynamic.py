@@ -135,3 +135,40 @@ def test_dropout_over_a_dynamic_dim(rng):
         seed = rlx.tensor(np.array(sd, np.int64))
         np.testing.assert_array_equal(prog.run(x=xv, seed=seed).numpy(),
                                       rlx.dropout(rlx.tensor(xv), 0.3, seed=seed).numpy())
+
+
+def test_once_refused_ops_over_dynamic_axes(rng):
+    # cats of two dynamic lengths and strided slices (gradients), tile, far
+    # rolls and sorts of a dynamic axis, against NumPy
+    x = rlx.input("x", (None, 3), dtype=rlx.float64)
+    y = rlx.input("y", (None, 3), dtype=rlx.float64)
+    c = rlx.cat([x, y.exp(), x], axis=0)
+    s = x[::-2]
+    loss = (c * c).sum() + s.sin().sum()
+    gx, gy = rlx.grad(loss, [x, y])
+    far = 2 ** 62 + 5
+    outs = [c, gx, gy, rlx.tile(x, 3, axis=0), rlx.roll(y, far, 0), rlx.sort(x, axis=0),
+            rlx.sort(y, axis=0, descending=True)]
+    prog = rlx.compile(outs)
+    for nx, ny in [(0, 2), (3, 1), (1, 0), (5, 4), (2, 2)]:
+        xv, yv = rng.standard_normal((nx, 3)), rng.standard_normal((ny, 3))
+        dx = 4 * xv
+        dx[::-2] += np.cos(xv[::-2])
+        want = [np.concatenate([xv, np.exp(yv), xv]), dx, 2 * np.exp(2 * yv), np.tile(xv, (3, 1)),
+                np.roll(yv, far % ny if ny else 0, 0), np.sort(xv, axis=0), -np.sort(-yv, axis=0)]
+        for g, w in zip(prog.run(x=xv, y=yv), want):
+            assert g.shape == w.shape
+            assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_merging_two_dynamic_dims(rng):
+    x = rlx.input("x", (None, None, 3), dtype=rlx.float64)
+    w = rng.standard_normal((3, 4))
+    out = rlx.einsum("bij,jk->bik", x, rlx.tensor(w))
+    (gx,) = rlx.grad((out * out).sum(), [x])
+    prog = rlx.compile([out, gx])
+    for b, i in [(2, 3), (0, 4), (1, 1), (5, 2)]:
+        xv = rng.standard_normal((b, i, 3))
+        got, g = prog.run(x=xv)
+        assert_close(got, np.einsum("bij,jk->bik", xv, w), rtol=1e-10, atol=1e-12)
+        assert_close(g, 2 * np.einsum("bik,jk->bij", xv @ w, w), rtol=1e-10, atol=1e-12)

@@ -52,7 +52,8 @@ CASES = [
      "rlx_spline_activation"),
     ("program dynamic dim bound wrong", lambda: rlx.compile(rlx.input("x", (-1, 3)) * 2).run(x=np.ones((2, 4), np.float32)),
      S.E_SHAPE, "rlx_program_run"),
-    ("sort of a dynamic dim", lambda: rlx.sort(rlx.input("x", (-1, 3)), axis=0), S.E_UNSUPPORTED, "rlx_sort"),
+    ("multinomial over dynamic categories", lambda: rlx.multinomial(rlx.input("x", (3, -1)), 1), S.E_UNSUPPORTED,
+     "rlx_multinomial"),
 ]
 
 

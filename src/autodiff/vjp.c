@@ -94,6 +94,22 @@ static rlx_tensor *expand_like(rlx_tensor *t, ir_node *x)
 /* zeros in the shape of x, dynamic dims included. */
 static rlx_tensor *zeros_of(ir_node *x) { return rlx_zeros_like(T(x)); }
 
+/* The slice (start, step, len: a dynamic axis' attrs, ts.h) of axis ax
+ * of n, the other axes whole (a new reference). */
+static ir_node *slice1(ir_node *n, int ax, int64_t start, int64_t step, int64_t len)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < n->rank; i++) {
+        a.slice.step[i] = 1;
+        a.slice.len[i] = n->shape[i];
+    }
+    a.slice.start[ax] = start;
+    a.slice.step[ax] = step;
+    a.slice.len[ax] = len;
+    return ts_make(FN, IR_OP_SLICE, 1, &n, &a);
+}
+
 /* The cotangent t of a slice of the dynamic axis ax of x placed back into
  * x's shape: zeros around it, made of slices of x with the same
  * size-relative bounds (ts.h), so that a program resolves them together.
@@ -106,10 +122,13 @@ static rlx_tensor *place_dynamic(rlx_tensor *t, ir_node *x, int ax, int64_t star
         return t;
     if (len < -1 && step == -1 && start == TS_DYN_IX && ts_dyn_stop(len) == -TS_DYN_IX)
         return rlx_flip(t, ax); /* a flip */
-    if (step != 1) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a slice with step %lld of the dynamic axis %d of %s",
-                 (long long)step, ax, ts_shape_str(x));
-        return NULL;
+    if (step != 1) { /* added back where the same slice of x's positions puts it */
+        ir_node *pos = ts_node(rlx_arange_of(T(x), ax, RLX_I64)), *at = pos ? slice1(pos, 0, start, step, len) : NULL;
+        int64_t col[IR_MAX_RANK];
+        for (int d = 0; d < x->rank; d++)
+            col[d] = d == ax ? (at ? at->shape[0] : 0) : 1;
+        rlx_tensor *k = at ? expand_like(rlx_reshape(ts_wrap(at), x->rank, col), ts_node(t)) : NULL;
+        return k ? rlx_scatter_add(zeros_of(x), ax, k, t) : NULL;
     }
     ir_node *lo = ts_dyn_range(FN, x, ax, 0, start, 1), *mid = NULL, *hi = NULL;
     if (lo && len >= 0)
@@ -299,7 +318,12 @@ static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
     } else { /* dynamic dims (maybe several): a program resolves them with x's */
-        ir_node *r = ts_reshape_node(FN, ts_node(g), x->rank, x->shape);
+        int64_t known;
+        bool follows = ts_reshape_rule(n, x->rank, x->shape, &known) != 0;
+        /* else g as where(true, g, n): the program takes x's bound dims (program.c) */
+        ir_node *gw = follows ? ir_retain(ts_node(g)) : ts_expand_like(FN, ts_node(g), n);
+        ir_node *r = gw ? ts_reshape_node(FN, gw, x->rank, x->shape) : NULL;
+        ir_release(gw);
         dx[0] = r ? ts_wrap(r) : NULL;
     }
 }
@@ -354,18 +378,44 @@ static void vjp_slice(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **
 
 /* ------------------------------------------------------ data movement */
 
+/* Piece k of g, the cotangent of the cat node cat, whose pieces before k
+ * do not all have a static length: a slice of where(true, g, cat) between
+ * where the bound pieces k and k+1 start (TS_DYN_PIECE), which a program
+ * resolves from the pieces it binds. */
+static rlx_tensor *cat_piece(rlx_tensor *g, ir_node *cat, int k)
+{
+    if (!g)
+        return NULL;
+    if (cat->op != IR_OP_CAT) {
+        ts_error(RLX_E_INTERNAL, FN, "the pieces of %s are not a cat", ts_shape_str(cat));
+        return NULL;
+    }
+    ir_node *w = ts_expand_like(FN, ts_node(g), cat), *r = NULL;
+    int ax = cat->attr.ax.axis;
+    int64_t len = cat->src[k]->shape[ax];
+    if (w)
+        r = slice1(w, ax, TS_DYN_PIECE + k, 1, len >= 0 ? len : ts_dyn_len(TS_DYN_PIECE + k + 1));
+    ir_release(w);
+    return r ? ts_wrap(r) : NULL;
+}
+
 static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     int ax = n->attr.ax.axis;
     int64_t at = 0;
-    int dyn = -1; /* the one piece of a dynamic length, if any */
+    int dyn = -1, ndyn = 0; /* the one piece of a dynamic length, if any */
     for (int k = 0; k < n->nsrc; k++) {
-        if (n->src[k]->shape[ax] < 0 && dyn >= 0) {
-            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a cat of several pieces of dynamic length along axis %d",
-                     ax);
-            return;
-        }
+        ndyn += n->src[k]->shape[ax] < 0;
         dyn = n->src[k]->shape[ax] < 0 ? k : dyn;
+    }
+    if (ndyn > 1) { /* several: the pieces from the first dynamic one on are placed by the program */
+        for (int k = 0; k < n->nsrc; k++) {
+            int64_t len = n->src[k]->shape[ax];
+            if (need[k])
+                dx[k] = at >= 0 && len >= 0 ? rlx_narrow(g, ax, at, len) : cat_piece(g, n, k);
+            at = at < 0 || len < 0 ? -1 : at + len;
+        }
+        return;
     }
     for (int k = 0; k < n->nsrc; k++) {
         int64_t len = n->src[k]->shape[ax];
@@ -403,12 +453,25 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
     int64_t outer = ir_numel(ax, x->shape), len = x->shape[ax];
     int64_t inner = ir_numel(x->rank - ax - 1, x->shape + ax + 1), ni = ir_node_numel(idx);
     if (ni == 0 || outer * inner == 0) {
-        dx[0] = rlx_zeros(x->dtype, x->rank, x->shape);
+        dx[0] = zeros_of(x);
         return;
     }
-    if (outer < 0 || inner < 0) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s (dynamic dims off the axis)", ax,
-                 ts_shape_str(x));
+    if (outer < 0 || inner < 0) { /* x's rank kept: g with idx's dims as one, idx along ax */
+        int64_t gs[IR_MAX_RANK], col[IR_MAX_RANK], known;
+        for (int d = 0; d < x->rank; d++) {
+            gs[d] = d == ax ? ni : x->shape[d];
+            col[d] = d == ax ? ni : 1;
+        }
+        ir_node *gn = ts_node(g);
+        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) {
+            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s with indices %s (several "
+                     "dynamic dims merged)", ax, ts_shape_str(x), ts_shape_str(idx));
+            return;
+        }
+        ir_node *g2 = ts_reshape_node(FN, gn, x->rank, gs);
+        rlx_tensor *gx = g2 ? ts_wrap(g2) : NULL;
+        rlx_tensor *at = gx ? expand_like(rlx_reshape(T(idx), x->rank, col), g2) : NULL;
+        dx[0] = at ? rlx_scatter_add(zeros_of(x), ax, at, gx) : NULL;
         return;
     }
     /* a dynamic index count or axis length is the one -1 of its reshape,
@@ -430,11 +493,12 @@ static rlx_tensor *take_along(rlx_tensor *t, int ax, ir_node *idx)
     if (!t)
         return NULL;
     ir_node *tn = ts_node(t);
-    int64_t len = tn->shape[ax], numel = ir_node_numel(tn);
+    /* sizes as values: a dynamic one is known when a program binds it */
+    rlx_tensor *len = ts_dims_value(tn, ax, ax + 1), *numel = ts_dims_value(tn, 0, tn->rank);
     rlx_tensor *k = rlx_cast(T(idx), RLX_I64);
-    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(k, (double)-len), rlx_lt_s(k, (double)len));
-    rlx_tensor *lin = ts_along_positions(FN, rlx_where(rlx_lt_s(k, 0), rlx_add_s(k, (double)len), k), ax, tn);
-    lin = rlx_where(ok, lin, rlx_full_like(lin, (double)numel));
+    rlx_tensor *ok = rlx_logical_and(rlx_ge(k, rlx_neg(len)), rlx_lt(k, len));
+    rlx_tensor *lin = ts_along_positions(FN, rlx_where(rlx_lt_s(k, 0), rlx_add(k, len), k), ax, tn);
+    lin = rlx_where(ok, lin, rlx_mul(rlx_ones_like(lin), numel));
     return rlx_gather(rlx_flatten(t), lin, 0);
 }
 
@@ -847,16 +911,12 @@ static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_te
 {
     const ir_attrs *a = &n->attr;
     int64_t l = n->src[1]->shape[1], sn = n->src[3]->shape[1];
-    if (l < 0 && sn < 0) {
-        ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of rlx_attention_kv with both pieces of dynamic length");
-        return;
-    }
     rlx_tensor *ks[2] = {T(n->src[1]), T(n->src[3])}, *vs[2] = {T(n->src[2]), T(n->src[4])};
     rlx_attention_opts o = {.num_kv_heads = a->attn.kv_heads, .mask = (rlx_mask)a->attn.mask,
                             .window = a->attn.window, .attn_mask = n->nsrc == 6 ? T(n->src[5]) : NULL,
                             .scale = a->attn.scale};
-    rlx_tensor *y = rlx_attention_ex(T(n->src[0]), rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1), a->attn.heads,
-                                     a->attn.head_dim, &o);
+    rlx_tensor *kv[2] = {rlx_cat(ks, 2, 1), rlx_cat(vs, 2, 1)};
+    rlx_tensor *y = rlx_attention_ex(T(n->src[0]), kv[0], kv[1], a->attn.heads, a->attn.head_dim, &o);
     if (!y) /* (the error is recorded) */
         return;
     bool need1[4] = {need[0], need[1] || need[3], need[2] || need[4], n->nsrc == 6 && need[5]};
@@ -866,6 +926,11 @@ static void vjp_attention_kv(ir_node *n, rlx_tensor *g, const bool *need, rlx_te
     for (int s = 1; s <= 2; s++) { /* k, then v */
         if (!d1[s])
             continue;
+        if (l < 0 && sn < 0) { /* both dynamic: where the bound pieces split */
+            dx[s] = need[s] ? cat_piece(d1[s], ts_node(kv[s - 1]), 0) : NULL;
+            dx[s + 2] = need[s + 2] ? cat_piece(d1[s], ts_node(kv[s - 1]), 1) : NULL;
+            continue;
+        }
         if (need[s]) /* the first l rows, or all but the last sn */
             dx[s] = l >= 0 ? rlx_narrow(d1[s], 1, 0, l) : sn ? rlx_slice(d1[s], 1, 0, -sn, 1) : d1[s];
         if (need[s + 2])

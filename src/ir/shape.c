@@ -414,7 +414,9 @@ bool ir_infer(ir_op op, int nsrc, ir_node *const *src, const ir_attrs *attr, rlx
     case IR_CLS_SCAN:
         if (op == IR_OP_ARGSORT) {
             int ax = attr->sort.axis;
-            if (ax < 0 || ax >= x->rank || (unsigned)attr->sort.descending > 1 || attr->sort.k < 0 ||
+            /* k -1 over a dynamic axis: the whole line (a program binds its length) */
+            if (ax < 0 || ax >= x->rank || (unsigned)attr->sort.descending > 1 ||
+                (attr->sort.k < 0 && !(attr->sort.k == -1 && x->shape[ax] < 0)) ||
                 (x->shape[ax] >= 0 && attr->sort.k > x->shape[ax]))
                 FAIL("argsort axis, direction or k");
             *dt = RLX_I64;

@@ -120,9 +120,17 @@ rlx_tensor *rlx_tile(rlx_tensor *x, int axis, int64_t reps)
     ir_node *n = ts_node_axis(fn, x, axis, &ax);
     if (!n)
         return NULL;
-    if (n->shape[ax] < 0) { /* other axes may be dynamic: they pass through the broadcast */
-        ts_error(RLX_E_UNSUPPORTED, fn, "tiling the dynamic axis %d of %s", axis, ts_shape_str(n));
-        return NULL;
+    if (n->shape[ax] < 0) { /* x's positions along ax, reps times over (a gather; the count is checked when bound) */
+        if (reps < 0) {
+            ts_error(RLX_E_ARG, fn, "reps %lld is negative (%s)", (long long)reps, ts_shape_str(n));
+            return NULL;
+        }
+        if (!ts_open(fn))
+            return NULL;
+        rlx_tensor *pos = rlx_unsqueeze(rlx_arange_of(x, ax, RLX_I64), 0);
+        ir_node *e = pos ? ts_expand_node(fn, ts_node(pos), 2, (int64_t[]){reps, -1}) : NULL;
+        rlx_tensor *at = e ? rlx_reshape(ts_wrap(e), 1, (int64_t[]){-1}) : NULL;
+        return ts_close(rlx_index_select(x, ax, at));
     }
     if (reps < 0 || (n->shape[ax] && reps > INT64_MAX / n->shape[ax])) {
         ts_error(RLX_E_ARG, fn, "reps %lld is negative or too large for %s", (long long)reps, ts_shape_str(n));
@@ -164,10 +172,13 @@ rlx_tensor *rlx_roll(rlx_tensor *x, int axis, int64_t shift)
         return NULL;
     int64_t len = n->shape[ax];
     if (len < 0 && shift != 0) { /* cut at size - shift mod size, resolved when the size is bound (ts.h) */
-        if (shift > TS_DYN_IX / 2 || shift < -TS_DYN_IX / 2) {
-            ts_error(RLX_E_UNSUPPORTED, fn, "shift %lld of the dynamic axis %d of %s is too large", (long long)shift,
-                     ax, ts_shape_str(n));
-            return NULL;
+        if (shift > TS_DYN_IX / 2 || shift < -TS_DYN_IX / 2) { /* beyond the tag: gather (i - shift) mod size */
+            if (!ts_open(fn))
+                return NULL;
+            rlx_tensor *size = ts_dims_value(n, ax, ax + 1), *s = rlx_from_data(RLX_I64, 0, NULL, &shift);
+            rlx_tensor *r = rlx_rem(s, size); /* exact in i64; 0 for an empty axis */
+            rlx_tensor *at = rlx_rem(rlx_add(rlx_sub(rlx_arange_of(x, ax, RLX_I64), r), size), size);
+            return ts_close(rlx_index_select(x, ax, at));
         }
         int64_t cut = TS_DYN_ROLL + shift;
         ir_node *a = ts_dyn_range(fn, n, ax, cut, TS_DYN_IX, 1), *b = a ? ts_dyn_range(fn, n, ax, 0, cut, 1) : NULL;
@@ -448,36 +459,55 @@ static rlx_tensor *identity(const char *fn, ir_op op, rlx_tensor *x)
 rlx_tensor *rlx_contiguous(rlx_tensor *x) { return identity("rlx_contiguous", IR_OP_CONTIGUOUS, x); }
 rlx_tensor *rlx_stop_gradient(rlx_tensor *x) { return identity("rlx_stop_gradient", IR_OP_STOP_GRAD, x); }
 
+rlx_tensor *ts_dims_value(const ir_node *x, int from, int to)
+{
+    int64_t known = 1;
+    rlx_tensor *r = NULL;
+    for (int d = from; d < to; d++) {
+        if (x->shape[d] >= 0) {
+            known *= x->shape[d];
+            continue;
+        }
+        /* a dynamic size: the count of its positions, when a program binds it */
+        rlx_tensor *n = rlx_sum(rlx_ones_like(rlx_arange_of((rlx_tensor *)(uintptr_t)x, d, RLX_I64)), NULL, 0, false);
+        r = r ? rlx_mul(r, n) : n;
+    }
+    return r ? (known == 1 ? r : rlx_mul_s(r, (double)known)) : rlx_scalar(RLX_I64, (double)known);
+}
+
+/* k * stride (NULL passes): a plain multiply when the stride is static. */
+static rlx_tensor *times_stride(rlx_tensor *k, const ir_node *x, int d)
+{
+    int64_t st = ir_numel(x->rank - d - 1, x->shape + d + 1);
+    return st >= 0 ? rlx_mul_s(k, (double)st) : rlx_mul(k, ts_dims_value(x, d + 1, x->rank));
+}
+
 rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x)
 {
     if (!k)
         return NULL;
     ir_node *kn = ts_node(k);
-    int64_t st[IR_MAX_RANK], acc = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= x->shape[d];
-    }
-    rlx_tensor *lin = rlx_mul_s(k, (double)st[ax]);
+    rlx_tensor *lin = times_stride(k, x, ax);
     int64_t one[IR_MAX_RANK]; /* k's shape, 1 on a dynamic dim: the iotas broadcast there */
     for (int d = 0; d < kn->rank; d++)
         one[d] = kn->shape[d] < 0 ? 1 : kn->shape[d];
     for (int d = 0; d < kn->rank; d++) {
         if (d == ax || kn->shape[d] == 1)
             continue;
-        if (kn->shape[d] < 0) { /* dim 0, dynamic: its positions [-1, 1, ...], made when a program binds it */
+        rlx_tensor *pos;
+        if (kn->shape[d] < 0) { /* its positions [1, .., -1, .., 1], made when a program binds it */
             int64_t col[IR_MAX_RANK];
             for (int e = 0; e < kn->rank; e++)
-                col[e] = e ? 1 : -1;
-            rlx_tensor *pos = rlx_reshape(rlx_arange_of(k, 0, RLX_I64), kn->rank, col);
-            lin = rlx_add(lin, rlx_mul_s(pos, (double)st[0]));
-            continue;
+                col[e] = e == d ? -1 : 1;
+            pos = rlx_reshape(rlx_arange_of(k, d, RLX_I64), kn->rank, col);
+        } else {
+            ir_attrs a;
+            memset(&a, 0, sizeof a);
+            a.iota.step = 1;
+            a.iota.axis = d;
+            pos = ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, one));
         }
-        ir_attrs a;
-        memset(&a, 0, sizeof a);
-        a.iota.step = (double)st[d];
-        a.iota.axis = d;
-        lin = rlx_add(lin, ts_wrap(ts_leaf(fn, IR_OP_IOTA, &a, RLX_I64, kn->rank, one)));
+        lin = rlx_add(lin, times_stride(pos, x, d));
     }
     return lin;
 }

@@ -302,6 +302,89 @@ static bool outer(lten *a, lten *b, int nbat, int nm, int nn, const int64_t *siz
     return true;
 }
 
+/* reshape_follows, true for a static x (any reshape). */
+static bool merge_follows(const ir_node *x, int rank, const int64_t *shape)
+{
+    return ir_node_numel(x) >= 0 || reshape_follows(x, rank, shape);
+}
+
+/* Whether a program can rebuild a reshape from dims `from` to `to` (of a
+ * node not made yet); true when they are static. */
+static bool dims_follow(int rfrom, const int64_t *from, int rto, const int64_t *to)
+{
+    ir_node tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.rank = rfrom;
+    memcpy(tmp.shape, from, (size_t)rfrom * sizeof *from);
+    int64_t known; /* static dims: any reshape */
+    return ir_numel(rfrom, from) >= 0 || ir_shape_eq(rfrom, from, rto, to) ||
+           ts_reshape_rule(&tmp, rto, to, &known) != 0;
+}
+
+/* a [batch, M, K] ⊗ b [batch, K, N] (labels in that order) when the
+ * matmul's merges of dynamic dims cannot be rebuilt per binding: a
+ * broadcast multiply over [batch, M, N, K] summed over K, which adds and
+ * moves only 1s (the JIT fuses the sum into the multiply). */
+static bool contract_broadcast(lten *a, lten *b, int nbat, int nm, int nk, int nn, const int64_t *size,
+                               rlx_dtype dt)
+{
+    int r = nbat + nm + nn + nk;
+    if (r > RLX_MAX_RANK) {
+        ts_error(RLX_E_UNSUPPORTED, FN, "an intermediate product would have rank %d (more than %d)", r,
+                 RLX_MAX_RANK);
+        return false;
+    }
+    int lb[RLX_MAX_RANK], axes[RLX_MAX_RANK];
+    memcpy(lb, b->lab, (size_t)nbat * sizeof *lb);
+    memcpy(lb + nbat, b->lab + nbat + nk, (size_t)nn * sizeof *lb);
+    memcpy(lb + nbat + nn, b->lab + nbat, (size_t)nk * sizeof *lb);
+    permute_to(b, b->rank, lb); /* [batch, N, K] */
+    int64_t sa[RLX_MAX_RANK], sb[RLX_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        bool in_m = i >= nbat && i < nbat + nm, in_n = i >= nbat + nm && i < nbat + nm + nn;
+        int64_t d = in_n ? size[b->lab[i - nm]] : i < nbat + nm ? size[a->lab[i]] : size[a->lab[i - nn]];
+        sa[i] = in_n ? 1 : d;
+        sb[i] = in_m ? 1 : d;
+    }
+    for (int i = 0; i < nk; i++)
+        axes[i] = nbat + nm + nn + i;
+    rlx_tensor *ra = b->t ? reshape_to(a->t, r, sa) : NULL, *rb = ra ? reshape_to(b->t, r, sb) : NULL;
+    if (!rb)
+        return false;
+    a->t = rlx_cast(rlx_sum(rlx_mul(ra, rb), axes, nk, false), dt);
+    memcpy(a->lab + nbat + nm, lb + nbat, (size_t)nn * sizeof *a->lab);
+    a->rank = nbat + nm + nn;
+    return a->t != NULL;
+}
+
+/* A tensor of dt with the sizes of labels lab[0..n) (a, b hold them): the
+ * positions of each dynamic one, broadcast together. Its values are never
+ * read: a program takes the split of a matmul's result from its bound
+ * dims (program.c, reshape_dims). */
+static rlx_tensor *dims_ref(const lten *a, const lten *b, const int *lab, int n, const int64_t *size, rlx_dtype dt)
+{
+    int64_t shape[RLX_MAX_RANK], col[RLX_MAX_RANK];
+    for (int i = 0; i < n; i++)
+        shape[i] = size[lab[i]] < 0 ? 1 : size[lab[i]];
+    rlx_tensor *z = rlx_zeros(dt, n, shape);
+    for (int i = 0; i < n && z; i++) {
+        if (size[lab[i]] >= 0)
+            continue;
+        const lten *h = NULL;
+        int ax = -1;
+        for (int j = 0; j < a->rank && ax < 0; j++)
+            if (a->lab[j] == lab[i])
+                h = a, ax = j;
+        for (int j = 0; j < b->rank && ax < 0; j++)
+            if (b->lab[j] == lab[i])
+                h = b, ax = j;
+        for (int j = 0; j < n; j++)
+            col[j] = j == i ? -1 : 1;
+        z = h ? rlx_add(z, rlx_reshape(rlx_arange_of(h->t, ax, dt), n, col)) : NULL;
+    }
+    return z;
+}
+
 /* a ⊗ b contracting the labels both hold and keep lacks: one (batched)
  * matmul, or a broadcast multiply when nothing is contracted. */
 static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_dtype dt)
@@ -343,15 +426,39 @@ static bool contract(lten *a, lten *b, uint64_t keep, const int64_t *size, rlx_d
     sa[nb] = M;
     sa[nb + 1] = sb[nb] = nk ? K : 1;
     sb[nb + 1] = N;
+    dims_of(bl, nbat, size, shape, 0);
+    dims_of(ml, nm, size, shape, nbat);
+    dims_of(nl, nn, size, shape, nbat + nm);
+    int64_t rs[RLX_MAX_RANK]; /* the matmul's result */
+    memcpy(rs, sa, (size_t)(nb + 1) * sizeof *rs);
+    rs[nb + 1] = N;
+    /* a split no inferred dim rebuilds takes its dims from dims_ref */
+    bool split = dims_follow(nb + 2, rs, nbat + nm + nn, shape);
+    bool by_ref = !split && dims_follow(nbat + nm + nn, shape, nb + 2, rs) && dt != RLX_BOOL &&
+                  !ir_dtype_is_complex(dt);
+    if (!merge_follows(ts_node(a->t), nb + 2, sa) || !merge_follows(ts_node(b->t), nb + 2, sb) ||
+        (!split && !by_ref))
+        return contract_broadcast(a, b, nbat, nm, nk, nn, size, dt);
+    int lo[RLX_MAX_RANK];
+    memcpy(lo, bl, (size_t)nbat * sizeof *lo);
+    memcpy(lo + nbat, ml, (size_t)nm * sizeof *lo);
+    memcpy(lo + nbat + nm, nl, (size_t)nn * sizeof *lo);
+    rlx_tensor *ref = by_ref ? reshape_to(dims_ref(a, b, lo, nbat + nm + nn, size, dt), nb + 2, rs) : NULL;
+    if (by_ref && !ref)
+        return false;
     rlx_tensor *ra = reshape_to(a->t, nb + 2, sa), *rb = ra ? reshape_to(b->t, nb + 2, sb) : NULL;
     if (!rb)
         return false;
     rlx_tensor *r = nk ? rlx_cast(rlx_matmul(ra, rb), dt) : rlx_mul(ra, rb);
-    dims_of(bl, nbat, size, shape, 0);
-    dims_of(ml, nm, size, shape, nbat);
-    dims_of(nl, nn, size, shape, nbat + nm);
     a->rank = nbat + nm + nn;
-    a->t = reshape_to(r, a->rank, shape);
+    if (by_ref) { /* reshape(where(true, r, reshape(ref dims))) */
+        ir_node *w = r ? ts_expand_like(FN, ts_node(r), ts_node(ref)) : NULL;
+        ir_node *t = w ? ts_reshape_node(FN, w, a->rank, shape) : NULL;
+        ir_release(w);
+        a->t = t ? ts_wrap(t) : NULL;
+    } else {
+        a->t = reshape_to(r, a->rank, shape);
+    }
     if (!a->t)
         return false;
     memcpy(a->lab, bl, sizeof bl);

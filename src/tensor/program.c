@@ -384,15 +384,35 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
     return unknown == 1 && *known > 0 ? 2 : 0;
 }
 
+/* A constant true, maybe reshaped or broadcast. */
+static bool is_true(const ir_node *n)
+{
+    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
+        n = n->src[0];
+    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
+}
+
 /* The dims of a reshape traced with dynamic (-1) dims, given its source x
  * as bound, by ts_reshape_rule: dims that only move with their source (a
  * reshape that adds or drops 1s) are taken from it; otherwise one unknown
- * dim is inferred from the element count. */
-static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir_attrs *a)
+ * dim is inferred from the element count. A reshape of where(true, g,
+ * reshape(y)) back to y's traced dims (vjp.c: a gradient going back
+ * through a reshape) takes y's bound dims, however many are dynamic. */
+static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *made, long at, const ir_node *x,
+                         ir_attrs *a)
 {
-    const ir_node *traced = nd->src[0];
+    const ir_node *nd = p->order[at], *traced = nd->src[0];
     int64_t known, n = ir_node_numel(x);
     int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
+    if (rule == 0 && traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE) {
+        long w = p->src_idx[p->src_at[at]], r = p->src_idx[p->src_at[w] + 2], y = p->src_idx[p->src_at[r]];
+        const ir_node *yb = made[y];
+        if (ir_shape_eq(p->order[y]->rank, p->order[y]->shape, a->shape.rank, a->shape.dims) &&
+            ir_node_numel(yb) == n) {
+            memcpy(a->shape.dims, yb->shape, (size_t)yb->rank * sizeof *yb->shape);
+            return true;
+        }
+    }
     if (rule == 1) {
         for (int i = 0, k = 0; i < a->shape.rank; i++) {
             if (a->shape.dims[i] == 1)
@@ -414,12 +434,35 @@ static bool reshape_dims(const char *fn, const ir_node *nd, const ir_node *x, ir
     return false;
 }
 
-/* A constant true, maybe reshaped or broadcast. */
-static bool is_true(const ir_node *n)
+
+/* Replaces the TS_DYN_PIECE indices (ts.h) of axis d of the slice
+ * order[i] by where the bound pieces of the cat it reads put them. */
+static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const *made, long i, int d, ir_attrs *a)
 {
-    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
-        n = n->src[0];
-    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
+    int64_t *ix[2] = {&a->slice.start[d], NULL}, stop = 0;
+    if (a->slice.len[d] <= -2)
+        stop = ts_dyn_stop(a->slice.len[d]), ix[1] = &stop;
+    if (*ix[0] < TS_DYN_PIECE && stop < TS_DYN_PIECE)
+        return true;
+    long c = p->src_idx[p->src_at[i]];
+    if (p->order[c]->op == IR_OP_WHERE && is_true(p->order[c]->src[0]))
+        c = p->src_idx[p->src_at[c] + 2];
+    const ir_node *cat = p->order[c];
+    if (cat->op != IR_OP_CAT || cat->attr.ax.axis != d) {
+        ts_error(RLX_E_INTERNAL, fn, "a slice of axis %d names the pieces of a cat it does not read", d);
+        return false;
+    }
+    for (int e = 0; e < 2; e++) {
+        if (!ix[e] || *ix[e] < TS_DYN_PIECE)
+            continue;
+        int64_t k = *ix[e] - TS_DYN_PIECE, at = 0;
+        for (int64_t j = 0; j < k && j < cat->nsrc; j++)
+            at += made[p->src_idx[p->src_at[c] + j]]->shape[d];
+        *ix[e] = at;
+    }
+    if (ix[1])
+        a->slice.len[d] = ts_dyn_len(stop);
+    return true;
 }
 
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
@@ -581,9 +624,13 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                      ir_ops[nd->op].name);
             goto out;
         } else {
-            if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, nd, src[0], &a))
+            if (dyn && nd->op == IR_OP_RESHAPE && !reshape_dims(fn, p, made, i, src[0], &a))
                 goto out;
+            if (nd->op == IR_OP_ARGSORT && a.sort.k < 0) /* a whole line of a dynamic axis */
+                a.sort.k = src[0]->shape[a.sort.axis];
             for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
+                if (nd->src[0]->shape[d] < 0 && !resolve_pieces(fn, p, made, i, d, &a))
+                    goto out;
                 if (nd->src[0]->shape[d] < 0 &&
                     !ts_dyn_resolve(src[0]->shape[d], &a.slice.start[d], &a.slice.step[d], &a.slice.len[d])) {
                     ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,

@@ -14,8 +14,8 @@
 #include "tensor/ts.h"
 
 /* True (error recorded) when x has a dynamic dim other than a leading
- * one off the axis ax (a batch of lines): the line length and the strides
- * of take_along's positions are needed while building. */
+ * one off the axis ax (a batch of lines): multinomial's categories and
+ * draws need them while building. */
 static bool dynamic(const char *fn, const ir_node *n, int ax)
 {
     for (int d = 0; d < n->rank; d++)
@@ -66,8 +66,7 @@ static int sort_args(const char *fn, rlx_tensor *x, int axis)
         }
         return 0;
     }
-    int ax = ts_axis(fn, axis, n->rank);
-    return ax < 0 || dynamic(fn, n, ax) ? -1 : ax;
+    return ts_axis(fn, axis, n->rank); /* any dim may be dynamic: a whole line is k -1 (ir_infer) */
 }
 
 rlx_tensor *rlx_argsort(rlx_tensor *x, int axis, bool descending)
@@ -112,7 +111,7 @@ rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rlx_tensor
         return rlx_last_status();
     ir_node *n = ts_node(x);
     int64_t len = n->rank ? n->shape[ax] : 1;
-    if (k < 0 || k > len || (n->rank == 0 && k != 1)) {
+    if (k < 0 || (len >= 0 && k > len) || (n->rank == 0 && k != 1)) { /* a dynamic len: checked when bound */
         ts_error(RLX_E_ARG, fn, "k %lld out of range for axis %d of length %lld (x %s)", (long long)k, axis,
                  (long long)len, ts_shape_str(n));
         return RLX_E_ARG;

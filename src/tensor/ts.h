@@ -95,10 +95,13 @@ rlx_tensor *ts_binary_s(const char *fn, ir_op op, rlx_tensor *a, double s);
 
 /* datamove.c: for k (i64) of x's rank, the flat positions in x of x[p with
  * its axis coordinate replaced by k[p]] (k's size-1 dims broadcast to 0):
- * NumPy take_along_axis as a gather of x's flattened elements. x's dim 0
- * may be dynamic (no stride depends on it) when ax is another axis; the
- * caller checks that. */
+ * NumPy take_along_axis as a gather of x's flattened elements. Any dim
+ * may be dynamic: the strides that depend on one are computed when a
+ * program binds it (ts_dims_value). */
 rlx_tensor *ts_along_positions(const char *fn, rlx_tensor *k, int ax, const ir_node *x);
+/* The i64 scalar product of x's dims [from, to): a constant when they are
+ * static, else counted from the dynamic ones' positions when bound. */
+rlx_tensor *ts_dims_value(const ir_node *x, int from, int to);
 
 /* reduce.c: reduction over an axis mask (bit i = axis i); keepdim as rlx_sum. */
 rlx_tensor *ts_reduce_mask(const char *fn, ir_op op, rlx_tensor *x, uint32_t mask, bool keepdim);
@@ -116,11 +119,16 @@ bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t
  * size) (rlx_roll), TS_DYN_CHUNK + (i << 31 | n) is where piece i of n
  * starts (rlx_chunk), TS_DYN_REST + (need << 29 | x) is size - x (x <
  * 2^28) or x - 2^28, for a size of at least need (else the slice does not
- * fit; rlx_split). */
+ * fit; rlx_split). TS_DYN_PIECE + k is where piece k of a cat along the
+ * axis starts (k = its piece count: its end), for a slice that reads the
+ * cat itself or where(true, t, cat) (t in the cat's shape: its cotangent);
+ * the program resolves it from the bound pieces (program.c), so a
+ * gradient of a cat of several pieces of dynamic length is a slice. */
 #define TS_DYN_IX ((int64_t)1 << 58)
 #define TS_DYN_ROLL ((int64_t)1 << 60)
 #define TS_DYN_CHUNK ((int64_t)1 << 61)
 #define TS_DYN_REST ((int64_t)3 << 59)
+#define TS_DYN_PIECE ((int64_t)3 << 61) /* above every TS_DYN_CHUNK index */
 static inline int64_t ts_dyn_len(int64_t stop) { return -2 - (stop + TS_DYN_IX); }
 static inline int64_t ts_dyn_stop(int64_t len) { return -2 - len - TS_DYN_IX; }
 /* Resolves the slice (*start, *step, *len) of a dynamic axis for size dim
