@@ -229,6 +229,11 @@ void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, cons
  * previous count. Callers running BLAS inside their own parallel region
  * set 1 and restore after, so the two never oversubscribe the cores. */
 int rt_blas_threads(int n);
+/* A run of len f16/bf16 values (dt) to f32, and f32 to f16/bf16 rounded to
+ * nearest even (NaN stays NaN): the library kernels that compute half
+ * operands in f32 blocks (blas.c: F16C where the CPU has it). */
+void rt_half_to_f32(rlx_dtype dt, const void *src, float *dst, int64_t len);
+void rt_f32_to_half(rlx_dtype dt, const float *src, void *dst, int64_t len);
 /* "OpenBLAS <core>": the kernel set OpenBLAS chose for this CPU. */
 void rt_blas_describe(char *buf, size_t cap);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

@@ -374,6 +374,28 @@ static void f32_to_f16_run(const float *s, uint16_t *d, int64_t len)
         d[i] = ir_f16_bits(s[i]);
 }
 
+void rt_half_to_f32(rlx_dtype dt, const void *src, float *dst, int64_t len)
+{
+    const uint16_t *s = src;
+    if (dt == RLX_F16) {
+        f16_to_f32_run(s, dst, len);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = ir_bf16_to_f32(s[i]);
+}
+
+void rt_f32_to_half(rlx_dtype dt, const float *src, void *dst, int64_t len)
+{
+    uint16_t *d = dst;
+    if (dt == RLX_F16) {
+        f32_to_f16_run(src, d, len);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        d[i] = ir_f32_to_bf16(src[i]);
+}
+
 /* k-panel of the f16 path: bounds its f32 copies of a and b (m x 256 and
  * 256 x n) while sgemm's own packing still sees whole cache blocks */
 enum { F16_KC = 256 };
