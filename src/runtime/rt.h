@@ -234,6 +234,14 @@ int rt_blas_threads(int n);
  * operands in f32 blocks (blas.c: F16C where the CPU has it). */
 void rt_half_to_f32(rlx_dtype dt, const void *src, float *dst, int64_t len);
 void rt_f32_to_half(rlx_dtype dt, const float *src, void *dst, int64_t len);
+/* y [N, O, OH, OW] (contiguous) = conv2d of bf16 x [N, C, H, W] and w
+ * [O, C/groups, KH, KW], read through their strides (elements), in
+ * oneDNN's AVX512-BF16 convolution (f32 accumulation, rounded once) on
+ * nthreads OpenMP threads. False without oneDNN, without the ISA, or when
+ * oneDNN declines (the caller then takes its own path). */
+bool rt_dnnl_conv_bf16(const void *x, const int64_t xd[4], const int64_t xs[4], const void *w, const int64_t wd[4],
+                       const int64_t ws[4], void *y, const int64_t yd[4], int groups, const int stride[2],
+                       const int pad[2], const int dil[2], int nthreads);
 /* "OpenBLAS <core>": the kernel set OpenBLAS chose for this CPU. */
 void rt_blas_describe(char *buf, size_t cap);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

@@ -622,11 +622,15 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
         dt = RLX_F32;
     if (!ts_open(fn))
         return NULL;
+    /* bf16 without a bias goes to the kernel as it is (oneDNN's bf16
+     * convolution, rounded once); with a bias, f16, and bf16 under knob
+     * half_kernels 1, as f32 copies, so that product and bias round once
+     * together (the bf16 kernel's product would round before the sum) */
+    rlx_dtype kdt = ts_half_widened(dt) || (b && dt == RLX_BF16) ? RLX_F32 : dt;
     ir_node *src[2];
-    src[0] = ts_cast_node(fn, xn, dt);
-    src[1] = src[0] ? ts_cast_node(fn, wn, dt) : NULL;
-    /* f16/bf16: the bias is added in f32 too, so the result rounds once */
-    rlx_tensor *y = ts_wrap(src[1] ? ts_make_lib(fn, IR_OP_CONV2D, 2, src, &a, ts_wide_dtype(dt)) : NULL);
+    src[0] = ts_cast_node(fn, xn, kdt);
+    src[1] = src[0] ? ts_cast_node(fn, wn, kdt) : NULL;
+    rlx_tensor *y = ts_wrap(src[1] ? ts_make_lib(fn, IR_OP_CONV2D, 2, src, &a, ir_lib_takes(IR_OP_CONV2D, kdt) ? kdt : ts_wide_dtype(dt)) : NULL);
     ir_release(src[0]);
     ir_release(src[1]);
     int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */
