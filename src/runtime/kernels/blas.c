@@ -374,11 +374,34 @@ static void f32_to_f16_run(const float *s, uint16_t *d, int64_t len)
         d[i] = ir_f16_bits(s[i]);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* bf16 to f32 is a 16-bit shift: 16 values an instruction pair (the
+ * kernels convert short rows, where the scalar loop was measured to cost
+ * a third of a W10a attention call) */
+__attribute__((target("avx512f"))) static void bf16_to_f32_avx512(const uint16_t *s, float *d, int64_t len)
+{
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16)
+        _mm512_storeu_si512((void *)(d + i),
+                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(s + i))), 16));
+    for (; i < len; i++)
+        d[i] = ir_bf16_to_f32(s[i]);
+}
+static bool have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+#else
+static void bf16_to_f32_avx512(const uint16_t *s, float *d, int64_t len) { (void)s, (void)d, (void)len; }
+static bool have_avx512(void) { return false; }
+#endif
+
 void rt_half_to_f32(rlx_dtype dt, const void *src, float *dst, int64_t len)
 {
     const uint16_t *s = src;
     if (dt == RLX_F16) {
         f16_to_f32_run(s, dst, len);
+        return;
+    }
+    if (have_avx512()) {
+        bf16_to_f32_avx512(s, dst, len);
         return;
     }
     for (int64_t i = 0; i < len; i++)
