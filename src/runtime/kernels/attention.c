@@ -27,6 +27,13 @@
  * KV-cache decoding attends to the past rows and the step's new ones
  * without concatenating them.
  *
+ * f16/bf16 operands are read as they are (no widened copies): the forward
+ * converts an item's query rows and each key/value block to f32 while it
+ * packs them (the packing the f32 path does anyway), the backward an
+ * item's kv head and each query head's q, o, g rows into f32 scratch; both
+ * then run the f32 code, and the output (dq, dk, dv) is rounded once. The
+ * forward's values are the f32 kernel's on the same values, rounded.
+ *
  * Every output row is computed by one item in one fixed order, so values
  * do not depend on the thread count. Scratch for each concurrent item is
  * taken up front on the calling thread (from the buffer pool); workers

@@ -19,6 +19,12 @@
  * output element is one dot product in a fixed order: results do not
  * depend on the thread count.
  *
+ * bf16 convolution goes to oneDNN's AVX512-BF16 kernels (rt_dnnl_conv_bf16
+ * in blas.c: f32 accumulation, rounded once; x handed over pre-padded,
+ * which oneDNN 2.6 runs about 3x faster than its own padding); without
+ * oneDNN or the ISA (or knob half_kernels 2) x and w are widened to f32
+ * here and the f32 path runs.
+ *
  * Pooling runs over each (batch, channel) plane in parallel: per output
  * row, contiguous inner loops over the output columns accumulate every
  * window tap. Max pooling treats padding as -inf and propagates NaN;
