@@ -38,6 +38,13 @@
  *       scales) on x [1|8|256, 4096] against rlx_linear and cblas_sgemm
  *       on the same weights dequantized to f32, interleaved rounds, the
  *       best of each; the sgemm/q8 and linear/q8 time ratios
+ *   halfattn: attention forward, and forward + backward, on bf16 read
+ *       as it is, bf16 widened to f32 (half_kernels=1) and f32; B8 H16
+ *       S512 D64 causal and the W10a/W10b shapes; interleaved rounds, the
+ *       best wall and CPU time of each
+ *   halfconv: conv2d 3x3 of [32, 64, 56, 56] (no bias), forward and
+ *       forward + gradients, bf16 through oneDNN, bf16 widened, f32;
+ *       interleaved rounds, the best wall and CPU time of each
  *   W7  a + b of 4 elements built, realized and read; and through a
  *       compiled program (ns per iteration)
  *   W4d, W4e column sums (bias gradients), [256, 512] and [8192, 512]
@@ -1444,6 +1451,176 @@ static void half_gemm(rlx_dtype dt)
     }
 }
 
+/* ------------------------------------------------------------ halfattn */
+
+/* Attention forward, and forward plus the gradient of sum(attention * w)
+ * in q, k, v, on bf16 operands read as they are (knob half_kernels 0),
+ * bf16 widened to f32 copies around the f32 kernel (half_kernels 1) and
+ * f32 (default knobs): each round runs the six once, in turn; the best
+ * round of each, wall and process CPU time. Shapes: B8 H16 S512 D64 causal
+ * and the attention of the W10a and W10b GPT steps. */
+static void half_attn(void)
+{
+    static const struct {
+        const char *name;
+        int64_t b, s;
+        int h, d;
+    } shapes[] = {{"B8H16S512D64", 8, 512, 16, 64}, {"W10a", 16, 64, 4, 32}, {"W10b", 8, 128, 8, 32}};
+    static const char *const vname[3] = {"bf16", "bf16_widened", "f32"};
+    for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++) {
+        int64_t sh[3] = {shapes[z].b, shapes[z].s, (int64_t)shapes[z].h * shapes[z].d};
+        size_t nn = (size_t)(sh[0] * sh[1] * sh[2]);
+        rlx_tensor *in[2][4]; /* bf16, f32: q, k, v, w of the same (bf16) values */
+        bool ok = true;
+        for (int i = 0; i < 4; i++) {
+            float *a = uniform(nn, 31 + (unsigned)i);
+            in[0][i] = rlx_cast(rlx_from_data(RLX_F32, 3, sh, a), RLX_BF16);
+            in[1][i] = rlx_cast(in[0][i], RLX_F32);
+            ok = ok && in[1][i] && rlx_realize(in[0][i]) == RLX_OK && rlx_realize(in[1][i]) == RLX_OK;
+            free(a);
+        }
+        double best[2][3], cbest[2][3];
+        for (int m = 0; m < 2; m++)
+            for (int v = 0; v < 3; v++)
+                best[m][v] = cbest[m][v] = INFINITY;
+        int rounds = opt.quick ? 2 : opt.repeat;
+        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
+            for (int m = 0; m < 2 && ok; m++)
+                for (int v = 0; v < 3 && ok; v++) {
+                    set_or_die("half_kernels", v == 1 ? "1" : "default");
+                    rlx_tensor *const *x = in[v == 2];
+                    double t0 = now(), c0 = cpu_now();
+                    rlx_scope_begin();
+                    rlx_tensor *y = rlx_attention(x[0], x[1], x[2], shapes[z].h, shapes[z].d, RLX_MASK_CAUSAL, 0);
+                    if (m == 0) {
+                        ok = rlx_realize(y) == RLX_OK;
+                    } else {
+                        rlx_tensor *g[3];
+                        ok = rlx_grad(rlx_sum_all(rlx_mul(y, x[3])), x, 3, g) == RLX_OK &&
+                             rlx_realize_many(g, 3) == RLX_OK;
+                    }
+                    rlx_scope_end();
+                    double wt = now() - t0, ct = cpu_now() - c0;
+                    if (r >= 0) {
+                        best[m][v] = wt < best[m][v] ? wt : best[m][v];
+                        cbest[m][v] = ct < cbest[m][v] ? ct : cbest[m][v];
+                    }
+                }
+        set_or_die("half_kernels", "default");
+        if (!ok) {
+            fprintf(stderr, "rlx-bench: halfattn %s failed: %s\n", shapes[z].name, rlx_last_error());
+            failures++;
+        }
+        for (int m = 0; m < 2 && ok; m++) {
+            const char *what = m ? "fwd+bwd" : "fwd";
+            if (opt.json) {
+                printf("{\"type\":\"halfattn\",\"shape\":\"%s\",\"pass\":\"%s\",\"threads\":%d,\"rounds\":%d", shapes[z].name,
+                       what, opt.threads, rounds);
+                for (int v = 0; v < 3; v++)
+                    printf(",\"%s_ms\":%.4f,\"%s_cpu_ms\":%.4f", vname[v], 1e3 * best[m][v], vname[v],
+                           1e3 * cbest[m][v]);
+                printf(",\"f32_over_bf16\":%.3f,\"widened_over_bf16\":%.3f,\"cpu_f32_over_bf16\":%.3f,"
+                       "\"cpu_widened_over_bf16\":%.3f}\n",
+                       best[m][2] / best[m][0], best[m][1] / best[m][0], cbest[m][2] / cbest[m][0],
+                       cbest[m][1] / cbest[m][0]);
+            } else {
+                printf("halfattn   %-12s %-7s best of %d interleaved rounds (wall / CPU ms): bf16 %.2f / %.2f, "
+                       "bf16 widened %.2f / %.2f, f32 %.2f / %.2f; f32/bf16 %.2fx (CPU %.2fx), widened/bf16 %.2fx "
+                       "(CPU %.2fx)\n",
+                       shapes[z].name, what, rounds, 1e3 * best[m][0], 1e3 * cbest[m][0], 1e3 * best[m][1],
+                       1e3 * cbest[m][1], 1e3 * best[m][2], 1e3 * cbest[m][2], best[m][2] / best[m][0],
+                       cbest[m][2] / cbest[m][0], best[m][1] / best[m][0], cbest[m][1] / cbest[m][0]);
+            }
+        }
+        fflush(stdout);
+        for (int i = 0; i < 4; i++) {
+            rlx_release(in[0][i]);
+            rlx_release(in[1][i]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ halfconv */
+
+/* conv2d 3x3 (pad 1, no bias) of x [32, 64, 56, 56] and w [64, 64, 3, 3],
+ * forward, and forward plus the gradients of sum(y * r) in x and w: bf16
+ * through oneDNN (half_kernels 0), bf16 widened to f32 copies (1) and f32;
+ * interleaved rounds, the best wall and CPU time of each. */
+static void half_conv(void)
+{
+    int64_t xs[4] = {opt.quick ? 2 : 32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+    int64_t ys[4] = {xs[0], 64, 56, 56};
+    static const char *const vname[3] = {"bf16", "bf16_widened", "f32"};
+    rlx_tensor *in[2][3]; /* bf16, f32: x, w, r of the same (bf16) values */
+    const int64_t *shp[3] = {xs, ws, ys};
+    bool ok = true;
+    for (int i = 0; i < 3; i++) {
+        size_t nn = (size_t)(shp[i][0] * shp[i][1] * shp[i][2] * shp[i][3]);
+        float *a = uniform(nn, 41 + (unsigned)i);
+        in[0][i] = rlx_cast(rlx_from_data(RLX_F32, 4, shp[i], a), RLX_BF16);
+        in[1][i] = rlx_cast(in[0][i], RLX_F32);
+        ok = ok && in[1][i] && rlx_realize(in[0][i]) == RLX_OK && rlx_realize(in[1][i]) == RLX_OK;
+        free(a);
+    }
+    double best[2][3], cbest[2][3];
+    for (int m = 0; m < 2; m++)
+        for (int v = 0; v < 3; v++)
+            best[m][v] = cbest[m][v] = INFINITY;
+    int rounds = opt.quick ? 2 : opt.repeat;
+    const int pad[2] = {1, 1};
+    for (int r = -1; r < rounds && ok; r++)
+        for (int m = 0; m < 2 && ok; m++)
+            for (int v = 0; v < 3 && ok; v++) {
+                set_or_die("half_kernels", v == 1 ? "1" : "default");
+                rlx_tensor *const *x = in[v == 2];
+                double t0 = now(), c0 = cpu_now();
+                rlx_scope_begin();
+                rlx_tensor *y = rlx_conv2d(x[0], x[1], NULL, NULL, pad, NULL, 1);
+                if (m == 0) {
+                    ok = rlx_realize(y) == RLX_OK;
+                } else {
+                    rlx_tensor *g[2];
+                    ok = rlx_grad(rlx_sum_all(rlx_mul(y, x[2])), x, 2, g) == RLX_OK && rlx_realize_many(g, 2) == RLX_OK;
+                }
+                rlx_scope_end();
+                double wt = now() - t0, ct = cpu_now() - c0;
+                if (r >= 0) {
+                    best[m][v] = wt < best[m][v] ? wt : best[m][v];
+                    cbest[m][v] = ct < cbest[m][v] ? ct : cbest[m][v];
+                }
+            }
+    set_or_die("half_kernels", "default");
+    if (!ok) {
+        fprintf(stderr, "rlx-bench: halfconv failed: %s\n", rlx_last_error());
+        failures++;
+    }
+    for (int m = 0; m < 2 && ok; m++) {
+        const char *what = m ? "fwd+bwd" : "fwd";
+        if (opt.json) {
+            printf("{\"type\":\"halfconv\",\"n\":%lld,\"pass\":\"%s\",\"threads\":%d,\"rounds\":%d", (long long)xs[0],
+                   what, opt.threads, rounds);
+            for (int v = 0; v < 3; v++)
+                printf(",\"%s_ms\":%.4f,\"%s_cpu_ms\":%.4f", vname[v], 1e3 * best[m][v], vname[v], 1e3 * cbest[m][v]);
+            printf(",\"f32_over_bf16\":%.3f,\"widened_over_bf16\":%.3f,\"cpu_f32_over_bf16\":%.3f,"
+                   "\"cpu_widened_over_bf16\":%.3f}\n",
+                   best[m][2] / best[m][0], best[m][1] / best[m][0], cbest[m][2] / cbest[m][0],
+                   cbest[m][1] / cbest[m][0]);
+        } else {
+            printf("halfconv   %lldx64x56x56 3x3 %-7s best of %d interleaved rounds (wall / CPU ms): bf16 %.2f / %.2f, "
+                   "bf16 widened %.2f / %.2f, f32 %.2f / %.2f; f32/bf16 %.2fx (CPU %.2fx), widened/bf16 %.2fx "
+                   "(CPU %.2fx)\n",
+                   (long long)xs[0], what, rounds, 1e3 * best[m][0], 1e3 * cbest[m][0], 1e3 * best[m][1],
+                   1e3 * cbest[m][1], 1e3 * best[m][2], 1e3 * cbest[m][2], best[m][2] / best[m][0],
+                   cbest[m][2] / cbest[m][0], best[m][1] / best[m][0], cbest[m][1] / cbest[m][0]);
+        }
+    }
+    fflush(stdout);
+    for (int i = 0; i < 3; i++) {
+        rlx_release(in[0][i]);
+        rlx_release(in[1][i]);
+    }
+}
+
 /* ------------------------------------------------- run, sweep and tune */
 
 static int repeat_count(void) { return opt.quick ? 2 : opt.repeat; }
@@ -1818,7 +1995,7 @@ static int parse_args(int argc, char **argv)
         for (char *t = strtok_r(f, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             bool known = !strcmp(t, "W7") || !strcmp(t, "probes") || !strcmp(t, "narrow") || !strcmp(t, "generic") ||
                          !strcmp(t, "accum") || !strcmp(t, "bf16gemm") || !strcmp(t, "f16gemm") ||
-                         !strcmp(t, "q8linear");
+                         !strcmp(t, "q8linear") || !strcmp(t, "halfattn") || !strcmp(t, "halfconv");
             for (int i = 0; i < NWORK; i++)
                 known = known || !strcmp(t, workloads[i].name);
             if (!known) {
@@ -1853,6 +2030,8 @@ int main(int argc, char **argv)
         printf("%-10s %-8s %s\n", "generic", "-", "W1-W4 generic/specialized kernels, interleaved; a 64-size stream");
         printf("%-10s %-8s %s\n", "accum", "-", "W4a,W4d,W4e,W4b,W4c: f32 sums in f64 against blocked f32, interleaved");
         printf("%-10s %-8s %s\n", "q8linear", "-", "i8-weight linear [1|8|256,4096]x[4096,4096]^T against f32, interleaved");
+        printf("%-10s %-8s %s\n", "halfattn", "-", "bf16 attention fwd, fwd+bwd: native, widened, f32; interleaved rounds");
+        printf("%-10s %-8s %s\n", "halfconv", "-", "bf16 conv2d 32x64x56x56 3x3 fwd, fwd+bwd: oneDNN, widened, f32; interleaved");
         printf("knobs (rlx_set_option / env RLX_<KNOB>):");
         for (int i = 0; i < KNOB_COUNT; i++)
             printf(" %s", knob_table[i].name);
@@ -1883,6 +2062,10 @@ int main(int argc, char **argv)
         generic_ratios();
     if (wanted("q8linear"))
         q8_linear();
+    if (wanted("halfattn"))
+        half_attn();
+    if (wanted("halfconv"))
+        half_conv();
     if (wanted("accum"))
         accum_ratios();
     return failures ? 1 : 0;

@@ -119,7 +119,14 @@ typedef enum {
  *   compute f16/bf16 in f32 and round the result (bf16 matmul multiplies
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm"; f16
  *   matmul converts panels of 256 inner indices to f32 for sgemm, the
- *   f32 sum rounded once, no f32 copy of whole operands);
+ *   f32 sum rounded once, no f32 copy of whole operands; attention and its
+ *   gradient read f16/bf16 q, k, v (o, g) as they are, converting blocks
+ *   to f32 in the kernel's scratch, and round the output and dq, dk, dv
+ *   once; bf16 conv2d without a bias runs oneDNN's AVX512-BF16
+ *   convolution, f32 accumulation, rounded once, and so do the gradients
+ *   of a bf16 conv2d, which are convolutions; with a bias, and f16 conv2d
+ *   (oneDNN 2.6 has none without AVX512-FP16), widen to f32 copies; see
+ *   the option "half_kernels");
  *   narrow integers go through i64 (or f32 where the op needs floats) and
  *   come back in the dtype the op's rule gives (i8 @ i8 is i8, wrapping).
  *   rlx_linear_q8 reads its i8/u8 weights as they are (no widened copy).
@@ -1239,11 +1246,24 @@ RLX_API int rlx_get_num_threads(void);
  *   "attention_bwd"       the gradient of attention (read when rlx_grad builds
  *                         it): 0 a composite of ops (recomputes each head's
  *                         S x S weights), 1 one library kernel over blocks of
- *                         query rows (f32/f64, static lengths, not when a float
- *                         mask's own gradient is wanted: those take the ops),
- *                         2 auto (default): the kernel from 128 keys up (step
- *                         CPU time, kernel / ops: W10b 0.965-0.971x; W10a at
- *                         64 keys 0.955-1.02x over three runs, no clear gain)
+ *                         query rows (float dtypes, static lengths, not when a
+ *                         float mask's own gradient is wanted: those take the
+ *                         ops), 2 auto (default): the kernel from 128 keys up
+ *                         (step CPU time, kernel / ops: W10b 0.965-0.971x;
+ *                         W10a at 64 keys 0.955-1.02x over three runs, no
+ *                         clear gain), and at any length for f16/bf16 (the
+ *                         kernel computes in f32; f16/bf16 ops would round
+ *                         each step: where the ops run, they run on f32
+ *                         copies)
+ *   "half_kernels"        f16/bf16 attention and bf16 conv2d (read when the
+ *                         op is built): 0 (default) their own kernels, no
+ *                         widened copies of the operands (attention converts
+ *                         blocks in its scratch; conv2d: oneDNN where built
+ *                         with it and the CPU has AVX512-BF16, else widened
+ *                         inside the kernel); 1 f32 copies of the operands
+ *                         around the f32 kernels, the result rounded (as
+ *                         before these kernels); 2 as 0, but conv2d takes the
+ *                         kernel's own widening fallback (for tests)
  *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
  *                         2 always. A generic kernel reads its extents, strides,
  *                         offsets and pad bounds at run time, so one compile

@@ -833,18 +833,42 @@ static void attn_bwd_ops(ir_node *n, ir_node *q, ir_node *k, ir_node *v, rlx_ten
 enum { ATTN_BWD_MIN_KEYS = 128 };
 
 /* The ATTENTION_BWD node over n (q, k, v, n, g[, mask]) and its three
- * pieces; NULL where it does not cover n (the composite then runs): f32 or
- * f64, static lengths, no gradient wanted for a float mask, knob
- * attention_bwd 1, or 2 with at least ATTN_BWD_MIN_KEYS keys. */
+ * pieces; NULL where it does not cover n (the composite then runs): a
+ * float dtype, static lengths, no gradient wanted for a float mask, knob
+ * attention_bwd 1, or 2 with at least ATTN_BWD_MIN_KEYS keys (any for f16/bf16). */
 static ir_node *attn_bwd_node(ir_node *n, rlx_tensor *g, const bool *need)
 {
     ir_node *q = n->src[0], *k = n->src[1], *mk = n->nsrc == 4 ? n->src[3] : NULL;
     long knob = knob_get(KNOB_ATTENTION_BWD);
-    if ((n->dtype != RLX_F32 && n->dtype != RLX_F64) || q->shape[0] < 0 || q->shape[1] < 0 || k->shape[1] < 0 ||
-        (mk && mk->dtype != RLX_BOOL && need[3]) || knob == 0 || (knob == 2 && k->shape[1] < ATTN_BWD_MIN_KEYS))
+    /* f16/bf16 take the kernel at any length: it computes in f32, the ops would round each step */
+    bool half = n->dtype == RLX_F16 || n->dtype == RLX_BF16;
+    if (!ir_dtype_is_float(n->dtype) || q->shape[0] < 0 || q->shape[1] < 0 || k->shape[1] < 0 ||
+        (mk && mk->dtype != RLX_BOOL && need[3]) || knob == 0 ||
+        (knob == 2 && !half && k->shape[1] < ATTN_BWD_MIN_KEYS))
         return NULL;
     ir_node *src[6] = {q, k, n->src[2], n, ts_node(g), mk};
     return ts_make_lib(FN, IR_OP_ATTENTION_BWD, mk ? 6 : 5, src, &n->attr, n->dtype);
+}
+
+/* f16/bf16 attention that the kernel does not cover (knob attention_bwd 0,
+ * a float mask's gradient wanted, dynamic lengths): the composite on f32
+ * copies, as every op of it would round in the half dtype, with the
+ * forward output recomputed in f32 (rowsum(g o) must be rowsum(dP P) to
+ * f32 accuracy: a rounded o leaves noise where gradients cancel); each
+ * gradient rounded once. */
+static void attn_bwd_ops_f32(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
+{
+    ir_node *w[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < n->nsrc; i++)
+        if (!(w[i] = n->src[i]->dtype == RLX_BOOL ? n->src[i] : ts_node(rlx_cast(T(n->src[i]), RLX_F32))))
+            return; /* out of memory: the error is recorded */
+    rlx_tensor *o = ts_wrap(ts_make_lib(FN, IR_OP_ATTENTION, n->nsrc, w, &n->attr, RLX_F32));
+    if (!o)
+        return;
+    attn_bwd_ops(n, w[0], w[1], w[2], o, rlx_cast(g, RLX_F32), w[3], need, dx);
+    for (int i = 0; i < n->nsrc; i++)
+        if (dx[i])
+            dx[i] = rlx_cast(dx[i], n->src[i]->dtype);
 }
 
 static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
@@ -854,6 +878,10 @@ static void vjp_attention(ir_node *n, rlx_tensor *g, const bool *need, rlx_tenso
         return;
     }
     ir_node *pk = attn_bwd_node(n, g, need);
+    if (!pk && (n->dtype == RLX_F16 || n->dtype == RLX_BF16)) {
+        attn_bwd_ops_f32(n, g, need, dx);
+        return;
+    }
     if (!pk) {
         attn_bwd_ops(n, n->src[0], n->src[1], n->src[2], T(n), g, n->nsrc == 4 ? n->src[3] : NULL, need, dx);
         return;

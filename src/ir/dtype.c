@@ -61,7 +61,9 @@ rlx_dtype ir_promote(rlx_dtype a, rlx_dtype b)
 
 bool ir_lib_takes(ir_op op, rlx_dtype dt)
 {
-    return !ir_dtype_is_narrow(dt) || (op == IR_OP_MATMUL && (dt == RLX_BF16 || dt == RLX_F16)) ||
+    bool half = dt == RLX_BF16 || dt == RLX_F16;
+    return !ir_dtype_is_narrow(dt) || (half && (op == IR_OP_MATMUL || op == IR_OP_ATTENTION || op == IR_OP_ATTENTION_BWD)) ||
+           (op == IR_OP_CONV2D && dt == RLX_BF16) || /* oneDNN's bf16 convolution (f16: none without AVX512-FP16) */
            (op == IR_OP_QMATMUL && (dt == RLX_I8 || dt == RLX_U8)); /* the int8 weights themselves */
 }
 

@@ -308,12 +308,12 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         const ir_node *k = nsrc > 2 ? src[1] : NULL, *v = nsrc > 2 ? src[2] : NULL;
         const ir_node *o = nsrc > 4 ? src[3] : NULL, *g = nsrc > 4 ? src[4] : NULL;
         int h = a->attn.heads, hk = a->attn.kv_heads, d = a->attn.head_dim;
-        if (nsrc < 5 || nsrc > 6 || (x->dtype != RLX_F32 && x->dtype != RLX_F64) || x->rank != 3 || k->rank != 3 ||
+        if (nsrc < 5 || nsrc > 6 || !ir_dtype_is_float(x->dtype) || x->rank != 3 || k->rank != 3 ||
             v->rank != 3 || o->rank != 3 || g->rank != 3 || k->dtype != x->dtype || v->dtype != x->dtype ||
             o->dtype != x->dtype || g->dtype != x->dtype || h < 1 || hk < 1 || d < 1 || h % hk ||
             x->shape[2] != (int64_t)h * d || k->shape[2] != (int64_t)hk * d || !same3(k, v) || !same3(o, x) ||
             !same3(g, x) || k->shape[0] != x->shape[0] || x->shape[0] < 0 || x->shape[1] < 0 || k->shape[1] < 0)
-            FAIL("attention_bwd needs f32/f64 q, o, g [B,Sq,H*D], k and v [B,Sk,Hkv*D] of static lengths");
+            FAIL("attention_bwd needs float q, o, g [B,Sq,H*D], k and v [B,Sk,Hkv*D] of static lengths");
         if (a->attn.mask < RLX_MASK_NONE || a->attn.mask > RLX_MASK_SLIDING ||
             (a->attn.mask == RLX_MASK_SLIDING && a->attn.window < 1))
             FAIL("attention_bwd mask kind or window");

@@ -229,6 +229,19 @@ void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, cons
  * previous count. Callers running BLAS inside their own parallel region
  * set 1 and restore after, so the two never oversubscribe the cores. */
 int rt_blas_threads(int n);
+/* A run of len f16/bf16 values (dt) to f32, and f32 to f16/bf16 rounded to
+ * nearest even (NaN stays NaN): the library kernels that compute half
+ * operands in f32 blocks (blas.c: F16C where the CPU has it). */
+void rt_half_to_f32(rlx_dtype dt, const void *src, float *dst, int64_t len);
+void rt_f32_to_half(rlx_dtype dt, const float *src, void *dst, int64_t len);
+/* y [N, O, OH, OW] (contiguous) = conv2d of bf16 x [N, C, H, W] and w
+ * [O, C/groups, KH, KW], read through their strides (elements), in
+ * oneDNN's AVX512-BF16 convolution (f32 accumulation, rounded once) on
+ * nthreads OpenMP threads. False without oneDNN, without the ISA, or when
+ * oneDNN declines (the caller then takes its own path). */
+bool rt_dnnl_conv_bf16(const void *x, const int64_t xd[4], const int64_t xs[4], const void *w, const int64_t wd[4],
+                       const int64_t ws[4], void *y, const int64_t yd[4], int groups, const int stride[2],
+                       const int pad[2], const int dil[2], int nthreads);
 /* "OpenBLAS <core>": the kernel set OpenBLAS chose for this CPU. */
 void rt_blas_describe(char *buf, size_t cap);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

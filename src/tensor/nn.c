@@ -16,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "passes/knobs.h"
 #include "tensor/ts.h"
 
 /* ---------------------------------------------------------------- softmax */
@@ -187,6 +188,14 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
 
 /* -------------------------------------------------------------- attention */
 
+/* Whether f16/bf16 operands of attention or conv2d of dtype dt go to the
+ * f32 kernel as widened copies (knob half_kernels 1) rather than to the
+ * kernels that read them as they are. */
+static bool ts_half_widened(rlx_dtype dt)
+{
+    return (dt == RLX_BF16 || dt == RLX_F16) && knob_get(KNOB_HALF_KERNELS) == 1;
+}
+
 /* Checks q [B, Sq, H*D], k and v [B, Sk, Hkv*D], heads and head_dim. */
 static bool attn_check(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_tensor *v, int h, int hk, int d)
 {
@@ -272,6 +281,11 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
         dt = ir_promote(ir_promote(dt, ts_node(k2)->dtype), ts_node(v2)->dtype);
     if (!ir_dtype_is_float(dt))
         dt = RLX_F32;
+    /* f16/bf16 run in the kernel's own f32 blocks; knob half_kernels 1
+     * widens the operands here instead (either way rounded once) */
+    rlx_dtype out = dt;
+    if (ts_half_widened(dt))
+        dt = RLX_F32;
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.attn.heads = h;
@@ -296,7 +310,7 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
     for (; ok < nin; ok++)
         if (!(src[ok] = ts_cast_node(fn, ts_node(in[ok]), dt)))
             break;
-    ir_node *y = ok == nin ? ts_make_lib(fn, IR_OP_ATTENTION, nin + (mask ? 1 : 0), src, &a, dt) : NULL;
+    ir_node *y = ok == nin ? ts_make_lib(fn, IR_OP_ATTENTION, nin + (mask ? 1 : 0), src, &a, out) : NULL;
     for (int i = 0; i < ok; i++)
         ir_release(src[i]);
     return ts_wrap(y);
@@ -608,11 +622,15 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
         dt = RLX_F32;
     if (!ts_open(fn))
         return NULL;
+    /* bf16 without a bias goes to the kernel as it is (oneDNN's bf16
+     * convolution, rounded once); with a bias, f16, and bf16 under knob
+     * half_kernels 1, as f32 copies, so that product and bias round once
+     * together (the bf16 kernel's product would round before the sum) */
+    rlx_dtype kdt = ts_half_widened(dt) || (b && dt == RLX_BF16) ? RLX_F32 : dt;
     ir_node *src[2];
-    src[0] = ts_cast_node(fn, xn, dt);
-    src[1] = src[0] ? ts_cast_node(fn, wn, dt) : NULL;
-    /* f16/bf16: the bias is added in f32 too, so the result rounds once */
-    rlx_tensor *y = ts_wrap(src[1] ? ts_make_lib(fn, IR_OP_CONV2D, 2, src, &a, ts_wide_dtype(dt)) : NULL);
+    src[0] = ts_cast_node(fn, xn, kdt);
+    src[1] = src[0] ? ts_cast_node(fn, wn, kdt) : NULL;
+    rlx_tensor *y = ts_wrap(src[1] ? ts_make_lib(fn, IR_OP_CONV2D, 2, src, &a, ir_lib_takes(IR_OP_CONV2D, kdt) ? kdt : ts_wide_dtype(dt)) : NULL);
     ir_release(src[0]);
     ir_release(src[1]);
     int64_t bs[4] = {1, wn->shape[0], 1, 1}; /* the bias broadcasts over N, OH, OW */

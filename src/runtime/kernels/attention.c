@@ -27,6 +27,13 @@
  * KV-cache decoding attends to the past rows and the step's new ones
  * without concatenating them.
  *
+ * f16/bf16 operands are read as they are (no widened copies): the forward
+ * converts an item's query rows and each key/value block to f32 while it
+ * packs them (the packing the f32 path does anyway), the backward an
+ * item's kv head and each query head's q, o, g rows into f32 scratch; both
+ * then run the f32 code, and the output (dq, dk, dv) is rounded once. The
+ * forward's values are the f32 kernel's on the same values, rounded.
+ *
  * Every output row is computed by one item in one fixed order, so values
  * do not depend on the thread count. Scratch for each concurrent item is
  * taken up front on the calling thread (from the buffer pool); workers
@@ -57,8 +64,10 @@ typedef struct {
 } operand;
 
 typedef struct {
-    rlx_dtype dt;
-    size_t es;
+    rlx_dtype dt;  /* of q, k, v and the output */
+    rlx_dtype cdt; /* the compute dtype: f32 for f16/bf16 operands, else dt */
+    rlx_dtype mdt; /* of an additive mask */
+    size_t es, ces; /* element sizes of dt and cdt */
     int64_t sq, sk, heads, group, d, nqb, bk; /* group: query heads per kv head */
     int64_t sk1; /* keys in the first piece (k, v): sk unless split, then k2 and v2 hold the rest */
     int64_t od; /* row length of the output accumulator: d, or for f32 d rounded up to VW */
@@ -388,11 +397,11 @@ static void gemm(const attn_job *j, bool trans_b, int m, int n, int k, double al
  * and output o[0..d); leaves the row's weights in s for the P.V gemm. */
 static void fold_row(const attn_job *j, void *s, int64_t n, double *mx, double *l, void *o)
 {
-    bool f32 = j->dt == RLX_F32;
+    bool f32 = j->cdt == RLX_F32;
     double bm = f32 ? max_row_f32(s, n) : max_row_f64(s, n);
     double nm = bm > *mx ? bm : *mx;
     if (nm == -INFINITY) { /* nothing visible yet: no weight */
-        memset(s, 0, (size_t)n * j->es);
+        memset(s, 0, (size_t)n * j->ces);
         return;
     }
     double alpha = *mx == -INFINITY ? 0 : exp(*mx - nm);
@@ -414,8 +423,7 @@ static bool mask_keeps(const attn_job *j, int64_t e)
     const char *p = j->mt + e * (int64_t)j->mes;
     if (!j->additive)
         return *(const unsigned char *)p != 0;
-    return j->dt == RLX_F32 ? *(const float *)(const void *)p != -INFINITY
-                            : *(const double *)(const void *)p != -INFINITY;
+    return rt_ld_f(p, j->mdt, 0) != -INFINITY;
 }
 
 /* Whether the mask tensor keeps any key of [j0, j0+n) for rows [i0, i0+m)
@@ -438,13 +446,13 @@ static void mask_row(const attn_job *j, void *s, int64_t base, int64_t j0, int64
         const char *p = j->mt + (base + (j0 + c) * j->ms[3]) * (int64_t)j->mes;
         if (!j->additive) {
             if (!*(const unsigned char *)p) {
-                if (j->dt == RLX_F32)
+                if (j->cdt == RLX_F32)
                     ((float *)s)[c] = -INFINITY;
                 else
                     ((double *)s)[c] = -INFINITY;
             }
-        } else if (j->dt == RLX_F32) {
-            ((float *)s)[c] += *(const float *)(const void *)p;
+        } else if (j->cdt == RLX_F32) {
+            ((float *)s)[c] += j->mdt == RLX_F32 ? *(const float *)(const void *)p : (float)rt_ld_f(p, j->mdt, 0);
         } else {
             ((double *)s)[c] += *(const double *)(const void *)p;
         }
@@ -455,7 +463,7 @@ static void mask_row(const attn_job *j, void *s, int64_t base, int64_t j0, int64
 static void mask_cols(const attn_job *j, void *s, int64_t lo, int64_t hi)
 {
     for (int64_t c = lo; c < hi; c++) {
-        if (j->dt == RLX_F32)
+        if (j->cdt == RLX_F32)
             ((float *)s)[c] = -INFINITY;
         else
             ((double *)s)[c] = -INFINITY;
@@ -468,16 +476,18 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
     int64_t qb = j->nqb - 1 - item % j->nqb; /* the longest causal rows first */
     int64_t bh = item / j->nqb, hh = bh % j->heads, b = bh / j->heads;
     int64_t i0 = qb * BQ, m = j->sq - i0 < BQ ? j->sq - i0 : BQ, d = j->d, bk = j->bk;
-    size_t es = j->es;
+    size_t es = j->es, ces = j->ces;
+    bool half = j->dt != j->cdt; /* f16/bf16 operands: converted to f32 while packing */
     double *mx = (double *)(void *)slot, *l = mx + BQ;
     int64_t od = j->od;
-    char *sc = slot + 2 * BQ * sizeof(double), *o = sc + (size_t)(BQ * bk) * es;
-    float *kt = (float *)(void *)(o + (size_t)(BQ * od) * es), *vp = kt + d * bk; /* f32 packing */
+    char *sc = slot + 2 * BQ * sizeof(double), *o = sc + (size_t)(BQ * bk) * ces;
+    float *kt = (float *)(void *)(o + (size_t)(BQ * od) * ces), *vp = kt + d * bk; /* f32 packing */
+    float *qf = vp + bk * od; /* half: the item's query rows in f32 */
     for (int64_t r = 0; r < m; r++) {
         mx[r] = -INFINITY;
         l[r] = 0;
     }
-    memset(o, 0, (size_t)(m * od) * es);
+    memset(o, 0, (size_t)(m * od) * ces);
     /* Query row i sits at key position p0 + (i - i0). */
     int64_t p0 = j->sk - j->sq + i0, jlo = 0, jhi = j->sk;
     if (j->mask != RLX_MASK_NONE)
@@ -485,6 +495,13 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
     if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
         jlo = p0 - j->window + 1;
     const char *qp = j->q.base + (b * j->q.sb + i0 * j->q.ld + hh * d) * (int64_t)es;
+    int64_t qld = j->q.ld;
+    if (half) {
+        for (int64_t r = 0; r < m; r++)
+            rt_half_to_f32(j->dt, qp + r * qld * (int64_t)es, qf + r * d, d);
+        qp = (const char *)qf;
+        qld = d;
+    }
     int64_t kh = hh / j->group, mbase = b * j->ms[0] + hh * j->ms[1];
     for (int64_t j0 = jlo, n; j0 < jhi; j0 += n) {
         n = jhi - j0 < bk ? jhi - j0 : bk;
@@ -500,28 +517,49 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
         int64_t nv = (n + VW - 1) / VW * VW;
         /* One f32 query row (a decode step): packing K^T and V would cost
          * more than the products, which read the rows in place. */
-        bool one_row = j->dt == RLX_F32 && m == 1;
+        bool one_row = j->cdt == RLX_F32 && m == 1;
+        const float *vrows = (const float *)(const void *)vb; /* one_row: the value rows, ld vld */
+        int64_t vld = vo->ld;
         if (one_row) {
-            dot_rows_f32((const float *)(const void *)qp, (const float *)(const void *)kp, ko->ld, n, d,
-                         (float)j->scale, (float *)(void *)sc);
-        } else if (j->dt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
-            const float *kf = (const float *)(const void *)kp, *vf_ = (const float *)(const void *)vb;
+            const float *krows = (const float *)(const void *)kp;
+            int64_t kld = ko->ld;
+            if (half) { /* the block's key and value rows in f32 */
+                for (int64_t c = 0; c < n; c++) {
+                    rt_half_to_f32(j->dt, kp + c * kld * (int64_t)es, kt + c * d, d);
+                    rt_half_to_f32(j->dt, vb + c * vld * (int64_t)es, vp + c * d, d);
+                }
+                krows = kt, kld = d;
+                vrows = vp, vld = d;
+            }
+            dot_rows_f32((const float *)(const void *)qp, krows, kld, n, d, (float)j->scale, (float *)(void *)sc);
+        } else if (j->cdt == RLX_F32) { /* K^T and V in whole vectors, zero-padded */
+            const float *kf = (const float *)(const void *)kp;
+            int64_t kld = ko->ld;
+            if (half) { /* the key rows in f32 first (vp is free until V is packed) */
+                for (int64_t c = 0; c < n; c++)
+                    rt_half_to_f32(j->dt, kp + c * kld * (int64_t)es, vp + c * d, d);
+                kf = vp;
+                kld = d;
+            }
             for (int64_t c = 0; c < n; c++)
                 for (int64_t e = 0; e < d; e++)
-                    kt[e * bk + c] = kf[c * ko->ld + e];
+                    kt[e * bk + c] = kf[c * kld + e];
             for (int64_t e = 0; n < nv && e < d; e++)
                 memset(kt + e * bk + n, 0, (size_t)(nv - n) * sizeof *kt);
             for (int64_t c = 0; c < n; c++) {
-                memcpy(vp + c * od, vf_ + c * vo->ld, (size_t)d * sizeof *vp);
+                if (half)
+                    rt_half_to_f32(j->dt, vb + c * vo->ld * (int64_t)es, vp + c * od, d);
+                else
+                    memcpy(vp + c * od, (const float *)(const void *)vb + c * vo->ld, (size_t)d * sizeof *vp);
                 memset(vp + c * od + d, 0, (size_t)(od - d) * sizeof *vp);
             }
-            mm_f32(m, nv, d, (const float *)(const void *)qp, j->q.ld, kt, bk, (float *)(void *)sc, bk,
+            mm_f32(m, nv, d, (const float *)(const void *)qp, qld, kt, bk, (float *)(void *)sc, bk,
                    (float)j->scale, false);
         } else {
             gemm(j, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp, ko->ld, 0, sc, (int)bk);
         }
         for (int64_t r = 0; r < m; r++) {
-            char *row = sc + (size_t)(r * bk) * es;
+            char *row = sc + (size_t)(r * bk) * ces;
             /* This row sees keys [a, e) of the block. */
             int64_t pr = p0 + r, a = j0, e = j0 + n;
             if (j->mask != RLX_MASK_NONE && pr + 1 < e)
@@ -534,11 +572,11 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
             mask_cols(j, row, e - j0, n);
             if (j->mt)
                 mask_row(j, row, mbase + (i0 + r) * j->ms[2], j0, a - j0, e - j0);
-            fold_row(j, row, n, &mx[r], &l[r], o + (size_t)(r * od) * es);
+            fold_row(j, row, n, &mx[r], &l[r], o + (size_t)(r * od) * ces);
         }
         if (one_row)
-            axpy_rows_f32((const float *)(void *)sc, (const float *)(const void *)vb, vo->ld, n, d, (float *)(void *)o);
-        else if (j->dt == RLX_F32)
+            axpy_rows_f32((const float *)(void *)sc, vrows, vld, n, d, (float *)(void *)o);
+        else if (j->cdt == RLX_F32)
             mm_f32(m, od, n, (const float *)(void *)sc, bk, vp, od, (float *)(void *)o, od, 1, true);
         else
             gemm(j, false, (int)m, (int)d, (int)n, 1, sc, (int)bk, vb, vo->ld, 1, o, (int)d);
@@ -547,12 +585,17 @@ static void run_item(const attn_job *j, char *slot, int64_t item)
     for (int64_t r = 0; r < m; r++) {
         char *dst = j->out + ((b * j->sq + i0 + r) * hd + hh * d) * (int64_t)es;
         double inv = l[r] > 0 || l[r] != l[r] ? 1 / l[r] : 0; /* no visible key: zeros */
+        float *of = (float *)(void *)o + r * od;
         for (int64_t e = 0; e < d; e++) {
-            if (j->dt == RLX_F32)
-                ((float *)(void *)dst)[e] = (float)(((const float *)(void *)o)[r * od + e] * inv);
+            if (j->cdt == RLX_F32)
+                of[e] = (float)(of[e] * inv);
             else
                 ((double *)(void *)dst)[e] = ((const double *)(void *)o)[r * od + e] * inv;
         }
+        if (half) /* rounded once, from the f32 row */
+            rt_f32_to_half(j->dt, of, dst, d);
+        else if (j->cdt == RLX_F32)
+            memcpy(dst, of, (size_t)d * sizeof *of);
     }
 }
 
@@ -625,7 +668,9 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     if (!j)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention");
     j->dt = n->dtype;
+    j->cdt = n->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
     j->es = ir_dtype_size(n->dtype);
+    j->ces = ir_dtype_size(j->cdt);
     j->sq = q->shape[1];
     j->sk1 = j->sk = k->shape[1];
     if (nops == 5)
@@ -639,7 +684,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     j->nqb = (j->sq + BQ - 1) / BQ;
     j->bk = GEMM_MNK / (BQ * j->d);
     j->bk = j->bk < VW ? VW : j->bk > BK_MAX ? BK_MAX : j->bk / VW * VW; /* whole vectors of keys */
-    j->od = j->dt == RLX_F32 ? (j->d + VW - 1) / VW * VW : j->d;
+    j->od = j->cdt == RLX_F32 ? (j->d + VW - 1) / VW * VW : j->d;
     operand *ops[5] = {&j->q, &j->k, &j->v, &j->k2, &j->v2};
     for (int i = 0; i < nops; i++)
         if (operand_of(ctx, n->src[i], &in[i], j->d, &tmp[i], ops[i]))
@@ -647,6 +692,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     if (n->nsrc == nops + 1) {
         const ir_node *m = n->src[nops];
         j->additive = m->dtype != RLX_BOOL;
+        j->mdt = m->dtype;
         j->mes = ir_dtype_size(m->dtype);
         j->mt = rt_base(&in[nops], m->dtype);
         for (int i = 0; i < 4; i++) /* a broadcast dim reads one place */
@@ -659,8 +705,9 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
     int nt = rt_threads(ctx);
     nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
     j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
-    size_t pack = j->dt == RLX_F32 ? (size_t)(j->d * j->bk + j->bk * j->od) : 0; /* K^T, V */
-    j->slot_bytes = (2 * BQ * sizeof(double) + ((size_t)(BQ * j->bk + BQ * j->od) + pack) * j->es + 63) & ~(size_t)63;
+    /* K^T, V (f32), and for f16/bf16 the query rows in f32 */
+    size_t pack = j->cdt == RLX_F32 ? (size_t)(j->d * j->bk + j->bk * j->od + (j->dt != RLX_F32 ? BQ * j->d : 0)) : 0;
+    j->slot_bytes = (2 * BQ * sizeof(double) + ((size_t)(BQ * j->bk + BQ * j->od) + pack) * j->ces + 63) & ~(size_t)63;
     /* from the recycling pool: a step's every attention call takes the same
      * pages again instead of faulting fresh ones in */
     if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes ||
@@ -694,8 +741,10 @@ done:
  * rows exactly (max, exp, sum), then dP = g V^T, dS = P (dP - rowsum(g o)),
  * dq = scale dS K (written once), dk += scale dS^T Q, dv += P^T g. */
 typedef struct {
-    rlx_dtype dt;
-    size_t es;
+    rlx_dtype dt;  /* of the operands and the output */
+    rlx_dtype cdt; /* the compute dtype: f32 for f16/bf16 operands, else dt */
+    rlx_dtype mdt; /* of an additive mask */
+    size_t es, ces; /* element sizes of dt and cdt */
     int64_t b, sq, sk, heads, group, d, kvh;
     int64_t bq; /* query rows per block */
     int mask, window;
@@ -708,18 +757,19 @@ typedef struct {
     char *dq, *dk, *dv; /* contiguous [B, Sq, H*D], [B, Sk, Hkv*D] x 2 */
     char *scratch;
     size_t slot_bytes;
+    size_t half_at; /* f16/bf16: where a slot's f32 copies of one item's operands start */
     int nslots;
     atomic_int busy[SLOTS_MAX];
 } bwd_job;
 
 static inline double ldf(const bwd_job *j, const void *p, int64_t i)
 {
-    return j->dt == RLX_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+    return j->cdt == RLX_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
 }
 
 static inline void stf(const bwd_job *j, void *p, int64_t i, double x)
 {
-    if (j->dt == RLX_F32)
+    if (j->cdt == RLX_F32)
         ((float *)p)[i] = (float)x;
     else
         ((double *)p)[i] = x;
@@ -730,11 +780,11 @@ static inline void stf(const bwd_job *j, void *p, int64_t i, double x)
  * on the visible range; a row with no visible key is zeros. */
 static void probs_row(const bwd_job *j, void *s, int64_t n, int64_t a, int64_t e, int64_t j0, int64_t mrow)
 {
-    bool f32 = j->dt == RLX_F32;
+    bool f32 = j->cdt == RLX_F32;
     int64_t lo = a - j0, hi = e - j0, w = hi - lo;
-    memset(s, 0, (size_t)lo * j->es);
-    memset((char *)s + hi * (int64_t)j->es, 0, (size_t)(n - hi) * j->es);
-    void *v = (char *)s + lo * (int64_t)j->es;
+    memset(s, 0, (size_t)lo * j->ces);
+    memset((char *)s + hi * (int64_t)j->ces, 0, (size_t)(n - hi) * j->ces);
+    void *v = (char *)s + lo * (int64_t)j->ces;
     if (j->mt)
         for (int64_t c = lo; c < hi; c++) {
             const char *p = j->mt + (mrow + (j0 + c) * j->ms[3]) * (int64_t)j->mes;
@@ -742,12 +792,12 @@ static void probs_row(const bwd_job *j, void *s, int64_t n, int64_t a, int64_t e
                 if (!*(const unsigned char *)p)
                     stf(j, s, c, -INFINITY);
             } else {
-                stf(j, s, c, ldf(j, s, c) + (f32 ? *(const float *)(const void *)p : *(const double *)(const void *)p));
+                stf(j, s, c, ldf(j, s, c) + rt_ld_f(p, j->mdt, 0));
             }
         }
     double mx = w <= 0 ? -INFINITY : f32 ? max_row_f32(v, w) : max_row_f64(v, w);
     if (mx == -INFINITY) {
-        memset(v, 0, (size_t)(w > 0 ? w : 0) * j->es);
+        memset(v, 0, (size_t)(w > 0 ? w : 0) * j->ces);
         return;
     }
     double sum = f32 ? exp_row_f32(v, w, (float)mx) : exp_row_f64(v, w, mx);
@@ -762,7 +812,7 @@ static void probs_row(const bwd_job *j, void *s, int64_t n, int64_t a, int64_t e
 /* dS = P (dP - rs[r]) over m rows of n, into dp (a weight of 0 gives 0). */
 static void ds_block(const bwd_job *j, const void *p, void *dp, const double *rs, int64_t m, int64_t n)
 {
-    if (j->dt == RLX_F32) {
+    if (j->cdt == RLX_F32) {
         const float *pf = p;
         float *df = dp;
         for (int64_t r = 0; r < m; r++) {
@@ -786,7 +836,7 @@ static void ds_block(const bwd_job *j, const void *p, void *dp, const double *rs
 /* t[c * ldt + r] = x[r * ldx + c] for r < m, c < n. */
 static void transpose_block(const bwd_job *j, const void *x, int64_t ldx, void *t, int64_t ldt, int64_t m, int64_t n)
 {
-    if (j->dt == RLX_F32) {
+    if (j->cdt == RLX_F32) {
         for (int64_t r = 0; r < m; r++)
             for (int64_t c = 0; c < n; c++)
                 ((float *)t)[c * ldt + r] = ((const float *)x)[r * ldx + c];
@@ -802,61 +852,121 @@ static const char *at(const bwd_job *j, const operand *op, int64_t b, int64_t ro
     return op->base + (b * op->sb + row * op->ld + col) * (int64_t)j->es;
 }
 
-static void bwd_item(const bwd_job *j, char *slot, int64_t item)
+/* One query head's operands in the compute dtype: row r of q at
+ * q + r * lq elements, of k at k + r * lk, and so on (in place for
+ * f32/f64, f32 copies for f16/bf16). */
+typedef struct {
+    const char *q, *k, *v, *o, *g;
+    int lq, lk, lv, lo, lg;
+    char *dq, *dk, *dv;
+    int ldq, ldkv;
+} head_ops;
+
+/* The blocks of query rows of one head (mask rows from element mbase):
+ * dq of its rows written, dk and dv of its kv head added into. */
+static void bwd_head(const bwd_job *j, char *slot, const head_ops *h, int64_t mbase)
 {
-    int64_t kh = item % j->kvh, b = item / j->kvh, d = j->d, sk = j->sk, es = (int64_t)j->es;
-    int64_t hd = j->heads * d, kd = j->kvh * d;
+    int64_t d = j->d, sk = j->sk, es = (int64_t)j->ces;
     double *rs = (double *)(void *)slot;
     int64_t bq = j->bq;
     char *s = slot + bq * sizeof(double), *dp = s + bq * sk * es, *t = dp + bq * sk * es;
-    char *dkb = j->dk + (b * sk * kd + kh * d) * es, *dvb = j->dv + (b * sk * kd + kh * d) * es;
-    for (int64_t hh = kh * j->group; hh < (kh + 1) * j->group; hh++) {
-        int64_t mbase = j->mt ? b * j->ms[0] + hh * j->ms[1] : 0;
-        for (int64_t i0 = 0; i0 < j->sq; i0 += bq) {
-            int64_t m = j->sq - i0 < bq ? j->sq - i0 : bq;
-            char *dqb = j->dq + ((b * j->sq + i0) * hd + hh * d) * es;
-            /* Query row i0 + r sits at key position p0 + r; the block sees keys [jlo, jhi). */
-            int64_t p0 = sk - j->sq + i0, jlo = 0, jhi = sk;
-            if (j->mask != RLX_MASK_NONE)
-                jhi = p0 + m < 0 ? 0 : p0 + m < jhi ? p0 + m : jhi;
-            if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
-                jlo = p0 - j->window + 1 < jhi ? p0 - j->window + 1 : jhi;
-            int64_t n = jhi - jlo;
-            if (n <= 0) { /* no row sees a key: dq rows are zeros */
-                for (int64_t r = 0; r < m; r++)
-                    memset(dqb + r * hd * es, 0, (size_t)(d * es));
-                continue;
-            }
-            const char *qp = at(j, &j->q, b, i0, hh * d), *gp = at(j, &j->g, b, i0, hh * d);
-            const char *op = at(j, &j->o, b, i0, hh * d);
-            const char *kp = at(j, &j->k, b, jlo, kh * d), *vp = at(j, &j->v, b, jlo, kh * d);
-            rt_gemm(j->dt, true, (int)m, (int)n, (int)d, j->scale, qp, j->q.ld, kp,
-                 j->k.ld, 0, s, (int)n);
-            for (int64_t r = 0; r < m; r++) {
-                int64_t pr = p0 + r, a = jlo, e = jhi;
-                if (j->mask != RLX_MASK_NONE && pr + 1 < e)
-                    e = pr + 1;
-                if (j->mask == RLX_MASK_SLIDING && pr - j->window + 1 > a)
-                    a = pr - j->window + 1;
-                probs_row(j, s + r * n * es, n, a, e < a ? a : e, jlo, mbase + (i0 + r) * j->ms[2]);
-                double acc = 0; /* rowsum(g o) = rowsum(dP P) */
-                for (int64_t c = 0; c < d; c++)
-                    acc += ldf(j, gp + r * j->g.ld * es, c) * ldf(j, op + r * j->o.ld * es, c);
-                rs[r] = acc;
-            }
-            rt_gemm(j->dt, true, (int)m, (int)n, (int)d, 1, gp, j->g.ld, vp, j->v.ld,
-                 0, dp, (int)n);
-            ds_block(j, s, dp, rs, m, n);
-            /* dv += P^T g; dk += scale dS^T q; dq = scale dS k */
-            transpose_block(j, s, n, t, m, m, n);
-            rt_gemm(j->dt, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, j->g.ld, 1,
-                 dvb + jlo * kd * es, (int)kd);
-            transpose_block(j, dp, n, t, m, m, n);
-            rt_gemm(j->dt, false, (int)n, (int)d, (int)m, j->scale, t, (int)m, qp,
-                 j->q.ld, 1, dkb + jlo * kd * es, (int)kd);
-            rt_gemm(j->dt, false, (int)m, (int)d, (int)n, j->scale, dp, (int)n, kp,
-                 j->k.ld, 0, dqb, (int)hd);
+    for (int64_t i0 = 0; i0 < j->sq; i0 += bq) {
+        int64_t m = j->sq - i0 < bq ? j->sq - i0 : bq;
+        char *dqb = h->dq + i0 * h->ldq * es;
+        /* Query row i0 + r sits at key position p0 + r; the block sees keys [jlo, jhi). */
+        int64_t p0 = sk - j->sq + i0, jlo = 0, jhi = sk;
+        if (j->mask != RLX_MASK_NONE)
+            jhi = p0 + m < 0 ? 0 : p0 + m < jhi ? p0 + m : jhi;
+        if (j->mask == RLX_MASK_SLIDING && p0 - j->window + 1 > 0)
+            jlo = p0 - j->window + 1 < jhi ? p0 - j->window + 1 : jhi;
+        int64_t n = jhi - jlo;
+        if (n <= 0) { /* no row sees a key: dq rows are zeros */
+            for (int64_t r = 0; r < m; r++)
+                memset(dqb + r * h->ldq * es, 0, (size_t)(d * es));
+            continue;
         }
+        const char *qp = h->q + i0 * h->lq * es, *gp = h->g + i0 * h->lg * es, *op = h->o + i0 * h->lo * es;
+        const char *kp = h->k + jlo * h->lk * es, *vp = h->v + jlo * h->lv * es;
+        rt_gemm(j->cdt, true, (int)m, (int)n, (int)d, j->scale, qp, h->lq, kp, h->lk, 0, s, (int)n);
+        for (int64_t r = 0; r < m; r++) {
+            int64_t pr = p0 + r, a = jlo, e = jhi;
+            if (j->mask != RLX_MASK_NONE && pr + 1 < e)
+                e = pr + 1;
+            if (j->mask == RLX_MASK_SLIDING && pr - j->window + 1 > a)
+                a = pr - j->window + 1;
+            probs_row(j, s + r * n * es, n, a, e < a ? a : e, jlo, mbase + (i0 + r) * j->ms[2]);
+            double acc = 0; /* rowsum(g o) = rowsum(dP P) */
+            for (int64_t c = 0; c < d; c++)
+                acc += ldf(j, gp + r * h->lg * es, c) * ldf(j, op + r * h->lo * es, c);
+            rs[r] = acc;
+        }
+        rt_gemm(j->cdt, true, (int)m, (int)n, (int)d, 1, gp, h->lg, vp, h->lv, 0, dp, (int)n);
+        ds_block(j, s, dp, rs, m, n);
+        /* dv += P^T g; dk += scale dS^T q; dq = scale dS k */
+        transpose_block(j, s, n, t, m, m, n);
+        rt_gemm(j->cdt, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, h->lg, 1, h->dv + jlo * h->ldkv * es,
+                h->ldkv);
+        transpose_block(j, dp, n, t, m, m, n);
+        rt_gemm(j->cdt, false, (int)n, (int)d, (int)m, j->scale, t, (int)m, qp, h->lq, 1,
+                h->dk + jlo * h->ldkv * es, h->ldkv);
+        rt_gemm(j->cdt, false, (int)m, (int)d, (int)n, j->scale, dp, (int)n, kp, h->lk, 0, dqb, h->ldq);
+    }
+}
+
+/* Rows [0, rows) of columns [col, col + d) of op (batch b) to f32 rows of d. */
+static void rows_to_f32(const bwd_job *j, const operand *op, int64_t b, int64_t rows, int64_t col, float *dst)
+{
+    for (int64_t r = 0; r < rows; r++)
+        rt_half_to_f32(j->dt, at(j, op, b, r, col), dst + r * j->d, j->d);
+}
+
+/* f32 rows of d to rows of ld elements of the output at dst, rounded once. */
+static void rows_from_f32(const bwd_job *j, const float *src, int64_t rows, char *dst, int64_t ld)
+{
+    for (int64_t r = 0; r < rows; r++)
+        rt_f32_to_half(j->dt, src + r * j->d, dst + r * ld * (int64_t)j->es, j->d);
+}
+
+static void bwd_item(const bwd_job *j, char *slot, int64_t item)
+{
+    int64_t kh = item % j->kvh, b = item / j->kvh, d = j->d, sk = j->sk, sq = j->sq, es = (int64_t)j->es;
+    int64_t hd = j->heads * d, kd = j->kvh * d;
+    char *dkb = j->dk + (b * sk * kd + kh * d) * es, *dvb = j->dv + (b * sk * kd + kh * d) * es;
+    bool half = j->dt != j->cdt;
+    /* f16/bf16: the kv head's k, v, dk, dv [Sk, D] and a query head's q, o, g, dq [Sq, D] in f32 */
+    float *k32 = NULL, *v32 = NULL, *dk32 = NULL, *dv32 = NULL, *q32 = NULL, *o32 = NULL, *g32 = NULL, *dq32 = NULL;
+    head_ops h;
+    if (half) {
+        k32 = (float *)(void *)(slot + j->half_at), v32 = k32 + sk * d, dk32 = v32 + sk * d, dv32 = dk32 + sk * d;
+        q32 = dv32 + sk * d, o32 = q32 + sq * d, g32 = o32 + sq * d, dq32 = g32 + sq * d;
+        rows_to_f32(j, &j->k, b, sk, kh * d, k32);
+        rows_to_f32(j, &j->v, b, sk, kh * d, v32);
+        memset(dk32, 0, (size_t)(2 * sk * d) * sizeof *dk32);
+        h = (head_ops){(char *)q32, (char *)k32, (char *)v32, (char *)o32, (char *)g32, (int)d, (int)d, (int)d, (int)d,
+                       (int)d, (char *)dq32, (char *)dk32, (char *)dv32, (int)d, (int)d};
+    } else {
+        h = (head_ops){NULL, at(j, &j->k, b, 0, kh * d), at(j, &j->v, b, 0, kh * d), NULL, NULL, j->q.ld, j->k.ld,
+                       j->v.ld, j->o.ld, j->g.ld, NULL, dkb, dvb, (int)hd, (int)kd};
+    }
+    for (int64_t hh = kh * j->group; hh < (kh + 1) * j->group; hh++) {
+        char *dq = j->dq + (b * sq * hd + hh * d) * es;
+        if (half) {
+            rows_to_f32(j, &j->q, b, sq, hh * d, q32);
+            rows_to_f32(j, &j->o, b, sq, hh * d, o32);
+            rows_to_f32(j, &j->g, b, sq, hh * d, g32);
+        } else {
+            h.q = at(j, &j->q, b, 0, hh * d);
+            h.o = at(j, &j->o, b, 0, hh * d);
+            h.g = at(j, &j->g, b, 0, hh * d);
+            h.dq = dq;
+        }
+        bwd_head(j, slot, &h, j->mt ? b * j->ms[0] + hh * j->ms[1] : 0);
+        if (half)
+            rows_from_f32(j, dq32, sq, dq, hd);
+    }
+    if (half) { /* dk and dv summed over the group in f32, rounded once */
+        rows_from_f32(j, dk32, sk, dkb, kd);
+        rows_from_f32(j, dv32, sk, dvb, kd);
     }
 }
 
@@ -880,7 +990,9 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
     if (!j)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd");
     j->dt = n->dtype;
+    j->cdt = n->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
     j->es = ir_dtype_size(n->dtype);
+    j->ces = ir_dtype_size(j->cdt);
     j->b = q->shape[0];
     j->sq = q->shape[1];
     j->sk = k->shape[1];
@@ -898,6 +1010,7 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
     if (n->nsrc == 6) {
         const ir_node *m = n->src[5];
         j->additive = m->dtype != RLX_BOOL;
+        j->mdt = m->dtype;
         j->mes = ir_dtype_size(m->dtype);
         j->mt = rt_base(&in[5], m->dtype);
         for (int i = 0; i < 4; i++)
@@ -921,7 +1034,9 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
     nt = nt < 1 ? 1 : nt > SLOTS_MAX ? SLOTS_MAX : nt;
     j->nslots = items < nt ? (int)(items > 0 ? items : 1) : nt;
     /* row sums, then scores/P, dP/dS and a transposed block, BQ x Sk each */
-    j->slot_bytes = (bq * sizeof(double) + (size_t)(3 * bq * (j->sk > 0 ? j->sk : 1)) * j->es + 63) & ~(size_t)63;
+    j->half_at = (bq * sizeof(double) + (size_t)(3 * bq * (j->sk > 0 ? j->sk : 1)) * j->ces + 63) & ~(size_t)63;
+    size_t half = j->dt != j->cdt ? (size_t)(4 * (j->sk + j->sq) * j->d) * sizeof(float) : 0;
+    j->slot_bytes = (j->half_at + half + 63) & ~(size_t)63;
     if ((size_t)j->nslots > SIZE_MAX / j->slot_bytes ||
         !(scratch = rt_bufpool_storage((size_t)j->nslots * j->slot_bytes))) {
         rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd scratch");
