@@ -4,6 +4,9 @@
  *
  *   rlx-bench-threads [--config a|b|w6|all] [--rounds R (7)] [--steps S (10)] [--warmup W (3)]
  *                     [--spins US,US,...]   (2-thread modes with these spins instead)
+ *                     [--split-ab]          (modes 1t, 1t-split0, 2t, 2t-split0: the
+ *                                            GEMM block rule of kernels/blas.c against
+ *                                            the one before it, rt_blas_set_wide_split 0)
  *
  * Workloads: W10a, W10b (the GPT steps of bench_w10.c, examples/
  * gpt_model.c) and W6 (the MLP step, w6_step.h). Each round runs S steps in
@@ -21,7 +24,9 @@
  *            sleep at once (spin 0)
  *   2t       two threads, the defaults (adaptive spin, pool.c)
  * Also per mode: split jobs per step and the share a worker joined
- * (rt_pool_counts).
+ * (rt_pool_counts), and the process's CPU time per step (best round
+ * median; at one thread the steadier figure on a loaded machine, at two it
+ * includes the pool's spinning).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -31,6 +36,7 @@
 
 #include "gpt_model.h"
 #include "runtime/exec/pool.h"
+#include "runtime/rt.h"
 #include "bench_util.h"
 #include "w6_step.h"
 
@@ -39,16 +45,18 @@ enum { MAXR = 64, MAXMODE = 8, NB = 4 };
 typedef struct {
     char name[24];
     int threads;
-    long spin_us; /* rt_pool_set_spin_us */
+    long spin_us;   /* rt_pool_set_spin_us */
+    long long split; /* rt_blas_set_wide_split */
 } mode;
 
-static mode modes[MAXMODE] = {{"1t", 1, -1}, {"2t-old", 2, 0}, {"2t", 2, -1}};
+static mode modes[MAXMODE] = {{"1t", 1, -1, -1}, {"2t-old", 2, 0, -1}, {"2t", 2, -1, -1}};
 static int NMODE = 3;
 
 static void set_mode(const mode *m)
 {
     rlx_set_num_threads(m->threads);
     rt_pool_set_spin_us(m->spin_us);
+    rt_blas_set_wide_split(m->split);
 }
 
 /* A workload: one step k (batches used in turn); nonzero on failure. */
@@ -132,7 +140,7 @@ static int w6_init(w6 *w)
 
 static int measure(const workload *wl, int rounds, int steps, int warmup)
 {
-    static double t[MAXMODE][MAXR], tr[MAXR * 64];
+    static double t[MAXMODE][MAXR], c[MAXMODE][MAXR], tr[MAXR * 64], cr[MAXR * 64];
     uint64_t jobs[MAXMODE] = {0}, joins[MAXMODE] = {0};
     char l0[64], l1[64];
     loadavg(l0, sizeof l0);
@@ -150,37 +158,48 @@ static int measure(const workload *wl, int rounds, int steps, int warmup)
             uint64_t j0, n0, j1, n1;
             rt_pool_counts(&j0, &n0);
             for (int s = 0; s < steps; s++) {
-                double a = now();
+                double a = now(), ca = cpu_now();
                 if (wl->step(wl->w, k++)) {
                     fprintf(stderr, "%s: step failed: %s\n", wl->name, rlx_last_error());
                     return 1;
                 }
                 tr[s] = now() - a;
+                cr[s] = cpu_now() - ca;
             }
             rt_pool_counts(&j1, &n1);
             jobs[m] += j1 - j0;
             joins[m] += n1 - n0;
             t[m][r] = median(tr, steps);
+            c[m][r] = median(cr, steps);
         }
     }
     set_mode(&modes[NMODE - 1]);
     loadavg(l1, sizeof l1);
-    double best[MAXMODE];
+    double best[MAXMODE], cbest[MAXMODE];
     for (int m = 0; m < NMODE; m++) {
         best[m] = t[m][0];
-        for (int r = 1; r < rounds; r++)
+        cbest[m] = c[m][0];
+        for (int r = 1; r < rounds; r++) {
             best[m] = t[m][r] < best[m] ? t[m][r] : best[m];
+            cbest[m] = c[m][r] < cbest[m] ? c[m][r] : cbest[m];
+        }
     }
     printf("%s: %d rounds x %d steps, load %s -> %s\n", wl->name, rounds, steps, l0, l1);
     for (int m = 0; m < NMODE; m++) {
         double paired[MAXR];
         for (int r = 0; r < rounds; r++)
             paired[r] = t[0][r] / t[m][r];
-        printf("  %-7s best %8.3f ms  speedup best %.3f  paired median %.3f  jobs/step %6.1f  worker joined %5.1f%%\n",
-               modes[m].name, 1e3 * best[m], best[0] / best[m], median(paired, rounds),
+        printf("  %-9s best %8.3f ms  speedup best %.3f  paired median %.3f  CPU %8.3f ms  jobs/step %6.1f  "
+               "worker joined %5.1f%%\n",
+               modes[m].name, 1e3 * best[m], best[0] / best[m], median(paired, rounds), 1e3 * cbest[m],
                (double)jobs[m] / (rounds * steps), jobs[m] ? 100.0 * (double)joins[m] / (double)jobs[m] : 0.0);
     }
-    if (NMODE == 3)
+    if (NMODE == 4 && modes[1].split == 0) /* --split-ab */
+        printf("SPLIT-RESULT workload=%s cpu_1t_new_over_old=%.3f wall_1t_new_over_old=%.3f speedup_2t_new=%.3f "
+               "speedup_2t_old=%.3f wall_2t_new_over_old=%.3f load=%s\n",
+               wl->name, cbest[0] / cbest[1], best[0] / best[1], best[0] / best[2], best[1] / best[3],
+               best[2] / best[3], l1);
+    else if (NMODE == 3)
         printf("THREADS-RESULT workload=%s speedup_old=%.3f speedup_new=%.3f new_over_old=%.3f load=%s\n", wl->name,
                best[0] / best[1], best[0] / best[2], best[1] / best[2], l1);
     fflush(stdout);
@@ -200,16 +219,22 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             cfg = argv[++i];
-        else if (strcmp(argv[i], "--spins") == 0 && i + 1 < argc) { /* 2-thread modes: one per spin (us) */
+        else if (strcmp(argv[i], "--split-ab") == 0) {
+            modes[1] = (mode){"1t-split0", 1, -1, 0};
+            modes[2] = (mode){"2t", 2, -1, -1};
+            modes[3] = (mode){"2t-split0", 2, -1, 0};
+            NMODE = 4;
+        } else if (strcmp(argv[i], "--spins") == 0 && i + 1 < argc) { /* 2-thread modes: one per spin (us) */
             NMODE = 1;
             for (char *tok = strtok(argv[++i], ","); tok && NMODE < MAXMODE; tok = strtok(NULL, ",")) {
-                modes[NMODE] = (mode){"", 2, atol(tok)};
+                modes[NMODE] = (mode){"", 2, atol(tok), -1};
                 snprintf(modes[NMODE].name, sizeof modes[NMODE].name, "2t-s%ld", modes[NMODE].spin_us);
                 NMODE++;
             }
         }
         else {
-            fprintf(stderr, "usage: %s [--config a|b|w6|all] [--rounds R] [--steps S] [--warmup W]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--config a|b|w6|all] [--rounds R] [--steps S] [--warmup W] [--spins US,...] "
+                    "[--split-ab]\n", argv[0]);
             return 64;
         }
     }

@@ -229,6 +229,10 @@ void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, cons
  * previous count. Callers running BLAS inside their own parallel region
  * set 1 and restore after, so the two never oversubscribe the cores. */
 int rt_blas_threads(int n);
+/* Products of fewer multiply-adds than mnk split in at most 2 blocks, not
+ * 4 (blas.c, mm_blocks); < 0 restores the default, 0 the rule before it
+ * (white-box benches compare the two). Set it while no matmul runs. */
+void rt_blas_set_wide_split(long long mnk);
 /* "OpenBLAS <core>": the kernel set OpenBLAS chose for this CPU. */
 void rt_blas_describe(char *buf, size_t cap);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);
