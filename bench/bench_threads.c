@@ -2,14 +2,15 @@
  * bench_threads.c — rlx-bench-threads: how much faster a training step
  * runs on two threads than on one, measured in one process, interleaved.
  *
- *   rlx-bench-threads [--config a|b|w6|all] [--rounds R (7)] [--steps S (10)] [--warmup W (3)]
+ *   rlx-bench-threads [--config a|b|w6|w6gemm|all] [--rounds R (7)] [--steps S (10)] [--warmup W (3)]
  *                     [--spins US,US,...]   (2-thread modes with these spins instead)
  *                     [--split-ab]          (modes 1t, 1t-split0, 2t, 2t-split0: the
  *                                            GEMM block rule of kernels/blas.c against
  *                                            the one before it, rt_blas_set_wide_split 0)
  *
  * Workloads: W10a, W10b (the GPT steps of bench_w10.c, examples/
- * gpt_model.c) and W6 (the MLP step, w6_step.h). Each round runs S steps in
+ * gpt_model.c), W6 (the MLP step, w6_step.h) and W6-GEMMs (its eight
+ * GEMMs alone, through librlx: w6gemm_init). Each round runs S steps in
  * every mode below, the modes in a rotating order, on the same program and
  * state (rlx_set_num_threads is read at each run; GEMMs run OpenBLAS at one
  * thread on librlx's pool at any count, kernels/blas.c). A mode's figure is
@@ -136,6 +137,64 @@ static int w6_init(w6 *w)
     return !w->prog;
 }
 
+/* W6's GEMMs alone, through librlx (its block split on the pool, as in
+ * the step): the 3 forward and 5 backward products of the step's shapes
+ * as one compiled program over random operands. Its speedup at two threads
+ * is what W6's GEMMs allow the step (w6gemm in --config). */
+enum { NGEMM_IN = 9, NGEMM_OUT = 8 };
+
+typedef struct {
+    rlx_program *prog;
+    rlx_tensor *in[NGEMM_IN];
+} w6gemm;
+
+static const char *const gemm_names[NGEMM_IN] = {"x", "w1", "w2", "w3", "h1", "h2", "g1", "g2", "g3"};
+static const int64_t gemm_shapes[NGEMM_IN][2] = {{BATCH, IN}, {H, IN}, {H, H},   {OUT, H},  {BATCH, H},
+                                                 {BATCH, H},  {BATCH, H}, {BATCH, H}, {BATCH, OUT}};
+
+static int w6gemm_step(void *arg, int k)
+{
+    (void)k;
+    w6gemm *w = arg;
+    rlx_binding bind[NGEMM_IN];
+    for (int i = 0; i < NGEMM_IN; i++)
+        bind[i] = (rlx_binding){gemm_names[i], w->in[i]};
+    rlx_tensor *out[NGEMM_OUT];
+    if (rlx_program_run(w->prog, bind, NGEMM_IN, out) != RLX_OK)
+        return 1;
+    for (int i = 0; i < NGEMM_OUT; i++)
+        rlx_release(out[i]);
+    return 0;
+}
+
+static int w6gemm_init(w6gemm *w)
+{
+    rlx_scope_begin();
+    rlx_tensor *v[NGEMM_IN], *out[NGEMM_OUT];
+    for (int i = 0; i < NGEMM_IN; i++)
+        v[i] = rlx_input(gemm_names[i], RLX_F32, 2, gemm_shapes[i]);
+    /* x W1^T, h1 W2^T, h2 W3^T; dW3 = g3^T h2, dh2 = g3 W3, dW2 = g2^T h1, dh1 = g2 W2, dW1 = g1^T x */
+    out[0] = rlx_matmul_t(v[0], v[1]);
+    out[1] = rlx_matmul_t(v[4], v[2]);
+    out[2] = rlx_matmul_t(v[5], v[3]);
+    out[3] = rlx_matmul(rlx_t(v[8]), v[5]);
+    out[4] = rlx_matmul(v[8], v[3]);
+    out[5] = rlx_matmul(rlx_t(v[7]), v[4]);
+    out[6] = rlx_matmul(v[7], v[2]);
+    out[7] = rlx_matmul(rlx_t(v[6]), v[0]);
+    w->prog = rlx_compile(out, NGEMM_OUT);
+    rlx_scope_end();
+    for (int i = 0; i < NGEMM_IN; i++) {
+        int64_t n = gemm_shapes[i][0] * gemm_shapes[i][1];
+        float *d = malloc((size_t)n * sizeof *d);
+        for (int64_t j = 0; j < n; j++)
+            d[j] = (float)(2 * uniform() - 1);
+        w->in[i] = rlx_from_data(RLX_F32, 2, gemm_shapes[i], d);
+        free(d);
+    }
+    return !w->prog;
+}
+
 /* ------------------------------------------------------------- the runs */
 
 static int measure(const workload *wl, int rounds, int steps, int warmup)
@@ -233,7 +292,7 @@ int main(int argc, char **argv)
             }
         }
         else {
-            fprintf(stderr, "usage: %s [--config a|b|w6|all] [--rounds R] [--steps S] [--warmup W] [--spins US,...] "
+            fprintf(stderr, "usage: %s [--config a|b|w6|w6gemm|all] [--rounds R] [--steps S] [--warmup W] [--spins US,...] "
                     "[--split-ab]\n", argv[0]);
             return 64;
         }
@@ -260,6 +319,18 @@ int main(int argc, char **argv)
             rlx_release(w.tok[b]);
             rlx_release(w.tgt[b]);
         }
+    }
+    if (all || strcmp(cfg, "w6gemm") == 0) {
+        static w6gemm w;
+        if (w6gemm_init(&w)) {
+            fprintf(stderr, "W6 GEMMs: %s\n", rlx_last_error());
+            return 1;
+        }
+        workload wl = {"W6-GEMMs", w6gemm_step, &w};
+        rc |= measure(&wl, rounds, steps, warmup);
+        for (int i = 0; i < NGEMM_IN; i++)
+            rlx_release(w.in[i]);
+        rlx_program_free(w.prog);
     }
     if (all || strcmp(cfg, "w6") == 0) {
         static w6 w;
