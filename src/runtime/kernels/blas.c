@@ -691,8 +691,11 @@ enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, SPLIT_BLOCKS = 4 };
  * +0.9-2.8%, its weight gradients (128 x 128 x 1024) +3% / +14%; W6's
  * +1.0-1.6% / +3.6-5.1%; W10b's (1024 x 1024 x 256) +0.6-2.9% / +1.5-7.6%.
  * Two blocks still keep two cores busy; products from 256M on (W10b's
- * largest, 268M) keep 4 for more cores. rt_blas_set_wide_split changes
- * it (bench/bench_threads.c compares the old rule, 0). */
+ * largest, 268M) keep 4 for more cores. In the steps (1 thread, CPU time,
+ * same process, new / old rule, load 5-7): W10a 0.980-0.984 (one run of
+ * three 1.003), W6 0.970-0.971, W10b 0.977 (rlx-bench-threads --split-ab,
+ * rlx-w10-plan --profile --ab-split). rt_blas_set_wide_split changes it
+ * (0: the old rule). */
 #define SPLIT_WIDE_MNK (256.0 * 1024 * 1024)
 static _Atomic long long split_wide_mnk = (long long)SPLIT_WIDE_MNK;
 
