@@ -689,7 +689,8 @@ enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, SPLIT_BLOCKS = 4 };
  * Measured (cblas_sgemm, 1 thread, CPU time, best of 15; 2 / 4 blocks
  * over one call): W10a's 1024 x 128..512 x 128..512 products +0.2-1.3% /
  * +0.9-2.8%, its weight gradients (128 x 128 x 1024) +3% / +14%; W6's
- * +1.0-1.6% / +3.6-5.1%; W10b's (1024 x 1024 x 256) +0.6-2.9% / +1.5-7.6%.
+ * +1.0-1.6% / +3.6-5.1%; W10b's (256..1024 x 256..1024 x 256..1024)
+ * +0.6-2.9% / +1.5-7.6%.
  * Two blocks still keep two cores busy; products from 256M on (W10b's
  * largest, 268M) keep 4 for more cores. In the steps (1 thread, CPU time,
  * same process, new / old rule, load 5-7): W10a 0.980-0.984 (one run of
