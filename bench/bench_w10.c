@@ -19,7 +19,10 @@
  * GEMMs). The embedding gather/scatter, norms, softmax and Adam are not
  * GEMMs and are left out: it is the time a step cannot go below.
  * librlx steps and GEMM-only steps are timed interleaved, in rounds of
- * --steps each; the figure of each is the best (lowest) round median.
+ * --steps each; the figure of each is the best (lowest) round median, of
+ * the wall clock and (CPU time line, cpu_ratio_gemm) of the process's CPU
+ * time, the steadier figure on a loaded machine at one thread (also the
+ * median over rounds of the ratio within a round: cpu_paired_ratio_gemm).
  *
  * Also per configuration: minor page faults per step (getrusage ru_minflt
  * over the timed librlx steps), peak RSS (VmHWM after the warm-up
@@ -511,8 +514,9 @@ static int run_workload(const workload *wl, const options *o)
     double *t16 = malloc((size_t)total * sizeof *t16), *med16 = malloc((size_t)o->rounds * sizeof *med16);
     double *cr = malloc((size_t)total * sizeof *cr), *cx16 = malloc((size_t)total * sizeof *cx16);
     double *cmed = malloc((size_t)o->rounds * sizeof *cmed), *cmed16 = malloc((size_t)o->rounds * sizeof *cmed16);
+    double *cg = malloc((size_t)total * sizeof *cg), *cgmed = malloc((size_t)o->rounds * sizeof *cgmed);
     for (int k = 0; k < total; k++)
-        tg[k] = t16[k] = cx16[k] = NAN;
+        tg[k] = t16[k] = cx16[k] = cg[k] = NAN;
     long faults = 0;
     rlx_stats_reset();
     perf_ctl("enable");
@@ -530,9 +534,10 @@ static int run_workload(const workload *wl, const options *o)
         }
         faults += usage().ru_minflt - f0;
         for (int s = 0; s < o->steps && !o->no_gemm; s++) {
-            double a = now();
+            double a = now(), ca = cpu_now();
             gemm_step(&gb);
             tg[r * o->steps + s] = now() - a;
+            cg[r * o->steps + s] = cpu_now() - ca;
         }
         for (int s = 0; s < o->steps && prog16; s++) {
             int k = r * o->steps + s;
@@ -548,6 +553,7 @@ static int run_workload(const workload *wl, const options *o)
         gmed[r] = o->no_gemm ? NAN : median(tg + r * o->steps, o->steps);
         med16[r] = prog16 ? median(t16 + r * o->steps, o->steps) : NAN;
         cmed[r] = median(cr + r * o->steps, o->steps);
+        cgmed[r] = o->no_gemm ? NAN : median(cg + r * o->steps, o->steps);
         cmed16[r] = prog16 ? median(cx16 + r * o->steps, o->steps) : NAN;
     }
     perf_ctl("disable");
@@ -570,15 +576,25 @@ static int run_workload(const workload *wl, const options *o)
            1e3 * median(tr, total), 1e3 * minimum(tr, total), o->rounds, o->steps);
     printf("   GEMM-only     best round median %8.3f ms, median %8.3f, min %8.3f  (%.3f GFLOP, %.1f GFLOP/s)\n",
            1e3 * gbest, 1e3 * median(tg, total), 1e3 * minimum(tg, total), gflop, gflop / gbest);
+    /* CPU time of the process: at one thread, less disturbed by a loaded
+     * machine than the wall clock (at two, it counts the pool's spinning) */
+    double crb = minimum(cmed, o->rounds), cgb = minimum(cgmed, o->rounds), *pr = malloc((size_t)o->rounds * sizeof *pr);
+    for (int r = 0; r < o->rounds; r++) /* paired: both medians of one round, under the same load */
+        pr[r] = cmed[r] / cgmed[r];
+    double cpaired = median(pr, o->rounds);
+    free(pr);
+    printf("   CPU time      librlx %8.3f ms, GEMM-only %8.3f ms (best round medians): librlx / GEMM-only %.3f, "
+           "paired median over rounds %.3f\n",
+           1e3 * crb, 1e3 * cgb, crb / cgb, cpaired);
     printf("   librlx / GEMM-only %.2f; minor faults/step %.1f; peak RSS %.1f MiB after warm-up (%.1f before the "
            "model), %.1f at end; arena %.1f MiB, peak %.1f MiB (rlx_stats); kernels run/step %.0f\n",
            rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, peak_rss_kib() / 1024.0,
            sx.arena_bytes / 1048576.0, sx.peak_bytes / 1048576.0, (double)sx.kernels_run / total);
     printf("W10-RESULT workload=%s threads=%d rlx_ms=%.3f rlx_median_ms=%.3f rlx_min_ms=%.3f gemm_ms=%.3f "
-           "ratio_gemm=%.3f minflt_per_step=%.1f rss_mib=%.1f rss_base_mib=%.1f compile_ms=%.1f first_run_ms=%.1f "
+           "ratio_gemm=%.3f cpu_ratio_gemm=%.3f cpu_paired_ratio_gemm=%.3f minflt_per_step=%.1f rss_mib=%.1f rss_base_mib=%.1f compile_ms=%.1f first_run_ms=%.1f "
            "first_step_ms=%.1f loss1=%.9g load=%s\n",
            wl->name, o->threads, 1e3 * rb, 1e3 * median(tr, total), 1e3 * minimum(tr, total), 1e3 * gbest,
-           rb / gbest, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, compile_ms, first_ms,
+           rb / gbest, crb / cgb, cpaired, (double)faults / total, rss_steady / 1024.0, rss_base / 1024.0, compile_ms, first_ms,
            compile_ms + first_ms, loss[0], strtok(load1, " "));
     if (prog16 && o->attn_ab) {
         double b16 = minimum(med16, o->rounds);
@@ -614,6 +630,8 @@ static int run_workload(const workload *wl, const options *o)
     free(cx16);
     free(cmed);
     free(cmed16);
+    free(cg);
+    free(cgmed);
     free(tr);
     free(tg);
     free(rmed);

@@ -242,6 +242,10 @@ void rt_f32_to_half(rlx_dtype dt, const float *src, void *dst, int64_t len);
 bool rt_dnnl_conv_bf16(const void *x, const int64_t xd[4], const int64_t xs[4], const void *w, const int64_t wd[4],
                        const int64_t ws[4], void *y, const int64_t yd[4], int groups, const int stride[2],
                        const int pad[2], const int dil[2], int nthreads);
+/* Products of fewer multiply-adds than mnk split in at most 2 blocks, not
+ * 4 (blas.c, mm_blocks); < 0 restores the default, 0 the rule before it
+ * (white-box benches compare the two). Set it while no matmul runs. */
+void rt_blas_set_wide_split(long long mnk);
 /* "OpenBLAS <core>": the kernel set OpenBLAS chose for this CPU. */
 void rt_blas_describe(char *buf, size_t cap);
 rlx_status rt_eval_fft(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out);

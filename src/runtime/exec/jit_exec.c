@@ -33,6 +33,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "passes/passes.h"
 #include "runtime/exec/jit_exec.h"
@@ -652,6 +653,22 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
     return st == RLX_OK ? RLX_OK : rt_fail(ctx, st, "%s", msg);
 }
 
+static rt_jit_prof_fn prof_fn;
+static void *prof_arg;
+
+void rt_jit_set_profiler(rt_jit_prof_fn fn, void *arg)
+{
+    prof_fn = fn;
+    prof_arg = arg;
+}
+
+static int64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Drops the values that die after kernel i. */
 static void release_dead(exec *e, long i)
 {
@@ -701,8 +718,11 @@ rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *bi
         if (ab > stats->arena_bytes)
             stats->arena_bytes = ab;
     }
+    rt_jit_prof_fn prof = prof_fn;
     for (long i = 0; i < nk && ctx->status == RLX_OK; i++) {
         sched_kind kind = p->s.k[i].kind;
+        int64_t w0 = prof ? clock_ns(CLOCK_MONOTONIC) : 0, c0 = prof ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+        long i0 = i;
         if (p->epi[i]) { /* the GEMM and its epilogue: one kernel */
             run_loop(&e, i + 1, i);
             release_dead(&e, i++);
@@ -712,6 +732,8 @@ rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *bi
             run_ref(&e, i);
         }
         release_dead(&e, i);
+        if (prof)
+            prof(prof_arg, p, i0, i != i0, clock_ns(CLOCK_MONOTONIC) - w0, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
     }
     /* the roots: computed values, views of them (VIEW kernels), realized
      * nodes or bindings */

@@ -48,6 +48,14 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
 rlx_status rt_jit_plan_run(rt_ctx *ctx, const rt_jit_plan *p, ir_node *const *binds, const unsigned char *donate,
                            const double *consts, ir_storage *arena, rt_jit_stats *stats, rt_view *out);
 void rt_jit_plan_free(rt_jit_plan *p); /* NULL is a no-op */
+/* A profiler (white-box tools only, bench/w10_plan.c --profile): called on
+ * the running thread after kernel i of a run of p (with_next: kernel i+1,
+ * its GEMM epilogue, ran with it), with the wall and the calling thread's
+ * CPU nanoseconds it took. NULL (the default) turns it off; set it while no
+ * run is in progress. */
+typedef void (*rt_jit_prof_fn)(void *arg, const rt_jit_plan *p, long i, bool with_next, int64_t wall_ns,
+                               int64_t cpu_ns);
+void rt_jit_set_profiler(rt_jit_prof_fn fn, void *arg);
 size_t rt_jit_plan_arena_bytes(const rt_jit_plan *p);
 /* The plan's constant array: *n entries, every LOOP kernel's CONST slots
  * (sched_kernel_consts) in kernel order; *from (when from is not NULL) the

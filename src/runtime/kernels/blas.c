@@ -840,6 +840,24 @@ static void mm_rows(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1) { mm_
 /* Block starts stay multiples of SPLIT_ALIGN rows or columns (whole
  * 64-byte lines of f32 output rows). */
 enum { SPLIT_BLOCK_MNK = 1 << 21, SPLIT_ALIGN = 16, SPLIT_BLOCKS = 4 };
+/* Below SPLIT_WIDE_MNK multiply-adds a product runs as at most 2 blocks:
+ * each block repacks the operand it does not split, which costs the mid-
+ * size products of the training steps far more than the 1% above.
+ * Measured (cblas_sgemm, 1 thread, CPU time, best of 15; 2 / 4 blocks
+ * over one call): W10a's 1024 x 128..512 x 128..512 products +0.2-1.3% /
+ * +0.9-2.8%, its weight gradients (128 x 128 x 1024) +3% / +14%; W6's
+ * +1.0-1.6% / +3.6-5.1%; W10b's (256..1024 x 256..1024 x 256..1024)
+ * +0.6-2.9% / +1.5-7.6%.
+ * Two blocks still keep two cores busy; products from 256M on (W10b's
+ * largest, 268M) keep 4 for more cores. In the steps (1 thread, CPU time,
+ * same process, new / old rule, load 5-7): W10a 0.980-0.984 (one run of
+ * three 1.003), W6 0.970-0.971, W10b 0.977 (rlx-bench-threads --split-ab,
+ * rlx-w10-plan --profile --ab-split). rt_blas_set_wide_split changes it
+ * (0: the old rule). */
+#define SPLIT_WIDE_MNK (256.0 * 1024 * 1024)
+static _Atomic long long split_wide_mnk = (long long)SPLIT_WIDE_MNK;
+
+void rt_blas_set_wide_split(long long mnk) { split_wide_mnk = mnk < 0 ? (long long)SPLIT_WIDE_MNK : mnk; }
 
 typedef struct {
     const mm_plan *pl;
@@ -851,7 +869,7 @@ typedef struct {
 static int64_t mm_blocks(const mm_plan *pl, int64_t bi, mm_split *sp)
 {
     double mnk = (double)pl->m * (double)pl->n * (double)pl->k;
-    int64_t nblk = SPLIT_BLOCKS;
+    int64_t nblk = mnk < (double)split_wide_mnk ? 2 : SPLIT_BLOCKS;
     if (mnk < (double)nblk * SPLIT_BLOCK_MNK)
         nblk = (int64_t)(mnk / SPLIT_BLOCK_MNK);
     bool by_rows = pl->m >= pl->n;
