@@ -120,9 +120,10 @@ typedef enum {
  *   bf16 directly, accumulating in f32: see the option "bf16_gemm"; f16
  *   matmul converts panels of 256 inner indices to f32 for sgemm, the
  *   f32 sum rounded once, no f32 copy of whole operands; attention and its
- *   gradient read f16/bf16 q, k, v (o, g) as they are, converting blocks
- *   to f32 in the kernel's scratch, and round the output and dq, dk, dv
- *   once; bf16 conv2d without a bias runs oneDNN's AVX512-BF16
+ *   gradient run on f32 copies of f16/bf16 q, k, v by default, or with
+ *   the option "half_kernels" 0 read them as they are, converting blocks
+ *   to f32 in the kernel's scratch (either way the output and dq, dk, dv
+ *   are rounded once); bf16 conv2d without a bias runs oneDNN's AVX512-BF16
  *   convolution, f32 accumulation, rounded once, and so do the gradients
  *   of a bf16 conv2d, which are convolutions; with a bias, and f16 conv2d
  *   (oneDNN 2.6 has none without AVX512-FP16), widen to f32 copies; see
@@ -1256,13 +1257,15 @@ RLX_API int rlx_get_num_threads(void);
  *                         each step: where the ops run, they run on f32
  *                         copies)
  *   "half_kernels"        f16/bf16 attention and bf16 conv2d (read when the
- *                         op is built): 0 (default) their own kernels, no
- *                         widened copies of the operands (attention converts
- *                         blocks in its scratch; conv2d: oneDNN where built
- *                         with it and the CPU has AVX512-BF16, else widened
- *                         inside the kernel); 1 f32 copies of the operands
- *                         around the f32 kernels, the result rounded (as
- *                         before these kernels); 2 as 0, but conv2d takes the
+ *                         op is built): 3 (default) conv2d its own kernel,
+ *                         attention on f32 copies (its own kernel measured no
+ *                         faster: 0.74-1.0x the widened path); 0 both their
+ *                         own kernels, no widened copies of the operands
+ *                         (attention converts blocks in its scratch; conv2d:
+ *                         oneDNN where built with it and the CPU has
+ *                         AVX512-BF16, else widened inside the kernel); 1 f32
+ *                         copies of the operands around the f32 kernels, the
+ *                         result rounded; 2 as 0, but conv2d takes the
  *                         kernel's own widening fallback (for tests)
  *   "generic_kernels"     size-generic fused kernels: 0 never, 1 auto (default),
  *                         2 always. A generic kernel reads its extents, strides,

@@ -27,7 +27,7 @@ KNOBS = {
     "attention_bwd": ("2", "0", "3"),
     "gemv": ("0", "1", "2"),
     "half_gelu": ("1", "0", "2"),
-    "half_kernels": ("0", "2", "3"),
+    "half_kernels": ("3", "2", "4"),
 }
 
 

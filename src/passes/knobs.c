@@ -32,7 +32,7 @@ const knob_info knob_table[KNOB_COUNT] = {
     [KNOB_ATTENTION_BWD] = {"attention_bwd", 2, 0, 2},
     [KNOB_GEMV] = {"gemv", 0, 0, 1},
     [KNOB_HALF_GELU] = {"half_gelu", 1, 0, 1},
-    [KNOB_HALF_KERNELS] = {"half_kernels", 0, 0, 2},
+    [KNOB_HALF_KERNELS] = {"half_kernels", 3, 0, 3},
 };
 const char *const knob_class_names[KCLASS_COUNT] = {"any", "ew", "ew_math", "reduce", "rows", "matmul"};
 const char *const knob_bucket_names[KBUCKET_COUNT] = {"tiny", "small", "medium", "large"};

@@ -51,7 +51,7 @@ typedef enum {
     KNOB_ATTENTION_BWD,  /* attention's gradient: 0 ops, 1 the ATTENTION_BWD kernel where it covers the case, 2 auto */
     KNOB_GEMV,           /* f32/f64 matmul rows of one: 0 auto (our kernel where it fits), 1 OpenBLAS's gemv */
     KNOB_HALF_GELU,      /* 1: gelu_tanh of f16/bf16 as x sigmoid(2y), 0: as 0.5 x (1 + tanh y) (cg_kernel.c) */
-    KNOB_HALF_KERNELS,   /* f16/bf16 attention, bf16 conv2d: 0 own kernels, 1 widened (tensor/nn.c), 2 conv widens in its kernel */
+    KNOB_HALF_KERNELS,   /* f16/bf16 attention, bf16 conv2d: 0 own kernels, 1 widened (tensor/nn.c), 2 conv widens in its kernel, 3 (default) conv its own, attention widened */
     KNOB_COUNT
 } knob_id;
 

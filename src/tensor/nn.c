@@ -188,12 +188,17 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
 
 /* -------------------------------------------------------------- attention */
 
-/* Whether f16/bf16 operands of attention or conv2d of dtype dt go to the
- * f32 kernel as widened copies (knob half_kernels 1) rather than to the
- * kernels that read them as they are. */
-static bool ts_half_widened(rlx_dtype dt)
+/* Whether f16/bf16 operands of attention (or conv2d) of dtype dt go to
+ * the f32 kernel as widened copies rather than to the kernels that read
+ * them as they are: knob half_kernels 1 widens both; the default (3)
+ * widens attention only, whose own half kernel measured no faster (W10a
+ * shapes bf16 forward+backward 3.09 ms against 2.29 widened, B8 H16 S512
+ * D64 1.01x; rlx-bench --filter halfattn), while conv2d's runs 2.1x (5.5x
+ * with gradients) faster than widened (--filter halfconv). */
+static bool ts_half_widened(rlx_dtype dt, bool attention)
 {
-    return (dt == RLX_BF16 || dt == RLX_F16) && knob_get(KNOB_HALF_KERNELS) == 1;
+    long k = knob_get(KNOB_HALF_KERNELS);
+    return (dt == RLX_BF16 || dt == RLX_F16) && (k == 1 || (attention && k == 3));
 }
 
 /* Checks q [B, Sq, H*D], k and v [B, Sk, Hkv*D], heads and head_dim. */
@@ -281,10 +286,11 @@ static rlx_tensor *attn_make(const char *fn, rlx_tensor *q, rlx_tensor *k, rlx_t
         dt = ir_promote(ir_promote(dt, ts_node(k2)->dtype), ts_node(v2)->dtype);
     if (!ir_dtype_is_float(dt))
         dt = RLX_F32;
-    /* f16/bf16 run in the kernel's own f32 blocks; knob half_kernels 1
-     * widens the operands here instead (either way rounded once) */
+    /* f16/bf16 widen here by default (ts_half_widened); knob
+     * half_kernels 0 runs them in the kernel's own f32 blocks (either way
+     * rounded once) */
     rlx_dtype out = dt;
-    if (ts_half_widened(dt))
+    if (ts_half_widened(dt, true))
         dt = RLX_F32;
     ir_attrs a;
     memset(&a, 0, sizeof a);
@@ -626,7 +632,7 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
      * convolution, rounded once); with a bias, f16, and bf16 under knob
      * half_kernels 1, as f32 copies, so that product and bias round once
      * together (the bf16 kernel's product would round before the sum) */
-    rlx_dtype kdt = ts_half_widened(dt) || (b && dt == RLX_BF16) ? RLX_F32 : dt;
+    rlx_dtype kdt = ts_half_widened(dt, false) || (b && dt == RLX_BF16) ? RLX_F32 : dt;
     ir_node *src[2];
     src[0] = ts_cast_node(fn, xn, kdt);
     src[1] = src[0] ? ts_cast_node(fn, wn, kdt) : NULL;
