@@ -1487,7 +1487,7 @@ static void half_attn(void)
         for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
             for (int m = 0; m < 2 && ok; m++)
                 for (int v = 0; v < 3 && ok; v++) {
-                    set_or_die("half_kernels", v == 1 ? "1" : "default");
+                    set_or_die("half_kernels", v == 1 ? "1" : "0");
                     rlx_tensor *const *x = in[v == 2];
                     double t0 = now(), c0 = cpu_now();
                     rlx_scope_begin();
@@ -1571,7 +1571,7 @@ static void half_conv(void)
     for (int r = -1; r < rounds && ok; r++)
         for (int m = 0; m < 2 && ok; m++)
             for (int v = 0; v < 3 && ok; v++) {
-                set_or_die("half_kernels", v == 1 ? "1" : "default");
+                set_or_die("half_kernels", v == 1 ? "1" : "0");
                 rlx_tensor *const *x = in[v == 2];
                 double t0 = now(), c0 = cpu_now();
                 rlx_scope_begin();
