@@ -95,6 +95,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "rlx.h"
 #include "codegen_llvm/cg.h"
 #include "passes/knobs.h"
@@ -123,41 +124,6 @@ static struct {
 
 static double stream_gbs, fma_gflops; /* the machine's limits, from the probes */
 static int failures;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of the whole process (the pool's threads included): on a
- * shared machine, less sensitive than wall time to other processes taking
- * the core, so the sweep and the tuner can compare settings under load. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(const double *v, int n)
-{
-    double *c = malloc((size_t)n * sizeof *c);
-    if (!c)
-        return v[0];
-    memcpy(c, v, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-    free(c);
-    return m;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -739,15 +705,15 @@ static timing measure(const workload *w, state *s, bool peer, int repeat)
         c[n] = cpu_now() - c0;
         v[n++] = dt;
         if (n % repeat == 0) {
-            double all = median_of(v, n), first = median_of(v, repeat);
+            double all = median(v, n), first = median(v, repeat);
             if (n == repeat && repeat > 2)
                 continue; /* compare at least two batches */
             if (fabs(all - first) <= 0.02 * all || now() - start > 3.0)
                 break;
         }
     }
-    t.med = median_of(v, n);
-    t.cpu = median_of(c, n);
+    t.med = median(v, n);
+    t.cpu = median(c, n);
     free(c);
     t.min = t.max = v[0];
     for (int i = 1; i < n; i++) {
@@ -986,11 +952,11 @@ static void w7(void)
     } else if (opt.json) {
         printf("{\"type\":\"result\",\"workload\":\"W7\",\"desc\":\"a+b of 4 elements, build+realize+read\","
                "\"threads\":%d,\"quick\":%s,\"runs\":%d,\"ns_per_iter\":%.1f,\"program_ns_per_iter\":%.1f}\n",
-               opt.threads, opt.quick ? "true" : "false", runs, 1e9 * median_of(t, runs), 1e9 * median_of(tp, runs));
+               opt.threads, opt.quick ? "true" : "false", runs, 1e9 * median(t, runs), 1e9 * median(tp, runs));
     } else {
         printf("W7         a + b of 4 elements, build + realize + read: %.0f ns per iteration; through a compiled"
                " program: %.0f ns\n",
-               1e9 * median_of(t, runs), 1e9 * median_of(tp, runs));
+               1e9 * median(t, runs), 1e9 * median(tp, runs));
     }
     fflush(stdout);
     free(t);
@@ -1451,113 +1417,31 @@ static void half_gemm(rlx_dtype dt)
     }
 }
 
-/* ------------------------------------------------------------ halfattn */
+/* -------------------------------------------------- halfattn, halfconv */
 
-/* Attention forward, and forward plus the gradient of sum(attention * w)
- * in q, k, v, on bf16 operands read as they are (knob half_kernels 0),
- * bf16 widened to f32 copies around the f32 kernel (half_kernels 1) and
- * f32 (default knobs): each round runs the six once, in turn; the best
- * round of each, wall and process CPU time. Shapes: B8 H16 S512 D64 causal
- * and the attention of the W10a and W10b GPT steps. */
-static void half_attn(void)
+/* Builds the op of a half-precision row over its inputs x (the last one,
+ * the cotangent weight, unread). */
+typedef rlx_tensor *(*half_op)(const void *arg, rlx_tensor *const *x);
+
+/* One row: the op forward, and forward plus the gradients of
+ * sum(op * x[nin-1]) in the other inputs, on bf16 operands through their
+ * own kernels (knob half_kernels 0), bf16 widened to f32 copies around the
+ * f32 kernels (half_kernels 1) and f32, all of the same bf16 values (nin
+ * inputs of the given rank and shapes, uniform from seed): each round runs
+ * the six once, in turn; the best round of each, wall and process CPU
+ * time, printed as "type label pass ..." (json: the fragment id). */
+static void half_compare(const char *type, const char *label, const char *json_id, int nin, int rank,
+                         const int64_t *const *shp, unsigned seed, half_op op, const void *arg)
 {
-    static const struct {
-        const char *name;
-        int64_t b, s;
-        int h, d;
-    } shapes[] = {{"B8H16S512D64", 8, 512, 16, 64}, {"W10a", 16, 64, 4, 32}, {"W10b", 8, 128, 8, 32}};
     static const char *const vname[3] = {"bf16", "bf16_widened", "f32"};
-    for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++) {
-        int64_t sh[3] = {shapes[z].b, shapes[z].s, (int64_t)shapes[z].h * shapes[z].d};
-        size_t nn = (size_t)(sh[0] * sh[1] * sh[2]);
-        rlx_tensor *in[2][4]; /* bf16, f32: q, k, v, w of the same (bf16) values */
-        bool ok = true;
-        for (int i = 0; i < 4; i++) {
-            float *a = uniform(nn, 31 + (unsigned)i);
-            in[0][i] = rlx_cast(rlx_from_data(RLX_F32, 3, sh, a), RLX_BF16);
-            in[1][i] = rlx_cast(in[0][i], RLX_F32);
-            ok = ok && in[1][i] && rlx_realize(in[0][i]) == RLX_OK && rlx_realize(in[1][i]) == RLX_OK;
-            free(a);
-        }
-        double best[2][3], cbest[2][3];
-        for (int m = 0; m < 2; m++)
-            for (int v = 0; v < 3; v++)
-                best[m][v] = cbest[m][v] = INFINITY;
-        int rounds = opt.quick ? 2 : opt.repeat;
-        for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
-            for (int m = 0; m < 2 && ok; m++)
-                for (int v = 0; v < 3 && ok; v++) {
-                    set_or_die("half_kernels", v == 1 ? "1" : "0");
-                    rlx_tensor *const *x = in[v == 2];
-                    double t0 = now(), c0 = cpu_now();
-                    rlx_scope_begin();
-                    rlx_tensor *y = rlx_attention(x[0], x[1], x[2], shapes[z].h, shapes[z].d, RLX_MASK_CAUSAL, 0);
-                    if (m == 0) {
-                        ok = rlx_realize(y) == RLX_OK;
-                    } else {
-                        rlx_tensor *g[3];
-                        ok = rlx_grad(rlx_sum_all(rlx_mul(y, x[3])), x, 3, g) == RLX_OK &&
-                             rlx_realize_many(g, 3) == RLX_OK;
-                    }
-                    rlx_scope_end();
-                    double wt = now() - t0, ct = cpu_now() - c0;
-                    if (r >= 0) {
-                        best[m][v] = wt < best[m][v] ? wt : best[m][v];
-                        cbest[m][v] = ct < cbest[m][v] ? ct : cbest[m][v];
-                    }
-                }
-        set_or_die("half_kernels", "default");
-        if (!ok) {
-            fprintf(stderr, "rlx-bench: halfattn %s failed: %s\n", shapes[z].name, rlx_last_error());
-            failures++;
-        }
-        for (int m = 0; m < 2 && ok; m++) {
-            const char *what = m ? "fwd+bwd" : "fwd";
-            if (opt.json) {
-                printf("{\"type\":\"halfattn\",\"shape\":\"%s\",\"pass\":\"%s\",\"threads\":%d,\"rounds\":%d", shapes[z].name,
-                       what, opt.threads, rounds);
-                for (int v = 0; v < 3; v++)
-                    printf(",\"%s_ms\":%.4f,\"%s_cpu_ms\":%.4f", vname[v], 1e3 * best[m][v], vname[v],
-                           1e3 * cbest[m][v]);
-                printf(",\"f32_over_bf16\":%.3f,\"widened_over_bf16\":%.3f,\"cpu_f32_over_bf16\":%.3f,"
-                       "\"cpu_widened_over_bf16\":%.3f}\n",
-                       best[m][2] / best[m][0], best[m][1] / best[m][0], cbest[m][2] / cbest[m][0],
-                       cbest[m][1] / cbest[m][0]);
-            } else {
-                printf("halfattn   %-12s %-7s best of %d interleaved rounds (wall / CPU ms): bf16 %.2f / %.2f, "
-                       "bf16 widened %.2f / %.2f, f32 %.2f / %.2f; f32/bf16 %.2fx (CPU %.2fx), widened/bf16 %.2fx "
-                       "(CPU %.2fx)\n",
-                       shapes[z].name, what, rounds, 1e3 * best[m][0], 1e3 * cbest[m][0], 1e3 * best[m][1],
-                       1e3 * cbest[m][1], 1e3 * best[m][2], 1e3 * cbest[m][2], best[m][2] / best[m][0],
-                       cbest[m][2] / cbest[m][0], best[m][1] / best[m][0], cbest[m][1] / cbest[m][0]);
-            }
-        }
-        fflush(stdout);
-        for (int i = 0; i < 4; i++) {
-            rlx_release(in[0][i]);
-            rlx_release(in[1][i]);
-        }
-    }
-}
-
-/* ------------------------------------------------------------ halfconv */
-
-/* conv2d 3x3 (pad 1, no bias) of x [32, 64, 56, 56] and w [64, 64, 3, 3],
- * forward, and forward plus the gradients of sum(y * r) in x and w: bf16
- * through oneDNN (half_kernels 0), bf16 widened to f32 copies (1) and f32;
- * interleaved rounds, the best wall and CPU time of each. */
-static void half_conv(void)
-{
-    int64_t xs[4] = {opt.quick ? 2 : 32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
-    int64_t ys[4] = {xs[0], 64, 56, 56};
-    static const char *const vname[3] = {"bf16", "bf16_widened", "f32"};
-    rlx_tensor *in[2][3]; /* bf16, f32: x, w, r of the same (bf16) values */
-    const int64_t *shp[3] = {xs, ws, ys};
+    rlx_tensor *in[2][4]; /* bf16, f32 */
     bool ok = true;
-    for (int i = 0; i < 3; i++) {
-        size_t nn = (size_t)(shp[i][0] * shp[i][1] * shp[i][2] * shp[i][3]);
-        float *a = uniform(nn, 41 + (unsigned)i);
-        in[0][i] = rlx_cast(rlx_from_data(RLX_F32, 4, shp[i], a), RLX_BF16);
+    for (int i = 0; i < nin; i++) {
+        size_t nn = 1;
+        for (int d = 0; d < rank; d++)
+            nn *= (size_t)shp[i][d];
+        float *a = uniform(nn, seed + (unsigned)i);
+        in[0][i] = rlx_cast(rlx_from_data(RLX_F32, rank, shp[i], a), RLX_BF16);
         in[1][i] = rlx_cast(in[0][i], RLX_F32);
         ok = ok && in[1][i] && rlx_realize(in[0][i]) == RLX_OK && rlx_realize(in[1][i]) == RLX_OK;
         free(a);
@@ -1567,20 +1451,20 @@ static void half_conv(void)
         for (int v = 0; v < 3; v++)
             best[m][v] = cbest[m][v] = INFINITY;
     int rounds = opt.quick ? 2 : opt.repeat;
-    const int pad[2] = {1, 1};
-    for (int r = -1; r < rounds && ok; r++)
+    for (int r = -1; r < rounds && ok; r++) /* round -1 warms up */
         for (int m = 0; m < 2 && ok; m++)
             for (int v = 0; v < 3 && ok; v++) {
                 set_or_die("half_kernels", v == 1 ? "1" : "0");
                 rlx_tensor *const *x = in[v == 2];
                 double t0 = now(), c0 = cpu_now();
                 rlx_scope_begin();
-                rlx_tensor *y = rlx_conv2d(x[0], x[1], NULL, NULL, pad, NULL, 1);
+                rlx_tensor *y = op(arg, x);
                 if (m == 0) {
                     ok = rlx_realize(y) == RLX_OK;
                 } else {
-                    rlx_tensor *g[2];
-                    ok = rlx_grad(rlx_sum_all(rlx_mul(y, x[2])), x, 2, g) == RLX_OK && rlx_realize_many(g, 2) == RLX_OK;
+                    rlx_tensor *g[3];
+                    ok = rlx_grad(rlx_sum_all(rlx_mul(y, x[nin - 1])), x, nin - 1, g) == RLX_OK &&
+                         rlx_realize_many(g, nin - 1) == RLX_OK;
                 }
                 rlx_scope_end();
                 double wt = now() - t0, ct = cpu_now() - c0;
@@ -1591,14 +1475,14 @@ static void half_conv(void)
             }
     set_or_die("half_kernels", "default");
     if (!ok) {
-        fprintf(stderr, "rlx-bench: halfconv failed: %s\n", rlx_last_error());
+        fprintf(stderr, "rlx-bench: %s %s failed: %s\n", type, label, rlx_last_error());
         failures++;
     }
     for (int m = 0; m < 2 && ok; m++) {
         const char *what = m ? "fwd+bwd" : "fwd";
         if (opt.json) {
-            printf("{\"type\":\"halfconv\",\"n\":%lld,\"pass\":\"%s\",\"threads\":%d,\"rounds\":%d", (long long)xs[0],
-                   what, opt.threads, rounds);
+            printf("{\"type\":\"%s\",%s,\"pass\":\"%s\",\"threads\":%d,\"rounds\":%d", type, json_id, what,
+                   opt.threads, rounds);
             for (int v = 0; v < 3; v++)
                 printf(",\"%s_ms\":%.4f,\"%s_cpu_ms\":%.4f", vname[v], 1e3 * best[m][v], vname[v], 1e3 * cbest[m][v]);
             printf(",\"f32_over_bf16\":%.3f,\"widened_over_bf16\":%.3f,\"cpu_f32_over_bf16\":%.3f,"
@@ -1606,19 +1490,66 @@ static void half_conv(void)
                    best[m][2] / best[m][0], best[m][1] / best[m][0], cbest[m][2] / cbest[m][0],
                    cbest[m][1] / cbest[m][0]);
         } else {
-            printf("halfconv   %lldx64x56x56 3x3 %-7s best of %d interleaved rounds (wall / CPU ms): bf16 %.2f / %.2f, "
+            printf("%-10s %-16s %-7s best of %d interleaved rounds (wall / CPU ms): bf16 %.2f / %.2f, "
                    "bf16 widened %.2f / %.2f, f32 %.2f / %.2f; f32/bf16 %.2fx (CPU %.2fx), widened/bf16 %.2fx "
                    "(CPU %.2fx)\n",
-                   (long long)xs[0], what, rounds, 1e3 * best[m][0], 1e3 * cbest[m][0], 1e3 * best[m][1],
+                   type, label, what, rounds, 1e3 * best[m][0], 1e3 * cbest[m][0], 1e3 * best[m][1],
                    1e3 * cbest[m][1], 1e3 * best[m][2], 1e3 * cbest[m][2], best[m][2] / best[m][0],
                    cbest[m][2] / cbest[m][0], best[m][1] / best[m][0], cbest[m][1] / cbest[m][0]);
         }
     }
     fflush(stdout);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nin; i++) {
         rlx_release(in[0][i]);
         rlx_release(in[1][i]);
     }
+}
+
+typedef struct {
+    const char *name;
+    int64_t b, s;
+    int h, d;
+} attn_shape;
+
+static rlx_tensor *attn_op(const void *arg, rlx_tensor *const *x)
+{
+    const attn_shape *a = arg;
+    return rlx_attention(x[0], x[1], x[2], a->h, a->d, RLX_MASK_CAUSAL, 0);
+}
+
+/* Causal attention of q, k, v (w the cotangent weight): B8 H16 S512 D64
+ * and the attention of the W10a and W10b GPT steps. */
+static void half_attn(void)
+{
+    static const attn_shape shapes[] = {
+        {"B8H16S512D64", 8, 512, 16, 64}, {"W10a", 16, 64, 4, 32}, {"W10b", 8, 128, 8, 32}};
+    for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++) {
+        int64_t sh[3] = {shapes[z].b, shapes[z].s, (int64_t)shapes[z].h * shapes[z].d};
+        const int64_t *shp[4] = {sh, sh, sh, sh};
+        char id[64];
+        snprintf(id, sizeof id, "\"shape\":\"%s\"", shapes[z].name);
+        half_compare("halfattn", shapes[z].name, id, 4, 3, shp, 31, attn_op, &shapes[z]);
+    }
+}
+
+static rlx_tensor *conv_op(const void *arg, rlx_tensor *const *x)
+{
+    (void)arg;
+    static const int pad[2] = {1, 1};
+    return rlx_conv2d(x[0], x[1], NULL, NULL, pad, NULL, 1);
+}
+
+/* conv2d 3x3 (pad 1, no bias) of x [32, 64, 56, 56] and w [64, 64, 3, 3]
+ * (r the cotangent weight). */
+static void half_conv(void)
+{
+    int64_t xs[4] = {opt.quick ? 2 : 32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+    int64_t ys[4] = {xs[0], 64, 56, 56};
+    const int64_t *shp[3] = {xs, ws, ys};
+    char label[32], id[32];
+    snprintf(label, sizeof label, "%lldx64x56x56", (long long)xs[0]);
+    snprintf(id, sizeof id, "\"n\":%lld", (long long)xs[0]);
+    half_compare("halfconv", label, id, 3, 4, shp, 41, conv_op, NULL);
 }
 
 /* ------------------------------------------------- run, sweep and tune */
