@@ -434,7 +434,6 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
     return false;
 }
 
-
 /* Replaces the TS_DYN_PIECE indices (ts.h) of axis d of the slice
  * order[i] by where the bound pieces of the cat it reads put them. */
 static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const *made, long i, int d, ir_attrs *a)
