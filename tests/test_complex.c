@@ -1149,8 +1149,32 @@ TEST(repeated_structure_new_constants)
         }
 }
 
+/* x*1, 1*x and x/1 are not folded away on complex values: (a+bi)(1+0i) has
+ * real part a*1 - b*0, so a NaN part makes both parts NaN, as NumPy and
+ * PyTorch compute it (the fuzzer found the JIT returning a where the
+ * reference gave NaN). The wanted values are written out: C compilers may
+ * fold a division by the constant 1+0i into a division by the real 1. */
+TEST(one_is_not_an_identity)
+{
+    const int64_t n[1] = {4};
+    const float parts[8] = {65504, NAN, NAN, 2, 3, -1.5f, 0.25f, NAN};
+    cd want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = isnan(parts[2 * i]) || isnan(parts[2 * i + 1]) ? CMPLX(NAN, NAN)
+                                                                 : CMPLX(parts[2 * i], parts[2 * i + 1]);
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = rlx_from_data(RLX_C64, 1, n, parts), *one = rlx_full(RLX_C64, 0, NULL, 1);
+        EXPECT_C(rlx_mul_s(x, 1), 1, n, want, 1e-6);
+        EXPECT_C(rlx_mul(one, x), 1, n, want, 1e-6);
+        EXPECT_C(rlx_div_s(x, 1), 1, n, want, 1e-6);
+        EXPECT_C(rlx_div(x, one), 1, n, want, 1e-6);
+        (void)be;
+    }
+}
+
 TEST_MAIN(T(storage_and_readback), T(casts), T(promotion), T(binary), T(unary_and_views), T(compare_and_select),
           T(sum_and_mean), T(matmul), T(movement), T(fft_c), T(refusals), T(c128_storage_and_casts), T(c128_ops),
           T(c128_matmul_and_fft),
           T(c128_files_and_refusals), T(gradients), T(gradient_edges),
-          T(program_input), T(repeated_structure_new_constants))
+          T(program_input), T(repeated_structure_new_constants), T(one_is_not_an_identity))

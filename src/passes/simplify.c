@@ -17,11 +17,11 @@
  *    one CONST, computed by the caller's fold (the reference evaluator's
  *    scalar semantics), so a folded value is the oracle's value; movement
  *    of a CONST is a CONST of the new shape;
- *  - identities: x*1, 1*x, x/1, x-(+0), x+(-0), integer and bool x+0 and
- *    x-0, neg(neg x), cast to the source's dtype, stop_gradient, where with
- *    a constant condition or equal branches, reshape/expand/permute/slice/pad
- *    that change nothing, and chains of reshapes, expands and permutes
- *    composed into one;
+ *  - identities: x*1, 1*x and x/1 on real dtypes, x-(+0), x+(-0),
+ *    integer and bool x+0 and x-0, neg(neg x), cast to the source's
+ *    dtype, stop_gradient, where with a constant condition or equal
+ *    branches, reshape/expand/permute/slice/pad that change nothing, and
+ *    chains of reshapes, expands and permutes composed into one;
  *  - casts move below expands (fewer elements, and sums see the expand);
  *  - reductions over broadcast axes: sum = the source reduced over the
  *    other axes times the count, max/min = the source, argmax/argmin = 0;
@@ -211,14 +211,17 @@ static bool additive_identity(const ir_node *c, bool sub)
 static ir_node *binary(ir_op op, ir_node *x, ir_node *y)
 {
     switch (op) {
-    case IR_OP_MUL: /* x*1 is exact for every value, NaN and inf included; x*0 is not folded */
+    case IR_OP_MUL: /* x*1 is exact for every real value, NaN and inf included; x*0 is not folded */
+        if (ir_dtype_is_complex(x->dtype) || ir_dtype_is_complex(y->dtype))
+            return NOFIRE; /* (a+bi)(1+0i) has real part a - b*0: NaN when b is NaN or inf, as C and NumPy */
         if (const_is(y, 1))
             return ir_retain(x);
         if (const_is(x, 1))
             return ir_retain(y);
         return NOFIRE;
-    case IR_OP_DIV:
-        return const_is(y, 1) ? ir_retain(x) : NOFIRE;
+    case IR_OP_DIV: /* complex division by 1+0i meets b*0 too */
+        return const_is(y, 1) && !ir_dtype_is_complex(x->dtype) && !ir_dtype_is_complex(y->dtype) ? ir_retain(x)
+                                                                                                    : NOFIRE;
     case IR_OP_ADD:
         if (additive_identity(y, false))
             return ir_retain(x);
