@@ -4,6 +4,7 @@
 #include "ir/cast.h"
 
 #include <stdarg.h>
+#include <unistd.h>
 
 long ir_live_nodes(void); /* internal: tests link the static library */
 
@@ -123,6 +124,23 @@ rlx_tensor *trand(rlx_dtype dt, int rank, const int64_t *shape, double lo, doubl
     rlx_tensor *t = rlx_cast(d, dt);
     rlx_realize(t);
     return t;
+}
+
+bool test_graph_names(rlx_tensor *t, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rlx_test_graph_%d.dot", (int)getpid());
+    if (rlx_dump_dot(t, path) != RLX_OK)
+        return false;
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    char line[4096];
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    remove(path);
+    return found;
 }
 
 double *test_values(rlx_tensor *t, int64_t *n)

@@ -100,6 +100,9 @@ rlx_tensor *test_tensor(rlx_dtype dt, int rank, const int64_t *shape, double *v)
 /* "[2,3]" in a ring of 4 static buffers. */
 const char *test_dims(int rank, const int64_t *shape);
 
+/* Whether the dot dump of t's graph (rlx_dump_dot) contains the text what
+ * (an op name, a dtype): what a graph holds, for tests of rewrites. */
+bool test_graph_names(rlx_tensor *t, const char *what);
 /* Reads t as doubles into a malloc'ed array (NULL and a failure if it
  * does not realize); *n gets the element count. */
 double *test_values(rlx_tensor *t, int64_t *n);

@@ -6,7 +6,6 @@
  * mask tensors, strided operands, empty and one-row sequences; against
  * central differences (f64); bitwise identical at 1, 2 and 3 threads.
  */
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -91,24 +90,6 @@ static rlx_tensor *loss_of(const bcase *c, const binputs *in)
     return rlx_sum_all(rlx_mul(rlx_attention_ex(in->q, in->k, in->v, c->h, c->d, &o), in->w));
 }
 
-/* Whether the graph of t holds an attention_bwd node (its dot dump names it). */
-static bool has_bwd(rlx_tensor *t)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/rlx_attn_bwd_%d.dot", (int)getpid());
-    if (rlx_dump_dot(t, path) != RLX_OK)
-        return false;
-    FILE *f = fopen(path, "r");
-    bool found = false;
-    char line[4096];
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, "attention_bwd") != NULL;
-    if (f)
-        fclose(f);
-    remove(path);
-    return found;
-}
-
 /* d loss / d (q, k, v) with the knob at fused (1) or composite (0). */
 static bool grads(const bcase *c, const binputs *in, int fused, rlx_tensor **g)
 {
@@ -120,7 +101,7 @@ static bool grads(const bcase *c, const binputs *in, int fused, rlx_tensor **g)
     if (st != RLX_OK)
         return false;
     bool empty = c->B * c->sq * c->sk == 0;
-    if (!empty && has_bwd(g[0]) != (fused != 0))
+    if (!empty && test_graph_names(g[0], "attention_bwd") != (fused != 0))
         test_fail(__FILE__, __LINE__, "knob attention_bwd=%d: attention_bwd node %s in the gradient graph", fused,
                   fused ? "missing" : "present");
     return true;

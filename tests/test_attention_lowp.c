@@ -8,7 +8,6 @@
  * the two-piece (KV cache) form.
  */
 #include <math.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -155,24 +154,6 @@ static double *attn_double(const lcase *c, const ldata *d)
     return out;
 }
 
-/* Whether the dot dump of t's graph names an f32 node (a widened copy). */
-static bool graph_has(rlx_tensor *t, const char *what)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/rlx_attn_lowp_%d.dot", (int)getpid());
-    if (rlx_dump_dot(t, path) != RLX_OK)
-        return false;
-    FILE *f = fopen(path, "r");
-    bool found = false;
-    char line[4096];
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, what) != NULL;
-    if (f)
-        fclose(f);
-    remove(path);
-    return found;
-}
-
 static double max_abs(const double *v, int64_t n)
 {
     double m = 0;
@@ -215,10 +196,10 @@ TEST(attention_half_forward)
                     linputs in = inputs(c, dt, &dd), in32 = inputs(c, RLX_F32, &dd);
                     rlx_tensor *y = attn(c, &in), *y32 = rlx_cast(attn(c, &in32), dt);
                     CHECK(y && rlx_dtype_of(y) == dt);
-                    if (!widen && graph_has(y, "f32"))
+                    if (!widen && test_graph_names(y, "f32"))
                         test_fail(__FILE__, __LINE__, "native %s attention: an f32 node in its graph",
                                   rlx_dtype_name(dt));
-                    if (widen && !graph_has(y, "f32"))
+                    if (widen && !test_graph_names(y, "f32"))
                         test_fail(__FILE__, __LINE__, "half_kernels=1: no f32 node in the graph");
                     EXPECT_SAME(y, y32, 0);
                     int64_t n = 0;
@@ -291,7 +272,7 @@ TEST(attention_half_gradients)
                 CHECK(rlx_set_option("half_kernels", "default") == RLX_OK);
                 if (!ok)
                     continue;
-                if (c->B * c->sq * c->sk != 0 && !graph_has(g[0], "attention_bwd"))
+                if (c->B * c->sq * c->sk != 0 && !test_graph_names(g[0], "attention_bwd"))
                     test_fail(__FILE__, __LINE__, "%s gradient without the attention_bwd kernel", rlx_dtype_name(dt));
                 CHECK(rlx_set_option("half_kernels", "1") == RLX_OK);
                 linputs inw = inputs(c, dt, &dd);

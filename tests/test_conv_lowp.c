@@ -9,7 +9,6 @@
  * gradient on the same values; f16 (always widened) the same way.
  */
 #include <math.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -126,23 +125,6 @@ static double *conv_double(const ccase *c, const cdata *d)
     return y;
 }
 
-static bool graph_has(rlx_tensor *t, const char *what)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/rlx_conv_lowp_%d.dot", (int)getpid());
-    if (rlx_dump_dot(t, path) != RLX_OK)
-        return false;
-    FILE *f = fopen(path, "r");
-    bool found = false;
-    char line[4096];
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, what) != NULL;
-    if (f)
-        fclose(f);
-    remove(path);
-    return found;
-}
-
 /* got within ulps of dt of want, relative to |want| plus floor times the
  * largest |want| (the f32 sums' order; in gradients, the cotangent's and
  * the forward's rounding). */
@@ -184,7 +166,7 @@ TEST(conv_half_forward)
                     rlx_tensor *y = conv(c, &in);
                     CHECK(y && rlx_dtype_of(y) == dts[t]);
                     bool native = dts[t] == RLX_BF16 && k != 1 && !c->bias;
-                    if (!c->bias && graph_has(y, "f32") == native)
+                    if (!c->bias && test_graph_names(y, "f32") == native)
                         test_fail(__FILE__, __LINE__, "%s conv2d (half_kernels %d): an f32 node %s", rlx_dtype_name(dts[t]),
                                   k, native ? "in the native graph" : "missing from the widened graph");
                     int64_t n = 0;
