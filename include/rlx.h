@@ -212,8 +212,9 @@ RLX_API void rlx_clear_error(void);
 /* Library version, "MAJOR.MINOR.PATCH"; compare with RLX_VERSION_STRING. */
 RLX_API const char *rlx_version(void);
 /* The machine the library compiles for and the kernels OpenBLAS chose, e.g.
- * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f, OpenBLAS Zen".
- * Owned by the library. */
+ * "LLVM 19.1.7, x86_64-pc-linux-gnu, cpu znver5, avx512f, OpenBLAS Zen",
+ * then ", f32 GEMM oneDNN" where f32 products go to oneDNN by default
+ * (option "f32_gemm"). Owned by the library. */
 RLX_API const char *rlx_host_info(void);
 /* "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8", "i16",
  * "u32", "c64", "c128"; "?" (and RLX_E_ARG) for other values. */
@@ -1226,6 +1227,16 @@ RLX_API int rlx_get_num_threads(void);
  *                         librlx was built with oneDNN and the CPU has them),
  *                         1 widen each block to f32 for sgemm (either way f32
  *                         accumulation, the result rounded once)
+ *   "f32_gemm"            f32 products (matmul, linear, and the GEMMs inside
+ *                         attention, conv2d and int8-weight linear): 0 auto
+ *                         (oneDNN's matmul when librlx was built with oneDNN
+ *                         and the CPU has AVX-512: 1.8-2.1x cblas_sgemm at one
+ *                         thread on this project's EPYC, where OpenBLAS runs
+ *                         its Haswell kernels; else OpenBLAS), 1 OpenBLAS, 2
+ *                         oneDNN wherever the build has it. Either way one
+ *                         thread per block of librlx's shape-only split, so
+ *                         results do not depend on the thread count; the two
+ *                         engines sum in other orders (last bits differ)
  *   "gemv"                f32/f64 matmul rows of one (m = 1, as in decoding) over
  *                         a row-major weight (linear, matmul_t): 0 auto (librlx's
  *                         AVX-512 kernel where the CPU has it: at the rate of a

@@ -1254,10 +1254,106 @@ TEST(matmul_narrow_integers_wrap)
     }
 }
 
+/* ------------------------------------------------------ f32 GEMM engine */
+
+/* An f32 tensor of the next values of a fixed sequence in [-1, 1): fresh
+ * leaves with the same values on every call after engine_reset. */
+static uint64_t engine_rng;
+static void engine_reset(void) { engine_rng = 0x243f6a8885a308d3ull; }
+static rlx_tensor *engine_operand(int rank, const int64_t *shape)
+{
+    int64_t n = test_numel(rank, shape);
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        engine_rng = engine_rng * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (float)((double)(engine_rng >> 11) * 0x1p-52 - 1);
+    }
+    rlx_tensor *t = tf32(rank, shape, v);
+    free(v);
+    return t;
+}
+
+/* The products of the f32 GEMM users, from fresh operands: matmul (views,
+ * a batch), attention forward and its gradient kernel (a scale and beta
+ * accumulation), conv2d, int8-weight linear. */
+enum { ENGINE_PRODUCTS = 8 };
+static void engine_products(rlx_tensor **out)
+{
+    int64_t sq[3] = {2, 70, 64}, sx[4] = {2, 3, 12, 12}, sw[4] = {8, 3, 3, 3}, sl[2] = {5, 96}, sql[2] = {40, 96};
+    engine_reset();
+    rlx_tensor *q = engine_operand(3, sq), *k = engine_operand(3, sq), *v = engine_operand(3, sq);
+    rlx_tensor *att = rlx_attention(q, k, v, 2, 32, RLX_MASK_CAUSAL, 0);
+    rlx_tensor *wrt[3] = {q, k, v}, *g[3] = {NULL, NULL, NULL};
+    CHECK(rlx_grad(rlx_sum_all(rlx_mul(att, engine_operand(3, sq))), wrt, 3, g) == RLX_OK);
+    out[0] = rlx_matmul(rlx_t(engine_operand(2, (int64_t[]){300, 700})), engine_operand(2, (int64_t[]){300, 905}));
+    out[1] = rlx_matmul(engine_operand(3, (int64_t[]){3, 40, 50}), rlx_t(engine_operand(2, (int64_t[]){60, 50})));
+    out[2] = att;
+    out[3] = g[0];
+    out[4] = g[1];
+    out[5] = g[2];
+    out[6] = rlx_conv2d(engine_operand(4, sx), engine_operand(4, sw), NULL, (int[]){1, 1}, (int[]){1, 1},
+                        (int[]){1, 1}, 1);
+    out[7] = rlx_linear_q8(engine_operand(2, sl), rlx_cast(rlx_mul_s(engine_operand(2, sql), 100), RLX_I8),
+                           rlx_add_s(rlx_mul_s(engine_operand(1, (int64_t[]){40}), 0.005), 0.015), NULL, NULL);
+}
+
+/* Option f32_gemm: OpenBLAS (1) and oneDNN (2) each match the reference
+ * evaluator on every f32 GEMM user and give the same bits at 1, 2 and 3
+ * threads. The two engines sum in other orders, so the product with k =
+ * 300 differs in some last bit between them: a knob that stopped switching
+ * fails here (unless the build has no oneDNN, where 2 is OpenBLAS too and
+ * rlx_host_info does not name it). */
+TEST(f32_gemm_engines)
+{
+    const char *engine[2] = {"1", "2"};
+    rlx_tensor *got[2][ENGINE_PRODUCTS], *ref[ENGINE_PRODUCTS];
+    CHECK(rlx_set_option("attention_bwd", "1") == RLX_OK); /* the gradient kernel, whatever the length */
+    for (int e = 0; e < 2; e++) {
+        CHECK(rlx_set_option("f32_gemm", engine[e]) == RLX_OK);
+        for (int t = 1; t <= 3; t++) {
+            rlx_set_num_threads(t);
+            rlx_tensor *p[ENGINE_PRODUCTS];
+            engine_products(p);
+            for (int i = 0; i < ENGINE_PRODUCTS; i++) {
+                CHECK(p[i] && rlx_realize(p[i]) == RLX_OK);
+                if (t == 1)
+                    got[e][i] = p[i];
+                else if (p[i] && got[e][i]) { /* bitwise: the split depends on the shape only */
+                    int64_t n1, n2;
+                    double *a = test_values(got[e][i], &n1), *b = test_values(p[i], &n2);
+                    if (!a || !b || n1 != n2 || memcmp(a, b, (size_t)n1 * sizeof *a) != 0)
+                        test_fail(__FILE__, __LINE__, "f32_gemm=%s product %d: other bits at %d threads",
+                                  engine[e], i, t);
+                    free(a);
+                    free(b);
+                }
+            }
+        }
+    }
+    rlx_set_num_threads(0);
+    CHECK(rlx_set_option("backend", "ref") == RLX_OK);
+    engine_products(ref);
+    for (int i = 0; i < ENGINE_PRODUCTS; i++)
+        for (int e = 0; e < 2; e++)
+            if (got[e][i] && ref[i])
+                EXPECT_SAME(got[e][i], ref[i], 1e-4);
+    CHECK(rlx_set_option("backend", "jit") == RLX_OK);
+    if (strstr(rlx_host_info(), "oneDNN") && got[0][0] && got[1][0]) {
+        int64_t n;
+        double *a = test_values(got[0][0], &n), *b = test_values(got[1][0], &n);
+        CHECK(a && b && memcmp(a, b, (size_t)n * sizeof *a) != 0);
+        free(a);
+        free(b);
+    }
+    CHECK(rlx_set_option("f32_gemm", "default") == RLX_OK);
+    CHECK(rlx_set_option("attention_bwd", "default") == RLX_OK);
+    CHECK_ERR(rlx_set_option("f32_gemm", "3"), RLX_E_ARG, "rlx_set_option");
+}
+
 TEST_MAIN(T(matmul_hand_values), T(einsum_values), T(einsum_allocation_failures),
           T(einsum_bad_arguments), T(matmul_random_shapes), T(matmul_integer), T(matmul_views), T(matmul_empty),
           T(matmul_t_matches_matmul), T(matmul_blas_layouts), T(matmul_rows_blocks),
           T(linear_and_activations), T(gemm_epilogues_match_reference), T(solve_known_system), T(solve_random_batched),
           T(solve_layouts), T(solve_batch_parallel), T(solve_singular), T(inv_times_a_is_identity),
           T(linalg_allocation_failures), T(linalg_bad_arguments), T(matmul_narrow_floats_match_f32),
-          T(matmul_narrow_integers_wrap))
+          T(matmul_narrow_integers_wrap), T(f32_gemm_engines))

@@ -19,6 +19,7 @@ KNOBS = {
     "gemm_block": ("0", "64", "x"),
     "small_matmul": ("0", "1000", "1.5"),
     "bf16_gemm": ("0", "1", "2"),
+    "f32_gemm": ("0", "2", "3"),
     "fuse_elementwise": ("1", "0", "2"),
     "fuse_reduce": ("1", "0", "2"),
     "fuse_phases": ("1", "0", "2"),

@@ -24,6 +24,7 @@ const knob_info knob_table[KNOB_COUNT] = {
     [KNOB_GEMM_BLOCK] = {"gemm_block", 0, 0, 1 << 20},
     [KNOB_SMALL_MATMUL] = {"small_matmul", 0, 0, 1L << 40},
     [KNOB_BF16_GEMM] = {"bf16_gemm", 0, 0, 1},
+    [KNOB_F32_GEMM] = {"f32_gemm", 0, 0, 2},
     [KNOB_FUSE_ELEMENTWISE] = {"fuse_elementwise", 1, 0, 1},
     [KNOB_FUSE_REDUCE] = {"fuse_reduce", 1, 0, 1},
     [KNOB_FUSE_PHASES] = {"fuse_phases", 1, 0, 1},

@@ -43,6 +43,7 @@ typedef enum {
     KNOB_GEMM_BLOCK,     /* rows per block of a fused GEMM epilogue; 0 auto */
     KNOB_SMALL_MATMUL,   /* m*n*k at or below which a matmul skips BLAS; 0 auto */
     KNOB_BF16_GEMM,      /* 0 auto (oneDNN if built with it), 1 widen blocks to f32 for sgemm */
+    KNOB_F32_GEMM,       /* 0 auto (oneDNN on AVX-512 CPUs if built with it), 1 OpenBLAS, 2 oneDNN */
     KNOB_FUSE_ELEMENTWISE, /* 0: each elementwise op is its own kernel */
     KNOB_FUSE_REDUCE,    /* 0: a reduction does not absorb its elementwise producers */
     KNOB_FUSE_PHASES,    /* 0: a row reduction is not a phase of its reader */

@@ -222,9 +222,12 @@ rlx_status rt_matmul_rows(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
                           int64_t row_end);
 /* c[m,n] = alpha a[m,k] b[k,n] (b^T when trans_b) + beta c, row-major f32
  * or f64 (dt) with leading dimensions: the gemm of the other library
- * kernels (attention, conv2d), so that blas.c stays the one cblas user. */
-void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
-             int ldb, double beta, void *c, int ldc);
+ * kernels (attention, conv2d, q8), so that blas.c stays the one BLAS user.
+ * onednn (rt_gemm_onednn): f32 through oneDNN's matmul, else sgemm. */
+void rt_gemm(rlx_dtype dt, bool onednn, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda,
+             const void *b, int ldb, double beta, void *c, int ldc);
+/* Whether ctx's f32 products go to oneDNN (knob f32_gemm, blas.c). */
+bool rt_gemm_onednn(rt_ctx *ctx);
 /* Sets OpenBLAS's thread count to n (n < 1: unchanged); returns the
  * previous count. Callers running BLAS inside their own parallel region
  * set 1 and restore after, so the two never oversubscribe the cores. */

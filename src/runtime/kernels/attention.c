@@ -68,6 +68,7 @@ typedef struct {
     rlx_dtype cdt; /* the compute dtype: f32 for f16/bf16 operands, else dt */
     rlx_dtype mdt; /* of an additive mask */
     size_t es, ces; /* element sizes of dt and cdt */
+    bool onednn;    /* f32 gemms through oneDNN (rt_gemm_onednn) */
     int64_t sq, sk, heads, group, d, nqb, bk; /* group: query heads per kv head */
     int64_t sk1; /* keys in the first piece (k, v): sk unless split, then k2 and v2 hold the rest */
     int64_t od; /* row length of the output accumulator: d, or for f32 d rounded up to VW */
@@ -390,7 +391,7 @@ static double exp_row_f64(double *s, int64_t n, double m)
 static void gemm(const attn_job *j, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda,
                  const void *b, int ldb, double beta, void *c, int ldc)
 {
-    rt_gemm(j->dt, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    rt_gemm(j->dt, j->onednn, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* Folds the scores s[0..n) of one row into its running max *mx, sum *l
@@ -669,6 +670,7 @@ rlx_status rt_eval_attention(rt_ctx *ctx, const ir_node *n, const rt_view *in, r
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention");
     j->dt = n->dtype;
     j->cdt = n->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+    j->onednn = rt_gemm_onednn(ctx);
     j->es = ir_dtype_size(n->dtype);
     j->ces = ir_dtype_size(j->cdt);
     j->sq = q->shape[1];
@@ -745,6 +747,7 @@ typedef struct {
     rlx_dtype cdt; /* the compute dtype: f32 for f16/bf16 operands, else dt */
     rlx_dtype mdt; /* of an additive mask */
     size_t es, ces; /* element sizes of dt and cdt */
+    bool onednn;    /* f32 gemms through oneDNN (rt_gemm_onednn) */
     int64_t b, sq, sk, heads, group, d, kvh;
     int64_t bq; /* query rows per block */
     int mask, window;
@@ -887,7 +890,7 @@ static void bwd_head(const bwd_job *j, char *slot, const head_ops *h, int64_t mb
         }
         const char *qp = h->q + i0 * h->lq * es, *gp = h->g + i0 * h->lg * es, *op = h->o + i0 * h->lo * es;
         const char *kp = h->k + jlo * h->lk * es, *vp = h->v + jlo * h->lv * es;
-        rt_gemm(j->cdt, true, (int)m, (int)n, (int)d, j->scale, qp, h->lq, kp, h->lk, 0, s, (int)n);
+        rt_gemm(j->cdt, j->onednn, true, (int)m, (int)n, (int)d, j->scale, qp, h->lq, kp, h->lk, 0, s, (int)n);
         for (int64_t r = 0; r < m; r++) {
             int64_t pr = p0 + r, a = jlo, e = jhi;
             if (j->mask != RLX_MASK_NONE && pr + 1 < e)
@@ -900,16 +903,16 @@ static void bwd_head(const bwd_job *j, char *slot, const head_ops *h, int64_t mb
                 acc += ldf(j, gp + r * h->lg * es, c) * ldf(j, op + r * h->lo * es, c);
             rs[r] = acc;
         }
-        rt_gemm(j->cdt, true, (int)m, (int)n, (int)d, 1, gp, h->lg, vp, h->lv, 0, dp, (int)n);
+        rt_gemm(j->cdt, j->onednn, true, (int)m, (int)n, (int)d, 1, gp, h->lg, vp, h->lv, 0, dp, (int)n);
         ds_block(j, s, dp, rs, m, n);
         /* dv += P^T g; dk += scale dS^T q; dq = scale dS k */
         transpose_block(j, s, n, t, m, m, n);
-        rt_gemm(j->cdt, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, h->lg, 1, h->dv + jlo * h->ldkv * es,
+        rt_gemm(j->cdt, j->onednn, false, (int)n, (int)d, (int)m, 1, t, (int)m, gp, h->lg, 1, h->dv + jlo * h->ldkv * es,
                 h->ldkv);
         transpose_block(j, dp, n, t, m, m, n);
-        rt_gemm(j->cdt, false, (int)n, (int)d, (int)m, j->scale, t, (int)m, qp, h->lq, 1,
+        rt_gemm(j->cdt, j->onednn, false, (int)n, (int)d, (int)m, j->scale, t, (int)m, qp, h->lq, 1,
                 h->dk + jlo * h->ldkv * es, h->ldkv);
-        rt_gemm(j->cdt, false, (int)m, (int)d, (int)n, j->scale, dp, (int)n, kp, h->lk, 0, dqb, h->ldq);
+        rt_gemm(j->cdt, j->onednn, false, (int)m, (int)d, (int)n, j->scale, dp, (int)n, kp, h->lk, 0, dqb, h->ldq);
     }
 }
 
@@ -991,6 +994,7 @@ rlx_status rt_eval_attention_bwd(rt_ctx *ctx, const ir_node *n, const rt_view *i
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for attention_bwd");
     j->dt = n->dtype;
     j->cdt = n->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+    j->onednn = rt_gemm_onednn(ctx);
     j->es = ir_dtype_size(n->dtype);
     j->ces = ir_dtype_size(j->cdt);
     j->b = q->shape[0];

@@ -62,13 +62,116 @@ int rt_blas_threads(int n)
     return prev;
 }
 
+/* ------------------------------------------------------------ oneDNN */
+
+#ifdef RLX_HAVE_DNNL
+static dnnl_engine_t dnnl_cpu_engine;
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static void dnnl_init(void)
+{
+    if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success)
+        dnnl_cpu_engine = NULL;
+}
+
+/* C = alpha A B + beta C: A (m x k) with strides (ars, acs), B (k x n)
+ * with (brs, bcs), C (m x n, row stride ldc), all of oneDNN type dt (f32,
+ * or bf16 with f32 accumulation), through oneDNN's matmul at one thread
+ * (alpha an output scale, beta a sum post-op); false when oneDNN
+ * declines (no kernel for this CPU, no memory). The primitive is created
+ * per call: oneDNN's primitive cache makes a repeated shape a lookup (a
+ * whole call costs 3-5 us over the product at 64^3 here). */
+static bool onednn_matmul(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t ars,
+                          int64_t acs, const void *b, int64_t brs, int64_t bcs, void *c, int64_t ldc, double alpha,
+                          double beta)
+{
+    pthread_once(&dnnl_once, dnnl_init);
+    if (!dnnl_cpu_engine)
+        return false;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post = NULL;
+    if (alpha != 1 || beta != 0) {
+        float scale = (float)alpha;
+        bool made = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+                    (alpha == 1 || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale) == dnnl_success) &&
+                    (beta == 0 || (dnnl_post_ops_create(&post) == dnnl_success &&
+                                   dnnl_post_ops_append_sum(post, (float)beta) == dnnl_success &&
+                                   dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success));
+        if (post)
+            dnnl_post_ops_destroy(post);
+        if (!made) {
+            if (attr)
+                dnnl_primitive_attr_destroy(attr);
+            return false;
+        }
+    }
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_matmul_desc_t mmd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
+    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, (dnnl_dims_t){m, k}, dt, (dnnl_dims_t){ars, acs}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, 2, (dnnl_dims_t){k, n}, dt, (dnnl_dims_t){brs, bcs}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, 2, (dnnl_dims_t){m, n}, dt, (dnnl_dims_t){ldc, 1}) ==
+                  dnnl_success &&
+              dnnl_matmul_desc_init(&mmd, &amd, &bmd, NULL, &cmd) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &mmd, attr, dnnl_cpu_engine, NULL) == dnnl_success &&
+              dnnl_primitive_create(&prim, pd) == dnnl_success &&
+              dnnl_stream_create(&stream, dnnl_cpu_engine, dnnl_stream_default_flags) == dnnl_success &&
+              dnnl_memory_create(&mem[0], &amd, dnnl_cpu_engine, (void *)(uintptr_t)a) == dnnl_success &&
+              dnnl_memory_create(&mem[1], &bmd, dnnl_cpu_engine, (void *)(uintptr_t)b) == dnnl_success &&
+              dnnl_memory_create(&mem[2], &cmd, dnnl_cpu_engine, c) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+        omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
+        ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    }
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(mem[i]);
+    dnnl_stream_destroy(stream);
+    dnnl_primitive_destroy(prim);
+    dnnl_primitive_desc_destroy(pd);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+#endif
+
+/* Knob f32_gemm: 1 OpenBLAS, 2 oneDNN where the build has it, 0 (auto)
+ * oneDNN on CPUs with AVX-512 (its brgemm kernels), where it measured
+ * 1.8-2.1x cblas_sgemm at one thread here (Haswell kernels, the preset
+ * OPENBLAS_CORETYPE on this EPYC): 2048^3 and every W6/W10 product shape
+ * (bench: rlx-bench --filter f32gemm). Elsewhere OpenBLAS: not measured. */
+static bool f32_through_onednn(long knob)
+{
+#ifdef RLX_HAVE_DNNL
+    return knob == 2 || (knob == 0 && __builtin_cpu_supports("avx512f"));
+#else
+    (void)knob;
+    return false;
+#endif
+}
+
+bool rt_gemm_onednn(rt_ctx *ctx)
+{
+    return f32_through_onednn(knob_value(sched_knobs(ctx), KNOB_F32_GEMM, KCLASS_ANY, -1));
+}
 
 /* ---------------------------------------------------------- plain gemm */
 
-void rt_gemm(rlx_dtype dt, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
-             int ldb, double beta, void *c, int ldc)
+void rt_gemm(rlx_dtype dt, bool onednn, bool trans_b, int m, int n, int k, double alpha, const void *a, int lda,
+             const void *b, int ldb, double beta, void *c, int ldc)
 {
     enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+#ifdef RLX_HAVE_DNNL
+    if (dt == RLX_F32 && onednn && m > 0 && n > 0 && k > 0 &&
+        onednn_matmul(dnnl_f32, m, n, k, a, lda, 1, b, trans_b ? 1 : ldb, trans_b ? ldb : 1, c, ldc, alpha, beta))
+        return;
+#else
+    (void)onednn;
+#endif
     if (dt == RLX_F32)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
     else
@@ -118,6 +221,7 @@ typedef struct {
     int64_t small; /* m*n*k at or below which the plain loop runs */
     int threads;   /* the realization's thread budget */
     bool widen_bf16; /* knob bf16_gemm: bf16 blocks through sgemm, not oneDNN */
+    bool onednn_f32; /* knob f32_gemm: f32 blocks through oneDNN, not sgemm */
     bool gemv_rows;  /* f32/f64 rows of one: our gemv (mm_gemv) where the layout fits */
     mm_opnd a, b;
     char *c; /* contiguous [batch, m, n] */
@@ -253,6 +357,7 @@ static rlx_status mm_prepare(rt_ctx *ctx, const ir_node *n, const rt_view *in, c
     pl->threads = rt_threads(ctx); /* our budget: the same one the JIT's kernels use */
     pl->small = kv > 0 ? kv : SMALL_MATMUL_FLOPS;
     pl->widen_bf16 = knob_value(sched_knobs(ctx), KNOB_BF16_GEMM, KCLASS_ANY, -1) == 1;
+    pl->onednn_f32 = rt_gemm_onednn(ctx);
     pl->gemv_rows = (pl->dt == RLX_F32 || pl->dt == RLX_F64) && have_gemv_rows() &&
                     knob_value(sched_knobs(ctx), KNOB_GEMV, KCLASS_ANY, -1) != 1;
     if (pl->m > INT_MAX || pl->k > INT_MAX || pl->n > INT_MAX)
@@ -462,56 +567,6 @@ static bool f16_block(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_
 }
 
 #ifdef RLX_HAVE_DNNL
-static dnnl_engine_t dnnl_cpu_engine;
-static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
-static void dnnl_init(void)
-{
-    if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success)
-        dnnl_cpu_engine = NULL;
-}
-
-/* A (m x k) with strides (ars, acs) times B (k x n) with (brs, bcs) into C
- * (m x n, row stride ldc) through oneDNN at one thread; false when oneDNN
- * declines (no kernel for this CPU, no memory). The primitive is created
- * per call: oneDNN's primitive cache makes a repeated shape a lookup. */
-static bool onednn_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
-                        const uint16_t *b, int64_t brs, int64_t bcs, uint16_t *c, int64_t ldc)
-{
-    pthread_once(&dnnl_once, dnnl_init);
-    if (!dnnl_cpu_engine)
-        return false;
-    dnnl_memory_desc_t amd, bmd, cmd;
-    dnnl_matmul_desc_t mmd;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
-    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, (dnnl_dims_t){m, k}, dnnl_bf16, (dnnl_dims_t){ars, acs}) ==
-                  dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&bmd, 2, (dnnl_dims_t){k, n}, dnnl_bf16, (dnnl_dims_t){brs, bcs}) ==
-                  dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&cmd, 2, (dnnl_dims_t){m, n}, dnnl_bf16, (dnnl_dims_t){ldc, 1}) ==
-                  dnnl_success &&
-              dnnl_matmul_desc_init(&mmd, &amd, &bmd, NULL, &cmd) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &mmd, NULL, dnnl_cpu_engine, NULL) == dnnl_success &&
-              dnnl_primitive_create(&prim, pd) == dnnl_success &&
-              dnnl_stream_create(&stream, dnnl_cpu_engine, dnnl_stream_default_flags) == dnnl_success &&
-              dnnl_memory_create(&mem[0], &amd, dnnl_cpu_engine, (void *)(uintptr_t)a) == dnnl_success &&
-              dnnl_memory_create(&mem[1], &bmd, dnnl_cpu_engine, (void *)(uintptr_t)b) == dnnl_success &&
-              dnnl_memory_create(&mem[2], &cmd, dnnl_cpu_engine, c) == dnnl_success;
-    if (ok) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
-        omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
-        ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
-    }
-    for (int i = 0; i < 3; i++)
-        dnnl_memory_destroy(mem[i]);
-    dnnl_stream_destroy(stream);
-    dnnl_primitive_destroy(prim);
-    dnnl_primitive_desc_destroy(pd);
-    return ok;
-}
-
 /* The objects of one oneDNN convolution call, destroyed together. */
 typedef struct {
     dnnl_primitive_desc_t pd[4]; /* conv, then reorders of x, w, y */
@@ -791,7 +846,7 @@ static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int6
                 *pl->nomem = true;
         }
 #ifdef RLX_HAVE_DNNL
-        else if (!pl->widen_bf16 && onednn_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
+        else if (!pl->widen_bf16 && onednn_matmul(dnnl_bf16, m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc, 1, 0))
             ;
 #endif
         else if (!f32_bf16(m, n, k, a16, ars, acs, b16, brs, bcs, c16, ldc))
@@ -809,6 +864,10 @@ static void mm_block(const mm_plan *pl, int64_t bi, int64_t i0, int64_t i1, int6
         mm_gemv(pl, n, k, ap, acs, bp, cp);
         return;
     }
+#ifdef RLX_HAVE_DNNL
+    if (pl->dt == RLX_F32 && pl->onednn_f32 && onednn_matmul(dnnl_f32, m, n, k, ap, ars, acs, bp, brs, bcs, cp, ldc, 1, 0))
+        return;
+#endif
     if (pl->dt == RLX_F32)
         cblas_sgemm(CblasRowMajor, A->tr, B->tr, (int)m, (int)n, (int)k, 1.0f, (const float *)ap, (int)A->ld,
                     (const float *)bp, (int)B->ld, 0.0f, (float *)cp, (int)ldc);
@@ -1239,5 +1298,6 @@ void rt_blas_describe(char *buf, size_t cap)
 {
     /* OpenBLAS picks its kernels per CPU at load time; an unknown CPU
      * falls back to old generic ones, which changes every GEMM's speed. */
-    snprintf(buf, cap, "OpenBLAS %s", openblas_get_corename());
+    snprintf(buf, cap, "OpenBLAS %s%s", openblas_get_corename(),
+             f32_through_onednn(0) ? ", f32 GEMM oneDNN" : "");
 }

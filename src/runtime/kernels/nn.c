@@ -111,6 +111,7 @@ static bool mk_available(void) { return false; }
 
 typedef struct {
     rlx_dtype dt;
+    bool onednn; /* f32 gemms through oneDNN (rt_gemm_onednn) */
     int64_t es;
     int64_t groups, cg, og, kh, kw, hin, win, oh, ow, o;
     int64_t k;      /* GEMM inner dim: cg*KH*KW */
@@ -225,7 +226,7 @@ static void conv_run(const void *task, int64_t begin, int64_t end, void *scratch
             continue;
         }
 #endif
-        rt_gemm(c->dt, false, (int)c->og, (int)np, (int)c->k, 1.0, am, (int)c->wld, bm, (int)ldb, 0.0, cm,
+        rt_gemm(c->dt, c->onednn, false, (int)c->og, (int)np, (int)c->k, 1.0, am, (int)c->wld, bm, (int)ldb, 0.0, cm,
                 (int)c->pix);
     }
 }
@@ -342,6 +343,7 @@ rlx_status rt_eval_conv2d(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_v
     conv_job c;
     memset(&c, 0, sizeof c);
     c.dt = n->dtype;
+    c.onednn = rt_gemm_onednn(ctx);
     c.es = (int64_t)ir_dtype_size(c.dt);
     c.groups = n->attr.conv.groups;
     c.hin = x->shape[2], c.win = x->shape[3];

@@ -41,6 +41,7 @@ typedef float q8_v16f __attribute__((vector_size(64)));
 
 typedef struct {
     rlx_dtype dt; /* x and out: f32 or f64 */
+    bool onednn;  /* f32 gemms through oneDNN (rt_gemm_onednn) */
     int64_t m, n, k;
     const char *x; /* m rows of k contiguous elements, lda apart */
     int64_t lda;
@@ -190,7 +191,7 @@ static void q8_items(const void *task, int64_t b0, int64_t b1, void *scratch)
             if (direct)
                 dot_panel((const float *)xk, t->lda, t->m, scratch, kb, nb, vacc, k0 == 0);
             else
-                rt_gemm(t->dt, true, (int)t->m, (int)nb, (int)kb, 1.0, xk, (int)t->lda, scratch, (int)kb,
+                rt_gemm(t->dt, t->onednn, true, (int)t->m, (int)nb, (int)kb, 1.0, xk, (int)t->lda, scratch, (int)kb,
                         k0 > 0 ? 1.0 : 0.0, o, (int)t->n);
         }
         if (direct)
@@ -234,7 +235,11 @@ static int64_t rows_stride(const ir_node *x, const rt_view *v)
 rlx_status rt_eval_qmatmul(rt_ctx *ctx, const ir_node *n, const rt_view *in, rt_view *out)
 {
     const ir_node *x = n->src[0], *w = n->src[1], *z = n->nsrc > 3 ? n->src[3] : NULL;
-    q8_task t = {.dt = n->dtype, .n = w->shape[0], .k = w->shape[1], .m = ir_numel(x->rank - 1, x->shape)};
+    q8_task t = {.dt = n->dtype,
+                 .onednn = rt_gemm_onednn(ctx),
+                 .n = w->shape[0],
+                 .k = w->shape[1],
+                 .m = ir_numel(x->rank - 1, x->shape)};
     if (rt_alloc_out(ctx, n, out, t.k == 0))
         return ctx->status;
     if (t.m == 0 || t.n == 0 || t.k == 0)
