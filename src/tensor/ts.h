@@ -140,7 +140,10 @@ ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t
 /* program.c: how a program rebuilds reshape(traced, dims) with dynamic
  * dims for bound sizes: 1 when the non-1 dims are the source's in order
  * (they move with it), 2 when exactly one target dim is dynamic and the
- * others' product *known > 0 (it is inferred from the count), else 0 (it
+ * others' product *known > 0 (it is inferred from the count), 3 when the
+ * leading and trailing dims traced equal (dynamic ones too) move with the
+ * source and the middle follows rule 1 or 2 or is static, with as many
+ * dynamic dims on both sides (no dynamic dim merged or split), else 0 (it
  * cannot be rebuilt). */
 int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known);
 
