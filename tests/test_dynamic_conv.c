@@ -161,6 +161,14 @@ static rlx_tensor *f_cnn(rlx_tensor *x, rlx_tensor *w)
     return rlx_mean(y, (int[]){2, 3}, 2, false);
 }
 
+/* group norm over dynamic spatial dims (weight and bias [C]), and over a
+ * dynamic C too (no weight; w scales the result) */
+static rlx_tensor *f_gn(rlx_tensor *x, rlx_tensor *w) { return rlx_group_norm(rlx_exp(x), 2, w, rlx_sin(w), 1e-5); }
+static rlx_tensor *f_gn_c(rlx_tensor *x, rlx_tensor *w)
+{
+    return rlx_mul(rlx_group_norm(x, 3, NULL, NULL, 1e-5), rlx_sum(w, NULL, 0, false));
+}
+
 static const conv_case cases[] = {
     {"conv_same", f_conv_same, 4, {-1, 2, -1, -1}, 4, {3, 2, 3, 3}, 6,
      {{1, 2, 3, 3}, {2, 2, 5, 4}, {0, 2, 4, 4}, {1, 2, 1, 1}, {3, 2, 6, 7}, {1, 2, 2, 9}}},
@@ -180,6 +188,10 @@ static const conv_case cases[] = {
      {{1, 2, 2, 1}, {2, 2, 3, 2}, {1, 2, 5, 6}, {1, 2, 7, 3}}},
     {"cnn", f_cnn, 4, {-1, 2, -1, -1}, 4, {3, 2, 3, 3}, 5,
      {{1, 2, 2, 2}, {2, 2, 4, 5}, {1, 2, 7, 6}, {3, 2, 8, 8}, {0, 2, 4, 4}}},
+    {"group_norm", f_gn, 4, {-1, 4, -1, -1}, 1, {4}, 6,
+     {{1, 4, 1, 1}, {2, 4, 3, 2}, {0, 4, 2, 2}, {1, 4, 5, 1}, {3, 4, 2, 6}, {1, 4, 0, 3}}},
+    {"group_norm_c", f_gn_c, 3, {-1, -1, -1}, 1, {2}, 6,
+     {{1, 3, 1}, {2, 6, 3}, {0, 3, 2}, {1, 9, 2}, {2, 3, 5}, {1, 6, 0}}},
 };
 
 TEST(conv_over_dynamic_spatial_dims)
@@ -203,6 +215,24 @@ TEST(conv_transpose_over_dynamic_spatial_dims)
 TEST(small_cnn_over_dynamic_image_size)
 {
     check(&cases[8]);
+}
+
+TEST(group_norm_over_dynamic_dims)
+{
+    check(&cases[9]);
+    check(&cases[10]);
+    /* a bound C that num_groups does not divide */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 3, (int64_t[]){-1, -1, 4});
+    rlx_tensor *y = rlx_group_norm(x, 3, NULL, NULL, 1e-5), *got = NULL;
+    rlx_program *p = rlx_compile(&y, 1);
+    CHECK(p != NULL);
+    rlx_binding bad = {"x", trand(RLX_F32, 3, (int64_t[]){2, 5, 4}, -1, 1)};
+    CHECK_EQ_INT(rlx_program_run(p, &bad, 1, &got), RLX_E_SHAPE);
+    CHECK(strstr(rlx_last_error(), "[5,2,4]") != NULL); /* (C leads in the reshape) */
+    /* a static C still is checked while tracing */
+    CHECK_NULL_ERR(rlx_group_norm(rlx_input("z", RLX_F32, 3, (int64_t[]){-1, 5, -1}), 2, NULL, NULL, 1e-5), RLX_E_ARG,
+                   "rlx_group_norm");
+    rlx_program_free(p);
 }
 
 /* A bound H or W too small for the kernel fails the run with
@@ -239,5 +269,5 @@ TEST(conv_pool_binding_too_small)
 }
 
 TEST_MAIN(T(conv_over_dynamic_spatial_dims), T(pools_over_dynamic_spatial_dims),
-          T(conv_transpose_over_dynamic_spatial_dims), T(small_cnn_over_dynamic_image_size),
+          T(conv_transpose_over_dynamic_spatial_dims), T(small_cnn_over_dynamic_image_size), T(group_norm_over_dynamic_dims),
           T(conv_pool_binding_too_small))

@@ -207,6 +207,13 @@ static rlx_tensor *g_gather_outer(rlx_tensor *x, rlx_tensor *y)
     rlx_tensor *b = rlx_index_select(o, 1, idx((int64_t[]){0, -1, 0}, 1, (int64_t[]){3}));
     return rlx_add(rlx_sum(a, NULL, 0, false), rlx_sum(rlx_mul(b, b), NULL, 0, false));
 }
+/* a 2-D index along the static axis of [-1, -1, C]: its gradient merges
+ * both dynamic dims (the reshape's ends carried, program.c) */
+static rlx_tensor *g_gather_outer_2d(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = rlx_gather(rlx_exp(outer3(x, y)), idx((int64_t[]){2, 0, -1, 1}, 2, (int64_t[]){2, 2}), 2);
+    return rlx_sum(rlx_mul(o, rlx_sin(o)), (int[]){3}, 1, false);
+}
 static rlx_tensor *g_gather_twice(rlx_tensor *x, rlx_tensor *y)
 {
     rlx_tensor *o = rlx_gather(outer3(x, y), idx((int64_t[]){2, 0, 2}, 1, (int64_t[]){3}), 2), *g[2];
@@ -308,6 +315,7 @@ TEST(grad_gather_dynamic_off_axis)
     check("gather_scalar", g_gather_scalar, true, 0, 0);
     check("gather_outer", g_gather_outer, true, 0, 1);
     check("gather_twice", g_gather_twice, true, 0, 0);
+    check("gather_outer_2d", g_gather_outer_2d, true, 0, 0);
 }
 
 TEST(tile_and_roll_of_dynamic_axis)

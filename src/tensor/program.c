@@ -548,8 +548,12 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
         if (mid != 2 || m % known == 0)
             return true;
     }
-    ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
-             ts_dims_str(a->shape.rank, a->shape.dims), ts_shape_str(x));
+    if (rule) /* a rule that fits other sizes: this binding's do not divide */
+        ts_error(RLX_E_SHAPE, fn, "a reshape traced to %s does not fit the bound %s", ts_dims_str(a->shape.rank, a->shape.dims),
+                 ts_shape_str(x));
+    else
+        ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
+                 ts_dims_str(a->shape.rank, a->shape.dims), ts_shape_str(x));
     return false;
 }
 
