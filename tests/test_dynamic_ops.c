@@ -9,6 +9,8 @@
  * input.
  */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -364,7 +366,59 @@ TEST(grad_attention_kv_both_dynamic)
     check("kv_causal", g_kv_causal, true, 0, 0);
 }
 
-TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
+/* rlx_split of a dynamic axis into fixed sizes: the values and gradient
+ * at a bound size that is their sum; any other size is RLX_E_SHAPE
+ * naming the input, its symbol, the sum and the bound size. */
+static rlx_tensor *split_expr(rlx_tensor *x)
+{
+    rlx_tensor *p[3];
+    if (rlx_split(x, 0, 3, (int64_t[]){2, 0, 3}, p) != RLX_OK)
+        return NULL;
+    return rlx_add(rlx_sum(rlx_exp(p[0]), NULL, 0, false), rlx_sum(rlx_mul(p[2], rlx_sin(p[2])), NULL, 0, false));
+}
+
+TEST(split_dynamic_axis_fixed_sizes)
+{
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    EACH_BACKEND(b)
+    {
+        for (int t = 0; t < 2; t++) {
+            for (int named = 0; named < 2; named++) {
+                rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){named ? -7 : -1, C}), *outs[2], *got[2];
+                outs[0] = split_expr(x);
+                CHECK_EQ_INT(rlx_grad(outs[0], &x, 1, &outs[1]), RLX_OK);
+                rlx_program *p = rlx_compile(outs, 2);
+                CHECK(p != NULL);
+                for (int k = 0; k < 2; k++) {
+                    rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){5, C}, -1, 1), *want[2];
+                    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    want[0] = split_expr(xv);
+                    CHECK_EQ_INT(rlx_grad(want[0], &xv, 1, &want[1]), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", b ? "jit" : "ref"), RLX_OK);
+                    EXPECT_SAME(got[0], want[0], dts[t] == RLX_F32 ? 1e-5 : 1e-12);
+                    EXPECT_SAME(got[1], want[1], dts[t] == RLX_F32 ? 1e-5 : 1e-12);
+                }
+                for (int64_t n = 0; n < 8; n += 1 + (n == 4)) {
+                    rlx_binding bad = {"x", trand(dts[t], 2, (int64_t[]){n, C}, -1, 1)};
+                    CHECK_EQ_INT(rlx_program_run(p, &bad, 1, got), RLX_E_SHAPE);
+                    const char *msg = rlx_last_error();
+                    char size[32];
+                    snprintf(size, sizeof size, "bound to %lld", (long long)n);
+                    CHECK(strstr(msg, "rlx_program_run") && strstr(msg, "sum to 5") && strstr(msg, "input 'x'") &&
+                          strstr(msg, named ? "symbol -7" : "(dynamic)") && strstr(msg, size));
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    /* bad sizes are still refused while tracing */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *p2[2];
+    CHECK_ERR(rlx_split(x, 0, 2, (int64_t[]){1, -3}, p2), RLX_E_SHAPE, "rlx_split");
+    CHECK(p2[0] == NULL && p2[1] == NULL);
+}
+
+TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
           T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
           T(topk_k_beyond_bound_length), T(einsum_merging_dynamic_dims),
           T(grad_attention_kv_both_dynamic))

@@ -587,6 +587,32 @@ static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const 
     return true;
 }
 
+/* The error of slice nd of axis d, which does not fit its bound source
+ * x: a piece of rlx_split (TS_DYN_REST) names the sizes' sum and, when
+ * it splits an input, the input, the axis and its symbol. */
+static void slice_error(const char *fn, const rlx_program *p, const ir_node *nd, int d, const ir_node *x)
+{
+    int64_t st = nd->attr.slice.start[d], c = st - TS_DYN_REST;
+    if (st < TS_DYN_REST || st >= TS_DYN_CHUNK) {
+        ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,
+                 (long long)nd->attr.slice.len[d], (long long)st, ts_shape_str(x));
+        return;
+    }
+    char what[160];
+    const ir_node *in = nd->src[0];
+    snprintf(what, sizeof what, "axis %d of %s", d, ts_shape_str(x));
+    for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
+        if (p->inputs[j] == in && p->sym[k + d] <= -2)
+            snprintf(what, sizeof what, "axis %d of input '%s' (symbol %lld)", d, in->attr.input.name,
+                     (long long)p->sym[k + d]);
+        else if (p->inputs[j] == in)
+            snprintf(what, sizeof what, "axis %d of input '%s' (dynamic)", d, in->attr.input.name);
+    ts_error(RLX_E_SHAPE, fn,
+             c & TS_DYN_EXACT ? "rlx_split's sizes sum to %lld, but %s is bound to %lld"
+                              : "rlx_split's fixed sizes sum to %lld, more than %s, bound to %lld",
+             (long long)(c >> 29 & ((1 << 28) - 1)), what, (long long)x->shape[d]);
+}
+
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
  * made[i] gets the new node of order[i] (a new reference).
  *
@@ -755,8 +781,7 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                     goto out;
                 if (nd->src[0]->shape[d] < 0 &&
                     !ts_dyn_resolve(src[0]->shape[d], &a.slice.start[d], &a.slice.step[d], &a.slice.len[d])) {
-                    ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,
-                             (long long)a.slice.len[d], (long long)a.slice.start[d], ts_shape_str(src[0]));
+                    slice_error(fn, p, nd, d, src[0]);
                     goto out;
                 }
             }
