@@ -418,7 +418,56 @@ TEST(split_dynamic_axis_fixed_sizes)
     CHECK(p2[0] == NULL && p2[1] == NULL);
 }
 
-TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
+/* multinomial over a dynamic number of categories (and rows): the same
+ * indices as the static call with the same seed; too few categories for
+ * the samples without replacement, or none, is RLX_E_SHAPE when bound */
+TEST(multinomial_dynamic_categories)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {2, 3}, {0, 4}, {3, 7}, {1, 40}};
+    EACH_BACKEND(b)
+    {
+        for (int rank = 1; rank <= 2; rank++) {
+            for (int rep = 0; rep < 2; rep++) {
+                int64_t dims[2] = {-1, -1}, ns = rep ? 1 : 5;
+                rlx_tensor *pr = rlx_input("p", RLX_F32, rank, dims);
+                rlx_tensor *o = rlx_multinomial(pr, ns, !rep, 42), *got = NULL;
+                rlx_program *p = o ? rlx_compile(&o, 1) : NULL;
+                if (!p) {
+                    test_fail(__FILE__, __LINE__, "multinomial: %s", rlx_last_error());
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+                    const int64_t *s = rank == 2 ? shapes[k] : shapes[k] + 1;
+                    rlx_tensor *pv = trand(RLX_F32, rank, s, 0.1, 1);
+                    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", pv}, 1, &got), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *want = rlx_multinomial(pv, ns, !rep, 42);
+                    EXPECT_SAME(got, want, 0);
+                    CHECK_EQ_INT(rlx_set_option("backend", b ? "jit" : "ref"), RLX_OK);
+                }
+                /* without replacement 1 sample needs 1 category: N = 0 fails either way */
+                int64_t zero[2] = {2, 0};
+                CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F32, rank, zero + 2 - rank, 0, 1)}, 1, &got),
+                             RLX_E_SHAPE);
+                CHECK(strstr(rlx_last_error(), "multinomial") != NULL);
+                rlx_program_free(p);
+            }
+        }
+        /* more samples than bound categories without replacement */
+        rlx_tensor *pr = rlx_input("p", RLX_F64, 2, (int64_t[]){-1, -1}), *got = NULL;
+        rlx_tensor *o = rlx_multinomial(pr, 3, false, 7);
+        rlx_program *p = rlx_compile(&o, 1);
+        CHECK(p != NULL);
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F64, 2, (int64_t[]){2, 2}, 0.1, 1)}, 1, &got),
+                     RLX_E_SHAPE);
+        CHECK(strstr(rlx_last_error(), "3 samples of 2 categories") != NULL);
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F64, 2, (int64_t[]){2, 3}, 0.1, 1)}, 1, &got),
+                     RLX_OK);
+        rlx_program_free(p);
+    }
+}
+
+TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(multinomial_dynamic_categories), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
           T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
           T(topk_k_beyond_bound_length), T(einsum_merging_dynamic_dims),
           T(grad_attention_kv_both_dynamic))

@@ -241,11 +241,14 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         }
         return true;
     case IR_OP_MULTINOMIAL:
+        if (x->rank >= 1 && x->rank <= 2 && x->shape[x->rank - 1] == 0) /* (a dynamic N bound to 0) */
+            FAIL("multinomial needs N >= 1 categories, got N = 0");
         if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || x->rank > 2 || a->multinomial.samples < 0 ||
             (unsigned)a->multinomial.replacement > 1 ||
             (!a->multinomial.replacement && x->shape[x->rank - 1] >= 0 &&
              a->multinomial.samples > x->shape[x->rank - 1]))
-            FAIL("multinomial needs float weights [N] or [B,N] and 0 <= samples (<= N without replacement)");
+            FAIL("multinomial needs float weights [N] or [B,N] and 0 <= samples (<= N without replacement): %lld "
+                 "samples of %lld categories", (long long)a->multinomial.samples, (long long)x->shape[x->rank - 1]);
         *dt = RLX_I64;
         shape[x->rank - 1] = a->multinomial.samples;
         return true;
