@@ -294,6 +294,71 @@ static rlx_tensor *g_es_mn(rlx_tensor *x, rlx_tensor *y)
     return eq2("mij,knj->mikn", outer3(x, y), outer3(rlx_exp(y), x));
 }
 
+/* 8. reshapes with several -1s over dynamic dims: the dynamic dims kept
+ * in place around a static one split or merged */
+static rlx_tensor *outer6(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = outer3(x, y);
+    return rlx_cat((rlx_tensor *[]){o, rlx_sin(o)}, 2, 2); /* [nx, ny, 6] */
+}
+/* as a user writes them: the sizes from rlx_dim, -1 for a dynamic one */
+static rlx_tensor *g_rs_heads(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, S, H*D] -> [B, S, H, D], scaled per head, and back */
+    rlx_tensor *o = outer6(x, y);
+    int64_t b = rlx_dim(o, 0), n = rlx_dim(o, 1);
+    rlx_tensor *h = rlx_reshape(o, 4, (int64_t[]){b, n, 2, 3});
+    rlx_tensor *w = rlx_reshape(rlx_arange(rlx_dtype_of(x), 1, 3, 1), 2, (int64_t[]){2, 1});
+    return rlx_reshape(rlx_exp(rlx_mul(h, w)), 3, (int64_t[]){b, n, 6});
+}
+static rlx_tensor *g_rs_middle(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, 6, S] -> [B, 2, 3, S] -> [B, 3, 2, S] (a static middle) */
+    rlx_tensor *t = rlx_transpose(outer6(x, y), 3, (int[]){0, 2, 1});
+    int64_t b = rlx_dim(t, 0), n = rlx_dim(t, 2);
+    rlx_tensor *r = rlx_reshape(rlx_tanh(t), 4, (int64_t[]){b, 2, 3, n});
+    rlx_tensor *m = rlx_reshape(rlx_mul(r, r), 4, (int64_t[]){b, 3, 2, n});
+    return rlx_sum(rlx_sin(m), (int[]){2}, 1, false);
+}
+static rlx_tensor *g_rs_flat(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, S, 3] -> [B, 3S]: B kept, S merged with the 3 */
+    rlx_tensor *o = outer3(rlx_exp(x), y);
+    return rlx_reshape(rlx_mul(o, o), 2, (int64_t[]){rlx_dim(o, 0), -1});
+}
+static rlx_tensor *g_rs_one(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [-1, 6] -> [-1, 2, 3] (one -1: inferred from the count) */
+    rlx_tensor *f = rlx_reshape(outer6(x, y), 2, (int64_t[]){-1, 6});
+    return rlx_sum(rlx_reshape(rlx_exp(f), 3, (int64_t[]){-1, 2, 3}), (int[]){1}, 1, false);
+}
+
+TEST(reshape_several_dynamic_dims)
+{
+    check("rs_heads", g_rs_heads, true, 0, 0);
+    check("rs_middle", g_rs_middle, true, 0, 0);
+    check("rs_one", g_rs_one, true, 0, 0);
+    check("rs_flat", g_rs_flat, true, 0, 0);
+    /* ambiguous: a flattened B*S split back by -1s, or a -1 next to a
+     * dynamic dim merged with a static one */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *y = rlx_input("y", RLX_F32, 2, (int64_t[]){-1, C});
+    rlx_tensor *flat = rlx_reshape(outer3(x, y), 2, (int64_t[]){-1, C});
+    CHECK(flat != NULL);
+    CHECK_NULL_ERR(rlx_reshape(flat, 3, (int64_t[]){-1, -1, C}), RLX_E_UNSUPPORTED, "rlx_reshape");
+    rlx_clear_error();
+    CHECK(!rlx_reshape(flat, 3, (int64_t[]){-1, -1, C}) && strstr(rlx_last_error(), "ambiguous") &&
+          strstr(rlx_last_error(), "[-1,-1,3]"));
+    /* [B, 3, S] -> [-1, -1]: [B, 3S] or [3B, S] */
+    rlx_tensor *t = rlx_transpose(outer3(x, y), 3, (int[]){0, 2, 1});
+    CHECK_NULL_ERR(rlx_reshape(t, 2, (int64_t[]){-1, -1}), RLX_E_UNSUPPORTED, "rlx_reshape");
+    /* [B, S, 6] -> [-1, 2, -1, 3] is [B, 2, S, 3]; [B, S, 3] -> [-1, -1] is [B, 3S] */
+    CHECK(rlx_reshape(outer6(x, y), 4, (int64_t[]){-1, 2, -1, 3}) != NULL);
+    CHECK(rlx_reshape(outer3(x, y), 2, (int64_t[]){-1, -1}) != NULL);
+    /* several -1s of a static input stay an error */
+    CHECK_NULL_ERR(rlx_reshape(rlx_zeros(RLX_F32, 2, (int64_t[]){2, 3}), 2, (int64_t[]){-1, -1}), RLX_E_SHAPE,
+                   "rlx_reshape");
+}
+
 TEST(grad_cat_of_dynamic_pieces)
 {
     check("cat2", g_cat2, true, 0, 0);
@@ -467,7 +532,7 @@ TEST(multinomial_dynamic_categories)
     }
 }
 
-TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(multinomial_dynamic_categories), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
+TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(reshape_several_dynamic_dims), T(multinomial_dynamic_categories), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
           T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
           T(topk_k_beyond_bound_length), T(einsum_merging_dynamic_dims),
           T(grad_attention_kv_both_dynamic))

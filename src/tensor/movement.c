@@ -23,11 +23,13 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         return NULL;
     }
     int64_t dims[IR_MAX_RANK], known = 1;
-    int infer = -1;
+    int infer = -1, more = 0;
+    bool dynamic = ir_node_numel(n) < 0;
     for (int i = 0; i < rank; i++) {
         dims[i] = shape[i];
-        if (shape[i] == -1 && infer < 0) {
-            infer = i;
+        if (shape[i] == -1 && (infer < 0 || dynamic)) { /* a dynamic x: several (rlx_dim's -1s) */
+            more += infer >= 0;
+            infer = infer < 0 ? i : infer;
             continue;
         }
         if (shape[i] < 0) {
@@ -46,6 +48,13 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         if (infer < 0) {
             ts_error(RLX_E_SHAPE, fn, "shape %s for input %s with a dynamic dim needs a -1", ts_dims_str(rank, shape),
                      ts_shape_str(n));
+            return NULL;
+        }
+        int64_t k;
+        if (more && !ts_reshape_rule(n, rank, dims, &k)) {
+            ts_error(RLX_E_UNSUPPORTED, fn,
+                     "shape %s for input %s is ambiguous: its -1s are not the input's dynamic dims kept in place "
+                     "around one that is merged or split with static ones", ts_dims_str(rank, shape), ts_shape_str(n));
             return NULL;
         }
         return ts_wrap(ts_reshape_node(fn, n, rank, dims));
