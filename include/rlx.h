@@ -338,7 +338,7 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * length), einsum (a letter of dynamic size; see rlx_einsum), dropout
  * with a seed value or a seed tensor (rlx_dropout_seeded: the mask of the
  * bound shape for the seed bound), and rlx_grad.
- * reshape of a dynamic x takes one -1 (inferred from the count) or
+ * Reshape of a dynamic x takes one -1 (inferred from the count) or
  * several, as rlx_dim reports dynamic dims: a -1 where x has a dynamic
  * dim keeps it in place, and between the kept dims static ones are split
  * or merged with at most one dynamic dim ([B, S, H*D] -> [B, S, H, D],
@@ -364,9 +364,9 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * refused, RLX_E_UNSUPPORTED while tracing: an ambiguous reshape (above),
  * the gradient of a gather off dynamic dims whose index has two or more
  * dynamic dims, an einsum intermediate of rank above 8 (dynamic batch
- * letters are not merged); at a run: an op other
- * than elementwise, matmul or solve reading a broadcast from 1 to a
- * dynamic dim (say, a reduction of a broadcast constant: reduce first).
+ * letters are not merged); at a run (no public call is known to make
+ * one): an op other than elementwise, matmul or solve reading a broadcast
+ * from 1 to a dynamic dim.
  * None computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
@@ -541,7 +541,8 @@ RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */
  * realizing any other view gives it its own contiguous buffer, since
  * rlx_data promises a contiguous payload. */
 
-/* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE). */
+/* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE);
+ * over dynamic dims several may be (rlx_input lists when). */
 RLX_API rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape);
 /* Result axis i is input axis perm[i]; nperm must equal the rank. perm NULL
  * (nperm 0) reverses all axes, as NumPy's transpose. */
