@@ -326,8 +326,8 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * (below), conv2d/conv1d, the transposed convolutions and the 2-D pools
  * over any dynamic dim (N, C, H, W: the output size is computed when
  * bound, where a kernel larger than the padded input is RLX_E_SHAPE; a
- * transposed convolution of an axis bound to 0 gives zeros of its output
- * size, where the static call refuses an empty input),
+ * transposed convolution of an H or W bound to 0 gives zeros, where the
+ * static call refuses an empty input),
  * group_norm over dynamic channels and positions (C % num_groups checked
  * when bound), multinomial over dynamic rows and categories (N = 0, or
  * fewer categories than samples without replacement, RLX_E_SHAPE when
