@@ -323,32 +323,52 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * (mean/var/std count at run time), matmul/linear, softmax-style ops and
  * norms over static axes, attention over a dynamic sequence (every mask),
  * transpose/unsqueeze, cat, pad (every mode, of any axis), the FFTs over
- * any axis (an odd [..., 2N] length is RLX_E_SHAPE when bound), reshape with one -1,
- * gather/index_select with a dynamic count of indices or a dynamic axis
+ * any axis (an odd [..., 2N] length is RLX_E_SHAPE when bound), reshape
+ * (below), conv2d/conv1d, the transposed convolutions and the 2-D pools
+ * over any dynamic dim (N, C, H, W: the output size is computed when
+ * bound, where a kernel larger than the padded input is RLX_E_SHAPE; a
+ * transposed convolution of an H or W bound to 0 gives zeros, where the
+ * static call refuses an empty input),
+ * group_norm over dynamic channels and positions (C % num_groups checked
+ * when bound), multinomial over dynamic rows and categories (N = 0, or
+ * fewer categories than samples without replacement, RLX_E_SHAPE when
+ * bound), gather/index_select with a dynamic count of indices or a dynamic axis
  * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
  * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
  * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
  * length), einsum (a letter of dynamic size; see rlx_einsum), dropout
  * with a seed value or a seed tensor (rlx_dropout_seeded: the mask of the
  * bound shape for the seed bound), and rlx_grad.
+ * Reshape of a dynamic x takes one -1 (inferred from the count) or
+ * several, as rlx_dim reports dynamic dims: a -1 where x has a dynamic
+ * dim keeps it in place, and between the kept dims static ones are split
+ * or merged with at most one dynamic dim ([B, S, H*D] -> [B, S, H, D],
+ * [B, S, 3] -> [B, 3S]); -1s that could be read two ways ([B, 3, S] ->
+ * [-1, -1]: [B, 3S] or [3B, S]; a flattened [B*S, D] split back into
+ * [-1, -1, D]) are RLX_E_UNSUPPORTED while tracing.
  * Slices of a dynamic axis (slice, narrow, select, split, chunk, flip,
  * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
  * binds it; a narrow or select that does not fit the bound size is
- * RLX_E_SHAPE then. rlx_roll of a dynamic axis takes any int64 shift
+ * RLX_E_SHAPE then, and so is rlx_split into fixed sizes (no -1) whose sum
+ * is not the bound size (naming the input, its symbol, the sum and the
+ * size). rlx_roll of a dynamic axis takes any int64 shift
  * (mod the bound size); rlx_tile of a dynamic axis and sort, argsort and
  * topk along one (or with any dynamic dims off the axis) work, topk's k
  * checked against the bound length (RLX_E_SHAPE when larger). rlx_grad
  * goes through every op above: slices of any step, cats of several
  * pieces of dynamic length (the program places each piece's cotangent
  * where the bound pieces put it), gathers with dynamic dims off the axis
- * (a 2-D or larger index there only when one dynamic dim is merged), and
- * reshapes that merged several dynamic dims; einsum merging several
- * dynamic dims works too (rlx_einsum). Still refused (RLX_E_UNSUPPORTED
- * or RLX_E_SHAPE while tracing): conv/pool over a dynamic H or W (a
- * dynamic batch N works), rlx_split of a dynamic axis without a -1 size,
- * multinomial over a dynamic number of categories. None computes a wrong
- * value. */
+ * (an index of any rank with at most one dynamic dim), reshapes that
+ * merged several dynamic dims, and the convolutions and pools above;
+ * einsum merging several dynamic dims works too (rlx_einsum). Still
+ * refused, RLX_E_UNSUPPORTED while tracing: an ambiguous reshape (above),
+ * the gradient of a gather off dynamic dims whose index has two or more
+ * dynamic dims, an einsum intermediate of rank above 8 (dynamic batch
+ * letters are not merged); at a run (no public call is known to make
+ * one): an op other than elementwise, matmul or solve reading a broadcast
+ * from 1 to a dynamic dim.
+ * None computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 
 /* ------------------------------------------------------------------ unary */
@@ -522,7 +542,8 @@ RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */
  * realizing any other view gives it its own contiguous buffer, since
  * rlx_data promises a contiguous payload. */
 
-/* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE). */
+/* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE);
+ * over dynamic dims several may be (rlx_input lists when). */
 RLX_API rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape);
 /* Result axis i is input axis perm[i]; nperm must equal the rank. perm NULL
  * (nperm 0) reverses all axes, as NumPy's transpose. */
@@ -545,8 +566,9 @@ RLX_API rlx_tensor *rlx_slice(rlx_tensor *x, int axis, int64_t start, int64_t st
 RLX_API rlx_tensor *rlx_select(rlx_tensor *x, int axis, int64_t index); /* drops the axis */
 /* n pieces of the given sizes (sum must equal the axis length; one size
  * may be -1, the rest of the axis) into out[n]. On a dynamic axis exactly
- * one size must be -1 (else RLX_E_UNSUPPORTED) and the fixed sizes must
- * sum below 2^28. On error every out[i] is NULL. */
+ * at most one size may be -1 and the fixed sizes must sum below 2^28;
+ * without a -1 they must sum to the bound size (RLX_E_SHAPE at the run,
+ * naming the input, its symbol and both sizes). On error every out[i] is NULL. */
 RLX_API rlx_status rlx_split(rlx_tensor *x, int axis, int n, const int64_t *sizes, rlx_tensor **out);
 /* n pieces; the first len%n get one element more (some may be empty). */
 RLX_API rlx_status rlx_chunk(rlx_tensor *x, int axis, int n, rlx_tensor **out);
@@ -646,8 +668,8 @@ RLX_API rlx_status rlx_topk(rlx_tensor *x, int64_t k, int axis, bool largest, rl
  * with no positive weight, weights summing to infinity, or fewer positive
  * weights than num_samples without replacement. A weight of 0 is never
  * drawn. num_samples 0 gives an empty result and checks nothing. N = 0 or
- * another rank is RLX_E_SHAPE; a dynamic B works in a program (a dynamic N
- * is RLX_E_UNSUPPORTED); no
+ * another rank is RLX_E_SHAPE; a dynamic B or N works in a program (N
+ * checked when bound: RLX_E_SHAPE); no
  * gradient. Each row draws on its own (equal rows give different samples);
  * O(N + S log N) per row with replacement; without, O(N + S log S) when
  * S <= N/8, else O(N log N). */
@@ -746,8 +768,9 @@ RLX_API rlx_tensor *rlx_batch_norm(rlx_tensor *x, rlx_tensor *running_mean, rlx_
  * over its channels and positions with the population variance, then
  * weight and bias [C] (either may be NULL) apply per channel. num_groups
  * = C is instance norm, 1 is layer norm over [C, ...]. num_groups < 1 or
- * not dividing C, eps < 0 RLX_E_ARG; bad shapes RLX_E_SHAPE (only N may
- * be dynamic); bool RLX_E_DTYPE. */
+ * not dividing C, eps < 0 RLX_E_ARG; bad shapes RLX_E_SHAPE; any dim may
+ * be dynamic (a bound C the groups do not divide is RLX_E_SHAPE at the
+ * run); bool RLX_E_DTYPE. */
 RLX_API rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rlx_tensor *bias,
                                    double eps);
 /* Training-mode dropout (PyTorch's): each element is zeroed with
@@ -877,8 +900,8 @@ RLX_API rlx_tensor *rlx_rope_ex(rlx_tensor *x, rlx_tensor *cos, rlx_tensor *sin,
 /* x [N, C, H, W], w [O, C/groups, KH, KW], b [O] or NULL -> [N, O, OH, OW].
  * stride/padding/dilation may be NULL (1, 0, 1). Zero padding. Sums in the
  * operand dtype (f32 accumulates in f32, like NumPy/PyTorch GEMM). N and
- * C may be dynamic (rlx_input; gradients too); a dynamic H or W is
- * RLX_E_UNSUPPORTED, here and in the transposed convolutions and pools. */
+ * C, H and W may be dynamic (rlx_input; gradients too), here and in the
+ * transposed convolutions and pools: sizes are checked when bound. */
 RLX_API rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int stride[2],
                                const int padding[2], const int dilation[2], int groups);
 /* x [N, C, L], w [O, C/groups, K], b [O] or NULL -> [N, O, OL] with

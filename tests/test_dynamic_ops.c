@@ -9,6 +9,8 @@
  * input.
  */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -207,6 +209,13 @@ static rlx_tensor *g_gather_outer(rlx_tensor *x, rlx_tensor *y)
     rlx_tensor *b = rlx_index_select(o, 1, idx((int64_t[]){0, -1, 0}, 1, (int64_t[]){3}));
     return rlx_add(rlx_sum(a, NULL, 0, false), rlx_sum(rlx_mul(b, b), NULL, 0, false));
 }
+/* a 2-D index along the static axis of [-1, -1, C]: its gradient merges
+ * both dynamic dims (the reshape's ends carried, program.c) */
+static rlx_tensor *g_gather_outer_2d(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = rlx_gather(rlx_exp(outer3(x, y)), idx((int64_t[]){2, 0, -1, 1}, 2, (int64_t[]){2, 2}), 2);
+    return rlx_sum(rlx_mul(o, rlx_sin(o)), (int[]){3}, 1, false);
+}
 static rlx_tensor *g_gather_twice(rlx_tensor *x, rlx_tensor *y)
 {
     rlx_tensor *o = rlx_gather(outer3(x, y), idx((int64_t[]){2, 0, 2}, 1, (int64_t[]){3}), 2), *g[2];
@@ -285,6 +294,71 @@ static rlx_tensor *g_es_mn(rlx_tensor *x, rlx_tensor *y)
     return eq2("mij,knj->mikn", outer3(x, y), outer3(rlx_exp(y), x));
 }
 
+/* 8. reshapes with several -1s over dynamic dims: the dynamic dims kept
+ * in place around a static one split or merged */
+static rlx_tensor *outer6(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = outer3(x, y);
+    return rlx_cat((rlx_tensor *[]){o, rlx_sin(o)}, 2, 2); /* [nx, ny, 6] */
+}
+/* as a user writes them: the sizes from rlx_dim, -1 for a dynamic one */
+static rlx_tensor *g_rs_heads(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, S, H*D] -> [B, S, H, D], scaled per head, and back */
+    rlx_tensor *o = outer6(x, y);
+    int64_t b = rlx_dim(o, 0), n = rlx_dim(o, 1);
+    rlx_tensor *h = rlx_reshape(o, 4, (int64_t[]){b, n, 2, 3});
+    rlx_tensor *w = rlx_reshape(rlx_arange(rlx_dtype_of(x), 1, 3, 1), 2, (int64_t[]){2, 1});
+    return rlx_reshape(rlx_exp(rlx_mul(h, w)), 3, (int64_t[]){b, n, 6});
+}
+static rlx_tensor *g_rs_middle(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, 6, S] -> [B, 2, 3, S] -> [B, 3, 2, S] (a static middle) */
+    rlx_tensor *t = rlx_transpose(outer6(x, y), 3, (int[]){0, 2, 1});
+    int64_t b = rlx_dim(t, 0), n = rlx_dim(t, 2);
+    rlx_tensor *r = rlx_reshape(rlx_tanh(t), 4, (int64_t[]){b, 2, 3, n});
+    rlx_tensor *m = rlx_reshape(rlx_mul(r, r), 4, (int64_t[]){b, 3, 2, n});
+    return rlx_sum(rlx_sin(m), (int[]){2}, 1, false);
+}
+static rlx_tensor *g_rs_flat(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [B, S, 3] -> [B, 3S]: B kept, S merged with the 3 */
+    rlx_tensor *o = outer3(rlx_exp(x), y);
+    return rlx_reshape(rlx_mul(o, o), 2, (int64_t[]){rlx_dim(o, 0), -1});
+}
+static rlx_tensor *g_rs_one(rlx_tensor *x, rlx_tensor *y)
+{
+    /* [-1, 6] -> [-1, 2, 3] (one -1: inferred from the count) */
+    rlx_tensor *f = rlx_reshape(outer6(x, y), 2, (int64_t[]){-1, 6});
+    return rlx_sum(rlx_reshape(rlx_exp(f), 3, (int64_t[]){-1, 2, 3}), (int[]){1}, 1, false);
+}
+
+TEST(reshape_several_dynamic_dims)
+{
+    check("rs_heads", g_rs_heads, true, 0, 0);
+    check("rs_middle", g_rs_middle, true, 0, 0);
+    check("rs_one", g_rs_one, true, 0, 0);
+    check("rs_flat", g_rs_flat, true, 1, 0); /* (static [0, -1] of 0 elements is ambiguous) */
+    /* ambiguous: a flattened B*S split back by -1s, or a -1 next to a
+     * dynamic dim merged with a static one */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *y = rlx_input("y", RLX_F32, 2, (int64_t[]){-1, C});
+    rlx_tensor *flat = rlx_reshape(outer3(x, y), 2, (int64_t[]){-1, C});
+    CHECK(flat != NULL);
+    CHECK_NULL_ERR(rlx_reshape(flat, 3, (int64_t[]){-1, -1, C}), RLX_E_UNSUPPORTED, "rlx_reshape");
+    rlx_clear_error();
+    CHECK(!rlx_reshape(flat, 3, (int64_t[]){-1, -1, C}) && strstr(rlx_last_error(), "ambiguous") &&
+          strstr(rlx_last_error(), "[-1,-1,3]"));
+    /* [B, 3, S] -> [-1, -1]: [B, 3S] or [3B, S] */
+    rlx_tensor *t = rlx_transpose(outer3(x, y), 3, (int[]){0, 2, 1});
+    CHECK_NULL_ERR(rlx_reshape(t, 2, (int64_t[]){-1, -1}), RLX_E_UNSUPPORTED, "rlx_reshape");
+    /* [B, S, 6] -> [-1, 2, -1, 3] is [B, 2, S, 3]; [B, S, 3] -> [-1, -1] is [B, 3S] */
+    CHECK(rlx_reshape(outer6(x, y), 4, (int64_t[]){-1, 2, -1, 3}) != NULL);
+    CHECK(rlx_reshape(outer3(x, y), 2, (int64_t[]){-1, -1}) != NULL);
+    /* several -1s of a static input stay an error */
+    CHECK_NULL_ERR(rlx_reshape(rlx_zeros(RLX_F32, 2, (int64_t[]){2, 3}), 2, (int64_t[]){-1, -1}), RLX_E_SHAPE,
+                   "rlx_reshape");
+}
+
 TEST(grad_cat_of_dynamic_pieces)
 {
     check("cat2", g_cat2, true, 0, 0);
@@ -308,6 +382,7 @@ TEST(grad_gather_dynamic_off_axis)
     check("gather_scalar", g_gather_scalar, true, 0, 0);
     check("gather_outer", g_gather_outer, true, 0, 1);
     check("gather_twice", g_gather_twice, true, 0, 0);
+    check("gather_outer_2d", g_gather_outer_2d, true, 0, 0);
 }
 
 TEST(tile_and_roll_of_dynamic_axis)
@@ -356,7 +431,108 @@ TEST(grad_attention_kv_both_dynamic)
     check("kv_causal", g_kv_causal, true, 0, 0);
 }
 
-TEST_MAIN(T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
+/* rlx_split of a dynamic axis into fixed sizes: the values and gradient
+ * at a bound size that is their sum; any other size is RLX_E_SHAPE
+ * naming the input, its symbol, the sum and the bound size. */
+static rlx_tensor *split_expr(rlx_tensor *x)
+{
+    rlx_tensor *p[3];
+    if (rlx_split(x, 0, 3, (int64_t[]){2, 0, 3}, p) != RLX_OK)
+        return NULL;
+    return rlx_add(rlx_sum(rlx_exp(p[0]), NULL, 0, false), rlx_sum(rlx_mul(p[2], rlx_sin(p[2])), NULL, 0, false));
+}
+
+TEST(split_dynamic_axis_fixed_sizes)
+{
+    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
+    EACH_BACKEND(b)
+    {
+        for (int t = 0; t < 2; t++) {
+            for (int named = 0; named < 2; named++) {
+                rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){named ? -7 : -1, C}), *outs[2], *got[2];
+                outs[0] = split_expr(x);
+                CHECK_EQ_INT(rlx_grad(outs[0], &x, 1, &outs[1]), RLX_OK);
+                rlx_program *p = rlx_compile(outs, 2);
+                CHECK(p != NULL);
+                for (int k = 0; k < 2; k++) {
+                    rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){5, C}, -1, 1), *want[2];
+                    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    want[0] = split_expr(xv);
+                    CHECK_EQ_INT(rlx_grad(want[0], &xv, 1, &want[1]), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", b ? "jit" : "ref"), RLX_OK);
+                    EXPECT_SAME(got[0], want[0], dts[t] == RLX_F32 ? 1e-5 : 1e-12);
+                    EXPECT_SAME(got[1], want[1], dts[t] == RLX_F32 ? 1e-5 : 1e-12);
+                }
+                for (int64_t n = 0; n < 8; n += 1 + (n == 4)) {
+                    rlx_binding bad = {"x", trand(dts[t], 2, (int64_t[]){n, C}, -1, 1)};
+                    CHECK_EQ_INT(rlx_program_run(p, &bad, 1, got), RLX_E_SHAPE);
+                    const char *msg = rlx_last_error();
+                    char size[32];
+                    snprintf(size, sizeof size, "bound to %lld", (long long)n);
+                    CHECK(strstr(msg, "rlx_program_run") && strstr(msg, "sum to 5") && strstr(msg, "input 'x'") &&
+                          strstr(msg, named ? "symbol -7" : "(dynamic)") && strstr(msg, size));
+                }
+                rlx_program_free(p);
+            }
+        }
+    }
+    /* bad sizes are still refused while tracing */
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, C}), *p2[2];
+    CHECK_ERR(rlx_split(x, 0, 2, (int64_t[]){1, -3}, p2), RLX_E_SHAPE, "rlx_split");
+    CHECK(p2[0] == NULL && p2[1] == NULL);
+}
+
+/* multinomial over a dynamic number of categories (and rows): the same
+ * indices as the static call with the same seed; too few categories for
+ * the samples without replacement, or none, is RLX_E_SHAPE when bound */
+TEST(multinomial_dynamic_categories)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {2, 3}, {0, 4}, {3, 7}, {1, 40}};
+    EACH_BACKEND(b)
+    {
+        for (int rank = 1; rank <= 2; rank++) {
+            for (int rep = 0; rep < 2; rep++) {
+                int64_t dims[2] = {-1, -1}, ns = rep ? 1 : 5;
+                rlx_tensor *pr = rlx_input("p", RLX_F32, rank, dims);
+                rlx_tensor *o = rlx_multinomial(pr, ns, !rep, 42), *got = NULL;
+                rlx_program *p = o ? rlx_compile(&o, 1) : NULL;
+                if (!p) {
+                    test_fail(__FILE__, __LINE__, "multinomial: %s", rlx_last_error());
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+                    const int64_t *s = rank == 2 ? shapes[k] : shapes[k] + 1;
+                    rlx_tensor *pv = trand(RLX_F32, rank, s, 0.1, 1);
+                    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", pv}, 1, &got), RLX_OK);
+                    CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+                    rlx_tensor *want = rlx_multinomial(pv, ns, !rep, 42);
+                    EXPECT_SAME(got, want, 0);
+                    CHECK_EQ_INT(rlx_set_option("backend", b ? "jit" : "ref"), RLX_OK);
+                }
+                /* without replacement 1 sample needs 1 category: N = 0 fails either way */
+                int64_t zero[2] = {2, 0};
+                CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F32, rank, zero + 2 - rank, 0, 1)}, 1, &got),
+                             RLX_E_SHAPE);
+                CHECK(strstr(rlx_last_error(), "multinomial") != NULL);
+                rlx_program_free(p);
+            }
+        }
+        /* more samples than bound categories without replacement */
+        rlx_tensor *pr = rlx_input("p", RLX_F64, 2, (int64_t[]){-1, -1}), *got = NULL;
+        rlx_tensor *o = rlx_multinomial(pr, 3, false, 7);
+        rlx_program *p = rlx_compile(&o, 1);
+        CHECK(p != NULL);
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F64, 2, (int64_t[]){2, 2}, 0.1, 1)}, 1, &got),
+                     RLX_E_SHAPE);
+        CHECK(strstr(rlx_last_error(), "3 samples of 2 categories") != NULL);
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"p", trand(RLX_F64, 2, (int64_t[]){2, 3}, 0.1, 1)}, 1, &got),
+                     RLX_OK);
+        rlx_program_free(p);
+    }
+}
+
+TEST_MAIN(T(split_dynamic_axis_fixed_sizes), T(reshape_several_dynamic_dims), T(multinomial_dynamic_categories), T(grad_cat_of_dynamic_pieces), T(grad_slice_steps_of_dynamic_axis), T(grad_gather_dynamic_off_axis),
           T(tile_and_roll_of_dynamic_axis), T(sort_along_dynamic_axes),
           T(topk_k_beyond_bound_length), T(einsum_merging_dynamic_dims),
           T(grad_attention_kv_both_dynamic))

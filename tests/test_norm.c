@@ -323,7 +323,8 @@ TEST(group_norm_fixed_and_errors)
     CHECK_NULL_ERR(rlx_group_norm(x, 1, rlx_ones(RLX_BOOL, 1, SH(2)), NULL, 1e-5), RLX_E_DTYPE, fn);
     CHECK_NULL_ERR(rlx_group_norm(x, 1, NULL, NULL, -1), RLX_E_ARG, fn);
     CHECK_NULL_ERR(rlx_group_norm(x, 1, NULL, NULL, NAN), RLX_E_ARG, fn);
-    CHECK_NULL_ERR(rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(2, 2, -1)), 1, NULL, NULL, 1e-5), RLX_E_SHAPE, fn);
+    /* dynamic positions trace (values: test_dynamic_conv.c) */
+    CHECK(rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(2, 2, -1)), 1, NULL, NULL, 1e-5) != NULL);
     /* a dynamic batch: a compiled program run at two batch sizes */
     rlx_tensor *w = tf32(1, SH(2), (float[]){2, 3});
     rlx_tensor *gn = rlx_group_norm(rlx_input("x", RLX_F32, 3, SH(-1, 2, 3)), 2, w, NULL, 1e-5);

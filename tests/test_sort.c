@@ -629,8 +629,8 @@ TEST(multinomial_errors)
     CHECK(!rlx_multinomial(p, 4, false, 0));
     CHECK(rlx_last_status() == RLX_E_ARG && strstr(rlx_last_error(), "rlx_multinomial") &&
           strstr(rlx_last_error(), "num_samples 4") && strstr(rlx_last_error(), "3 categories"));
-    CHECK_NULL_ERR(rlx_multinomial(rlx_input("w", RLX_F32, 1, SH(-1)), 1, true, 0), RLX_E_UNSUPPORTED,
-                   "rlx_multinomial");
+    /* a dynamic N traces (values: test_dynamic_ops.c) */
+    CHECK(rlx_multinomial(rlx_input("w", RLX_F32, 1, SH(-1)), 1, true, 0) != NULL);
     rlx_clear_error();
 }
 

@@ -52,8 +52,9 @@ CASES = [
      "rlx_spline_activation"),
     ("program dynamic dim bound wrong", lambda: rlx.compile(rlx.input("x", (-1, 3)) * 2).run(x=np.ones((2, 4), np.float32)),
      S.E_SHAPE, "rlx_program_run"),
-    ("multinomial over dynamic categories", lambda: rlx.multinomial(rlx.input("x", (3, -1)), 1), S.E_UNSUPPORTED,
-     "rlx_multinomial"),
+    ("multinomial over too few bound categories",
+     lambda: rlx.compile(rlx.multinomial(rlx.input("x", (3, -1)), 2)).run(x=np.ones((3, 1), np.float32)),
+     S.E_SHAPE, "rlx_program_run"),
 ]
 
 

@@ -319,7 +319,8 @@ static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
         dx[0] = rlx_reshape(g, x->rank, x->shape);
     } else { /* dynamic dims (maybe several): a program resolves them with x's */
         int64_t known;
-        bool follows = ts_reshape_rule(n, x->rank, x->shape, &known) != 0;
+        int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
+        bool follows = rule == 1 || rule == 2; /* (not 3: x's own dims are surer) */
         /* else g as where(true, g, n): the program takes x's bound dims (program.c) */
         ir_node *gw = follows ? ir_retain(ts_node(g)) : ts_expand_like(FN, ts_node(g), n);
         ir_node *r = gw ? ts_reshape_node(FN, gw, x->rank, x->shape) : NULL;
@@ -586,7 +587,9 @@ static void vjp_fft(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
 
 /* conv2d, input side: the transposed convolution with the same arguments,
  * plus, as output padding, the rows the forward stride skipped at the end
- * (fewer than the stride). */
+ * (fewer than the stride). On a dynamic H or W that count depends on the
+ * bound size: the most (stride - 1) is padded and the result cut to x's
+ * positions (a gather of rlx_arange_of, which a program makes per binding). */
 static rlx_tensor *conv_dx(ir_node *n, rlx_tensor *g)
 {
     ir_node *x = n->src[0], *w = n->src[1];
@@ -594,9 +597,14 @@ static rlx_tensor *conv_dx(ir_node *n, rlx_tensor *g)
     int skipped[2];
     for (int i = 0; i < 2; i++) {
         int64_t span = (int64_t)d[i] * (w->shape[2 + i] - 1) + 1;
-        skipped[i] = (int)(x->shape[2 + i] + 2 * (int64_t)p[i] - span - (n->shape[2 + i] - 1) * s[i]);
+        skipped[i] = x->shape[2 + i] < 0 ? s[i] - 1
+                                         : (int)(x->shape[2 + i] + 2 * (int64_t)p[i] - span - (n->shape[2 + i] - 1) * s[i]);
     }
-    return rlx_conv_transpose2d(g, T(w), NULL, s, p, skipped, d, n->attr.conv.groups);
+    rlx_tensor *dx = rlx_conv_transpose2d(g, T(w), NULL, s, p, skipped, d, n->attr.conv.groups);
+    for (int i = 0; i < 2; i++)
+        if (x->shape[2 + i] < 0 && s[i] > 1)
+            dx = rlx_index_select(dx, 2 + i, rlx_arange_of(T(x), 2 + i, RLX_I64));
+    return dx;
 }
 
 /* conv2d, weight side: per group, the correlation of x with g over the
@@ -648,10 +656,74 @@ static rlx_tensor *pool_tap(ir_node *n, rlx_tensor *xp, int u, int v)
  * pooling gives every tap g/(KH*KW) (padding counted, as the forward);
  * max pooling gives g to the taps equal to the window's max, split evenly
  * when several tie. */
+/* The rows u, u+s, ... of axis ax of xp that a pool's tap u reads: on a
+ * dynamic axis Python's u:-(k-1-u):s (as many as the output has). */
+static ir_node *pool_tap_axis(ir_node *xp, int ax, int u, int k, int s, int64_t out)
+{
+    if (!xp)
+        return NULL;
+    if (xp->shape[ax] >= 0)
+        return slice1(xp, ax, u, s, out);
+    return ts_dyn_range(FN, xp, ax, u, k - 1 - u ? -(k - 1 - u) : TS_DYN_IX, s);
+}
+
+/* pool2d over a dynamic H or W: each tap is a slice of the padded input
+ * whose own rule places its share back (resolved per binding). */
+static rlx_tensor *pool_dx_dynamic(ir_node *n, rlx_tensor *g)
+{
+    ir_node *x = n->src[0];
+    const int *k = n->attr.pool.kernel, *s = n->attr.pool.stride, *p = n->attr.pool.pad;
+    bool avg = n->attr.pool.kind == IR_POOL_AVG;
+    double fill = avg ? 0 : -INFINITY;
+    ir_node *xp = ts_node(rlx_pad(rlx_pad(T(x), 2, p[0], p[0], fill), 3, p[1], p[1], fill));
+    if (!xp)
+        return NULL;
+    ir_node *taps[64]; /* pool kernels up to 8x8 here; a larger one takes the memory below */
+    ir_scratch tap_mem = IR_SCRATCH(taps);
+    int nt = k[0] * k[1];
+    ir_node **tap = ir_scratch_get(&tap_mem, (size_t)nt * sizeof *tap);
+    if (!tap) {
+        ts_error(RLX_E_NOMEM, FN, "out of memory");
+        return NULL;
+    }
+    rlx_tensor *count = NULL, *sum = NULL;
+    for (int u = 0; u < k[0]; u++)
+        for (int v = 0; v < k[1]; v++) {
+            ir_node *r = pool_tap_axis(xp, 2, u, k[0], s[0], n->shape[2]);
+            tap[u * k[1] + v] = ts_node(ts_wrap(pool_tap_axis(r, 3, v, k[1], s[1], n->shape[3])));
+            ir_release(r);
+        }
+    if (!avg)
+        for (int t = 0; t < nt; t++) {
+            rlx_tensor *hit = rlx_cast(rlx_eq(T(tap[t]), T(n)), n->dtype);
+            count = count ? rlx_add(count, hit) : hit;
+        }
+    rlx_tensor *share = avg ? rlx_mul_s(g, 1.0 / nt) : rlx_div(g, count);
+    bool need = true;
+    for (int t = 0; t < nt; t++) {
+        rlx_tensor *c = avg ? share : rlx_mul(share, rlx_cast(rlx_eq(T(tap[t]), T(n)), n->dtype)), *row = NULL, *placed = NULL;
+        if (!tap[t] || !c)
+            continue;
+        vjp_slice(tap[t], c, &need, &row);
+        if (row)
+            vjp_slice(tap[t]->src[0], row, &need, &placed);
+        sum = sum && placed ? rlx_add(sum, placed) : placed;
+    }
+    ir_scratch_free(&tap_mem);
+    for (int i = 0; i < 2 && sum; i++)
+        if (p[i])
+            sum = x->shape[2 + i] < 0 ? rlx_slice(sum, 2 + i, p[i], -p[i], 1) : rlx_narrow(sum, 2 + i, p[i], x->shape[2 + i]);
+    return sum;
+}
+
 static void vjp_pool2d(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
     ir_node *x = n->src[0];
+    if (x->shape[2] < 0 || x->shape[3] < 0) {
+        dx[0] = pool_dx_dynamic(n, g);
+        return;
+    }
     const int *k = n->attr.pool.kernel, *s = n->attr.pool.stride, *p = n->attr.pool.pad;
     int64_t hp = x->shape[2] + 2 * (int64_t)p[0], wp = x->shape[3] + 2 * (int64_t)p[1];
     bool avg = n->attr.pool.kind == IR_POOL_AVG;

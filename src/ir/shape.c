@@ -213,10 +213,15 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
         for (int i = 0; i < 2; i++) {
             if (s[i] < 1 || d[i] < 1 || p[i] < 0)
                 FAIL("conv2d stride/dilation/padding");
+            if (x->shape[2 + i] < 0 || w->shape[2 + i] < 0) { /* dynamic: checked when a program binds it */
+                shape[2 + i] = -1;
+                continue;
+            }
             int64_t span = (int64_t)d[i] * (w->shape[2 + i] - 1) + 1;
             int64_t in = x->shape[2 + i] + 2 * (int64_t)p[i];
             if (in < span)
-                FAIL("conv2d kernel larger than input");
+                FAIL("conv2d kernel of %lld larger than the padded input %lld on axis %d of x %s", (long long)span,
+                     (long long)in, 2 + i, ir_shape_str((char[64]){0}, 64, x->rank, x->shape));
             shape[2 + i] = (in - span) / s[i] + 1;
         }
         shape[1] = w->shape[0];
@@ -227,17 +232,23 @@ static bool infer_library(ir_op op, int nsrc, ir_node *const *src, const ir_attr
             FAIL("pool2d needs float [N,C,H,W]");
         for (int i = 0; i < 2; i++) {
             int k = a->pool.kernel[i], s = a->pool.stride[i], p = a->pool.pad[i];
-            if (k < 1 || s < 1 || p < 0 || 2 * p > k || x->shape[2 + i] + 2 * p < k)
+            if (k < 1 || s < 1 || p < 0 || 2 * p > k)
                 FAIL("pool2d kernel/stride/padding");
-            shape[2 + i] = (x->shape[2 + i] + 2 * p - k) / s + 1;
+            if (x->shape[2 + i] >= 0 && x->shape[2 + i] + 2 * p < k)
+                FAIL("pool2d kernel %d larger than the padded input %lld on axis %d of x %s", k,
+                     (long long)(x->shape[2 + i] + 2 * p), 2 + i, ir_shape_str((char[64]){0}, 64, x->rank, x->shape));
+            shape[2 + i] = x->shape[2 + i] < 0 ? -1 : (x->shape[2 + i] + 2 * p - k) / s + 1;
         }
         return true;
     case IR_OP_MULTINOMIAL:
+        if (x->rank >= 1 && x->rank <= 2 && x->shape[x->rank - 1] == 0) /* (a dynamic N bound to 0) */
+            FAIL("multinomial needs N >= 1 categories, got N = 0");
         if (!ir_dtype_is_float(x->dtype) || x->rank < 1 || x->rank > 2 || a->multinomial.samples < 0 ||
             (unsigned)a->multinomial.replacement > 1 ||
             (!a->multinomial.replacement && x->shape[x->rank - 1] >= 0 &&
              a->multinomial.samples > x->shape[x->rank - 1]))
-            FAIL("multinomial needs float weights [N] or [B,N] and 0 <= samples (<= N without replacement)");
+            FAIL("multinomial needs float weights [N] or [B,N] and 0 <= samples (<= N without replacement): %lld "
+                 "samples of %lld categories", (long long)a->multinomial.samples, (long long)x->shape[x->rank - 1]);
         *dt = RLX_I64;
         shape[x->rank - 1] = a->multinomial.samples;
         return true;

@@ -53,6 +53,10 @@ static int letter(char c)
 
 static char label_char(int l) { return l < 26 ? (char)('A' + l) : (char)('a' + l - 26); }
 
+/* Rules 1 and 2 only: einsum's merged dims are products of label sizes
+ * (-1 when one is dynamic), which rule 3 would read as a dynamic dim kept. */
+static bool einsum_rule(int rule) { return rule == 1 || rule == 2; }
+
 /* Whether a program can rebuild reshape(x, shape) for bound sizes when x
  * has dynamic dims (ts_reshape_rule), applied to the source
  * ts_reshape_node really uses (a reshape of a reshape is one reshape). */
@@ -61,7 +65,7 @@ static bool reshape_follows(const ir_node *x, int rank, const int64_t *shape)
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return true;
     int64_t known;
-    return ts_reshape_rule(x->op == IR_OP_RESHAPE ? x->src[0] : x, rank, shape, &known) != 0;
+    return einsum_rule(ts_reshape_rule(x->op == IR_OP_RESHAPE ? x->src[0] : x, rank, shape, &known));
 }
 
 /* rlx_reshape, where dims of size -1 are dynamic (several may be): over a
@@ -318,7 +322,7 @@ static bool dims_follow(int rfrom, const int64_t *from, int rto, const int64_t *
     memcpy(tmp.shape, from, (size_t)rfrom * sizeof *from);
     int64_t known; /* static dims: any reshape */
     return ir_numel(rfrom, from) >= 0 || ir_shape_eq(rfrom, from, rto, to) ||
-           ts_reshape_rule(&tmp, rto, to, &known) != 0;
+           einsum_rule(ts_reshape_rule(&tmp, rto, to, &known));
 }
 
 /* a [batch, M, K] ⊗ b [batch, K, N] (labels in that order) when the

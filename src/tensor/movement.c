@@ -23,11 +23,13 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         return NULL;
     }
     int64_t dims[IR_MAX_RANK], known = 1;
-    int infer = -1;
+    int infer = -1, more = 0;
+    bool dynamic = ir_node_numel(n) < 0;
     for (int i = 0; i < rank; i++) {
         dims[i] = shape[i];
-        if (shape[i] == -1 && infer < 0) {
-            infer = i;
+        if (shape[i] == -1 && (infer < 0 || dynamic)) { /* a dynamic x: several (rlx_dim's -1s) */
+            more += infer >= 0;
+            infer = infer < 0 ? i : infer;
             continue;
         }
         if (shape[i] < 0) {
@@ -46,6 +48,13 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         if (infer < 0) {
             ts_error(RLX_E_SHAPE, fn, "shape %s for input %s with a dynamic dim needs a -1", ts_dims_str(rank, shape),
                      ts_shape_str(n));
+            return NULL;
+        }
+        int64_t k;
+        if (more && !ts_reshape_rule(n, rank, dims, &k)) {
+            ts_error(RLX_E_UNSUPPORTED, fn,
+                     "shape %s for input %s is ambiguous: its -1s are not the input's dynamic dims kept in place "
+                     "around one that is merged or split with static ones", ts_dims_str(rank, shape), ts_shape_str(n));
             return NULL;
         }
         return ts_wrap(ts_reshape_node(fn, n, rank, dims));
@@ -244,8 +253,9 @@ ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t
 static int64_t dyn_index(int64_t dim, int64_t ix)
 {
     if (ix >= TS_DYN_REST && ix < TS_DYN_CHUNK) { /* -1 (no fit) is never a tagged index's value */
-        int64_t c = ix - TS_DYN_REST, need = c >> 29, x = c & ((1 << 29) - 1);
-        return dim < need ? -1 : x >= (1 << 28) ? x - (1 << 28) : dim - x;
+        int64_t c = ix - TS_DYN_REST, need = c >> 29 & ((1 << 28) - 1), x = c & ((1 << 29) - 1);
+        bool exact = c & TS_DYN_EXACT;
+        return dim < need || (exact && dim != need) ? -1 : x >= (1 << 28) ? x - (1 << 28) : dim - x;
     }
     if (ix >= TS_DYN_CHUNK) {
         int64_t c = ix - TS_DYN_CHUNK, i = c >> 31, k = c & 0x7fffffff;
@@ -413,8 +423,9 @@ static rlx_status split_into(const char *fn, ir_node *x, int ax, int n, const in
     return split_finish(pieces, n, out);
 }
 
-/* rlx_split of a dynamic axis: one size is -1, the rest of the axis;
- * the pieces after it are placed from the end. */
+/* rlx_split of a dynamic axis: one size may be -1, the rest of the axis;
+ * the pieces after it are placed from the end. Without one, every piece
+ * checks that the sizes sum to the bound axis (TS_DYN_EXACT). */
 static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const int64_t *sizes, rlx_tensor **out)
 {
     int rest = -1;
@@ -430,15 +441,12 @@ static rlx_status split_dynamic(const char *fn, ir_node *x, int ax, int n, const
             total += sizes[i];
         }
     }
-    if (rest < 0) {
-        ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of %s is dynamic: give one size as -1 (the rest)", ax,
-                 ts_shape_str(x));
-        return RLX_E_UNSUPPORTED;
-    }
     /* every piece checks that the axis holds the fixed sizes (TS_DYN_REST),
      * so one used alone never overlaps another */
     ir_node **pieces = (ir_node **)out;
-    int64_t at = 0, after = total, need = total << 29;
+    int64_t at = 0, after = total, need = total << 29 | (rest < 0 ? TS_DYN_EXACT : 0);
+    if (rest < 0)
+        rest = n; /* every piece from the start */
     for (int i = 0; i < n; i++) {
         if (i < rest) {
             pieces[i] = slice_axis(fn, x, ax, TS_DYN_REST + (need | (1 << 28 | at)), 1, sizes[i]);

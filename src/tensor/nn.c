@@ -557,10 +557,9 @@ static void pair(const int *p, int def, int out[2])
     out[1] = p ? p[1] : def;
 }
 
-/* x is [N, C, H, W] with static H and W: the output's come from
- * arithmetic on them that dims-as-values do not carry (a dynamic H read
- * as -1 passed the size checks or failed them with a wrong message). A
- * dynamic N or C is fine: the weight gradient convolves over N as C. */
+/* x is [N, C, H, W]; any of them may be dynamic (rlx_input): the size
+ * checks below skip a dynamic H or W, which ir_infer checks when a
+ * program binds it (the output size is inferred there too). */
 static bool check_nchw(const char *fn, rlx_tensor *x)
 {
     ir_node *xn = ts_node(x);
@@ -568,12 +567,6 @@ static bool check_nchw(const char *fn, rlx_tensor *x)
         ts_error(RLX_E_SHAPE, fn, "x must be [N, C, H, W], got %s", ts_shape_str(xn));
         return false;
     }
-    for (int d = 2; d < 4; d++)
-        if (xn->shape[d] < 0) {
-            ts_error(RLX_E_UNSUPPORTED, fn, "axis %d of x %s is dynamic: H and W must be static", d,
-                     ts_shape_str(xn));
-            return false;
-        }
     return true;
 }
 
@@ -611,7 +604,7 @@ rlx_tensor *rlx_conv2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, const int st
             return NULL;
         }
         int64_t span = (int64_t)a.conv.dil[i] * (wn->shape[2 + i] - 1) + 1;
-        if (xn->shape[2 + i] + 2 * (int64_t)a.conv.pad[i] < span) {
+        if (xn->shape[2 + i] >= 0 && wn->shape[2 + i] >= 0 && xn->shape[2 + i] + 2 * (int64_t)a.conv.pad[i] < span) {
             ts_error(RLX_E_SHAPE, fn, "dilated kernel of %lld exceeds the padded input %lld on axis %d: x %s, w %s",
                      (long long)span, (long long)(xn->shape[2 + i] + 2 * (int64_t)a.conv.pad[i]), 2 + i,
                      ts_shape_str(xn), ts_shape_str(wn));
@@ -674,8 +667,21 @@ rlx_tensor *rlx_conv1d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, int stride, 
 static rlx_tensor *zero_dilate(rlx_tensor *t, int ax, int64_t step)
 {
     ir_node *tn = ts_node(t);
-    if (step == 1 || tn->shape[ax] <= 1)
+    if (step == 1 || (tn->shape[ax] >= 0 && tn->shape[ax] <= 1))
         return t;
+    if (ir_node_numel(tn) < 0) {
+        /* dynamic dims: element k added at k*step of zeros shaped like t
+         * tiled step times (never read), the trailing step-1 zeros cut;
+         * a reshape merging a dynamic axis could not be resolved per
+         * binding next to other dynamic dims */
+        int64_t col[IR_MAX_RANK];
+        for (int d = 0; d < tn->rank; d++)
+            col[d] = d == ax ? -1 : 1;
+        rlx_tensor *k = rlx_reshape(rlx_mul_s(rlx_arange_of(t, ax, RLX_I64), (double)step), tn->rank, col);
+        ir_node *kn = k ? ts_expand_like("rlx_conv_transpose2d", ts_node(k), tn) : NULL;
+        rlx_tensor *u = rlx_scatter_add(rlx_zeros_like(rlx_tile(t, ax, step)), ax, kn ? ts_wrap(kn) : NULL, t);
+        return rlx_slice(u, ax, 0, 1 - step, 1);
+    }
     int64_t len = tn->shape[ax], pre = ir_numel(ax, tn->shape);
     int64_t post = ir_numel(tn->rank - ax - 1, tn->shape + ax + 1);
     int64_t s4[4] = {pre, len, 1, post}, s3[3] = {pre, len * step, post}, shape[IR_MAX_RANK];
@@ -693,6 +699,8 @@ static rlx_tensor *pad_or_crop(rlx_tensor *t, int ax, int64_t before, int64_t af
     if (before >= 0 && after >= 0)
         return t;
     int64_t len = t ? ts_node(t)->shape[ax] : 0, b = before < 0 ? -before : 0, a = after < 0 ? -after : 0;
+    if (len < 0) /* a dynamic axis: Python's [b:-a] */
+        return rlx_slice(t, ax, b, a ? -a : RLX_END, 1);
     return rlx_narrow(t, ax, b, len - b - a);
 }
 
@@ -815,7 +823,9 @@ rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, co
         }
         int64_t in = xn->shape[2 + i];
         out[i] = (in - 1) * s[i] - 2 * (int64_t)p[i] + (int64_t)d[i] * (wn->shape[2 + i] - 1) + op[i] + 1;
-        if (in < 1 || out[i] < 1) {
+        if (in < 0) { /* dynamic: a program checks the bound size (the stride-1 conv2d below) */
+            out[i] = -1;
+        } else if (in < 1 || out[i] < 1) {
             ts_error(RLX_E_SHAPE, fn, "output size %lld on axis %d is not positive: x %s, w %s, stride %d, padding %d",
                      (long long)out[i], 2 + i, ts_shape_str(xn), ts_shape_str(wn), s[i], p[i]);
             return NULL;
@@ -832,7 +842,8 @@ rlx_tensor *rlx_conv_transpose2d(rlx_tensor *x, rlx_tensor *w, rlx_tensor *b, co
     rlx_dtype dt = ir_promote(xn->dtype, wn->dtype);
     /* Without dilation the stride's phases are separate convolutions (no
      * product with an inserted zero); with it, the zero-inserted form. */
-    rlx_tensor *y = d[0] == 1 && d[1] == 1 && s[0] * s[1] > 1 && s[0] <= PHASES && s[1] <= PHASES
+    rlx_tensor *y = d[0] == 1 && d[1] == 1 && s[0] * s[1] > 1 && s[0] <= PHASES && s[1] <= PHASES &&
+                            out[0] >= 0 && out[1] >= 0 /* the phases' sizes are static */
                         ? conv_t_phases(x, w, groups, s, p, out, ir_dtype_is_float(dt) ? dt : RLX_F32)
                         : conv_t_dilated(x, w, groups, s, p, op, d);
     int64_t bs[4] = {1, co, 1, 1}; /* the bias broadcasts over N, OH, OW */
@@ -883,7 +894,7 @@ static rlx_tensor *pool(const char *fn, int kind, rlx_tensor *x, const int kerne
                      a.pool.pad[1]);
             return NULL;
         }
-        if (xn->shape[2 + i] + 2 * (int64_t)p < k) {
+        if (xn->shape[2 + i] >= 0 && xn->shape[2 + i] + 2 * (int64_t)p < k) {
             ts_error(RLX_E_SHAPE, fn, "kernel %d exceeds the padded input %lld on axis %d of x %s", k,
                      (long long)(xn->shape[2 + i] + 2 * (int64_t)p), 2 + i, ts_shape_str(xn));
             return NULL;

@@ -229,11 +229,7 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
     int64_t c = xn->shape[1], rest = 1;
     for (int i = 2; i < xn->rank; i++)
         rest = xn->shape[i] < 0 || rest < 0 ? -1 : rest * xn->shape[i];
-    if (c < 0 || rest < 0) {
-        ts_error(RLX_E_SHAPE, fn, "only the batch dim of x %s may be dynamic", ts_shape_str(xn));
-        return NULL;
-    }
-    if (num_groups < 1 || c % num_groups) {
+    if (num_groups < 1 || (c >= 0 && c % num_groups)) { /* a dynamic C: checked when bound */
         ts_error(RLX_E_ARG, fn, "num_groups %d must be >= 1 and divide the %lld channels of x %s", num_groups,
                  (long long)c, ts_shape_str(xn));
         return NULL;
@@ -241,11 +237,39 @@ rlx_tensor *rlx_group_norm(rlx_tensor *x, int num_groups, rlx_tensor *weight, rl
     if (!channel_param(fn, "weight", weight, c, xn) || !channel_param(fn, "bias", bias, c, xn) || !eps_ok(fn, eps) ||
         !ts_open(fn))
         return NULL;
+    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(xn->dtype), weight), bias);
+    if (c < 0 || rest < 0) {
+        /* dynamic C or spatial dims: [N, C, *] as [C, N, *] -> [G, C/G, N, *]
+         * (C leads: with N before it the split of a dynamic C could not be
+         * told from one of N; a program resolves it per binding, C % G
+         * checked then), normalized over every axis but G and N (counted
+         * when run), and back to the bound dims (where(true, y, r): the
+         * program's reshape back) */
+        int perm[RLX_MAX_RANK], axes[RLX_MAX_RANK], na = 0;
+        for (int i = 0; i < xn->rank; i++)
+            perm[i] = i < 2 ? 1 - i : i;
+        rlx_tensor *xt = rlx_transpose(ts_as_float(x), xn->rank, perm);
+        ir_node *tn = xt ? ts_node(xt) : NULL;
+        int64_t g[RLX_MAX_RANK + 1] = {num_groups, c < 0 ? -1 : c / num_groups};
+        for (int i = 1; i < xn->rank; i++)
+            g[i + 1] = tn ? tn->shape[i] : 0;
+        for (int i = 1; i <= xn->rank; i++)
+            if (i != 2)
+                axes[na++] = i;
+        ir_node *r = tn ? ts_reshape_node(fn, tn, xn->rank + 1, g) : NULL;
+        rlx_tensor *rt = r ? ts_wrap(r) : NULL;
+        rlx_tensor *d = rlx_sub(rt, rlx_mean(rt, axes, na, true));
+        rlx_tensor *y = rlx_mul(d, rlx_rsqrt(rlx_add_s(rlx_mean(rlx_mul(d, d), axes, na, true), eps)));
+        ir_node *yw = y && r ? ts_expand_like(fn, ts_node(y), r) : NULL;
+        ir_node *back = yw ? ts_reshape_node(fn, yw, xn->rank, tn->shape) : NULL;
+        ir_release(yw);
+        rlx_tensor *yb = rlx_transpose(back ? ts_wrap(back) : NULL, xn->rank, perm);
+        return ts_close_as(affine(yb, weight, bias, xn->rank), out);
+    }
     /* [N, C, *] -> [N, G, C/G * prod(*)]: each group is one row of a
      * layer norm; an empty batch or group stays empty. */
     int64_t g[3] = {xn->shape[0], num_groups, c / num_groups * rest};
     rlx_tensor *y = rlx_layer_norm(rlx_reshape(ts_as_float(x), 3, g), NULL, NULL, eps);
-    rlx_dtype out = ts_promote_opt(ts_promote_opt(ts_float_dtype(xn->dtype), weight), bias);
     return ts_close_as(affine(rlx_reshape(y, xn->rank, xn->shape), weight, bias, xn->rank), out);
 }
 

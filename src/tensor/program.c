@@ -365,15 +365,16 @@ static ir_node *remake(const char *fn, bool private_nodes, const ir_node *nd, in
     return r;
 }
 
-int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known)
+/* ts_reshape_rule's rules 1 and 2 for the dims src[0..rs) -> dims[0..rd). */
+static int reshape_rule_of(int rs, const int64_t *src, int rd, const int64_t *dims, int64_t *known)
 {
     int64_t ps[IR_MAX_RANK], pd[IR_MAX_RANK];
     int ns = 0, nd = 0, unknown = 0;
-    for (int i = 0; i < traced->rank; i++)
-        if (traced->shape[i] != 1)
-            ps[ns++] = traced->shape[i];
+    for (int i = 0; i < rs; i++)
+        if (src[i] != 1)
+            ps[ns++] = src[i];
     *known = 1;
-    for (int i = 0; i < rank; i++) {
+    for (int i = 0; i < rd; i++) {
         if (dims[i] != 1)
             pd[nd++] = dims[i];
         unknown += dims[i] < 0;
@@ -382,6 +383,99 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
     if (ns == nd && (ns == 0 || memcmp(ps, pd, (size_t)ns * sizeof *ps) == 0))
         return 1;
     return unknown == 1 && *known > 0 ? 2 : 0;
+}
+
+/* Rule 3 (ts_reshape_rule) for a reshape of src[0..rs) to dims[0..rd)
+ * that carries lo leading and hi trailing dims: the middle's rule (1, 2,
+ * or 4 when both middles are static with one count), 0 when it has none;
+ * sig[i] gets what dynamic target dim i is made of: a mask of the
+ * source's dynamic dims and the factor num/den. */
+typedef struct {
+    uint32_t mask;
+    int64_t num, den;
+} dim_sig;
+
+static int ends_rule(int rs, const int64_t *src, int rd, const int64_t *dims, int lo, int hi, dim_sig *sig)
+{
+    int64_t known, stat = 1;
+    uint32_t dyn = 0;
+    for (int i = lo; i < rs - hi; i++) {
+        dyn |= src[i] < 0 ? 1u << i : 0;
+        stat *= src[i] < 0 ? 1 : src[i];
+    }
+    int rule = reshape_rule_of(rs - lo - hi, src + lo, rd - lo - hi, dims + lo, &known);
+    if (rule == 0 && !dyn && known == stat)
+        rule = 4;
+    for (int i = 0; i < rd; i++)
+        sig[i] = (dim_sig){0, 1, 1};
+    for (int i = 0; i < lo; i++)
+        sig[i].mask = src[i] < 0 ? 1u << i : 0;
+    for (int i = 0; i < hi; i++)
+        sig[rd - 1 - i].mask = src[rs - 1 - i] < 0 ? 1u << (rs - 1 - i) : 0;
+    for (int i = lo, k = lo; rule == 1 && i < rd - hi; i++) {
+        if (dims[i] == 1)
+            continue;
+        while (src[k] == 1)
+            k++;
+        sig[i].mask = src[k] < 0 ? 1u << k : 0;
+        k++;
+    }
+    for (int i = lo; rule == 2 && i < rd - hi; i++)
+        if (dims[i] < 0)
+            sig[i] = (dim_sig){dyn, stat, known};
+    for (int i = 0; i < rd; i++) /* every dynamic target dim is made of dynamic source dims */
+        if (rule && dims[i] < 0 && !sig[i].mask)
+            return 0;
+    return rule;
+}
+
+/* The ends (*lo, *hi) rule 3 carries and the middle's rule, or 0: the
+ * decompositions whose middle follows a rule must all make each dynamic
+ * target dim of the same source dims (a traced -1 is anonymous: a
+ * reshape [.., -1, 2, ..] -> [.., -1, ..] could keep the first -1 or merge
+ * it with the 2, so it is refused). */
+static int reshape_ends(const ir_node *traced, int rank, const int64_t *dims, int *lo, int *hi)
+{
+    int r = traced->rank, found = 0, ndyn = 0;
+    dim_sig sig[IR_MAX_RANK], first[IR_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ndyn += traced->shape[i] < 0;
+    for (int i = 0; i < rank; i++)
+        ndyn -= dims[i] < 0;
+    if (ndyn) /* a dynamic dim merged or split: not from the ends */
+        return 0;
+    int maxlo = 0;
+    while (maxlo < rank && maxlo < r && dims[maxlo] == traced->shape[maxlo])
+        maxlo++;
+    for (int l = maxlo; l >= 0; l--) {
+        int maxhi = 0;
+        while (maxhi < rank - l && maxhi < r - l && dims[rank - 1 - maxhi] == traced->shape[r - 1 - maxhi])
+            maxhi++;
+        for (int h = maxhi; h >= 0; h--) {
+            if (!(l || h))
+                continue;
+            int rule = ends_rule(r, traced->shape, rank, dims, l, h, sig);
+            if (!rule)
+                continue;
+            if (!found) {
+                found = rule, *lo = l, *hi = h;
+                memcpy(first, sig, (size_t)rank * sizeof *sig);
+                continue;
+            }
+            for (int i = 0; i < rank; i++)
+                if (dims[i] < 0 && (sig[i].mask != first[i].mask || sig[i].num * first[i].den != first[i].num * sig[i].den))
+                    return 0;
+        }
+    }
+    return found;
+}
+
+int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known)
+{
+    int rule = reshape_rule_of(traced->rank, traced->shape, rank, dims, known), lo, hi;
+    if (rule)
+        return rule;
+    return reshape_ends(traced, rank, dims, &lo, &hi) ? 3 : 0;
 }
 
 /* A constant true, maybe reshaped or broadcast. */
@@ -404,7 +498,7 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
     const ir_node *nd = p->order[at], *traced = nd->src[0];
     int64_t known, n = ir_node_numel(x);
     int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
-    if (rule == 0 && traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE) {
+    if ((rule == 0 || rule == 3) && traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE) {
         long w = p->src_idx[p->src_at[at]], r = p->src_idx[p->src_at[w] + 2], y = p->src_idx[p->src_at[r]];
         const ir_node *yb = made[y];
         if (ir_shape_eq(p->order[y]->rank, p->order[y]->shape, a->shape.rank, a->shape.dims) &&
@@ -429,8 +523,37 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
                 a->shape.dims[i] = n / known;
         return true;
     }
-    ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
-             ts_dims_str(a->shape.rank, a->shape.dims), ts_shape_str(x));
+    if (rule == 3) { /* the ends move with x, the middle by its rule (the count checked by remake) */
+        int lo, hi, r = a->shape.rank, rs = x->rank;
+        int64_t *dims = a->shape.dims, m = 1;
+        int mid = reshape_ends(traced, r, dims, &lo, &hi);
+        for (int i = lo; i < rs - hi; i++)
+            m *= x->shape[i];
+        if (mid == 2)
+            reshape_rule_of(rs - lo - hi, traced->shape + lo, r - lo - hi, dims + lo, &known);
+        for (int i = 0; i < lo; i++)
+            dims[i] = x->shape[i];
+        for (int i = 0; i < hi; i++)
+            dims[r - 1 - i] = x->shape[rs - 1 - i];
+        for (int i = lo, k = lo; mid == 1 && i < r - hi; i++) {
+            if (dims[i] == 1)
+                continue;
+            while (traced->shape[k] == 1)
+                k++;
+            dims[i] = x->shape[k++];
+        }
+        for (int i = lo; mid == 2 && i < r - hi; i++)
+            if (dims[i] < 0 && m % known == 0)
+                dims[i] = m / known;
+        if (mid != 2 || m % known == 0)
+            return true;
+    }
+    if (rule) /* a rule that fits other sizes: this binding's do not divide */
+        ts_error(RLX_E_SHAPE, fn, "a reshape traced to %s does not fit the bound %s", ts_dims_str(a->shape.rank, a->shape.dims),
+                 ts_shape_str(x));
+    else
+        ts_error(RLX_E_UNSUPPORTED, fn, "a reshape traced to %s cannot be specialized for %s",
+                 ts_dims_str(a->shape.rank, a->shape.dims), ts_shape_str(x));
     return false;
 }
 
@@ -462,6 +585,32 @@ static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const 
     if (ix[1])
         a->slice.len[d] = ts_dyn_len(stop);
     return true;
+}
+
+/* The error of slice nd of axis d, which does not fit its bound source
+ * x: a piece of rlx_split (TS_DYN_REST) names the sizes' sum and, when
+ * it splits an input, the input, the axis and its symbol. */
+static void slice_error(const char *fn, const rlx_program *p, const ir_node *nd, int d, const ir_node *x)
+{
+    int64_t st = nd->attr.slice.start[d], c = st - TS_DYN_REST;
+    if (st < TS_DYN_REST || st >= TS_DYN_CHUNK) {
+        ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,
+                 (long long)nd->attr.slice.len[d], (long long)st, ts_shape_str(x));
+        return;
+    }
+    char what[160];
+    const ir_node *in = nd->src[0];
+    snprintf(what, sizeof what, "axis %d of %s", d, ts_shape_str(x));
+    for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
+        if (p->inputs[j] == in && p->sym[k + d] <= -2)
+            snprintf(what, sizeof what, "axis %d of input '%s' (symbol %lld)", d, in->attr.input.name,
+                     (long long)p->sym[k + d]);
+        else if (p->inputs[j] == in)
+            snprintf(what, sizeof what, "axis %d of input '%s' (dynamic)", d, in->attr.input.name);
+    ts_error(RLX_E_SHAPE, fn,
+             c & TS_DYN_EXACT ? "rlx_split's sizes sum to %lld, but %s is bound to %lld"
+                              : "rlx_split's fixed sizes sum to %lld, more than %s, bound to %lld",
+             (long long)(c >> 29 & ((1 << 28) - 1)), what, (long long)x->shape[d]);
 }
 
 /* Rebuilds the nodes of order[] with inputs replaced by their bindings;
@@ -632,8 +781,7 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                     goto out;
                 if (nd->src[0]->shape[d] < 0 &&
                     !ts_dyn_resolve(src[0]->shape[d], &a.slice.start[d], &a.slice.step[d], &a.slice.len[d])) {
-                    ts_error(RLX_E_SHAPE, fn, "a slice of axis %d (%lld elements from index %lld) does not fit %s", d,
-                             (long long)a.slice.len[d], (long long)a.slice.start[d], ts_shape_str(src[0]));
+                    slice_error(fn, p, nd, d, src[0]);
                     goto out;
                 }
             }

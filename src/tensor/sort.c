@@ -13,20 +13,6 @@
 
 #include "tensor/ts.h"
 
-/* True (error recorded) when x has a dynamic dim other than a leading
- * one off the axis ax (a batch of lines): multinomial's categories and
- * draws need them while building. */
-static bool dynamic(const char *fn, const ir_node *n, int ax)
-{
-    for (int d = 0; d < n->rank; d++)
-        if (n->shape[d] < 0 && (d > 0 || ax == 0)) {
-            ts_error(RLX_E_UNSUPPORTED, fn, "only a dynamic dim 0 off the axis is supported (x %s, axis %d)",
-                     ts_shape_str(n), ax);
-            return true;
-        }
-    return false;
-}
-
 /* The ARGSORT node of n along ax: the first k positions of the order. */
 static rlx_tensor *argsort_node(const char *fn, ir_node *n, int ax, bool descending, int64_t k)
 {
@@ -161,10 +147,8 @@ rlx_tensor *rlx_multinomial(rlx_tensor *probs, int64_t num_samples, bool replace
         ts_error(RLX_E_DTYPE, fn, "probs must be numeric weights, got bool");
         return NULL;
     }
-    if (dynamic(fn, n, n->rank - 1))
-        return NULL;
-    int64_t cats = n->shape[n->rank - 1];
-    if (num_samples < 0 || (!replacement && num_samples > cats)) {
+    int64_t cats = n->shape[n->rank - 1]; /* dynamic (-1): checked when a program binds it (ir_infer) */
+    if (num_samples < 0 || (!replacement && cats >= 0 && num_samples > cats)) {
         ts_error(RLX_E_ARG, fn, "num_samples %lld out of range for %lld categories%s", (long long)num_samples,
                  (long long)cats, replacement ? "" : " without replacement");
         return NULL;

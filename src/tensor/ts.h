@@ -118,8 +118,8 @@ bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t
  * within +-TS_DYN_IX, or a tagged one: TS_DYN_ROLL + s is size - (s mod
  * size) (rlx_roll), TS_DYN_CHUNK + (i << 31 | n) is where piece i of n
  * starts (rlx_chunk), TS_DYN_REST + (need << 29 | x) is size - x (x <
- * 2^28) or x - 2^28, for a size of at least need (else the slice does not
- * fit; rlx_split). TS_DYN_PIECE + k is where piece k of a cat along the
+ * 2^28) or x - 2^28, for a size of at least need, or exactly need
+ * with TS_DYN_EXACT set (else the slice does not fit; rlx_split). TS_DYN_PIECE + k is where piece k of a cat along the
  * axis starts (k = its piece count: its end), for a slice that reads the
  * cat itself or where(true, t, cat) (t in the cat's shape: its cotangent);
  * the program resolves it from the bound pieces (program.c), so a
@@ -128,6 +128,7 @@ bool ts_axes_mask(const char *fn, int rank, const int *axes, int naxes, uint32_t
 #define TS_DYN_ROLL ((int64_t)1 << 60)
 #define TS_DYN_CHUNK ((int64_t)1 << 61)
 #define TS_DYN_REST ((int64_t)3 << 59)
+#define TS_DYN_EXACT ((int64_t)1 << 57) /* in a TS_DYN_REST index: the size is need */
 #define TS_DYN_PIECE ((int64_t)3 << 61) /* above every TS_DYN_CHUNK index */
 static inline int64_t ts_dyn_len(int64_t stop) { return -2 - (stop + TS_DYN_IX); }
 static inline int64_t ts_dyn_stop(int64_t len) { return -2 - len - TS_DYN_IX; }
@@ -140,7 +141,10 @@ ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t
 /* program.c: how a program rebuilds reshape(traced, dims) with dynamic
  * dims for bound sizes: 1 when the non-1 dims are the source's in order
  * (they move with it), 2 when exactly one target dim is dynamic and the
- * others' product *known > 0 (it is inferred from the count), else 0 (it
+ * others' product *known > 0 (it is inferred from the count), 3 when the
+ * leading and trailing dims traced equal (dynamic ones too) move with the
+ * source and the middle follows rule 1 or 2 or is static, with as many
+ * dynamic dims on both sides (no dynamic dim merged or split), else 0 (it
  * cannot be rebuilt). */
 int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known);
 
