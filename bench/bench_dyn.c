@@ -88,11 +88,13 @@ int main(int argc, char **argv)
     rlx_stats(&st);
     int kept;
     int64_t prepared;
+    int64_t reused;
     rlx_program_specs(p, &kept, &prepared);
+    rlx_program_reuses(p, &reused);
     printf("pass 2: new binding (kernels compiled) %.3f ms, kept spec %.3f ms, difference %.3f ms per size; "
-           "%llu kernels compiled, %lld specs prepared, %d kept\n",
+           "%llu kernels compiled, %lld specs prepared (%lld from a kept plan), %d kept\n",
            1e3 * best_new / NSIZES, 1e3 * best_kept / NSIZES, 1e3 * (best_new - best_kept) / NSIZES,
-           (unsigned long long)st.kernels_compiled, (long long)prepared, kept);
+           (unsigned long long)st.kernels_compiled, (long long)prepared, (long long)reused, kept);
     rlx_program_free(p);
     rlx_scope_end();
     return 0;

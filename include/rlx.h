@@ -1075,6 +1075,11 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
 RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
+/* How many of the specializations p prepared were made from a kept one's
+ * plan (JIT; the rule is in the rlx_compile paragraph): its schedule's
+ * decisions and the compiled code of every kernel whose sizes the new
+ * binding leaves unchanged. p NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_reuses(rlx_program *p, int64_t *reused);
 /* The arenas p holds between runs (JIT; none on the reference backend):
  * *count of them, *bytes in all. Every specialization's memory plan is
  * resolved into the program's arenas, not one arena per specialization: a

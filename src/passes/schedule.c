@@ -1349,23 +1349,49 @@ static void planner_free(planner *p)
     sched_liveness_free(&p->lv);
 }
 
-/* Builds the kernels of one plan; returns 1 done, 0 re-plan, -1 error. */
-static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, int nroots, sched_schedule *out)
+/* Lowers the LOOP kernel of node into k, splitting loop dims as the
+ * lowering asks; false with c->blame or c->oom as lower_kernel sets them. */
+static bool lower_split(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
+{
+    int split_at[MAX_SPLITS], nsplit = 0;
+    int64_t split_q[MAX_SPLITS];
+    bool done;
+    while (!(done = lower_kernel(p, node, k, c, split_at, split_q, nsplit)) && !c->oom && c->want_q &&
+           nsplit < MAX_SPLITS) {
+        split_at[nsplit] = c->want_at;
+        split_q[nsplit++] = c->want_q;
+        kernel_free(k);
+    }
+    return done;
+}
+
+/* Builds the kernels of one plan (at[k]: kernel k's order index, when at
+ * is not NULL); returns 1 done, 0 re-plan, -1 error. */
+static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, int nroots, sched_schedule *out,
+                      long **at)
 {
     long nk = plan(p, roots, nroots);
     out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
     out->count = 0;
-    if (!out->k)
+    if (at) {
+        ir_free(*at);
+        *at = ir_alloc((size_t)(nk ? nk : 1) * sizeof **at);
+    }
+    if (!out->k || (at && !*at))
         goto oom;
     for (long i = 0; i < p->lv.count; i++) {
         ir_node *node = p->lv.order[i];
         if (p->view_root[i]) {
+            if (at)
+                (*at)[out->count] = i;
             sched_kernel *k = &out->k[out->count++];
             k->kind = SCHED_VIEW;
             k->node = node;
         }
         if (!p->is_m[i])
             continue;
+        if (at)
+            (*at)[out->count] = i;
         sched_kernel *k = &out->k[out->count++];
         if (p->cls[i] == C_REF) {
             k->kind = SCHED_REF;
@@ -1373,16 +1399,7 @@ static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, in
             continue;
         }
         lower_ctx c;
-        int split_at[MAX_SPLITS], nsplit = 0;
-        int64_t split_q[MAX_SPLITS];
-        bool done;
-        while (!(done = lower_kernel(p, node, k, &c, split_at, split_q, nsplit)) && !c.oom && c.want_q &&
-               nsplit < MAX_SPLITS) {
-            split_at[nsplit] = c.want_at;
-            split_q[nsplit++] = c.want_q;
-            kernel_free(k);
-        }
-        if (done)
+        if (lower_split(p, node, k, &c))
             continue;
         if (c.oom)
             goto oom;
@@ -1405,6 +1422,14 @@ oom:
 
 rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_schedule *out)
 {
+    return sched_build_keep(sc, roots, nroots, out, NULL);
+}
+
+rlx_status sched_build_keep(sched_ctx *sc, ir_node *const *roots, int nroots, sched_schedule *out,
+                            sched_decisions *keep)
+{
+    if (keep)
+        memset(keep, 0, sizeof *keep);
     planner p;
     memset(&p, 0, sizeof p);
     memset(out, 0, sizeof *out);
@@ -1433,10 +1458,163 @@ rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_s
         return sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
     }
     int r;
-    while ((r = build_once(sc, &p, (const ir_node *const *)roots, nroots, out)) == 0)
+    long *at = NULL;
+    while ((r = build_once(sc, &p, (const ir_node *const *)roots, nroots, out, keep ? &at : NULL)) == 0)
         ;
+    if (r > 0 && keep) { /* the order, classes and cuts move to the caller */
+        keep->lv = p.lv;
+        keep->cls = p.cls;
+        keep->is_m = p.is_m;
+        keep->at = at;
+        memset(&p.lv, 0, sizeof p.lv);
+        p.cls = p.is_m = NULL;
+        at = NULL;
+    }
+    ir_free(at);
     planner_free(&p);
     return r > 0 ? RLX_OK : sc->status;
+}
+
+void sched_decisions_free(sched_decisions *d)
+{
+    sched_liveness_free(&d->lv);
+    ir_free(d->cls);
+    ir_free(d->is_m);
+    ir_free(d->at);
+    memset(d, 0, sizeof *d);
+}
+
+/* Whether kernel k of d's order (node at g) reads or computes a node whose
+ * size or attributes changed (changed[]): the nodes it fuses down to,
+ * and those it loads. seen[] marks visits with mark. */
+static bool region_changed(const sched_decisions *d, long g, const unsigned char *changed, long *seen, long mark,
+                           long *stack)
+{
+    long top = 0;
+    stack[top++] = g;
+    seen[g] = mark;
+    while (top > 0) {
+        long i = stack[--top];
+        if (changed[i])
+            return true;
+        if (i != g && (d->cls[i] == C_REALIZED || d->is_m[i]))
+            continue; /* loaded, not fused */
+        for (long s = d->lv.src_start[i]; s < d->lv.src_start[i + 1]; s++) {
+            long j = d->lv.src_index[s];
+            if (seen[j] != mark) {
+                seen[j] = mark;
+                stack[top++] = j;
+            }
+        }
+    }
+    return false;
+}
+
+int sched_rebuild(sched_ctx *sc, const sched_decisions *d, const sched_schedule *old, ir_node *const *roots,
+                  int nroots, sched_schedule *out, unsigned char *keep, sched_decisions *keep_d)
+{
+    memset(out, 0, sizeof *out);
+    memset(keep_d, 0, sizeof *keep_d);
+    planner p;
+    memset(&p, 0, sizeof p);
+    p.knobs = sched_knobs(sc);
+    if (!sched_liveness_build(roots, nroots, &p.lv)) {
+        sched_fail(sc, RLX_E_NOMEM, "out of memory ordering the graph");
+        return -1;
+    }
+    long n = p.lv.count, nk = old->count;
+    int r = 0;
+    unsigned char *changed = NULL;
+    long *seen = NULL;
+    /* node for node the same structure: sources, ops, dtypes, ranks, classes */
+    if (n != d->lv.count || memcmp(p.lv.src_start, d->lv.src_start, (size_t)(n + 1) * sizeof *p.lv.src_start) ||
+        memcmp(p.lv.src_index, d->lv.src_index, (size_t)p.lv.src_start[n] * sizeof *p.lv.src_index))
+        goto out;
+    changed = ir_alloc((size_t)(n ? n : 1));
+    seen = ir_alloc((size_t)(2 * n + 1) * sizeof *seen);
+    keep_d->cls = ir_alloc((size_t)(n ? n : 1));
+    keep_d->is_m = ir_alloc((size_t)(n ? n : 1));
+    keep_d->at = ir_alloc((size_t)(nk ? nk : 1) * sizeof *keep_d->at);
+    out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
+    if (!changed || !seen || !keep_d->cls || !keep_d->is_m || !keep_d->at || !out->k)
+        goto oom;
+    for (long i = 0; i < n; i++) {
+        const ir_node *a = d->lv.order[i], *b = p.lv.order[i];
+        if (a->op != b->op || a->dtype != b->dtype || a->rank != b->rank || a->nsrc != b->nsrc ||
+            node_class(b) != d->cls[i])
+            goto out;
+        /* (attributes compared as bytes: a difference in padding only
+         * lowers a kernel again) */
+        changed[i] = a != b && (memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape) ||
+                                memcmp(&a->attr, &b->attr, sizeof a->attr));
+        seen[i] = -1;
+    }
+    memcpy(keep_d->cls, d->cls, (size_t)n);
+    memcpy(keep_d->is_m, d->is_m, (size_t)n);
+    memcpy(keep_d->at, d->at, (size_t)nk * sizeof *d->at);
+    p.cls = keep_d->cls;
+    p.is_m = keep_d->is_m;
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *o = &old->k[i];
+        sched_kernel *k = &out->k[out->count++];
+        long g = d->at[i];
+        ir_node *node = p.lv.order[g];
+        keep[i] = 0;
+        if (o->kind != SCHED_LOOP) {
+            k->kind = o->kind;
+            k->node = node;
+            continue;
+        }
+        if (!region_changed(d, g, changed, seen, i, seen + n)) {
+            /* the same numbers over the new nodes */
+            *k = *o;
+            k->node = node;
+            k->args = ir_alloc((size_t)o->nargs * sizeof *k->args);
+            k->instr = ir_alloc((size_t)(o->ninstr ? o->ninstr : 1) * sizeof *k->instr);
+            if (!k->args || !k->instr) {
+                k->nargs = k->ninstr = 0;
+                goto oom;
+            }
+            memcpy(k->instr, o->instr, (size_t)o->ninstr * sizeof *k->instr);
+            for (int a = 0; a < o->nargs; a++) {
+                long j = ir_map_get(&d->lv.pos, o->args[a]);
+                if (j < 0)
+                    goto out;
+                k->args[a] = p.lv.order[j];
+            }
+            for (int j = 0; j < o->ninstr; j++) {
+                const ir_node *c = o->instr[j].cst;
+                long at = c ? ir_map_get(&d->lv.pos, c) : -1;
+                if (c && at < 0)
+                    goto out;
+                k->instr[j].cst = c ? p.lv.order[at] : NULL;
+            }
+            keep[i] = 1;
+            continue;
+        }
+        lower_ctx c;
+        if (!lower_split(&p, node, k, &c)) {
+            if (c.oom)
+                goto oom;
+            goto out; /* another plan: the caller schedules afresh */
+        }
+    }
+    keep_d->lv = p.lv;
+    memset(&p.lv, 0, sizeof p.lv);
+    r = 1;
+    goto out;
+oom:
+    r = -1;
+    sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
+out:
+    if (r <= 0) {
+        sched_free(out);
+        sched_decisions_free(keep_d);
+    }
+    sched_liveness_free(&p.lv);
+    ir_free(changed);
+    ir_free(seen);
+    return r;
 }
 
 /* ----------------------------------------------------------- cache keys */

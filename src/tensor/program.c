@@ -43,6 +43,7 @@ typedef struct {
     int nout;
     long nslots;
     int64_t *key; /* every input's dims, in input order */
+    unsigned long epoch; /* the knobs it was planned under */
     rt_jit_plan *plan;
     ir_node **slots; /* owns */
     ir_node **roots; /* owns */
@@ -63,7 +64,7 @@ struct rlx_program {
     bool jit;         /* compiled with the JIT backend: runs use specs */
     pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared, arenas, narenas */
     int nspecs;
-    uint64_t clock, prepared;
+    uint64_t clock, prepared, reused; /* reused: specs made from a kept one's plan (plan_like) */
     program_spec *specs[SPEC_KEEP];
     int narenas;
     ir_storage *arenas[ARENA_KEEP]; /* owns: idle arenas, shared by every spec (arena_take) */
@@ -114,8 +115,9 @@ void rlx_program_free(rlx_program *p) { program_free(p); }
 
 static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes, ir_node **made);
 
-/* Builds spec s of p for the input dims in key (keylen values). */
-static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_spec *s)
+/* Builds spec s of p for the input dims in key (keylen values), from the
+ * plan of spec like when not NULL (plan_like). */
+static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const program_spec *like, program_spec *s)
 {
     s->nout = p->nout;
     s->nslots = p->ninputs;
@@ -154,6 +156,8 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
     memset(&c, 0, sizeof c);
     c.rt.opts = &o;
     c.keep = &s->plan;
+    c.like = like ? like->plan : NULL;
+    s->epoch = knob_state_epoch(o.knobs);
     c.slots = s->slots;
     c.nslots = (int)p->ninputs;
     for (long j = 0; j < p->ninputs; j++) /* dynamic dims: kernels that serve every binding */
@@ -177,10 +181,33 @@ out:
     return ok;
 }
 
+/* The size class of a bound dim where scheduling decisions change: 0
+ * (empty loops), 1 (a dim that drops out of loops and index maps, a
+ * broadcast) or more. */
+static int size_class(int64_t v) { return v < 2 ? (int)v : 2; }
+
+/* A kept spec whose plan a binding of key may be made from (plan_like):
+ * every dynamic dim in the same size class, the same knobs; the most
+ * recently used. */
+static program_spec *plan_like(const rlx_program *p, const int64_t *key, unsigned long epoch)
+{
+    program_spec *best = NULL;
+    for (int k = 0; k < p->nspecs; k++) {
+        program_spec *s = p->specs[k];
+        bool same = s->epoch == epoch && s->plan;
+        for (long j = 0; j < p->keylen && same; j++)
+            same = size_class(s->key[j]) == size_class(key[j]);
+        if (same && (!best || s->used > best->used))
+            best = s;
+    }
+    return best;
+}
+
 /* The spec of p for key, retained (spec_unref when done): found, or
- * built and added in place of the least recently used; NULL on error
- * (recorded). Specs are built under the lock: concurrent runs of one new
- * binding build it once. */
+ * built (from a kept spec's plan when plan_like finds one) and added in
+ * place of the least recently used; NULL on error (recorded). Specs are
+ * built under the lock: concurrent runs of one new binding build it
+ * once. */
 static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key)
 {
     size_t bytes = (size_t)p->keylen * sizeof *key;
@@ -191,13 +218,20 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             s = p->specs[k];
     if (!s) {
         program_spec *made = ir_calloc(1, sizeof *made);
+        const program_spec *like = NULL;
+        if (made) {
+            knob_state *ks = knob_snapshot();
+            like = plan_like(p, key, knob_state_epoch(ks));
+            knob_release(ks);
+        }
         if (!made) {
             ts_error(RLX_E_NOMEM, fn, "out of memory");
-        } else if (!prepare(fn, p, key, made)) {
+        } else if (!prepare(fn, p, key, like, made)) {
             spec_free(made);
         } else {
             atomic_init(&made->refs, 1);
             p->prepared++;
+            p->reused += rt_jit_plan_like(made->plan);
             int at = p->nspecs;
             if (at == SPEC_KEEP) { /* evict the least recently used */
                 at = 0;
@@ -231,6 +265,19 @@ rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared)
         *kept = p->nspecs;
     if (prepared)
         *prepared = (int64_t)p->prepared;
+    pthread_mutex_unlock(&p->lock);
+    return RLX_OK;
+}
+
+rlx_status rlx_program_reuses(rlx_program *p, int64_t *reused)
+{
+    if (!p) {
+        ts_error(RLX_E_ARG, "rlx_program_reuses", "program is NULL");
+        return RLX_E_ARG;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (reused)
+        *reused = (int64_t)p->reused;
     pthread_mutex_unlock(&p->lock);
     return RLX_OK;
 }
