@@ -168,9 +168,16 @@ void sched_free(sched_schedule *s);
  * other sizes (a compiled program's new binding) is scheduled from it by
  * sched_rebuild without planning again. */
 typedef struct {
-    sched_liveness lv;
-    unsigned char *cls, *is_m; /* per order index */
-    long *at;                  /* per kernel */
+    long count;                  /* the nodes of the order */
+    ir_node **order;             /* borrows the graph's nodes */
+    long *src_start, *src_index; /* as sched_liveness's */
+    unsigned char *cls, *is_m;   /* per node (one block: is_m = cls + count) */
+    long nk;                     /* the kernels */
+    long *at;                    /* per kernel: its node's place */
+    int nroots;
+    long *root_at;               /* per root: its place */
+    long *ref_at, *refs;         /* LOOP kernel k: the places of its args, then of its instructions' CONST
+                                  * nodes (-1: none), in refs[ref_at[k] .. ref_at[k+1]) */
 } sched_decisions;
 /* sched_build, and its decisions into *keep (freed with
  * sched_decisions_free; empty on failure). */

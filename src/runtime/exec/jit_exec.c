@@ -604,7 +604,7 @@ rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, const
     if (!p)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
     int r = 0;
-    if (like && like->dec.lv.count) {
+    if (like && like->dec.count) {
         if (!(p->kept = ir_alloc((size_t)(like->s.count ? like->s.count : 1)))) {
             ir_free(p);
             return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
