@@ -116,8 +116,10 @@ void rlx_program_free(rlx_program *p) { program_free(p); }
 static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes, ir_node **made);
 
 /* Builds spec s of p for the input dims in key (keylen values), from the
- * plan of spec like when not NULL (plan_like). */
-static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const program_spec *like, program_spec *s)
+ * plan of the first of like[0..nlike) whose graph has its structure
+ * (plan_like), else afresh. */
+static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const program_spec *const *like, int nlike,
+                    program_spec *s)
 {
     s->nout = p->nout;
     s->nslots = p->ninputs;
@@ -156,7 +158,11 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const pr
     memset(&c, 0, sizeof c);
     c.rt.opts = &o;
     c.keep = &s->plan;
-    c.like = like ? like->plan : NULL;
+    const rt_jit_plan *plans[SPEC_KEEP];
+    for (int k = 0; k < nlike; k++)
+        plans[k] = like[k]->plan;
+    c.like = plans;
+    c.nlike = nlike;
     s->epoch = knob_state_epoch(o.knobs);
     c.slots = s->slots;
     c.nslots = (int)p->ninputs;
@@ -186,21 +192,27 @@ out:
  * broadcast) or more. */
 static int size_class(int64_t v) { return v < 2 ? (int)v : 2; }
 
-/* A kept spec whose plan a binding of key may be made from (plan_like):
- * every dynamic dim in the same size class, the same knobs; the most
- * recently used. */
-static program_spec *plan_like(const rlx_program *p, const int64_t *key, unsigned long epoch)
+/* The kept specs whose plan a binding of key may be made from (most
+ * recently used first, into like; returns their count): every dynamic dim
+ * in the same size class, the same knobs. */
+static int plan_like(const rlx_program *p, const int64_t *key, unsigned long epoch, const program_spec **like)
 {
-    program_spec *best = NULL;
+    int n = 0;
     for (int k = 0; k < p->nspecs; k++) {
-        program_spec *s = p->specs[k];
+        const program_spec *s = p->specs[k];
         bool same = s->epoch == epoch && s->plan;
         for (long j = 0; j < p->keylen && same; j++)
             same = size_class(s->key[j]) == size_class(key[j]);
-        if (same && (!best || s->used > best->used))
-            best = s;
+        if (!same)
+            continue;
+        int at = n++;
+        while (at > 0 && like[at - 1]->used < s->used) {
+            like[at] = like[at - 1];
+            at--;
+        }
+        like[at] = s;
     }
-    return best;
+    return n;
 }
 
 /* The spec of p for key, retained (spec_unref when done): found, or
@@ -218,15 +230,16 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             s = p->specs[k];
     if (!s) {
         program_spec *made = ir_calloc(1, sizeof *made);
-        const program_spec *like = NULL;
+        const program_spec *like[SPEC_KEEP];
+        int nlike = 0;
         if (made) {
             knob_state *ks = knob_snapshot();
-            like = plan_like(p, key, knob_state_epoch(ks));
+            nlike = plan_like(p, key, knob_state_epoch(ks), like);
             knob_release(ks);
         }
         if (!made) {
             ts_error(RLX_E_NOMEM, fn, "out of memory");
-        } else if (!prepare(fn, p, key, like, made)) {
+        } else if (!prepare(fn, p, key, like, nlike, made)) {
             spec_free(made);
         } else {
             atomic_init(&made->refs, 1);

@@ -596,30 +596,34 @@ static bool plan_tables(rt_jit_plan *p)
     return true;
 }
 
-rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, const rt_jit_plan *like, bool keep,
-                           rt_jit_plan **out)
+rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, const rt_jit_plan *const *like,
+                           int nlike, bool keep, rt_jit_plan **out)
 {
     *out = NULL;
     rt_jit_plan *p = ir_calloc(1, sizeof *p);
     if (!p)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
     int r = 0;
-    if (like && like->dec.count) {
-        if (!(p->kept = ir_alloc((size_t)(like->s.count ? like->s.count : 1)))) {
-            ir_free(p);
+    for (int l = 0; l < nlike && !r; l++) {
+        const rt_jit_plan *t = like[l];
+        if (!t->dec.count)
+            continue;
+        ir_free(p->kept);
+        if (!(p->kept = ir_alloc((size_t)(t->s.count ? t->s.count : 1)))) {
+            rt_jit_plan_free(p);
             return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
         }
-        if ((r = sched_rebuild(ctx, &like->dec, &like->s, roots, nroots, &p->s, p->kept, &p->dec)) < 0) {
+        if ((r = sched_rebuild(ctx, &t->dec, &t->s, roots, nroots, &p->s, p->kept, &p->dec)) < 0) {
             rt_jit_plan_free(p);
             return ctx->status;
         }
-        p->like = r ? like : NULL;
-        if (!r) {
-            ir_free(p->kept);
-            p->kept = NULL;
-        }
+        p->like = r ? t : NULL;
     }
-    if (!r && sched_build_keep(ctx, roots, nroots, &p->s, keep || like ? &p->dec : NULL) != RLX_OK) {
+    if (!r) {
+        ir_free(p->kept);
+        p->kept = NULL;
+    }
+    if (!r && sched_build_keep(ctx, roots, nroots, &p->s, keep || nlike ? &p->dec : NULL) != RLX_OK) {
         rt_jit_plan_free(p);
         return ctx->status;
     }
