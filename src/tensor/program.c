@@ -15,7 +15,26 @@
  * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
  * kept, the SPEC_KEEP most recently used per program (a new binding evicts
  * the least recently used; a run holds a reference to its spec, so an
- * eviction never frees a spec in use). Instantiation re-derives each
+ * eviction never frees a spec in use).
+ *
+ * When a new binding reuses a plan, and when it re-plans: the new spec's
+ * graph is instantiated in any case (its nodes carry the bound sizes that
+ * REF kernels, views and outputs read). Its plan is made from a kept
+ * spec's (plan_like, tried most recently used first) when every dynamic
+ * dim of the key is in that spec's size class (size_class: 0, 1, more;
+ * what changes the scheduler's decisions: empty loops, unit dims dropped
+ * from loop nests and index maps, broadcasts, generic kernels' fixed
+ * strides) under the same knobs, and sched_rebuild finds the instantiated
+ * graph node for node of the kept plan's structure (sizes derived from
+ * the bound ones, such as n - 1, can still make another graph). Then the
+ * kept fusion decisions stand, kernels whose nodes keep their sizes are
+ * copied with their compiled code, the others are lowered again and
+ * looked up (size-generic: found, not compiled), and the memory plan and
+ * the run's tables are made anew (offsets, in-place writes, epilogues
+ * and donors depend on sizes). Otherwise the binding is planned afresh.
+ * Decisions the scheduler takes by comparing sizes (recomputation
+ * budgets) keep the kept plan's choice within a class: never a wrong
+ * value, at worst another speed. Instantiation re-derives each
  * node's shape from its sources; what tracing could not know is resolved
  * there (see instantiate). A spec's graph is its own: nodes that read an
  * input are made private (detached, never hash-consed), so building and
