@@ -6,9 +6,11 @@
  * Pass 1 runs each size once (kernels compiled or found). Pass 2, each size's
  * best of [rounds] rounds, runs each size twice in a row: the first run finds its
  * spec evicted (8 are kept) and prepares it again with every kernel
- * already compiled (instantiate + schedule + memory plan + plan build), the
+ * already compiled (instantiate, then the schedule from a kept spec's plan,
+ * memory plan, plan build), the
  * second runs the kept spec. Prints ms per size of both and their
- * difference, and the compiles of pass 2 (rlx_stats, should be 0).
+ * difference, the compiles of pass 2 (rlx_stats, should be 0), and how
+ * many specs were made from a kept one's plan (rlx_program_reuses).
  *
  *   build/bench/rlx-bench-dyn [rounds]
  */
