@@ -6,9 +6,11 @@
  * Pass 1 runs each size once (kernels compiled or found). Pass 2, each size's
  * best of [rounds] rounds, runs each size twice in a row: the first run finds its
  * spec evicted (8 are kept) and prepares it again with every kernel
- * already compiled (instantiate + schedule + memory plan + plan build), the
+ * already compiled (instantiate, then the schedule from a kept spec's plan,
+ * memory plan, plan build), the
  * second runs the kept spec. Prints ms per size of both and their
- * difference, and the compiles of pass 2 (rlx_stats, should be 0).
+ * difference, the compiles of pass 2 (rlx_stats, should be 0), and how
+ * many specs were made from a kept one's plan (rlx_program_reuses).
  *
  *   build/bench/rlx-bench-dyn [rounds]
  */
@@ -88,11 +90,13 @@ int main(int argc, char **argv)
     rlx_stats(&st);
     int kept;
     int64_t prepared;
+    int64_t reused;
     rlx_program_specs(p, &kept, &prepared);
+    rlx_program_reuses(p, &reused);
     printf("pass 2: new binding (kernels compiled) %.3f ms, kept spec %.3f ms, difference %.3f ms per size; "
-           "%llu kernels compiled, %lld specs prepared, %d kept\n",
+           "%llu kernels compiled, %lld specs prepared (%lld from a kept plan), %d kept\n",
            1e3 * best_new / NSIZES, 1e3 * best_kept / NSIZES, 1e3 * (best_new - best_kept) / NSIZES,
-           (unsigned long long)st.kernels_compiled, (long long)prepared, kept);
+           (unsigned long long)st.kernels_compiled, (long long)prepared, (long long)reused, kept);
     rlx_program_free(p);
     rlx_scope_end();
     return 0;

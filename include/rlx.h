@@ -1063,9 +1063,22 @@ typedef struct {
  * into its consumer (a sequence length equal to attention's head dim), or
  * a size-dependent row plan: a handful of kernels the first time such a
  * binding comes. Constants bound as inputs do not count: a kernel never
- * depends on whether a constant was realized before. The memory plans of every binding are resolved into the
- * program's own arenas, which grow only (rlx_program_arenas). With the
- * reference backend each run re-instantiates the graph. */
+ * depends on whether a constant was realized before. A new binding is not
+ * scheduled afresh when a kept plan fits it (rlx_program_reuses counts
+ * these): every dynamic dim in the same size class as that plan's, 0, 1
+ * or more (0 empties loops, 1 drops them out of loops and index maps and
+ * makes broadcasts), and the graph its sizes give of the same structure,
+ * node for node (a dim the sizes derive can still be 1 or 0, as n - 1 at
+ * n = 2: that binding then plans afresh). Such a plan keeps the kept
+ * one's fusion decisions (which values are stored, which kernels there
+ * are), copies every kernel whose nodes keep their sizes, with its
+ * compiled code, and lowers the others again over the new sizes; the
+ * memory plan is made anew. With the reuse, kernels that the sizes of a
+ * class would fuse differently (a decision made by comparing sizes) keep
+ * the first plan's choice: same values, maybe another speed. The memory
+ * plans of every binding are resolved into the program's own arenas,
+ * which grow only (rlx_program_arenas). With the reference backend each
+ * run re-instantiates the graph. */
 RLX_API rlx_program *rlx_compile(rlx_tensor *const *outputs, int n);
 /* Binds every input by name and writes the new references of the n
  * outputs to outputs[]. A binding must have the input's dtype (else
@@ -1099,6 +1112,11 @@ RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
 RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
+/* How many of the specializations p prepared were made from a kept one's
+ * plan (JIT; the rule is in the rlx_compile paragraph): its schedule's
+ * decisions and the compiled code of every kernel whose sizes the new
+ * binding leaves unchanged. p NULL is RLX_E_ARG. */
+RLX_API rlx_status rlx_program_reuses(rlx_program *p, int64_t *reused);
 /* The arenas p holds between runs (JIT; none on the reference backend):
  * *count of them, *bytes in all. Every specialization's memory plan is
  * resolved into the program's arenas, not one arena per specialization: a

@@ -102,6 +102,14 @@ class Program:
         _check(_lib.rlx_program_specs(self._p, _ctypes.byref(kept), _ctypes.byref(made)))
         return kept.value, made.value
 
+    def reuses(self):
+        """How many of the prepared specializations were made from a kept
+        one's plan (rlx_program_reuses)."""
+        reused = _ctypes.c_int64(0)
+        _clear()
+        _check(_lib.rlx_program_reuses(self._p, _ctypes.byref(reused)))
+        return reused.value
+
     def arenas(self):
         """(count, bytes): the arenas the program holds between runs, one per
         run in flight at once, each grown to the largest plan it served

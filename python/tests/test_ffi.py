@@ -67,6 +67,7 @@ COVERAGE = {
     "rlx_compile": "compile", "rlx_program_run": "Program.run", "rlx_program_run_donate": "Program.run_donate",
     "rlx_program_free": "Program.close",
     "rlx_program_specs": "Program.specs", "rlx_program_arenas": "Program.arenas",
+    "rlx_program_reuses": "Program.reuses",
     "rlx_grad": "grad",
     "rlx_set_num_threads": "set_num_threads", "rlx_get_num_threads": "get_num_threads",
     "rlx_set_option": "set_option", "rlx_get_option": "get_option", "rlx_stats": "stats",

@@ -46,6 +46,7 @@ typedef struct cg_kernel cg_kernel;
 cg_kernel_fn cg_kernel_func(const cg_kernel *k);
 bool cg_kernel_is_generic(const cg_kernel *k); /* NULL: false */
 void cg_kernel_release(cg_kernel *k); /* NULL is a no-op */
+void cg_kernel_retain(cg_kernel *k);  /* another reference to a kernel held (NULL is a no-op) */
 
 /* The kernel of k, from the in-memory cache (keyed by the kernel's
  * structure, never its payloads) or compiled now, with a reference for

@@ -448,6 +448,15 @@ static cg_kernel *cache_put(cg_hash128 h, uint64_t *key, size_t n, cg_kernel_fn 
     return k;
 }
 
+void cg_kernel_retain(cg_kernel *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_lock(&J.lock); /* (held: refs > 0, so it is on no idle list) */
+    k->refs++;
+    pthread_mutex_unlock(&J.lock);
+}
+
 void cg_kernel_release(cg_kernel *k)
 {
     if (!k)

@@ -161,6 +161,39 @@ bool sched_fusable(const ir_node *n);
  * RLX_E_INTERNAL) recorded in c, and *out empty, on failure. */
 rlx_status sched_build(sched_ctx *c, ir_node *const *roots, int nroots, sched_schedule *out);
 void sched_free(sched_schedule *s);
+/* What a schedule decided that holds for any sizes of its graph's
+ * structure: the order it planned (borrowing the graph's nodes), each
+ * node's class and whether it is materialized, and each kernel's place in
+ * the order. Made by sched_build_keep; a graph of the same structure with
+ * other sizes (a compiled program's new binding) is scheduled from it by
+ * sched_rebuild without planning again. */
+typedef struct {
+    long count;                  /* the nodes of the order */
+    ir_node **order;             /* borrows the graph's nodes */
+    long *src_start, *src_index; /* as sched_liveness's */
+    unsigned char *cls, *is_m;   /* per node (one block: is_m = cls + count) */
+    long nk;                     /* the kernels */
+    long *at;                    /* per kernel: its node's place */
+    int nroots;
+    long *root_at;               /* per root: its place */
+    long *ref_at, *refs;         /* LOOP kernel k: the places of its args, then of its instructions' CONST
+                                  * nodes (-1: none), in refs[ref_at[k] .. ref_at[k+1]) */
+} sched_decisions;
+/* sched_build, and its decisions into *keep (freed with
+ * sched_decisions_free; empty on failure). */
+rlx_status sched_build_keep(sched_ctx *c, ir_node *const *roots, int nroots, sched_schedule *out,
+                            sched_decisions *keep);
+/* The schedule of roots, a graph of d's structure (node for node: op,
+ * dtype, rank, sources, class) with other sizes, from the decisions d and
+ * the schedule old made with them: a LOOP kernel whose nodes (those it
+ * computes and those it loads) have old's shapes and attributes is copied
+ * onto the new nodes, keep[i] = 1 (its compiled code serves as is); the
+ * others are lowered again with d's cuts. Returns 1 (its decisions into
+ * *keep_d), 0 when the structure differs or a lowering needs another
+ * plan (*out empty: schedule afresh), -1 on error (recorded in c). */
+int sched_rebuild(sched_ctx *c, const sched_decisions *d, const sched_schedule *old, ir_node *const *roots,
+                  int nroots, sched_schedule *out, unsigned char *keep, sched_decisions *keep_d);
+void sched_decisions_free(sched_decisions *d);
 /* The structural key of a LOOP kernel: words written to buf (at most cap);
  * returns the number needed. Equal keys compile to the same code.
  *

@@ -1349,23 +1349,49 @@ static void planner_free(planner *p)
     sched_liveness_free(&p->lv);
 }
 
-/* Builds the kernels of one plan; returns 1 done, 0 re-plan, -1 error. */
-static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, int nroots, sched_schedule *out)
+/* Lowers the LOOP kernel of node into k, splitting loop dims as the
+ * lowering asks; false with c->blame or c->oom as lower_kernel sets them. */
+static bool lower_split(planner *p, ir_node *node, sched_kernel *k, lower_ctx *c)
+{
+    int split_at[MAX_SPLITS], nsplit = 0;
+    int64_t split_q[MAX_SPLITS];
+    bool done;
+    while (!(done = lower_kernel(p, node, k, c, split_at, split_q, nsplit)) && !c->oom && c->want_q &&
+           nsplit < MAX_SPLITS) {
+        split_at[nsplit] = c->want_at;
+        split_q[nsplit++] = c->want_q;
+        kernel_free(k);
+    }
+    return done;
+}
+
+/* Builds the kernels of one plan (at[k]: kernel k's order index, when at
+ * is not NULL); returns 1 done, 0 re-plan, -1 error. */
+static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, int nroots, sched_schedule *out,
+                      long **at)
 {
     long nk = plan(p, roots, nroots);
     out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
     out->count = 0;
-    if (!out->k)
+    if (at) {
+        ir_free(*at);
+        *at = ir_alloc((size_t)(nk ? nk : 1) * sizeof **at);
+    }
+    if (!out->k || (at && !*at))
         goto oom;
     for (long i = 0; i < p->lv.count; i++) {
         ir_node *node = p->lv.order[i];
         if (p->view_root[i]) {
+            if (at)
+                (*at)[out->count] = i;
             sched_kernel *k = &out->k[out->count++];
             k->kind = SCHED_VIEW;
             k->node = node;
         }
         if (!p->is_m[i])
             continue;
+        if (at)
+            (*at)[out->count] = i;
         sched_kernel *k = &out->k[out->count++];
         if (p->cls[i] == C_REF) {
             k->kind = SCHED_REF;
@@ -1373,16 +1399,7 @@ static int build_once(sched_ctx *sc, planner *p, const ir_node *const *roots, in
             continue;
         }
         lower_ctx c;
-        int split_at[MAX_SPLITS], nsplit = 0;
-        int64_t split_q[MAX_SPLITS];
-        bool done;
-        while (!(done = lower_kernel(p, node, k, &c, split_at, split_q, nsplit)) && !c.oom && c.want_q &&
-               nsplit < MAX_SPLITS) {
-            split_at[nsplit] = c.want_at;
-            split_q[nsplit++] = c.want_q;
-            kernel_free(k);
-        }
-        if (done)
+        if (lower_split(p, node, k, &c))
             continue;
         if (c.oom)
             goto oom;
@@ -1403,8 +1420,18 @@ oom:
     return -1;
 }
 
+static bool decisions_refs(sched_decisions *d, const sched_schedule *s, const ir_map *pos);
+
 rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_schedule *out)
 {
+    return sched_build_keep(sc, roots, nroots, out, NULL);
+}
+
+rlx_status sched_build_keep(sched_ctx *sc, ir_node *const *roots, int nroots, sched_schedule *out,
+                            sched_decisions *keep)
+{
+    if (keep)
+        memset(keep, 0, sizeof *keep);
     planner p;
     memset(&p, 0, sizeof p);
     memset(out, 0, sizeof *out);
@@ -1433,10 +1460,274 @@ rlx_status sched_build(sched_ctx *sc, ir_node *const *roots, int nroots, sched_s
         return sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
     }
     int r;
-    while ((r = build_once(sc, &p, (const ir_node *const *)roots, nroots, out)) == 0)
+    long *at = NULL;
+    while ((r = build_once(sc, &p, (const ir_node *const *)roots, nroots, out, keep ? &at : NULL)) == 0)
         ;
+    if (r > 0 && keep) { /* the order, classes and cuts move to the caller */
+        keep->count = n;
+        keep->order = p.lv.order;
+        keep->src_start = p.lv.src_start;
+        keep->src_index = p.lv.src_index;
+        p.lv.order = NULL;
+        p.lv.src_start = p.lv.src_index = NULL;
+        keep->nk = out->count;
+        keep->at = at;
+        at = NULL;
+        keep->nroots = nroots;
+        keep->cls = ir_alloc(2 * nb);
+        keep->root_at = ir_alloc((size_t)(nroots ? nroots : 1) * sizeof *keep->root_at);
+        if (!keep->cls || !keep->root_at || !decisions_refs(keep, out, &p.lv.pos)) {
+            sched_decisions_free(keep);
+            sched_free(out);
+            r = -1;
+            sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
+        } else {
+            keep->is_m = keep->cls + n;
+            memcpy(keep->cls, p.cls, (size_t)n);
+            memcpy(keep->is_m, p.is_m, (size_t)n);
+            for (int i = 0; i < nroots; i++)
+                keep->root_at[i] = pos_of(&p, roots[i]);
+        }
+    }
+    ir_free(at);
     planner_free(&p);
     return r > 0 ? RLX_OK : sc->status;
+}
+
+void sched_decisions_free(sched_decisions *d)
+{
+    ir_free(d->order);
+    ir_free(d->src_start);
+    ir_free(d->src_index);
+    ir_free(d->cls); /* and is_m */
+    ir_free(d->at);
+    ir_free(d->root_at);
+    ir_free(d->ref_at);
+    ir_free(d->refs);
+    memset(d, 0, sizeof *d);
+}
+
+/* d's refs for the kernels of s, places looked up in pos (-2: not in it). */
+static bool decisions_refs(sched_decisions *d, const sched_schedule *s, const ir_map *pos)
+{
+    long total = 0;
+    for (long k = 0; k < s->count; k++)
+        if (s->k[k].kind == SCHED_LOOP)
+            total += s->k[k].nargs + s->k[k].ninstr;
+    d->ref_at = ir_alloc((size_t)(s->count + 1) * sizeof *d->ref_at);
+    d->refs = ir_alloc((size_t)(total ? total : 1) * sizeof *d->refs);
+    if (!d->ref_at || !d->refs)
+        return false;
+    long r = 0;
+    for (long k = 0; k < s->count; k++) {
+        const sched_kernel *kk = &s->k[k];
+        d->ref_at[k] = r;
+        if (kk->kind != SCHED_LOOP)
+            continue;
+        for (int a = 0; a < kk->nargs; a++) {
+            long j = ir_map_get(pos, kk->args[a]);
+            d->refs[r++] = j < 0 ? -2 : j;
+        }
+        for (int i = 0; i < kk->ninstr; i++) {
+            long j = kk->instr[i].cst ? ir_map_get(pos, kk->instr[i].cst) : -1;
+            d->refs[r++] = kk->instr[i].cst && j < 0 ? -2 : j;
+        }
+    }
+    d->ref_at[s->count] = r;
+    return true;
+}
+
+/* Whether the kernel of d's node g reads or computes a node whose size or
+ * attributes changed (changed[]): the nodes it fuses down to, and those
+ * it loads. seen[] marks visits with mark; stack holds count + 1. */
+static bool region_changed(const sched_decisions *d, long g, const unsigned char *changed, long *seen, long mark,
+                           long *stack)
+{
+    long top = 0;
+    stack[top++] = g;
+    seen[g] = mark;
+    while (top > 0) {
+        long i = stack[--top];
+        if (changed[i])
+            return true;
+        if (i != g && (d->cls[i] == C_REALIZED || d->is_m[i]))
+            continue; /* loaded, not fused */
+        for (long s = d->src_start[i]; s < d->src_start[i + 1]; s++) {
+            long j = d->src_index[s];
+            if (seen[j] != mark) {
+                seen[j] = mark;
+                stack[top++] = j;
+            }
+        }
+    }
+    return false;
+}
+
+/* The new graph's order, from its roots through d's sources (no hash
+ * map: a new binding must cost little), checked node for node against
+ * d's: op, dtype, rank, sources, and storage, which with the dtypes
+ * fixes the class (node_class; bound sizes are never dynamic). False
+ * when the structure differs. changed[i]: node i's shape or attributes
+ * differ. set: 2^k >= 2 * count zeroed pointers. */
+static bool match_order(const sched_decisions *d, ir_node *const *roots, ir_node **order, unsigned char *changed,
+                        const ir_node **set, size_t mask)
+{
+    long n = d->count;
+    for (int r = 0; r < d->nroots; r++) {
+        long i = d->root_at[r];
+        if (order[i] && order[i] != roots[r])
+            return false;
+        order[i] = roots[r];
+    }
+    for (long i = n - 1; i >= 0; i--) { /* consumers before their sources */
+        const ir_node *a = d->order[i];
+        ir_node *b = order[i];
+        if (!b || a->op != b->op || a->dtype != b->dtype || a->rank != b->rank || a->nsrc != b->nsrc ||
+            !ir_node_storage(a) != !ir_node_storage(b))
+            return false;
+        for (long k = d->src_start[i], s = 0; k < d->src_start[i + 1]; k++, s++) {
+            long j = d->src_index[k];
+            if (!order[j])
+                order[j] = b->src[s];
+            else if (order[j] != b->src[s])
+                return false;
+        }
+        /* one node in two places would be two kernels' values */
+        size_t h = (size_t)(((uintptr_t)b >> 4) * 0x9e3779b97f4a7c15ull) & mask;
+        while (set[h] && set[h] != b)
+            h = (h + 1) & mask;
+        if (set[h])
+            return false;
+        set[h] = b;
+        /* (attributes compared as bytes: a difference in padding only
+         * lowers a kernel again) */
+        changed[i] = a != b && (memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape) ||
+                                memcmp(&a->attr, &b->attr, sizeof a->attr));
+    }
+    return true;
+}
+
+int sched_rebuild(sched_ctx *sc, const sched_decisions *d, const sched_schedule *old, ir_node *const *roots,
+                  int nroots, sched_schedule *out, unsigned char *keep, sched_decisions *keep_d)
+{
+    memset(out, 0, sizeof *out);
+    memset(keep_d, 0, sizeof *keep_d);
+    long n = d->count, nk = old->count, nsrc = n ? d->src_start[n] : 0;
+    if (nroots != d->nroots || nk != d->nk || n < 1)
+        return 0;
+    planner p;
+    memset(&p, 0, sizeof p);
+    p.knobs = sched_knobs(sc);
+    int r = 0;
+    bool mapped = false;
+    size_t mask = 1;
+    while (mask < 2 * (size_t)n)
+        mask <<= 1;
+    unsigned char *changed = ir_alloc((size_t)n);
+    long *seen = ir_alloc((size_t)(2 * n + 1) * sizeof *seen);
+    const ir_node **set = ir_calloc(mask, sizeof *set);
+    keep_d->order = ir_calloc((size_t)n, sizeof *keep_d->order);
+    keep_d->src_start = ir_alloc((size_t)(n + 1) * sizeof *keep_d->src_start);
+    keep_d->src_index = ir_alloc((size_t)(nsrc ? nsrc : 1) * sizeof *keep_d->src_index);
+    keep_d->cls = ir_alloc(2 * (size_t)n);
+    keep_d->at = ir_alloc((size_t)(nk ? nk : 1) * sizeof *keep_d->at);
+    keep_d->root_at = ir_alloc((size_t)(nroots ? nroots : 1) * sizeof *keep_d->root_at);
+    out->k = ir_calloc((size_t)(nk ? nk : 1), sizeof *out->k);
+    if (!changed || !seen || !set || !keep_d->order || !keep_d->src_start || !keep_d->src_index || !keep_d->cls ||
+        !keep_d->at || !keep_d->root_at || !out->k)
+        goto oom;
+    ir_node **order = keep_d->order;
+    if (!match_order(d, roots, order, changed, set, mask - 1))
+        goto out;
+    keep_d->count = n;
+    keep_d->nk = nk;
+    keep_d->nroots = nroots;
+    keep_d->is_m = keep_d->cls + n;
+    memcpy(keep_d->src_start, d->src_start, (size_t)(n + 1) * sizeof *d->src_start);
+    memcpy(keep_d->src_index, d->src_index, (size_t)nsrc * sizeof *d->src_index);
+    memcpy(keep_d->cls, d->cls, (size_t)n);
+    memcpy(keep_d->is_m, d->is_m, (size_t)n);
+    memcpy(keep_d->at, d->at, (size_t)nk * sizeof *d->at);
+    memcpy(keep_d->root_at, d->root_at, (size_t)nroots * sizeof *d->root_at);
+    p.cls = keep_d->cls;
+    p.is_m = keep_d->is_m;
+    for (long i = 0; i < n; i++)
+        seen[i] = -1;
+    for (long i = 0; i < nk; i++) {
+        const sched_kernel *o = &old->k[i];
+        sched_kernel *k = &out->k[out->count++];
+        long g = d->at[i];
+        ir_node *node = order[g];
+        keep[i] = 0;
+        if (o->kind != SCHED_LOOP) {
+            k->kind = o->kind;
+            k->node = node;
+            continue;
+        }
+        if (!region_changed(d, g, changed, seen, i, seen + n)) {
+            /* the same numbers over the new nodes */
+            const long *rf = d->refs + d->ref_at[i];
+            *k = *o;
+            k->node = node;
+            k->args = ir_alloc((size_t)o->nargs * sizeof *k->args);
+            k->instr = ir_alloc((size_t)(o->ninstr ? o->ninstr : 1) * sizeof *k->instr);
+            if (!k->args || !k->instr) {
+                k->nargs = k->ninstr = 0;
+                goto oom;
+            }
+            memcpy(k->instr, o->instr, (size_t)o->ninstr * sizeof *k->instr);
+            for (int a = 0; a < o->nargs; a++) {
+                if (rf[a] < 0)
+                    goto out;
+                k->args[a] = order[rf[a]];
+            }
+            for (int j = 0; j < o->ninstr; j++) {
+                long c = rf[o->nargs + j];
+                if (c == -2)
+                    goto out;
+                k->instr[j].cst = c >= 0 ? order[c] : NULL;
+            }
+            keep[i] = 1;
+            continue;
+        }
+        for (long j = 0; j < n && !mapped; j++) /* the lowering looks nodes up */
+            if (ir_map_put(&p.lv.pos, order[j], j) < 0)
+                goto oom;
+        mapped = true;
+        lower_ctx c;
+        if (!lower_split(&p, node, k, &c)) {
+            if (c.oom)
+                goto oom;
+            goto out; /* another plan: the caller schedules afresh */
+        }
+    }
+    if (mapped) {
+        if (!decisions_refs(keep_d, out, &p.lv.pos))
+            goto oom;
+    } else {
+        long total = d->ref_at[nk];
+        keep_d->ref_at = ir_alloc((size_t)(nk + 1) * sizeof *keep_d->ref_at);
+        keep_d->refs = ir_alloc((size_t)(total ? total : 1) * sizeof *keep_d->refs);
+        if (!keep_d->ref_at || !keep_d->refs)
+            goto oom;
+        memcpy(keep_d->ref_at, d->ref_at, (size_t)(nk + 1) * sizeof *d->ref_at);
+        memcpy(keep_d->refs, d->refs, (size_t)total * sizeof *d->refs);
+    }
+    r = 1;
+    goto out;
+oom:
+    r = -1;
+    sched_fail(sc, RLX_E_NOMEM, "out of memory scheduling the graph");
+out:
+    if (r <= 0) {
+        sched_free(out);
+        sched_decisions_free(keep_d);
+    }
+    ir_map_free(&p.lv.pos);
+    ir_free(changed);
+    ir_free(seen);
+    ir_free(set);
+    return r;
 }
 
 /* ----------------------------------------------------------- cache keys */

@@ -15,7 +15,26 @@
  * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
  * kept, the SPEC_KEEP most recently used per program (a new binding evicts
  * the least recently used; a run holds a reference to its spec, so an
- * eviction never frees a spec in use). Instantiation re-derives each
+ * eviction never frees a spec in use).
+ *
+ * When a new binding reuses a plan, and when it re-plans: the new spec's
+ * graph is instantiated in any case (its nodes carry the bound sizes that
+ * REF kernels, views and outputs read). Its plan is made from a kept
+ * spec's (plan_like, tried most recently used first) when every dynamic
+ * dim of the key is in that spec's size class (size_class: 0, 1, more;
+ * what changes the scheduler's decisions: empty loops, unit dims dropped
+ * from loop nests and index maps, broadcasts, generic kernels' fixed
+ * strides) under the same knobs, and sched_rebuild finds the instantiated
+ * graph node for node of the kept plan's structure (sizes derived from
+ * the bound ones, such as n - 1, can still make another graph). Then the
+ * kept fusion decisions stand, kernels whose nodes keep their sizes are
+ * copied with their compiled code, the others are lowered again and
+ * looked up (size-generic: found, not compiled), and the memory plan and
+ * the run's tables are made anew (offsets, in-place writes, epilogues
+ * and donors depend on sizes). Otherwise the binding is planned afresh.
+ * Decisions the scheduler takes by comparing sizes (recomputation
+ * budgets) keep the kept plan's choice within a class: never a wrong
+ * value, at worst another speed. Instantiation re-derives each
  * node's shape from its sources; what tracing could not know is resolved
  * there (see instantiate). A spec's graph is its own: nodes that read an
  * input are made private (detached, never hash-consed), so building and
@@ -43,6 +62,7 @@ typedef struct {
     int nout;
     long nslots;
     int64_t *key; /* every input's dims, in input order */
+    unsigned long epoch; /* the knobs it was planned under */
     rt_jit_plan *plan;
     ir_node **slots; /* owns */
     ir_node **roots; /* owns */
@@ -63,7 +83,7 @@ struct rlx_program {
     bool jit;         /* compiled with the JIT backend: runs use specs */
     pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared, arenas, narenas */
     int nspecs;
-    uint64_t clock, prepared;
+    uint64_t clock, prepared, reused; /* reused: specs made from a kept one's plan (plan_like) */
     program_spec *specs[SPEC_KEEP];
     int narenas;
     ir_storage *arenas[ARENA_KEEP]; /* owns: idle arenas, shared by every spec (arena_take) */
@@ -114,8 +134,11 @@ void rlx_program_free(rlx_program *p) { program_free(p); }
 
 static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes, ir_node **made);
 
-/* Builds spec s of p for the input dims in key (keylen values). */
-static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_spec *s)
+/* Builds spec s of p for the input dims in key (keylen values), from the
+ * plan of the first of like[0..nlike) whose graph has its structure
+ * (plan_like), else afresh. */
+static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const program_spec *const *like, int nlike,
+                    program_spec *s)
 {
     s->nout = p->nout;
     s->nslots = p->ninputs;
@@ -154,6 +177,12 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, program_
     memset(&c, 0, sizeof c);
     c.rt.opts = &o;
     c.keep = &s->plan;
+    const rt_jit_plan *plans[SPEC_KEEP];
+    for (int k = 0; k < nlike; k++)
+        plans[k] = like[k]->plan;
+    c.like = plans;
+    c.nlike = nlike;
+    s->epoch = knob_state_epoch(o.knobs);
     c.slots = s->slots;
     c.nslots = (int)p->ninputs;
     for (long j = 0; j < p->ninputs; j++) /* dynamic dims: kernels that serve every binding */
@@ -177,10 +206,39 @@ out:
     return ok;
 }
 
+/* The size class of a bound dim where scheduling decisions change: 0
+ * (empty loops), 1 (a dim that drops out of loops and index maps, a
+ * broadcast) or more. */
+static int size_class(int64_t v) { return v < 2 ? (int)v : 2; }
+
+/* The kept specs whose plan a binding of key may be made from (most
+ * recently used first, into like; returns their count): every dynamic dim
+ * in the same size class, the same knobs. */
+static int plan_like(const rlx_program *p, const int64_t *key, unsigned long epoch, const program_spec **like)
+{
+    int n = 0;
+    for (int k = 0; k < p->nspecs; k++) {
+        const program_spec *s = p->specs[k];
+        bool same = s->epoch == epoch && s->plan;
+        for (long j = 0; j < p->keylen && same; j++)
+            same = size_class(s->key[j]) == size_class(key[j]);
+        if (!same)
+            continue;
+        int at = n++;
+        while (at > 0 && like[at - 1]->used < s->used) {
+            like[at] = like[at - 1];
+            at--;
+        }
+        like[at] = s;
+    }
+    return n;
+}
+
 /* The spec of p for key, retained (spec_unref when done): found, or
- * built and added in place of the least recently used; NULL on error
- * (recorded). Specs are built under the lock: concurrent runs of one new
- * binding build it once. */
+ * built (from a kept spec's plan when plan_like finds one) and added in
+ * place of the least recently used; NULL on error (recorded). Specs are
+ * built under the lock: concurrent runs of one new binding build it
+ * once. */
 static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key)
 {
     size_t bytes = (size_t)p->keylen * sizeof *key;
@@ -191,13 +249,21 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             s = p->specs[k];
     if (!s) {
         program_spec *made = ir_calloc(1, sizeof *made);
+        const program_spec *like[SPEC_KEEP];
+        int nlike = 0;
+        if (made) {
+            knob_state *ks = knob_snapshot();
+            nlike = plan_like(p, key, knob_state_epoch(ks), like);
+            knob_release(ks);
+        }
         if (!made) {
             ts_error(RLX_E_NOMEM, fn, "out of memory");
-        } else if (!prepare(fn, p, key, made)) {
+        } else if (!prepare(fn, p, key, like, nlike, made)) {
             spec_free(made);
         } else {
             atomic_init(&made->refs, 1);
             p->prepared++;
+            p->reused += rt_jit_plan_like(made->plan);
             int at = p->nspecs;
             if (at == SPEC_KEEP) { /* evict the least recently used */
                 at = 0;
@@ -231,6 +297,19 @@ rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared)
         *kept = p->nspecs;
     if (prepared)
         *prepared = (int64_t)p->prepared;
+    pthread_mutex_unlock(&p->lock);
+    return RLX_OK;
+}
+
+rlx_status rlx_program_reuses(rlx_program *p, int64_t *reused)
+{
+    if (!p) {
+        ts_error(RLX_E_ARG, "rlx_program_reuses", "program is NULL");
+        return RLX_E_ARG;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (reused)
+        *reused = (int64_t)p->reused;
     pthread_mutex_unlock(&p->lock);
     return RLX_OK;
 }

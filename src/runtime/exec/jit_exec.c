@@ -76,6 +76,9 @@ struct rt_jit_plan {
     long *die, *die_at; /* die[die_at[i] .. die_at[i+1]): values dead after kernel i */
     unsigned char *epi; /* per kernel: 1 when a MATMUL runs with kernel i+1 as its epilogue */
     long *donor;        /* per kernel: the slot whose buffer a donating run lets it write over, or -1 */
+    sched_decisions dec; /* kept for plans of the same structure (rt_jit_plan_new's keep or like) */
+    const rt_jit_plan *like; /* until compiled: the plan whose kernels kept[i] are reused (borrowed) */
+    unsigned char *kept;
 };
 
 typedef struct {
@@ -371,6 +374,8 @@ void rt_jit_plan_free(rt_jit_plan *p)
     ir_free(p->consts); /* and the other tables */
     ir_free(p->dims);
     ir_free(p->donor);
+    sched_decisions_free(&p->dec);
+    ir_free(p->kept);
     ir_free(p);
 }
 
@@ -441,6 +446,8 @@ const double *rt_jit_plan_consts(const rt_jit_plan *p, long *n, const ir_node *c
 const sched_schedule *rt_jit_plan_schedule(const rt_jit_plan *p) { return &p->s; }
 
 long rt_jit_plan_loops(const rt_jit_plan *p) { return p->nloops; }
+
+bool rt_jit_plan_like(const rt_jit_plan *p) { return p->kept != NULL; }
 
 /* The slot bound to v (through views), or -1. */
 static long slot_below(const rt_jit_plan *p, const ir_node *v)
@@ -589,14 +596,35 @@ static bool plan_tables(rt_jit_plan *p)
     return true;
 }
 
-rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, rt_jit_plan **out)
+rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, const rt_jit_plan *const *like,
+                           int nlike, bool keep, rt_jit_plan **out)
 {
     *out = NULL;
     rt_jit_plan *p = ir_calloc(1, sizeof *p);
     if (!p)
         return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
-    if (sched_build(ctx, roots, nroots, &p->s) != RLX_OK) {
-        ir_free(p);
+    int r = 0;
+    for (int l = 0; l < nlike && !r; l++) {
+        const rt_jit_plan *t = like[l];
+        if (!t->dec.count)
+            continue;
+        ir_free(p->kept);
+        if (!(p->kept = ir_alloc((size_t)(t->s.count ? t->s.count : 1)))) {
+            rt_jit_plan_free(p);
+            return rt_fail(ctx, RLX_E_NOMEM, "out of memory for the plan");
+        }
+        if ((r = sched_rebuild(ctx, &t->dec, &t->s, roots, nroots, &p->s, p->kept, &p->dec)) < 0) {
+            rt_jit_plan_free(p);
+            return ctx->status;
+        }
+        p->like = r ? t : NULL;
+    }
+    if (!r) {
+        ir_free(p->kept);
+        p->kept = NULL;
+    }
+    if (!r && sched_build_keep(ctx, roots, nroots, &p->s, keep || nlike ? &p->dec : NULL) != RLX_OK) {
+        rt_jit_plan_free(p);
         return ctx->status;
     }
     p->nroots = nroots;
@@ -642,8 +670,39 @@ rlx_status rt_jit_plan_compile(rt_ctx *ctx, rt_jit_plan *p, rt_jit_stats *stats)
     /* a program over dynamic dims: generic kernels unless the knob says never */
     const knob_state *ks = sched_knobs(ctx);
     int gen = ctx->generic && knob_value(ks, KNOB_GENERIC_KERNELS, KCLASS_ANY, -1) != 0 ? 2 : -1;
-    rlx_status st =
-        cg_kernels_prepare_as(p->s.k, p->s.count, sched_compile_threads(ctx), ks, gen, p->kref, &cs, msg, sizeof msg);
+    rlx_status st = RLX_OK;
+    if (p->like) { /* a plan from like's decisions: its copied kernels' code as is, the others looked up */
+        long n = 0;
+        for (long i = 0; i < p->s.count; i++) {
+            if (p->kept[i]) {
+                cg_kernel_retain(p->like->kref[i]);
+                p->kref[i] = p->like->kref[i];
+                cs.hits++;
+            } else if (p->s.k[i].kind == SCHED_LOOP) {
+                n++;
+            }
+        }
+        sched_kernel *todo = n ? ir_alloc((size_t)n * sizeof *todo) : NULL;
+        cg_kernel **refs = n ? ir_calloc((size_t)n, sizeof *refs) : NULL;
+        if (n && (!todo || !refs)) {
+            st = RLX_E_NOMEM;
+            snprintf(msg, sizeof msg, "out of memory");
+        }
+        for (long i = 0, j = 0; n && st == RLX_OK && i < p->s.count; i++)
+            if (!p->kept[i] && p->s.k[i].kind == SCHED_LOOP)
+                todo[j++] = p->s.k[i]; /* (a shallow copy: read only) */
+        if (n && st == RLX_OK)
+            st = cg_kernels_prepare_as(todo, n, sched_compile_threads(ctx), ks, gen, refs, &cs, msg, sizeof msg);
+        for (long i = 0, j = 0; n && st == RLX_OK && i < p->s.count; i++)
+            if (!p->kept[i] && p->s.k[i].kind == SCHED_LOOP)
+                p->kref[i] = refs[j++];
+        ir_free(todo);
+        ir_free(refs);
+        p->like = NULL;
+    } else {
+        st = cg_kernels_prepare_as(p->s.k, p->s.count, sched_compile_threads(ctx), ks, gen, p->kref, &cs, msg,
+                                   sizeof msg);
+    }
     for (long i = 0; i < p->s.count; i++)
         p->fn[i] = cg_kernel_func(p->kref[i]);
     stats->kernels_compiled += cs.compiled;

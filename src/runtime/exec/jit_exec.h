@@ -29,8 +29,17 @@ typedef struct {
  * stage takes the realization's context (options: threads, knobs) and
  * records its failure there. */
 typedef struct rt_jit_plan rt_jit_plan;
-/* The plan of roots with its schedule (passes/schedule.c). */
-rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, rt_jit_plan **out);
+/* The plan of roots with its schedule (passes/schedule.c); keep: it keeps
+ * the schedule's decisions, so that plans of graphs of the same structure
+ * with other sizes can be made from it. like[0..nlike) (plans that kept
+ * them, most preferred first): the schedule is made from the first whose
+ * graph has this one's structure (sched_rebuild; rt_jit_plan_like tells),
+ * its unchanged kernels taking that plan's compiled code (it must outlive
+ * rt_jit_plan_compile); afresh when none has. */
+rlx_status rt_jit_plan_new(rt_ctx *ctx, ir_node *const *roots, int nroots, const rt_jit_plan *const *like,
+                           int nlike, bool keep, rt_jit_plan **out);
+/* Whether p was made from another plan's decisions (rt_jit_plan_new's like). */
+bool rt_jit_plan_like(const rt_jit_plan *p);
 const sched_schedule *rt_jit_plan_schedule(const rt_jit_plan *p);
 /* The memory plan and the run's tables. */
 rlx_status rt_jit_plan_layout(rt_ctx *ctx, rt_jit_plan *p, ir_node *const *slots, int nslots);

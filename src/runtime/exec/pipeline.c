@@ -160,7 +160,7 @@ static void name_ref_kernels(const sched_schedule *s)
 static rlx_status schedule(rt_pipeline *c, realization *r)
 {
     const knob_opts *o = opts_of(c);
-    if (rt_jit_plan_new(&c->rt, r->proots, r->n, &r->built) != RLX_OK)
+    if (rt_jit_plan_new(&c->rt, r->proots, r->n, c->like, c->nlike, c->keep != NULL, &r->built) != RLX_OK)
         return c->rt.status;
     const sched_schedule *s = rt_jit_plan_schedule(r->built);
     if (o->debug >= DUMP_LEVEL)

@@ -22,6 +22,9 @@ typedef struct {
     simp_fold_fn fold;     /* the simplifier's scalar semantics (with opts->simplify) */
     /* compiled programs (src/tensor/program.c) keep their plan: */
     rt_jit_plan **keep;    /* non-NULL: the plan is built over slots and handed back in *keep, not run */
+    const rt_jit_plan *const *like; /* with keep: plans of graphs that may have the same structure
+                                     * to schedule from (rt_jit_plan_new's like) */
+    int nlike;
     ir_node *const *slots; /* its placeholder leaves */
     int nslots;
     const rt_jit_plan *plan; /* non-NULL: run this plan (nothing is built) on binds */
