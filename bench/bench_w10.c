@@ -12,7 +12,8 @@
  *
  * In the same process, the GEMM-only reference: every GEMM of this step's
  * forward and backward with its shape and transposes, as bare cblas_sgemm
- * calls into the OpenBLAS librlx uses (per layer: the q/k/v, output, fc and
+ * calls into the OpenBLAS librlx uses (RLX_BENCH_GEMM=onednn: oneDNN's
+ * matmul, bench_gemm.h) (per layer: the q/k/v, output, fc and
  * proj linears and their two backward GEMMs each; per batch and head the
  * attention's Q K^T and P V and their four backward GEMMs, reading q/k/v
  * in place in the [N, 3W] buffer; the tied LM head and its two backward
@@ -90,6 +91,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_gemm.h"
 #include "bench_util.h"
 #include "gpt_model.h"
 #include "rlx.h"
@@ -222,7 +224,7 @@ static void gemm_free(gemm_bufs *g)
 static void mm(double *flop, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    bench_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     *flop += 2.0 * m * n * k;
 }
 
@@ -574,8 +576,8 @@ static int run_workload(const workload *wl, const options *o)
     printf("   losses: steps 1-3 %.6f %.6f %.6f\n", loss[0], loss[1], loss[2]);
     printf("   librlx step   best round median %8.3f ms, median %8.3f, min %8.3f  (%d rounds x %d steps)\n", 1e3 * rb,
            1e3 * median(tr, total), 1e3 * minimum(tr, total), o->rounds, o->steps);
-    printf("   GEMM-only     best round median %8.3f ms, median %8.3f, min %8.3f  (%.3f GFLOP, %.1f GFLOP/s)\n",
-           1e3 * gbest, 1e3 * median(tg, total), 1e3 * minimum(tg, total), gflop, gflop / gbest);
+    printf("   GEMM-only     best round median %8.3f ms, median %8.3f, min %8.3f  (%.3f GFLOP, %.1f GFLOP/s, %s)\n",
+           1e3 * gbest, 1e3 * median(tg, total), 1e3 * minimum(tg, total), gflop, gflop / gbest, bench_gemm_engine());
     /* CPU time of the process: at one thread, less disturbed by a loaded
      * machine than the wall clock (at two, it counts the pool's spinning) */
     double crb = minimum(cmed, o->rounds), cgb = minimum(cgmed, o->rounds), *pr = malloc((size_t)o->rounds * sizeof *pr);

@@ -14,7 +14,8 @@
  * In the same process, the GEMM-bound limit: the three forward GEMMs
  * (x W1^T, h1 W2^T, h2 W3^T) and the five backward GEMMs (dW3 = g3^T h2,
  * dh2 = g3 W3, dW2 = g2^T h1, dh1 = g2 W2, dW1 = g1^T x; no dx) of this
- * shape as direct cblas_sgemm calls into the OpenBLAS librlx uses. It is
+ * shape as direct cblas_sgemm calls into the OpenBLAS librlx uses (or,
+ * with RLX_BENCH_GEMM=onednn, oneDNN's matmul: bench_gemm.h). It is
  * timed before and after the librlx steps; both medians are printed and
  * the limit is the median of all of its samples.
  *
@@ -48,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_gemm.h"
 #include "bench_util.h"
 #include "rlx.h"
 #include "w6_step.h"
@@ -103,18 +105,17 @@ static void gemm_free(gemm_bufs *g)
  * for the activations h1/h2 and g1/g2/g3 for the gradients at z1/z2/z3. */
 static void gemm_step(const gemm_bufs *g)
 {
-    const CBLAS_ORDER R = CblasRowMajor;
     const CBLAS_TRANSPOSE N = CblasNoTrans, T = CblasTrans;
     /* forward: z = h W^T */
-    cblas_sgemm(R, N, T, BATCH, H, IN, 1, g->x, IN, g->w1, IN, 0, g->z1, H);
-    cblas_sgemm(R, N, T, BATCH, H, H, 1, g->z1, H, g->w2, H, 0, g->z2, H);
-    cblas_sgemm(R, N, T, BATCH, OUT, H, 1, g->z2, H, g->w3, H, 0, g->z3, OUT);
+    bench_gemm(N, T, BATCH, H, IN, 1, g->x, IN, g->w1, IN, 0, g->z1, H);
+    bench_gemm(N, T, BATCH, H, H, 1, g->z1, H, g->w2, H, 0, g->z2, H);
+    bench_gemm(N, T, BATCH, OUT, H, 1, g->z2, H, g->w3, H, 0, g->z3, OUT);
     /* backward */
-    cblas_sgemm(R, T, N, OUT, H, BATCH, 1, g->g3, OUT, g->z2, H, 0, g->dw3, H); /* dW3 = g3^T h2 */
-    cblas_sgemm(R, N, N, BATCH, H, OUT, 1, g->g3, OUT, g->w3, H, 0, g->g2, H);  /* dh2 = g3 W3 */
-    cblas_sgemm(R, T, N, H, H, BATCH, 1, g->g2, H, g->z1, H, 0, g->dw2, H);     /* dW2 = g2^T h1 */
-    cblas_sgemm(R, N, N, BATCH, H, H, 1, g->g2, H, g->w2, H, 0, g->g1, H);      /* dh1 = g2 W2 */
-    cblas_sgemm(R, T, N, H, IN, BATCH, 1, g->g1, H, g->x, IN, 0, g->dw1, IN);   /* dW1 = g1^T x */
+    bench_gemm(T, N, OUT, H, BATCH, 1, g->g3, OUT, g->z2, H, 0, g->dw3, H); /* dW3 = g3^T h2 */
+    bench_gemm(N, N, BATCH, H, OUT, 1, g->g3, OUT, g->w3, H, 0, g->g2, H);  /* dh2 = g3 W3 */
+    bench_gemm(T, N, H, H, BATCH, 1, g->g2, H, g->z1, H, 0, g->dw2, H);     /* dW2 = g2^T h1 */
+    bench_gemm(N, N, BATCH, H, H, 1, g->g2, H, g->w2, H, 0, g->g1, H);      /* dh1 = g2 W2 */
+    bench_gemm(T, N, H, IN, BATCH, 1, g->g1, H, g->x, IN, 0, g->dw1, IN);   /* dW1 = g1^T x */
 }
 
 static const double GEMM_FLOP = 2.0 * BATCH * (2.0 * (IN * H + H * H + H * OUT) + (H * OUT + H * H));
@@ -274,8 +275,10 @@ static int one_config(int threads, int warmup, int steps, char **argv)
                res[k].last_pass, (unsigned long long)res[k].stats.kernels_run,
                (unsigned long long)res[k].stats.kernels_compiled, res[k].stats.compile_seconds);
     }
+    char glabel[32];
+    snprintf(glabel, sizeof glabel, "GEMM limit (8 %s)", bench_gemm_engine());
     printf("   %-22s %9.3f %9.3f %9.3f %9.3f   | %.1f GFLOP/s | medians before %.3f, after %.3f\n",
-           "GEMM limit (8 sgemm)", 1e3 * g.median, 1e3 * g.min, 1e3 * g.max, 1e3 * gcpu.median, GEMM_FLOP / g.median * 1e-9, 1e3 * g_before.median,
+           glabel, 1e3 * g.median, 1e3 * g.min, 1e3 * g.max, 1e3 * gcpu.median, GEMM_FLOP / g.median * 1e-9, 1e3 * g_before.median,
            1e3 * g_after.median);
     printf("   loadavg at end: %s\n", load1);
     printf("W6-RESULT threads=%d ref_ms=%.3f jit_ms=%s%.3f gemm_ms=%.3f ref_cpu=%.3f jit_cpu=%.3f gemm_cpu=%.3f\n",
