@@ -142,8 +142,10 @@ static bool onednn_matmul(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k, 
 /* Knob f32_gemm: 1 OpenBLAS, 2 oneDNN where the build has it, 0 (auto)
  * oneDNN on CPUs with AVX-512 (its brgemm kernels), where it measured
  * 1.8-2.1x cblas_sgemm at one thread here (Haswell kernels, the preset
- * OPENBLAS_CORETYPE on this EPYC): 2048^3 and every W6/W10 product shape
- * (bench: rlx-bench --filter f32gemm). Elsewhere OpenBLAS: not measured. */
+ * OPENBLAS_CORETYPE on this EPYC): 2048^3 and every W6/W10 product shape,
+ * each engine called alone, interleaved, best of 7. The steps: rlx-bench-w6
+ * and rlx-bench-w10 (RLX_BENCH_GEMM=onednn for a oneDNN GEMM-only
+ * reference). Elsewhere OpenBLAS: not measured. */
 static bool f32_through_onednn(long knob)
 {
 #ifdef RLX_HAVE_DNNL
