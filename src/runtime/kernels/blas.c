@@ -67,19 +67,102 @@ int rt_blas_threads(int n)
 #ifdef RLX_HAVE_DNNL
 static dnnl_engine_t dnnl_cpu_engine;
 static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+/* A oneDNN matmul made for one shape, layout and alpha/beta, with its
+ * memory objects (pointed at the operands per call). */
+typedef struct {
+    dnnl_data_type_t dt;
+    int64_t dims[8]; /* m, n, k, ars, acs, brs, bcs, ldc */
+    float alpha, beta;
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem[3];
+    uint64_t used; /* the cache's clock at the last call: 0 when empty */
+} dnnl_mm;
+
+/* Each thread's last DNNL_MM_KEEP matmuls and its stream. Making a matmul
+ * (descriptors, primitive descriptor, a primitive cache lookup, memory
+ * objects, a stream) per call cost W10b's step about 15% (libdnnl and
+ * malloc in `perf`), its attention gradient making thousands of small
+ * products; a thread sees few shapes, so a small table per thread keeps
+ * them, freed when the thread exits. */
+enum { DNNL_MM_KEEP = 32 };
+typedef struct {
+    dnnl_stream_t stream;
+    uint64_t clock;
+    dnnl_mm e[DNNL_MM_KEEP];
+} dnnl_mm_cache;
+
+static pthread_key_t dnnl_mm_key;
+
+static void dnnl_mm_clear(dnnl_mm *e)
+{
+    for (int i = 0; i < 3; i++)
+        if (e->mem[i])
+            dnnl_memory_destroy(e->mem[i]);
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    memset(e, 0, sizeof *e);
+}
+
+static void dnnl_mm_cache_free(void *p)
+{
+    dnnl_mm_cache *c = p;
+    for (int i = 0; i < DNNL_MM_KEEP; i++)
+        dnnl_mm_clear(&c->e[i]);
+    if (c->stream)
+        dnnl_stream_destroy(c->stream);
+    ir_free(c);
+}
+
 static void dnnl_init(void)
 {
-    if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success)
+    if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success ||
+        pthread_key_create(&dnnl_mm_key, dnnl_mm_cache_free) != 0)
         dnnl_cpu_engine = NULL;
+}
+
+/* Makes e's primitive and memory objects for its key; false when oneDNN
+ * declines (no kernel for this CPU, no memory). Alpha is an output scale,
+ * beta a sum post-op. */
+static bool dnnl_mm_make(dnnl_mm *e)
+{
+    const int64_t *d = e->dims;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_matmul_desc_t mmd;
+    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              (e->alpha == 1 || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &e->alpha) == dnnl_success) &&
+              (e->beta == 0 || (dnnl_post_ops_create(&post) == dnnl_success &&
+                                dnnl_post_ops_append_sum(post, e->beta) == dnnl_success &&
+                                dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success)) &&
+              dnnl_memory_desc_init_by_strides(&amd, 2, (dnnl_dims_t){d[0], d[2]}, e->dt, (dnnl_dims_t){d[3], d[4]}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, 2, (dnnl_dims_t){d[2], d[1]}, e->dt, (dnnl_dims_t){d[5], d[6]}) ==
+                  dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, 2, (dnnl_dims_t){d[0], d[1]}, e->dt, (dnnl_dims_t){d[7], 1}) ==
+                  dnnl_success &&
+              dnnl_matmul_desc_init(&mmd, &amd, &bmd, NULL, &cmd) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &mmd, attr, dnnl_cpu_engine, NULL) == dnnl_success &&
+              dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
+              dnnl_memory_create(&e->mem[0], &amd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&e->mem[1], &bmd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&e->mem[2], &cmd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success;
+    if (post)
+        dnnl_post_ops_destroy(post);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return ok;
 }
 
 /* C = alpha A B + beta C: A (m x k) with strides (ars, acs), B (k x n)
  * with (brs, bcs), C (m x n, row stride ldc), all of oneDNN type dt (f32,
- * or bf16 with f32 accumulation), through oneDNN's matmul at one thread
- * (alpha an output scale, beta a sum post-op); false when oneDNN
- * declines (no kernel for this CPU, no memory). The primitive is created
- * per call: oneDNN's primitive cache makes a repeated shape a lookup (a
- * whole call costs 3-5 us over the product at 64^3 here). */
+ * or bf16 with f32 accumulation), through oneDNN's matmul at one thread;
+ * false when oneDNN declines (no kernel for this CPU, no memory: nothing
+ * written then). The matmul comes from this thread's table (dnnl_mm_cache)
+ * or is made and kept there in place of the least recently used. */
 static bool onednn_matmul(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t ars,
                           int64_t acs, const void *b, int64_t brs, int64_t bcs, void *c, int64_t ldc, double alpha,
                           double beta)
@@ -87,55 +170,43 @@ static bool onednn_matmul(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k, 
     pthread_once(&dnnl_once, dnnl_init);
     if (!dnnl_cpu_engine)
         return false;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t post = NULL;
-    if (alpha != 1 || beta != 0) {
-        float scale = (float)alpha;
-        bool made = dnnl_primitive_attr_create(&attr) == dnnl_success &&
-                    (alpha == 1 || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale) == dnnl_success) &&
-                    (beta == 0 || (dnnl_post_ops_create(&post) == dnnl_success &&
-                                   dnnl_post_ops_append_sum(post, (float)beta) == dnnl_success &&
-                                   dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success));
-        if (post)
-            dnnl_post_ops_destroy(post);
-        if (!made) {
-            if (attr)
-                dnnl_primitive_attr_destroy(attr);
+    dnnl_mm_cache *tc = pthread_getspecific(dnnl_mm_key);
+    if (!tc) {
+        if (!(tc = ir_calloc(1, sizeof *tc)))
+            return false;
+        if (dnnl_stream_create(&tc->stream, dnnl_cpu_engine, dnnl_stream_default_flags) != dnnl_success ||
+            pthread_setspecific(dnnl_mm_key, tc) != 0) {
+            dnnl_mm_cache_free(tc);
             return false;
         }
     }
-    dnnl_memory_desc_t amd, bmd, cmd;
-    dnnl_matmul_desc_t mmd;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
-    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, (dnnl_dims_t){m, k}, dt, (dnnl_dims_t){ars, acs}) ==
-                  dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&bmd, 2, (dnnl_dims_t){k, n}, dt, (dnnl_dims_t){brs, bcs}) ==
-                  dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&cmd, 2, (dnnl_dims_t){m, n}, dt, (dnnl_dims_t){ldc, 1}) ==
-                  dnnl_success &&
-              dnnl_matmul_desc_init(&mmd, &amd, &bmd, NULL, &cmd) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &mmd, attr, dnnl_cpu_engine, NULL) == dnnl_success &&
-              dnnl_primitive_create(&prim, pd) == dnnl_success &&
-              dnnl_stream_create(&stream, dnnl_cpu_engine, dnnl_stream_default_flags) == dnnl_success &&
-              dnnl_memory_create(&mem[0], &amd, dnnl_cpu_engine, (void *)(uintptr_t)a) == dnnl_success &&
-              dnnl_memory_create(&mem[1], &bmd, dnnl_cpu_engine, (void *)(uintptr_t)b) == dnnl_success &&
-              dnnl_memory_create(&mem[2], &cmd, dnnl_cpu_engine, c) == dnnl_success;
-    if (ok) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
-        omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
-        ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    dnnl_mm key = {.dt = dt, .dims = {m, n, k, ars, acs, brs, bcs, ldc}, .alpha = (float)alpha, .beta = (float)beta};
+    dnnl_mm *e = NULL, *old = &tc->e[0];
+    for (int i = 0; i < DNNL_MM_KEEP && !e; i++) {
+        dnnl_mm *x = &tc->e[i];
+        if (x->used && x->dt == dt && !memcmp(x->dims, key.dims, sizeof key.dims) && x->alpha == key.alpha &&
+            x->beta == key.beta)
+            e = x;
+        else if (x->used < old->used)
+            old = x;
     }
-    for (int i = 0; i < 3; i++)
-        dnnl_memory_destroy(mem[i]);
-    dnnl_stream_destroy(stream);
-    dnnl_primitive_destroy(prim);
-    dnnl_primitive_desc_destroy(pd);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
-    return ok;
+    if (!e) {
+        dnnl_mm_clear(old);
+        *old = key;
+        if (!dnnl_mm_make(old)) {
+            dnnl_mm_clear(old);
+            return false;
+        }
+        e = old;
+    }
+    e->used = ++tc->clock;
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, e->mem[0]}, {DNNL_ARG_WEIGHTS, e->mem[1]}, {DNNL_ARG_DST, e->mem[2]}};
+    omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
+    return dnnl_memory_set_data_handle(e->mem[0], (void *)(uintptr_t)a) == dnnl_success &&
+           dnnl_memory_set_data_handle(e->mem[1], (void *)(uintptr_t)b) == dnnl_success &&
+           dnnl_memory_set_data_handle(e->mem[2], c) == dnnl_success &&
+           dnnl_primitive_execute(e->prim, tc->stream, 3, args) == dnnl_success &&
+           dnnl_stream_wait(tc->stream) == dnnl_success;
 }
 #endif
 
