@@ -74,7 +74,8 @@ typedef struct {
     int64_t dims[8]; /* m, n, k, ars, acs, brs, bcs, ldc */
     float alpha, beta;
     dnnl_primitive_t prim;
-    dnnl_memory_t mem[3];
+    dnnl_memory_t mem[4]; /* a, b, c, and its scratchpad (NULL when it needs none) */
+    size_t scratch_bytes;
     uint64_t used; /* the cache's clock at the last call: 0 when empty */
 } dnnl_mm;
 
@@ -83,11 +84,15 @@ typedef struct {
  * objects, a stream) per call cost W10b's step about 15% (libdnnl and
  * malloc in `perf`), its attention gradient making thousands of small
  * products; a thread sees few shapes, so a small table per thread keeps
- * them, freed when the thread exits. */
+ * them, freed when the thread exits. Each primitive would own a
+ * scratchpad of its own (oneDNN's default): kept, they grew W10a's peak
+ * memory by 16 MiB; they share the thread's one buffer instead. */
 enum { DNNL_MM_KEEP = 32 };
 typedef struct {
     dnnl_stream_t stream;
     uint64_t clock;
+    void *scratch; /* the largest scratchpad the table's matmuls need */
+    size_t scratch_cap;
     dnnl_mm e[DNNL_MM_KEEP];
 } dnnl_mm_cache;
 
@@ -95,7 +100,7 @@ static pthread_key_t dnnl_mm_key;
 
 static void dnnl_mm_clear(dnnl_mm *e)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (e->mem[i])
             dnnl_memory_destroy(e->mem[i]);
     if (e->prim)
@@ -110,6 +115,7 @@ static void dnnl_mm_cache_free(void *p)
         dnnl_mm_clear(&c->e[i]);
     if (c->stream)
         dnnl_stream_destroy(c->stream);
+    ir_free(c->scratch);
     ir_free(c);
 }
 
@@ -132,6 +138,7 @@ static bool dnnl_mm_make(dnnl_mm *e)
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_matmul_desc_t mmd;
     bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
               (e->alpha == 1 || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &e->alpha) == dnnl_success) &&
               (e->beta == 0 || (dnnl_post_ops_create(&post) == dnnl_success &&
                                 dnnl_post_ops_append_sum(post, e->beta) == dnnl_success &&
@@ -148,6 +155,10 @@ static bool dnnl_mm_make(dnnl_mm *e)
               dnnl_memory_create(&e->mem[0], &amd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success &&
               dnnl_memory_create(&e->mem[1], &bmd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success &&
               dnnl_memory_create(&e->mem[2], &cmd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success;
+    const dnnl_memory_desc_t *smd = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+    e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (ok && e->scratch_bytes)
+        ok = dnnl_memory_create(&e->mem[3], smd, dnnl_cpu_engine, DNNL_MEMORY_NONE) == dnnl_success;
     if (post)
         dnnl_post_ops_destroy(post);
     if (attr)
@@ -200,12 +211,24 @@ static bool onednn_matmul(dnnl_data_type_t dt, int64_t m, int64_t n, int64_t k, 
         e = old;
     }
     e->used = ++tc->clock;
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, e->mem[0]}, {DNNL_ARG_WEIGHTS, e->mem[1]}, {DNNL_ARG_DST, e->mem[2]}};
+    if (e->scratch_bytes > tc->scratch_cap) {
+        void *grown = ir_alloc(e->scratch_bytes);
+        if (!grown)
+            return false;
+        ir_free(tc->scratch);
+        tc->scratch = grown;
+        tc->scratch_cap = e->scratch_bytes;
+    }
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->mem[0]},
+                               {DNNL_ARG_WEIGHTS, e->mem[1]},
+                               {DNNL_ARG_DST, e->mem[2]},
+                               {DNNL_ARG_SCRATCHPAD, e->mem[3]}};
     omp_set_num_threads(1); /* this thread's OpenMP teams: our pool owns the cores */
-    return dnnl_memory_set_data_handle(e->mem[0], (void *)(uintptr_t)a) == dnnl_success &&
+    return (!e->mem[3] || dnnl_memory_set_data_handle(e->mem[3], tc->scratch) == dnnl_success) &&
+           dnnl_memory_set_data_handle(e->mem[0], (void *)(uintptr_t)a) == dnnl_success &&
            dnnl_memory_set_data_handle(e->mem[1], (void *)(uintptr_t)b) == dnnl_success &&
            dnnl_memory_set_data_handle(e->mem[2], c) == dnnl_success &&
-           dnnl_primitive_execute(e->prim, tc->stream, 3, args) == dnnl_success &&
+           dnnl_primitive_execute(e->prim, tc->stream, e->mem[3] ? 4 : 3, args) == dnnl_success &&
            dnnl_stream_wait(tc->stream) == dnnl_success;
 }
 #endif
