@@ -21,7 +21,7 @@ for s in "$short" "$long"; do
   rounds=$(sed -n 's/^rounds \([0-9]*\),.*/\1/p' "$dir/log$s")
   live=$(sed -n 's/^[[:space:]]*leaked allocations:[[:space:]]*\([0-9]*\)/\1/p' "$dir/log$s")
   bytes=$(heaptrack_print -f "$dir/h$s.zst" --print-leaks 0 --print-peaks 0 --print-allocators 0 \
-            --print-temporary 0 --print-histogram 0 --print-flamegraph 0 2>/dev/null |
+            --print-temporary 0 2>/dev/null |
           sed -n 's/^total memory leaked: //p')
   echo "$s s: $rounds rounds, $live allocations live at exit, $bytes"
 done
