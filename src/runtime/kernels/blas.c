@@ -81,10 +81,10 @@ typedef struct {
 
 /* Each thread's last DNNL_MM_KEEP matmuls and its stream. Making a matmul
  * (descriptors, primitive descriptor, a primitive cache lookup, memory
- * objects, a stream) per call cost W10b's step about 15% (libdnnl and
- * malloc in `perf`), its attention gradient making thousands of small
- * products; a thread sees few shapes, so a small table per thread keeps
- * them, freed when the thread exits. Each primitive would own a
+ * objects, a stream) per call took W10a's step from 1.09 to 1.20x its
+ * GEMMs' time (rlx-bench-w10 --config a, RLX_BENCH_GEMM=onednn); a thread
+ * sees few shapes, so a small table per thread keeps them, freed when the
+ * thread exits. Each primitive would own a
  * scratchpad of its own (oneDNN's default): kept, they grew W10a's peak
  * memory by 16 MiB; they share the thread's one buffer instead. */
 enum { DNNL_MM_KEEP = 32 };
