@@ -127,10 +127,9 @@ struct ir_node {
     int rank;
     int64_t shape[IR_MAX_RANK];
     int nsrc;
-    ir_node **src; /* owns one reference each */
+    ir_node **src; /* owns one reference each; the array follows the node in its block */
     ir_attrs attr;
     uint64_t cons_hash;   /* identity: op, attrs, type and source pointers */
-    uint64_t struct_hash; /* structure only, no payload: the compile-cache key */
     ir_node *dead_next;   /* ir_release's list of nodes to free */
     bool consed;
     bool detached;        /* made by ir_make_detached: outside the live count */
