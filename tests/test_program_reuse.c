@@ -296,5 +296,44 @@ TEST(reuse_arena_grows_only_for_larger)
     rlx_program_free(p);
 }
 
+/* With 8 specs kept, a new binding evicts the least recently used before
+ * it is planned, but never the plan it is made from: here the oldest
+ * spec, (1, 5), is the only one of (1, more)'s size classes, and (1, 6)
+ * is still planned from it (freeing it first would plan (1, 6) afresh);
+ * the next oldest, (2, 2), is evicted instead. Binding (2, 2) again
+ * plans it again (from another (more, more) spec), now evicting (1, 5),
+ * still the least recently run; (1, 5) again is planned from (1, 6). */
+TEST(reuse_evicts_but_the_plan_reused)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, -1});
+    rlx_tensor *o = rlx_softmax(rlx_add(rlx_mul_s(x, 3), rlx_sum(x, (int[]){0}, 1, true)), -1);
+    rlx_program *p = rlx_compile(&o, 1);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 1}, cols[] = {5, 2, 2, 2, 2, 2, 2, 2, 6, 2, 5};
+    /* after each binding: specs made and plans reused so far */
+    const int64_t made_after[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    const int64_t reused_after[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    for (int k = 0; k < 11; k++) {
+        rlx_tensor *xv = data(RLX_F32, rows[k], cols[k], 300 + (uint64_t)k), *got = NULL;
+        rlx_binding b = {"x", xv};
+        CHECK_EQ_INT(rlx_program_run(p, &b, 1, &got), RLX_OK);
+        set_backend("ref");
+        rlx_tensor *want = rlx_softmax(rlx_add(rlx_mul_s(xv, 3), rlx_sum(xv, (int[]){0}, 1, true)), -1);
+        if (got)
+            expect_like(got, want, RLX_F32);
+        set_backend("jit");
+        int kept;
+        int64_t made, reused;
+        CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+        CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
+        CHECK_EQ_INT(kept, k < 8 ? k + 1 : 8);
+        CHECK_EQ_INT(made, made_after[k]);
+        CHECK_EQ_INT(reused, reused_after[k]);
+    }
+    rlx_program_free(p);
+}
+
 TEST_MAIN(T(reuse_matches_reference), T(reuse_needs_same_size_class), T(reuse_gradient_program),
-          T(reuse_shared_by_threads), T(reuse_arena_grows_only_for_larger))
+          T(reuse_shared_by_threads), T(reuse_arena_grows_only_for_larger), T(reuse_evicts_but_the_plan_reused))

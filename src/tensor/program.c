@@ -14,7 +14,7 @@
  *
  * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
  * kept, the SPEC_KEEP most recently used per program (a new binding evicts
- * the least recently used; a run holds a reference to its spec, so an
+ * the least recently used but the one it is planned from; a run holds a reference to its spec, so an
  * eviction never frees a spec in use).
  *
  * When a new binding reuses a plan, and when it re-plans: the new spec's
@@ -235,15 +235,17 @@ static int plan_like(const rlx_program *p, const int64_t *key, unsigned long epo
 }
 
 /* The spec of p for key, retained (spec_unref when done): found, or
- * built (from a kept spec's plan when plan_like finds one) and added in
- * place of the least recently used; NULL on error (recorded). Specs are
+ * built (from a kept spec's plan when plan_like finds one) and added, the
+ * least recently used one other than that plan's evicted first (when
+ * SPEC_KEEP are kept, even if the build then fails); NULL on error
+ * (recorded). Specs are
  * built under the lock: concurrent runs of one new binding build it
  * once. */
 static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key)
 {
     size_t bytes = (size_t)p->keylen * sizeof *key;
     pthread_mutex_lock(&p->lock);
-    program_spec *s = NULL, *evicted = NULL;
+    program_spec *s = NULL;
     for (int k = 0; k < p->nspecs && !s; k++)
         if (bytes == 0 || memcmp(p->specs[k]->key, key, bytes) == 0)
             s = p->specs[k];
@@ -256,6 +258,26 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             nlike = plan_like(p, key, knob_state_epoch(ks), like);
             knob_release(ks);
         }
+        if (made && p->nspecs == SPEC_KEEP) {
+            /* room first: the least recently used spec (not the plan to
+             * be reused) is freed before the new one is made, whose
+             * allocations (the same structure's) then take its memory;
+             * freed after, it left the heap to grow into fresh pages, and
+             * their faults were most of re-planning a W10 step */
+            int at = -1;
+            for (int k = 0; k < p->nspecs; k++)
+                if ((nlike == 0 || p->specs[k] != like[0]) && (at < 0 || p->specs[k]->used < p->specs[at]->used))
+                    at = k;
+            program_spec *evicted = p->specs[at];
+            p->specs[at] = p->specs[--p->nspecs];
+            for (int k = 0; k < nlike; k++)
+                if (like[k] == evicted) {
+                    memmove(like + k, like + k + 1, (size_t)(nlike - k - 1) * sizeof *like);
+                    nlike--;
+                    break;
+                }
+            spec_unref(evicted); /* (freed now unless a run holds it) */
+        }
         if (!made) {
             ts_error(RLX_E_NOMEM, fn, "out of memory");
         } else if (!prepare(fn, p, key, like, nlike, made)) {
@@ -264,17 +286,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             atomic_init(&made->refs, 1);
             p->prepared++;
             p->reused += rt_jit_plan_like(made->plan);
-            int at = p->nspecs;
-            if (at == SPEC_KEEP) { /* evict the least recently used */
-                at = 0;
-                for (int k = 1; k < p->nspecs; k++)
-                    if (p->specs[k]->used < p->specs[at]->used)
-                        at = k;
-                evicted = p->specs[at];
-            } else {
-                p->nspecs++;
-            }
-            p->specs[at] = s = made;
+            p->specs[p->nspecs++] = s = made;
         }
     }
     if (s) {
@@ -282,7 +294,6 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
         atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&p->lock);
-    spec_unref(evicted); /* (freeing a spec's graph and plan needs no lock) */
     return s;
 }
 
