@@ -1055,7 +1055,8 @@ typedef struct {
  * bindings and runs the kernels (whatever the backend is then). With
  * dynamic dims the plan is made on the first run of each new set of
  * bound dims and kept: the 8 most recently used per program (a new set
- * evicts the least recently used; rlx_program_specs counts them). Its
+ * evicts the least recently used other than the one it is planned from;
+ * rlx_program_specs counts them). Its
  * kernels are size-generic (knob generic_kernels), so a new binding
  * schedules and plans memory but compiles nothing, except a variant where
  * the generic key differs: a dim bound to 1 (its loops drop out), a bound
@@ -1108,7 +1109,8 @@ RLX_API rlx_status rlx_program_run_donate(rlx_program *p, const rlx_binding *inp
                                           rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
 /* How many specializations p keeps now (JIT: at most 8, the most recently
- * used; a new binding evicts the least recently used) and how many it has
+ * used; a new binding evicts the least recently used other than the one
+ * it is planned from) and how many it has
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
 RLX_API rlx_status rlx_program_specs(rlx_program *p, int *kept, int64_t *prepared);
