@@ -1054,9 +1054,9 @@ typedef struct {
  * planning and kernel compilation happen here, once; a run only checks the
  * bindings and runs the kernels (whatever the backend is then). With
  * dynamic dims the plan is made on the first run of each new set of
- * bound dims and kept: the 8 most recently used per program (a new set
- * evicts the least recently used other than the one it is planned from;
- * rlx_program_specs counts them). Its
+ * bound dims and kept: the 8 (option program_specs) most recently used
+ * per program (a new set evicts the least recently used other than the one
+ * it is planned from; rlx_program_specs counts them). Its
  * kernels are size-generic (knob generic_kernels), so a new binding
  * schedules and plans memory but compiles nothing, except a variant where
  * the generic key differs: a dim bound to 1 (its loops drop out), a bound
@@ -1108,8 +1108,8 @@ RLX_API rlx_status rlx_program_run(rlx_program *p, const rlx_binding *inputs, in
 RLX_API rlx_status rlx_program_run_donate(rlx_program *p, const rlx_binding *inputs, int nin,
                                           rlx_tensor **outputs);
 RLX_API void rlx_program_free(rlx_program *p); /* NULL is a no-op */
-/* How many specializations p keeps now (JIT: at most 8, the most recently
- * used; a new binding evicts the least recently used other than the one
+/* How many specializations p keeps now (JIT: at most program_specs, 8 by
+ * default, the most recently used; a new binding evicts the least recently used other than the one
  * it is planned from) and how many it has
  * prepared since compiled (a binding seen before and still kept prepares
  * none). Either pointer may be NULL. p NULL is RLX_E_ARG. */
@@ -1256,6 +1256,14 @@ RLX_API int rlx_get_num_threads(void);
  *                  least recently used first, and their JIT memory returned;
  *                  kernels in use are never evicted (so the bytes held may
  *                  exceed the budget while they are); 0 keeps none idle
+ *   "program_specs" specializations each compiled program keeps (env
+ *                  RLX_PROGRAM_SPECS, 1..4096; option 0..4096, 0 the
+ *                  variable, else 8): a binding of dynamic dims seen before
+ *                  and still kept plans nothing; a new one evicts the least
+ *                  recently used down to the limit (lowering it takes effect
+ *                  at a program's next new binding). Each kept costs its
+ *                  graph and plan, about 1 MB for the W10a GPT step
+ *                  (rlx_program_specs counts them)
  * Code generation and runtime knobs (integers; "default" restores the
  * built-in choice; 0 = the built-in rule where marked "auto"). A changed
  * codegen knob compiles new kernels (it is part of the kernel cache key):

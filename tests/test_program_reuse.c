@@ -335,5 +335,70 @@ TEST(reuse_evicts_but_the_plan_reused)
     rlx_program_free(p);
 }
 
+/* Option program_specs: how many specializations a program keeps. 20
+ * kept, 20 sizes run twice prepare 20; lowered to 2, the next new size
+ * evicts down to it (planned from a kept spec); at 1, a new size is
+ * still planned from the one kept, which is evicted after; bad values
+ * are refused and change nothing; 0 is the default again. */
+TEST(reuse_program_specs_option)
+{
+    char v[32];
+    CHECK_EQ_INT(rlx_get_option("program_specs", v, sizeof v), RLX_OK);
+    CHECK(strcmp(v, "8") == 0);
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 3});
+    rlx_tensor *o = rlx_exp(rlx_sub(x, rlx_max(x, (int[]){0}, 1, true)));
+    rlx_program *p = rlx_compile(&o, 1);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    int kept;
+    int64_t made, reused;
+    CHECK_EQ_INT(rlx_set_option("program_specs", "20"), RLX_OK);
+    for (int rep = 0; rep < 2; rep++)
+        for (int64_t n = 2; n < 22; n++) {
+            rlx_tensor *xv = data(RLX_F32, n, 3, 400 + (uint64_t)n), *got = NULL;
+            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got), RLX_OK);
+            set_backend("ref");
+            rlx_tensor *want = rlx_exp(rlx_sub(xv, rlx_max(xv, (int[]){0}, 1, true)));
+            if (got)
+                expect_like(got, want, RLX_F32);
+            set_backend("jit");
+        }
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+    CHECK_EQ_INT(kept, 20);
+    CHECK_EQ_INT(made, 20);
+    CHECK_EQ_INT(rlx_set_option("program_specs", "2"), RLX_OK);
+    rlx_tensor *got = NULL;
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", data(RLX_F32, 30, 3, 7)}, 1, &got), RLX_OK);
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+    CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
+    CHECK_EQ_INT(kept, 2);
+    CHECK_EQ_INT(made, 21);
+    CHECK_EQ_INT(reused, 20);
+    CHECK_EQ_INT(rlx_set_option("program_specs", "1"), RLX_OK);
+    rlx_tensor *x31 = data(RLX_F32, 31, 3, 8);
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", x31}, 1, &got), RLX_OK);
+    set_backend("ref");
+    rlx_tensor *want = rlx_exp(rlx_sub(x31, rlx_max(x31, (int[]){0}, 1, true)));
+    if (got)
+        expect_like(got, want, RLX_F32);
+    set_backend("jit");
+    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
+    CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
+    CHECK_EQ_INT(kept, 1);
+    CHECK_EQ_INT(made, 22);
+    CHECK_EQ_INT(reused, 21);
+    const char *bad[] = {"-1", "4097", "x", "", "2.5"};
+    for (int i = 0; i < 5; i++)
+        CHECK_ERR(rlx_set_option("program_specs", bad[i]), RLX_E_ARG, "rlx_set_option");
+    CHECK_EQ_INT(rlx_get_option("program_specs", v, sizeof v), RLX_OK);
+    CHECK(strcmp(v, "1") == 0);
+    CHECK_EQ_INT(rlx_set_option("program_specs", "0"), RLX_OK);
+    CHECK_EQ_INT(rlx_get_option("program_specs", v, sizeof v), RLX_OK);
+    CHECK(strcmp(v, "8") == 0);
+    rlx_program_free(p);
+}
+
 TEST_MAIN(T(reuse_matches_reference), T(reuse_needs_same_size_class), T(reuse_gradient_program),
-          T(reuse_shared_by_threads), T(reuse_arena_grows_only_for_larger), T(reuse_evicts_but_the_plan_reused))
+          T(reuse_shared_by_threads), T(reuse_arena_grows_only_for_larger), T(reuse_evicts_but_the_plan_reused),
+          T(reuse_program_specs_option))

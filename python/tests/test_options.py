@@ -142,6 +142,23 @@ def test_environment_sets_options(tmp_path):
     assert r.stderr == ""  # a malformed file is reported only under RLX_DEBUG
 
 
+def test_program_specs_round_trip():
+    assert rlx.get_option("program_specs") == "8"
+    try:
+        rlx.set_option("program_specs", "32")
+        assert rlx.get_option("program_specs") == "32"
+        for bad in ("-1", "4097", "many", ""):
+            with pytest.raises(rlx.RlxError) as e:
+                rlx.set_option("program_specs", bad)
+            assert e.value.status == S.E_ARG and "program_specs" in str(e.value)
+        assert rlx.get_option("program_specs") == "32"
+    finally:
+        rlx.set_option("program_specs", "0")  # 0 = the default again
+    assert rlx.get_option("program_specs") == "8"
+    r = run_python("import rlx\nprint(rlx.get_option('program_specs'))", env={"RLX_PROGRAM_SPECS": "64"})
+    assert r.returncode == 0 and r.stdout.strip() == "64", r.stderr
+
+
 def test_cache_dir_round_trip(tmp_path):
     before = os.environ.get("RLX_CACHE_DIR", None)
     try:

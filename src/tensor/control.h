@@ -12,6 +12,9 @@
 /* options.c. The JIT runs realizations unless RLX_BACKEND=ref or the
  * "backend" option says otherwise. */
 bool ts_backend_is_jit(void);
+/* How many specializations a compiled program keeps (option program_specs). */
+enum { TS_PROGRAM_SPECS = 8, TS_PROGRAM_SPECS_MAX = 4096 };
+int ts_program_specs(void);
 /* The options of one realization or program run (threads, debug level,
  * verification, a retained knob snapshot; simplify and plan_cache on):
  * what every stage below receives. Drop releases the snapshot. */

@@ -50,6 +50,8 @@ static atomic_int backend_jit = -1;  /* -1: not set, read RLX_BACKEND */
 static int default_count;            /* RLX_NUM_THREADS, else the online CPUs */
 static atomic_int compile_threads;   /* 0: not set, use the default */
 static int default_compile;          /* RLX_COMPILE_THREADS, else the online CPUs */
+static atomic_int program_specs;     /* 0: not set, use the default */
+static int default_specs;            /* RLX_PROGRAM_SPECS, else TS_PROGRAM_SPECS */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -131,6 +133,13 @@ static void env_init(void)
     snprintf(E.passes, sizeof E.passes, "%s", s ? s : "");
     default_count = default_threads("RLX_NUM_THREADS");
     default_compile = default_threads("RLX_COMPILE_THREADS");
+    long v;
+    s = getenv("RLX_PROGRAM_SPECS");
+    default_specs = TS_PROGRAM_SPECS;
+    if (s && parse_int(s, 1, TS_PROGRAM_SPECS_MAX, &v))
+        default_specs = (int)v;
+    else if (s && E.debug)
+        fprintf(stderr, "rlx: ignoring RLX_PROGRAM_SPECS=%s (an integer in 1..%d)\n", s, TS_PROGRAM_SPECS_MAX);
     cg_configure(&(cg_config){E.debug, E.llvm_args, E.passes, env_cache_dir});
     env_bytes("RLX_KERNEL_CACHE_BYTES", cg_cache_set_budget);
     env_bytes("RLX_CACHE_MAX_BYTES", cg_disk_set_max_bytes);
@@ -191,6 +200,33 @@ static int get_compile_count(void)
         return n;
     env_ensure();
     return default_compile;
+}
+
+int ts_program_specs(void)
+{
+    int n = atomic_load(&program_specs);
+    if (n > 0)
+        return n;
+    env_ensure();
+    return default_specs;
+}
+
+/* program_specs: 0 (the default) .. TS_PROGRAM_SPECS_MAX */
+static rlx_status set_specs(const char *fn, const char *key, const char *value)
+{
+    long v;
+    if (!parse_int(value, 0, TS_PROGRAM_SPECS_MAX, &v)) {
+        ts_error(RLX_E_ARG, fn, "%s must be an integer in 0..%d, got '%s'", key, TS_PROGRAM_SPECS_MAX, value);
+        return RLX_E_ARG;
+    }
+    atomic_store(&program_specs, (int)v);
+    return RLX_OK;
+}
+
+static int get_specs(const char *key, char *buf, size_t cap)
+{
+    (void)key;
+    return snprintf(buf, cap, "%d", ts_program_specs());
 }
 
 /* num_threads and compile_threads: 0 (the default) .. 1024 */
@@ -304,6 +340,10 @@ static const opt_row options[] = {
      "threads of the pool, BLAS and library kernels; 0: the variable, else the online CPUs"},
     {"compile_threads", "RLX_COMPILE_THREADS", "0..1024 (env 1..1024)", set_threads, get_threads,
      "threads compiling the kernels a realization or program is missing; 0: the variable, else the online CPUs"},
+    {"program_specs", "RLX_PROGRAM_SPECS", "0..4096 (env 1..4096)", set_specs, get_specs,
+     "specializations each compiled program keeps (default 8): a binding of dynamic dims seen before and kept "
+     "plans nothing; each costs the memory of its graph and plan (about 1 MB for the W10a GPT step); 0: the "
+     "variable, else 8"},
     {"cache_dir", "RLX_CACHE_DIR", "path, \"\" off", set_cache_dir, get_cache_dir,
      "the disk kernel cache; unset: $XDG_CACHE_HOME/rlx (XDG_CACHE_HOME), else ~/.cache/rlx (HOME)"},
     {"kernel_cache_bytes", "RLX_KERNEL_CACHE_BYTES", "bytes, 0..2^62", set_bytes, get_bytes,

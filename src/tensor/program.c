@@ -13,7 +13,8 @@
  * identities, it does not re-run user code) and realizes it.
  *
  * Dynamic (-1) dims: the plan is specialized to the dims a run binds and
- * kept, the SPEC_KEEP most recently used per program (a new binding evicts
+ * kept, the program_specs (option, default 8) most recently used per
+ * program (a new binding evicts
  * the least recently used but the one it is planned from; a run holds a reference to its spec, so an
  * eviction never frees a spec in use).
  *
@@ -50,9 +51,9 @@
 #include "tensor/control.h"
 #include "tensor/ts.h"
 
-/* SPEC_KEEP specs, ARENA_KEEP idle arenas (runs in flight at once beyond
- * that take one each and give it back to the buffer pool). */
-enum { SPEC_KEEP = 8, ARENA_KEEP = 4 };
+/* ARENA_KEEP idle arenas (runs in flight at once beyond that take one
+ * each and give it back to the buffer pool). */
+enum { ARENA_KEEP = 4 };
 
 /* The outputs instantiated over slots[j] (a placeholder for input j with
  * the dims in key), and their plan. */
@@ -84,7 +85,8 @@ struct rlx_program {
     pthread_mutex_t lock; /* guards specs, nspecs, clock, prepared, arenas, narenas */
     int nspecs;
     uint64_t clock, prepared, reused; /* reused: specs made from a kept one's plan (plan_like) */
-    program_spec *specs[SPEC_KEEP];
+    int capspecs;
+    program_spec **specs; /* owns the array and one reference each */
     int narenas;
     ir_storage *arenas[ARENA_KEEP]; /* owns: idle arenas, shared by every spec (arena_take) */
 };
@@ -116,6 +118,7 @@ static void program_free(rlx_program *p)
         return;
     for (int k = 0; k < p->nspecs; k++)
         spec_unref(p->specs[k]);
+    ir_free(p->specs);
     for (int k = 0; k < p->narenas; k++)
         ir_storage_release(p->arenas[k]);
     for (int i = 0; p->outputs && i < p->nout; i++)
@@ -177,7 +180,11 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const pr
     memset(&c, 0, sizeof c);
     c.rt.opts = &o;
     c.keep = &s->plan;
-    const rt_jit_plan *plans[SPEC_KEEP];
+    const rt_jit_plan *plan_small[8], **plans = nlike <= 8 ? plan_small : ir_alloc((size_t)nlike * sizeof *plans);
+    if (!plans) {
+        ts_options_drop(&o);
+        goto oom;
+    }
     for (int k = 0; k < nlike; k++)
         plans[k] = like[k]->plan;
     c.like = plans;
@@ -189,6 +196,8 @@ static bool prepare(const char *fn, rlx_program *p, const int64_t *key, const pr
         c.generic |= ir_node_numel(p->inputs[j]) < 0;
     rlx_status rs = rt_pipeline_realize(&c, s->roots, p->nout);
     ts_options_drop(&o);
+    if (plans != plan_small)
+        ir_free(plans);
     ts_stats_add_jit(c.stats.kernels_compiled, c.stats.cache_hits, c.stats.cache_misses, c.stats.compile_seconds);
     if (rs != RLX_OK) {
         ts_error(rs, fn, "%s", c.rt.msg);
@@ -236,8 +245,8 @@ static int plan_like(const rlx_program *p, const int64_t *key, unsigned long epo
 
 /* The spec of p for key, retained (spec_unref when done): found, or
  * built (from a kept spec's plan when plan_like finds one) and added, the
- * least recently used one other than that plan's evicted first (when
- * SPEC_KEEP are kept, even if the build then fails); NULL on error
+ * least recently used ones other than that plan's evicted first (down
+ * to program_specs - 1, even if the build then fails); NULL on error
  * (recorded). Specs are
  * built under the lock: concurrent runs of one new binding build it
  * once. */
@@ -250,15 +259,28 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
         if (bytes == 0 || memcmp(p->specs[k]->key, key, bytes) == 0)
             s = p->specs[k];
     if (!s) {
+        int keep = ts_program_specs();
         program_spec *made = ir_calloc(1, sizeof *made);
-        const program_spec *like[SPEC_KEEP];
+        const program_spec *like_small[8];
+        const program_spec **like = p->nspecs <= 8 ? like_small : ir_alloc((size_t)p->nspecs * sizeof *like);
         int nlike = 0;
+        if (made && like && p->capspecs < keep) { /* room for keep */
+            program_spec **grown = ir_realloc(p->specs, (size_t)keep * sizeof *grown);
+            if (grown) {
+                p->specs = grown;
+                p->capspecs = keep;
+            }
+        }
+        if (!like || p->capspecs < (p->nspecs < keep ? p->nspecs + 1 : keep)) {
+            spec_free(made);
+            made = NULL;
+        }
         if (made) {
             knob_state *ks = knob_snapshot();
             nlike = plan_like(p, key, knob_state_epoch(ks), like);
             knob_release(ks);
         }
-        if (made && p->nspecs == SPEC_KEEP) {
+        while (made && p->nspecs >= keep) {
             /* room first: the least recently used spec (not the plan to
              * be reused) is freed before the new one is made, whose
              * allocations (the same structure's) then take its memory;
@@ -268,6 +290,8 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             for (int k = 0; k < p->nspecs; k++)
                 if ((nlike == 0 || p->specs[k] != like[0]) && (at < 0 || p->specs[k]->used < p->specs[at]->used))
                     at = k;
+            if (at < 0)
+                break; /* keep 1, and the one kept is the plan to reuse: evicted once made from */
             program_spec *evicted = p->specs[at];
             p->specs[at] = p->specs[--p->nspecs];
             for (int k = 0; k < nlike; k++)
@@ -286,8 +310,12 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
             atomic_init(&made->refs, 1);
             p->prepared++;
             p->reused += rt_jit_plan_like(made->plan);
+            if (p->nspecs >= keep)
+                spec_unref(p->specs[--p->nspecs]); /* the plan just made from */
             p->specs[p->nspecs++] = s = made;
         }
+        if (like != like_small)
+            ir_free(like);
     }
     if (s) {
         s->used = ++p->clock;
