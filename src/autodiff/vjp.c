@@ -317,6 +317,16 @@ static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     ir_node *x = n->src[0];
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
+    } else if (ts_reshape_names_symbol(n)) {
+        /* x's bound dims, even where traced as n's (the symbols may have
+         * reordered them): where(true, g, n) tells the program (program.c) */
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        a.shape.rank = x->rank;
+        memcpy(a.shape.dims, x->shape, (size_t)x->rank * sizeof *x->shape);
+        ir_node *gw = ts_expand_like(FN, ts_node(g), n), *r = gw ? ts_make(FN, IR_OP_RESHAPE, 1, &gw, &a) : NULL;
+        ir_release(gw);
+        dx[0] = r ? ts_wrap(r) : NULL;
     } else { /* dynamic dims (maybe several): a program resolves them with x's */
         int64_t known;
         int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
