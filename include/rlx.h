@@ -376,12 +376,12 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * goes through every op above: slices of any step, cats of several
  * pieces of dynamic length (the program places each piece's cotangent
  * where the bound pieces put it), gathers with dynamic dims off the axis
- * (an index of any rank with at most one dynamic dim), reshapes that
- * merged several dynamic dims, and the convolutions and pools above;
- * einsum merging several dynamic dims works too (rlx_einsum). Still
- * refused, RLX_E_UNSUPPORTED while tracing: an ambiguous reshape (above),
- * the gradient of a gather off dynamic dims whose index has two or more
- * dynamic dims, an einsum intermediate of rank above 8 (dynamic batch
+ * (an index of any rank and any number of dynamic dims), reshapes that
+ * merged several dynamic dims or named symbols, and the convolutions and
+ * pools above; einsum merging several dynamic dims works too
+ * (rlx_einsum). Still refused, RLX_E_UNSUPPORTED while tracing: an
+ * ambiguous reshape of -1s (above; naming symbols resolves it), an einsum
+ * intermediate of rank above 8 (dynamic batch
  * letters are not merged); at a run (no public call is known to make
  * one): an op other than elementwise, matmul or solve reading a broadcast
  * from 1 to a dynamic dim.

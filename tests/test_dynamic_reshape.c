@@ -191,6 +191,55 @@ static rlx_tensor *g_rotate(rlx_tensor *x, rlx_tensor *y)
     return rlx_sum(rlx_mul(r, r), (int[]){1}, 1, true);
 }
 
+/* Gathers whose index has two dynamic dims, from tensors with dynamic
+ * dims off the gather axis: the index [B, S] (or [S, B]) of positions
+ * (b + 2s) mod C, every other one negative (counted from the end). */
+static rlx_tensor *index_bs(rlx_tensor *x, rlx_tensor *y, bool swap)
+{
+    rlx_tensor *b = rlx_arange_of(x, 0, RLX_I64), *s = rlx_arange_of(y, 0, RLX_I64);
+    rlx_tensor *bs = rlx_add(rlx_unsqueeze(b, 1), rlx_mul_s(rlx_unsqueeze(s, 0), 2)); /* [B, S] */
+    rlx_tensor *k = rlx_rem(bs, rlx_scalar(RLX_I64, C));
+    k = rlx_where(rlx_eq(rlx_rem(bs, rlx_scalar(RLX_I64, 2)), rlx_scalar(RLX_I64, 1)), rlx_add_s(k, -C), k);
+    return swap ? rlx_transpose(k, 0, NULL) : k;
+}
+/* [B, S, C] along its static axis: [B, S, B, S] */
+static rlx_tensor *g_gather_bs(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *o = rlx_gather(rlx_exp(outer3(x, y)), index_bs(x, y, false), 2);
+    return rlx_sum(rlx_mul(o, o), (int[]){3}, 1, false);
+}
+/* [B, C, S] along its middle axis with an [S, B] index: [B, S, B, S];
+ * and index_select-like use of a [B, S] index on [B, C] */
+static rlx_tensor *g_gather_mid(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *t = rlx_transpose(outer3(x, rlx_sin(y)), 3, (int[]){0, 2, 1});
+    rlx_tensor *a = rlx_gather(t, index_bs(x, y, true), 1);
+    rlx_tensor *b = rlx_gather(rlx_tanh(x), index_bs(x, y, false), 1); /* [B, B, S] */
+    return rlx_add(rlx_sum(a, (int[]){1}, 1, false), rlx_mul(b, b));
+}
+
+TEST(grad_gather_index_with_two_dynamic_dims)
+{
+    check("gather_bs", g_gather_bs, true, 0);
+    check("gather_mid", g_gather_mid, true, 0);
+    /* an index out of range: the gradient alone is RLX_E_ARG too, as the
+     * gather (nothing lands in another row) */
+    EACH_BACKEND(b)
+    {
+        rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){SB, C}), *y = rlx_input("y", RLX_F64, 2, (int64_t[]){SS, C});
+        rlx_tensor *o = outer3(x, y), *g = NULL;
+        rlx_tensor *bad = rlx_add_s(index_bs(x, y, false), C); /* C..2C-1 where non-negative */
+        CHECK_EQ_INT(rlx_grad(rlx_sum(rlx_gather(o, bad, 2), NULL, 0, false), &x, 1, &g), RLX_OK);
+        rlx_program *p = rlx_compile(&g, 1);
+        CHECK(p != NULL);
+        rlx_tensor *xv = trand(RLX_F64, 2, (int64_t[]){2, C}, -1, 1), *yv = trand(RLX_F64, 2, (int64_t[]){3, C}, -1, 1);
+        rlx_tensor *out = NULL;
+        CHECK_ERR(rlx_program_run(p, (rlx_binding[]){{"x", xv}, {"y", yv}}, 2, &out), RLX_E_ARG, "rlx_program_run");
+        CHECK(out == NULL);
+        rlx_program_free(p);
+    }
+}
+
 TEST(reshape_names_symbols)
 {
     check("split_back", g_split_back, true, 0);
@@ -367,4 +416,4 @@ TEST(reshape_symbol_errors)
     }
 }
 
-TEST_MAIN(T(reshape_names_symbols), T(transformer_block_dynamic_batch_and_sequence), T(reshape_symbol_errors))
+TEST_MAIN(T(reshape_names_symbols), T(grad_gather_index_with_two_dynamic_dims), T(transformer_block_dynamic_batch_and_sequence), T(reshape_symbol_errors))

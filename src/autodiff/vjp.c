@@ -452,6 +452,48 @@ static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
     }
 }
 
+/* The cotangent of x for a gather of axis ax whose index dims cannot be
+ * merged into one beside x's (several dynamic ones among dynamic dims of
+ * x): g's elements added into x flattened, at the flat positions of the
+ * elements they were read from (sizes as values, known when a program
+ * binds them). An out-of-range index stays out of range (RLX_E_ARG when
+ * realized, as the gather itself). */
+static rlx_tensor *gather_flat_grad(ir_node *x, ir_node *idx, int ax, rlx_tensor *g)
+{
+    ir_node *gn = ts_node(g);
+    int m = idx->rank, r = gn->rank;
+    int64_t ks[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ks[d] = d >= ax && d < ax + m ? idx->shape[d - ax] : 1;
+    rlx_tensor *len = ts_dims_value(x, ax, ax + 1), *k = rlx_cast(T(idx), RLX_I64);
+    rlx_tensor *ok = rlx_reshape(rlx_logical_and(rlx_ge(k, rlx_neg(len)), rlx_lt(k, len)), r, ks);
+    k = rlx_reshape(rlx_where(rlx_lt_s(k, 0), rlx_add(k, len), k), r, ks);
+    rlx_tensor *lin = rlx_mul(k, ts_dims_value(x, ax + 1, x->rank));
+    for (int d = 0; d < r; d++) { /* g's other dims are x's, around the index's */
+        if (d >= ax && d < ax + m)
+            continue;
+        int64_t col[IR_MAX_RANK];
+        for (int e = 0; e < r; e++)
+            col[e] = e == d ? gn->shape[d] : 1;
+        rlx_tensor *pos = rlx_reshape(rlx_arange_of(g, d, RLX_I64), r, col);
+        lin = rlx_add(lin, rlx_mul(pos, ts_dims_value(x, (d < ax ? d : d - m + 1) + 1, x->rank)));
+    }
+    lin = rlx_where(ok, lin, rlx_mul(rlx_ones_like(lin), ts_dims_value(x, 0, x->rank)));
+    rlx_tensor *base = rlx_flatten(zeros_of(x));
+    rlx_tensor *d = rlx_scatter_add(base, 0, rlx_flatten(lin), rlx_flatten(g));
+    if (!d)
+        return NULL;
+    /* back to x's bound dims, however many are dynamic: where(true, d,
+     * base) names them (program.c) */
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.rank = x->rank;
+    memcpy(a.shape.dims, x->shape, (size_t)x->rank * sizeof *x->shape);
+    ir_node *w = ts_expand_like(FN, ts_node(d), ts_node(base)), *back = w ? ts_make(FN, IR_OP_RESHAPE, 1, &w, &a) : NULL;
+    ir_release(w);
+    return back ? ts_wrap(back) : NULL;
+}
+
 /* gather: the cotangent of x is a scatter-add of g, one SCATTER node over
  * x as [outer, L, inner] with the indices repeated along outer and inner
  * (repeated indices add up in index order; negative ones count from the
@@ -474,9 +516,8 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
             col[d] = d == ax ? ni : 1;
         }
         ir_node *gn = ts_node(g);
-        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) {
-            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s with indices %s (several "
-                     "dynamic dims merged)", ax, ts_shape_str(x), ts_shape_str(idx));
+        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) { /* several dynamic dims merged */
+            dx[0] = gather_flat_grad(x, idx, ax, g);
             return;
         }
         ir_node *g2 = ts_reshape_node(FN, gn, x->rank, gs);
