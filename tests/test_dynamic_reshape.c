@@ -240,8 +240,21 @@ TEST(grad_gather_index_with_two_dynamic_dims)
     }
 }
 
+/* an einsum over a named reshape ([B*S, C] -> [B, S, C]) and its result
+ * named again */
+static rlx_tensor *g_einsum(rlx_tensor *x, rlx_tensor *y)
+{
+    rlx_tensor *flat = rlx_reshape(rlx_exp(outer3(x, y)), 2, (int64_t[]){-1, C});
+    rlx_tensor *r = rlx_reshape(flat, 3, (int64_t[]){sz(x, 0, SB), sz(y, 0, SS), C});
+    rlx_tensor *w = rlx_reshape(rlx_mul_s(rlx_arange(rlx_dtype_of(x), 0, 2 * C, 1), 0.2), 2, (int64_t[]){C, 2});
+    rlx_tensor *e = rlx_einsum("bsc,cd->bsd", (rlx_tensor *[]){r, w}, 2);
+    rlx_tensor *f = rlx_reshape(rlx_sin(e), 2, (int64_t[]){-1, 2});
+    return rlx_mul(rlx_reshape(f, 3, (int64_t[]){sz(x, 0, SB), sz(y, 0, SS), 2}), e);
+}
+
 TEST(reshape_names_symbols)
 {
+    check("einsum", g_einsum, true, 0);
     check("split_back", g_split_back, true, 0);
     check("swap", g_swap, true, 0);
     check("infer", g_infer, true, 1);
