@@ -131,6 +131,8 @@ def flatten(x, start_dim=0, end_dim=-1):
     n = 1
     for d in shape[s:e + 1]:
         n *= d
+    if any(d < 0 for d in shape[s:e + 1]):
+        n = -1  # a dynamic dim merged: its size comes from the count when bound
     return reshape(x, shape[:s] + (n,) + shape[e + 1:])
 
 

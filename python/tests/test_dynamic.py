@@ -217,3 +217,18 @@ def test_reshape_symbol_errors():
     with pytest.raises(rlx.RlxError) as e:
         prog.run(x=np.ones((2, 6), np.float32))
     assert "symbol 'B' bound to 2" in str(e.value)
+
+
+def test_flatten_range_over_dynamic_dims(rng):
+    x = rlx.input("x", ("B", "S", 2, 3), dtype=rlx.float64)
+    f = rlx.flatten(x, 2, 3)  # [B, S, 6]: the dynamic dims kept
+    g = rlx.flatten(x, 1, 2)  # [B, 2S, 3]
+    back = rlx.reshape(rlx.flatten(x, 0, 1).exp(), ("B", "S", 6))
+    prog = rlx.compile([f, g, back])
+    for b, n in [(0, 2), (1, 1), (3, 4)]:
+        xv = rng.standard_normal((b, n, 2, 3))
+        got = prog.run(x=xv)
+        want = [xv.reshape(b, n, 6), xv.reshape(b, 2 * n, 3), np.exp(xv).reshape(b, n, 6)]
+        for gv, w in zip(got, want):
+            assert gv.shape == w.shape
+            assert_close(gv, w, rtol=1e-12)
