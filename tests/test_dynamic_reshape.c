@@ -364,6 +364,37 @@ static void expect_err(const char *file, int line, const char *call, bool failed
 #define EXPECT_ERR(failed, want, fn, t1, t2) \
     (rlx_clear_error(), expect_err(__FILE__, __LINE__, #failed, (failed), (want), (fn), (t1), (t2)))
 
+/* A reshape naming symbols only another input carries: v [N, C] (N
+ * anonymous) read as [B, S, C] by the symbols of a mask m [B, S]. */
+TEST(reshape_symbol_of_another_input)
+{
+    EACH_BACKEND(b)
+    {
+        rlx_tensor *v = rlx_input("v", RLX_F64, 2, (int64_t[]){-1, C}), *m = rlx_input("m", RLX_F64, 2, (int64_t[]){SB, SS});
+        rlx_tensor *out = rlx_mul(rlx_reshape(v, 3, (int64_t[]){SB, SS, C}), rlx_unsqueeze(m, 2));
+        rlx_program *p = rlx_compile(&out, 1);
+        CHECK(p != NULL);
+        static const int64_t bs[][2] = {{2, 3}, {0, 5}, {1, 1}, {4, 0}, {3, 2}};
+        for (int k = 0; p && k < 5; k++) {
+            int64_t nb = bs[k][0], ns = bs[k][1];
+            rlx_tensor *vv = trand(RLX_F64, 2, (int64_t[]){nb * ns, C}, -1, 1);
+            rlx_tensor *mv = trand(RLX_F64, 2, (int64_t[]){nb, ns}, -1, 1), *got = NULL;
+            CHECK_EQ_INT(rlx_program_run(p, (rlx_binding[]){{"v", vv}, {"m", mv}}, 2, &got), RLX_OK);
+            rlx_tensor *want = rlx_mul(rlx_reshape(vv, 3, (int64_t[]){nb, ns, C}), rlx_unsqueeze(mv, 2));
+            CHECK(got && rlx_rank(got) == 3 && rlx_dim(got, 0) == nb && rlx_dim(got, 1) == ns);
+            if (got)
+                EXPECT_SAME(got, want, 1e-12);
+        }
+        /* v's count is not B*S */
+        rlx_tensor *vv = trand(RLX_F64, 2, (int64_t[]){5, C}, -1, 1), *mv = trand(RLX_F64, 2, (int64_t[]){2, 3}, -1, 1);
+        rlx_tensor *got = NULL;
+        expect_err(__FILE__, __LINE__, "run with N 5, B 2, S 3",
+                   p && rlx_program_run(p, (rlx_binding[]){{"v", vv}, {"m", mv}}, 2, &got) != RLX_OK && !got,
+                   RLX_E_SHAPE, "rlx_program_run", "symbol -2 bound to 2, symbol -3 bound to 3", "15 elements");
+        rlx_program_free(p);
+    }
+}
+
 /* Bad uses: each an error with a message, never a crash. */
 TEST(reshape_symbol_errors)
 {
@@ -429,4 +460,4 @@ TEST(reshape_symbol_errors)
     }
 }
 
-TEST_MAIN(T(reshape_names_symbols), T(grad_gather_index_with_two_dynamic_dims), T(transformer_block_dynamic_batch_and_sequence), T(reshape_symbol_errors))
+TEST_MAIN(T(reshape_names_symbols), T(grad_gather_index_with_two_dynamic_dims), T(transformer_block_dynamic_batch_and_sequence), T(reshape_symbol_errors), T(reshape_symbol_of_another_input))
