@@ -311,22 +311,36 @@ static void vjp_prod(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **d
 
 /* ---------------------------------------------------------- movement */
 
+/* t (in ref's shape, ref = reshape(y)) reshaped to y's dims as bound,
+ * however many are dynamic: a program reads them through where(true, t,
+ * ref) (program.c, reshape_dims); always a node, even where t's traced
+ * shape is y's. */
+static rlx_tensor *reshape_to_bound(rlx_tensor *t, ir_node *ref)
+{
+    if (!t || !ref)
+        return NULL;
+    if (ref->op != IR_OP_RESHAPE) {
+        ts_error(RLX_E_INTERNAL, FN, "a cotangent's bound dims read through a %s", ir_ops[ref->op].name);
+        return NULL;
+    }
+    const ir_node *y = ref->src[0];
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.rank = y->rank;
+    memcpy(a.shape.dims, y->shape, (size_t)y->rank * sizeof *y->shape);
+    ir_node *w = ts_expand_like(FN, ts_node(t), ref), *r = w ? ts_make(FN, IR_OP_RESHAPE, 1, &w, &a) : NULL;
+    ir_release(w);
+    return r ? ts_wrap(r) : NULL;
+}
+
 static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
     ir_node *x = n->src[0];
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
-    } else if (ts_reshape_names_symbol(n)) {
-        /* x's bound dims, even where traced as n's (the symbols may have
-         * reordered them): where(true, g, n) tells the program (program.c) */
-        ir_attrs a;
-        memset(&a, 0, sizeof a);
-        a.shape.rank = x->rank;
-        memcpy(a.shape.dims, x->shape, (size_t)x->rank * sizeof *x->shape);
-        ir_node *gw = ts_expand_like(FN, ts_node(g), n), *r = gw ? ts_make(FN, IR_OP_RESHAPE, 1, &gw, &a) : NULL;
-        ir_release(gw);
-        dx[0] = r ? ts_wrap(r) : NULL;
+    } else if (ts_reshape_names_symbol(n)) { /* (the symbols may have reordered x's dims) */
+        dx[0] = reshape_to_bound(g, n);
     } else { /* dynamic dims (maybe several): a program resolves them with x's */
         int64_t known;
         int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
@@ -481,17 +495,7 @@ static rlx_tensor *gather_flat_grad(ir_node *x, ir_node *idx, int ax, rlx_tensor
     lin = rlx_where(ok, lin, rlx_mul(rlx_ones_like(lin), ts_dims_value(x, 0, x->rank)));
     rlx_tensor *base = rlx_flatten(zeros_of(x));
     rlx_tensor *d = rlx_scatter_add(base, 0, rlx_flatten(lin), rlx_flatten(g));
-    if (!d)
-        return NULL;
-    /* back to x's bound dims, however many are dynamic: where(true, d,
-     * base) names them (program.c) */
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    a.shape.rank = x->rank;
-    memcpy(a.shape.dims, x->shape, (size_t)x->rank * sizeof *x->shape);
-    ir_node *w = ts_expand_like(FN, ts_node(d), ts_node(base)), *back = w ? ts_make(FN, IR_OP_RESHAPE, 1, &w, &a) : NULL;
-    ir_release(w);
-    return back ? ts_wrap(back) : NULL;
+    return base ? reshape_to_bound(d, ts_node(base)) : NULL;
 }
 
 /* gather: the cotangent of x is a scatter-add of g, one SCATTER node over
