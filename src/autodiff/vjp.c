@@ -339,17 +339,18 @@ static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor 
     ir_node *x = n->src[0];
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
-    } else if (ts_reshape_names_symbol(n)) { /* (the symbols may have reordered x's dims) */
-        dx[0] = reshape_to_bound(g, n);
-    } else { /* dynamic dims (maybe several): a program resolves them with x's */
-        int64_t known;
-        int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
-        bool follows = rule == 1 || rule == 2; /* (not 3: x's own dims are surer) */
-        /* else g as where(true, g, n): the program takes x's bound dims (program.c) */
-        ir_node *gw = follows ? ir_retain(ts_node(g)) : ts_expand_like(FN, ts_node(g), n);
-        ir_node *r = gw ? ts_reshape_node(FN, gw, x->rank, x->shape) : NULL;
-        ir_release(gw);
+        return;
+    }
+    /* dynamic dims (maybe several): g follows n's rule 1 or 2 back (not
+     * 3: x's own dims are surer; nor when n names symbols, which may have
+     * reordered x's dims), else the program takes x's bound dims */
+    int64_t known;
+    int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
+    if ((rule == 1 || rule == 2) && !ts_reshape_names_symbol(n)) {
+        ir_node *r = ts_reshape_node(FN, ts_node(g), x->rank, x->shape);
         dx[0] = r ? ts_wrap(r) : NULL;
+    } else {
+        dx[0] = reshape_to_bound(g, n);
     }
 }
 
