@@ -345,7 +345,24 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * or merged with at most one dynamic dim ([B, S, H*D] -> [B, S, H, D],
  * [B, S, 3] -> [B, 3S]); -1s that could be read two ways ([B, 3, S] ->
  * [-1, -1]: [B, 3S] or [3B, S]; a flattened [B*S, D] split back into
- * [-1, -1, D]) are RLX_E_UNSUPPORTED while tracing.
+ * [-1, -1, D]) are RLX_E_UNSUPPORTED while tracing. A reshape's target
+ * dim <= -2 names a symbol instead: that dim is the symbol's bound size,
+ * so [B*S, D] -> [SYM_B, SYM_S, D] is never ambiguous (PyTorch's
+ * y.view(B, S, D) with symbolic ints). Beside symbols at most one -1 is
+ * allowed (inferred from the count when bound; several are
+ * RLX_E_UNSUPPORTED). The result reports -1 for those dims. Tracing
+ * checks what it can: x must have a dynamic dim (a symbol over a static x
+ * is RLX_E_SHAPE: nothing binds it), a -1 beside static dims of 0
+ * elements is RLX_E_SHAPE, and when every dynamic dim of x is a known
+ * symbol (x an input, or a reshape naming them) and the target names
+ * exactly those, the static parts must agree (divide, around a -1), else
+ * RLX_E_SHAPE. rlx_compile refuses a symbol no input of the program
+ * carries (RLX_E_SHAPE, naming the symbol and the reshape's shapes). A run
+ * takes each symbol's size from its inputs; a count that does not match
+ * x's, or a -1 that cannot be inferred (a symbol bound to 0 beside it, as
+ * a static reshape of 0 elements), is RLX_E_SHAPE at rlx_program_run
+ * naming the reshape, its symbols and sizes. Gradients through such a
+ * reshape take x's bound dims.
  * Slices of a dynamic axis (slice, narrow, select, split, chunk, flip,
  * roll) keep their bounds relative to the size (Python
  * rules: a negative index counts from the end) and resolve them when a run
@@ -359,12 +376,12 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * goes through every op above: slices of any step, cats of several
  * pieces of dynamic length (the program places each piece's cotangent
  * where the bound pieces put it), gathers with dynamic dims off the axis
- * (an index of any rank with at most one dynamic dim), reshapes that
- * merged several dynamic dims, and the convolutions and pools above;
- * einsum merging several dynamic dims works too (rlx_einsum). Still
- * refused, RLX_E_UNSUPPORTED while tracing: an ambiguous reshape (above),
- * the gradient of a gather off dynamic dims whose index has two or more
- * dynamic dims, an einsum intermediate of rank above 8 (dynamic batch
+ * (an index of any rank and any number of dynamic dims), reshapes that
+ * merged several dynamic dims or named symbols, and the convolutions and
+ * pools above; einsum merging several dynamic dims works too
+ * (rlx_einsum). Still refused, RLX_E_UNSUPPORTED while tracing: an
+ * ambiguous reshape of -1s (above; naming symbols resolves it), an einsum
+ * intermediate of rank above 8 (dynamic batch
  * letters are not merged); at a run (no public call is known to make
  * one): an op other than elementwise, matmul or solve reading a broadcast
  * from 1 to a dynamic dim.
@@ -543,7 +560,8 @@ RLX_API rlx_tensor *rlx_mean_all(rlx_tensor *x); /* rank 0 */
  * rlx_data promises a contiguous payload. */
 
 /* One dim may be -1 (inferred; ambiguous with 0 elements is RLX_E_SHAPE);
- * over dynamic dims several may be (rlx_input lists when). */
+ * over dynamic dims several may be, and a dim <= -2 names a symbol's bound
+ * size (rlx_input lists when). */
 RLX_API rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape);
 /* Result axis i is input axis perm[i]; nperm must equal the rank. perm NULL
  * (nperm 0) reverses all axes, as NumPy's transpose. */

@@ -37,7 +37,10 @@ class Program:
         _clear()
         p = _lib.rlx_compile(arr, len(ts))
         if not p:
-            _raise("rlx_compile")
+            try:
+                _raise("rlx_compile")
+            except RlxError as e:
+                raise _named_symbols(e) from None
         self._p = p
 
     def _bindings(self, bindings, kw):

@@ -7,22 +7,47 @@ import operator
 import numpy as np
 
 from ._base import (_lib, _c_int, _clear, _check, _i64s, _axis_arg, _no_out, _clip64, _pieces, _builtin_int,
-                    _builtin_float, _builtin_max, END)
+                    _builtin_float, _builtin_max, END, RlxError)
 from ._dtypes import _py_scalar
+from ._create import _symbol_id
 from ._tensor import Tensor, tensor, _wrap, _tt, _apply, _shape_arg, _handles, _attach
 
 
 # --------------------------------------------------------------- movement
 
+def _reshape_dims(shape):
+    """reshape's dims: ints (one may be -1) or strings naming symbols as
+    rlx.input does (the dim is the size bound to that symbol)."""
+    if len(shape) == 1 and not isinstance(shape[0], (_builtin_int, np.integer, str)):
+        shape = shape[0].tolist() if isinstance(shape[0], Tensor) else shape[0]
+    dims = []
+    for d in shape:
+        if isinstance(d, str):
+            if not d:
+                raise ValueError("rlx.reshape: a symbol name must not be empty")
+            dims.append(_symbol_id(d))
+            continue
+        d = operator.index(d)
+        if d <= -2:
+            raise ValueError("rlx.reshape: dim %d: use -1 for an inferred dim, a string for a symbol" % d)
+        dims.append(d)
+    return dims
+
+
 def reshape(x, *shape, order="C"):
-    """View with a new shape; one dim may be -1 (row-major order only)."""
+    """View with a new shape; one dim may be -1 (row-major order only). Over
+    dynamic dims a string names a symbol of rlx.input: that dim is the size
+    bound to it, e.g. y.reshape("B", "S", 64) after x.reshape(-1, 64)."""
     if order != "C":
         raise ValueError("rlx.reshape: only order='C' is supported")
     x = _tt(x)
-    shp, n = _i64s(_shape_arg(shape))
+    shp, n = _i64s(_reshape_dims(shape))
     _clear()
-    r = _wrap(_lib.rlx_reshape(x._h, n, shp))
-    return r
+    try:
+        return _wrap(_lib.rlx_reshape(x._h, n, shp))
+    except RlxError as e:
+        from ._program import _named_symbols  # (imports this module's peers)
+        raise _named_symbols(e) from None
 
 
 def view(x, *shape):
@@ -106,6 +131,8 @@ def flatten(x, start_dim=0, end_dim=-1):
     n = 1
     for d in shape[s:e + 1]:
         n *= d
+    if any(d < 0 for d in shape[s:e + 1]):
+        n = -1  # a dynamic dim merged: its size comes from the count when bound
     return reshape(x, shape[:s] + (n,) + shape[e + 1:])
 
 

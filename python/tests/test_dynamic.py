@@ -172,3 +172,63 @@ def test_einsum_merging_two_dynamic_dims(rng):
         got, g = prog.run(x=xv)
         assert_close(got, np.einsum("bij,jk->bik", xv, w), rtol=1e-10, atol=1e-12)
         assert_close(g, 2 * np.einsum("bik,jk->bij", xv @ w, w), rtol=1e-10, atol=1e-12)
+
+
+def test_reshape_names_symbols(rng):
+    # [B, S, D] -> [B*S, D] -> linear -> [B, S, D] by name: one program, any (B, S)
+    d = 4
+    x = rlx.input("x", ("B", "S", d), dtype=rlx.float64)
+    w = rng.standard_normal((d, d))
+    h = (x.reshape(-1, d) @ rlx.tensor(w)).tanh()
+    y = rlx.reshape(h, ("B", "S", d)) + x
+    s = h.reshape("S", "B", d)  # the same elements read as [S, B, D]
+    assert y.shape == (-1, -1, d) and s.shape == (-1, -1, d)
+    loss = (y * y).sum() + s.sin().sum()
+    prog = rlx.compile([y, s, rlx.grad(loss, x)])
+    for b, n in [(2, 3), (0, 0), (1, 1), (0, 5), (4, 1), (3, 2)]:
+        xv = rng.standard_normal((b, n, d))
+        hv = np.tanh(xv.reshape(-1, d) @ w)
+        yv = hv.reshape(b, n, d) + xv
+        got_y, got_s, got_g = prog.run(x=xv)
+        assert got_y.shape == (b, n, d) and got_s.shape == (n, b, d)
+        assert_close(got_y, yv, rtol=1e-12)
+        assert_close(got_s, hv.reshape(n, b, d), rtol=1e-12)
+        # d loss / d x: 2y + (2y + cos(s) read back as [B, S, D]) through the tanh linear
+        gh = (2 * yv).reshape(-1, d) + np.cos(hv.reshape(n, b, d)).reshape(-1, d)
+        gx = 2 * yv + ((gh * (1 - hv * hv)) @ w.T).reshape(b, n, d)
+        assert got_g.shape == (b, n, d)
+        assert_close(got_g, gx, rtol=1e-10, atol=1e-12)
+
+
+def test_reshape_symbol_errors():
+    x = rlx.input("x", ("B", 6))
+    with pytest.raises(ValueError):
+        x.reshape(-2, 6)
+    with pytest.raises(ValueError):
+        x.reshape("", 6)
+    with pytest.raises(rlx.RlxError) as e:  # a symbol over a static tensor: nothing binds it
+        rlx.zeros((2, 3)).reshape("B", 3)
+    assert "symbol 'B'" in str(e.value)
+    with pytest.raises(rlx.RlxError) as e:  # a symbol no input carries
+        rlx.compile(x.reshape("B", "nobody", 3))
+    assert "rlx_compile" in str(e.value) and "symbol 'nobody'" in str(e.value)
+    prog = rlx.compile(x.reshape(-1).reshape("B", "B", 6))  # [B*6] as [B, B, 6]: only B = 1 (or 0) fits
+    assert prog.run(x=np.ones((1, 6), np.float32)).shape == (1, 1, 6)
+    with pytest.raises(rlx.RlxError) as e:
+        prog.run(x=np.ones((2, 6), np.float32))
+    assert "symbol 'B' bound to 2" in str(e.value)
+
+
+def test_flatten_range_over_dynamic_dims(rng):
+    x = rlx.input("x", ("B", "S", 2, 3), dtype=rlx.float64)
+    f = rlx.flatten(x, 2, 3)  # [B, S, 6]: the dynamic dims kept
+    g = rlx.flatten(x, 1, 2)  # [B, 2S, 3]
+    back = rlx.reshape(rlx.flatten(x, 0, 1).exp(), ("B", "S", 6))
+    prog = rlx.compile([f, g, back])
+    for b, n in [(0, 2), (1, 1), (3, 4)]:
+        xv = rng.standard_normal((b, n, 2, 3))
+        got = prog.run(x=xv)
+        want = [xv.reshape(b, n, 6), xv.reshape(b, 2 * n, 3), np.exp(xv).reshape(b, n, 6)]
+        for gv, w in zip(got, want):
+            assert gv.shape == w.shape
+            assert_close(gv, w, rtol=1e-12)

@@ -311,21 +311,46 @@ static void vjp_prod(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **d
 
 /* ---------------------------------------------------------- movement */
 
+/* t (in ref's shape, ref = reshape(y)) reshaped to y's dims as bound,
+ * however many are dynamic: a program reads them through where(true, t,
+ * ref) (program.c, reshape_dims); always a node, even where t's traced
+ * shape is y's. */
+static rlx_tensor *reshape_to_bound(rlx_tensor *t, ir_node *ref)
+{
+    if (!t || !ref)
+        return NULL;
+    if (ref->op != IR_OP_RESHAPE) {
+        ts_error(RLX_E_INTERNAL, FN, "a cotangent's bound dims read through a %s", ir_ops[ref->op].name);
+        return NULL;
+    }
+    const ir_node *y = ref->src[0];
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape.rank = y->rank;
+    memcpy(a.shape.dims, y->shape, (size_t)y->rank * sizeof *y->shape);
+    ir_node *w = ts_expand_like(FN, ts_node(t), ref), *r = w ? ts_make(FN, IR_OP_RESHAPE, 1, &w, &a) : NULL;
+    ir_release(w);
+    return r ? ts_wrap(r) : NULL;
+}
+
 static void vjp_reshape(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx)
 {
     (void)need;
     ir_node *x = n->src[0];
     if (ir_node_numel(x) >= 0) {
         dx[0] = rlx_reshape(g, x->rank, x->shape);
-    } else { /* dynamic dims (maybe several): a program resolves them with x's */
-        int64_t known;
-        int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
-        bool follows = rule == 1 || rule == 2; /* (not 3: x's own dims are surer) */
-        /* else g as where(true, g, n): the program takes x's bound dims (program.c) */
-        ir_node *gw = follows ? ir_retain(ts_node(g)) : ts_expand_like(FN, ts_node(g), n);
-        ir_node *r = gw ? ts_reshape_node(FN, gw, x->rank, x->shape) : NULL;
-        ir_release(gw);
+        return;
+    }
+    /* dynamic dims (maybe several): g follows n's rule 1 or 2 back (not
+     * 3: x's own dims are surer; nor when n names symbols, which may have
+     * reordered x's dims), else the program takes x's bound dims */
+    int64_t known;
+    int rule = ts_reshape_rule(n, x->rank, x->shape, &known);
+    if ((rule == 1 || rule == 2) && !ts_reshape_names_symbol(n)) {
+        ir_node *r = ts_reshape_node(FN, ts_node(g), x->rank, x->shape);
         dx[0] = r ? ts_wrap(r) : NULL;
+    } else {
+        dx[0] = reshape_to_bound(g, n);
     }
 }
 
@@ -442,6 +467,38 @@ static void vjp_cat(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor **dx
     }
 }
 
+/* The cotangent of x for a gather of axis ax whose index dims cannot be
+ * merged into one beside x's (several dynamic ones among dynamic dims of
+ * x): g's elements added into x flattened, at the flat positions of the
+ * elements they were read from (sizes as values, known when a program
+ * binds them). An out-of-range index stays out of range (RLX_E_ARG when
+ * realized, as the gather itself). */
+static rlx_tensor *gather_flat_grad(ir_node *x, ir_node *idx, int ax, rlx_tensor *g)
+{
+    ir_node *gn = ts_node(g);
+    int m = idx->rank, r = gn->rank;
+    int64_t ks[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        ks[d] = d >= ax && d < ax + m ? idx->shape[d - ax] : 1;
+    rlx_tensor *len = ts_dims_value(x, ax, ax + 1), *k = rlx_cast(T(idx), RLX_I64);
+    rlx_tensor *ok = rlx_reshape(rlx_logical_and(rlx_ge(k, rlx_neg(len)), rlx_lt(k, len)), r, ks);
+    k = rlx_reshape(rlx_where(rlx_lt_s(k, 0), rlx_add(k, len), k), r, ks);
+    rlx_tensor *lin = rlx_mul(k, ts_dims_value(x, ax + 1, x->rank));
+    for (int d = 0; d < r; d++) { /* g's other dims are x's, around the index's */
+        if (d >= ax && d < ax + m)
+            continue;
+        int64_t col[IR_MAX_RANK];
+        for (int e = 0; e < r; e++)
+            col[e] = e == d ? gn->shape[d] : 1;
+        rlx_tensor *pos = rlx_reshape(rlx_arange_of(g, d, RLX_I64), r, col);
+        lin = rlx_add(lin, rlx_mul(pos, ts_dims_value(x, (d < ax ? d : d - m + 1) + 1, x->rank)));
+    }
+    lin = rlx_where(ok, lin, rlx_mul(rlx_ones_like(lin), ts_dims_value(x, 0, x->rank)));
+    rlx_tensor *base = rlx_flatten(zeros_of(x));
+    rlx_tensor *d = rlx_scatter_add(base, 0, rlx_flatten(lin), rlx_flatten(g));
+    return base ? reshape_to_bound(d, ts_node(base)) : NULL;
+}
+
 /* gather: the cotangent of x is a scatter-add of g, one SCATTER node over
  * x as [outer, L, inner] with the indices repeated along outer and inner
  * (repeated indices add up in index order; negative ones count from the
@@ -464,9 +521,8 @@ static void vjp_gather(ir_node *n, rlx_tensor *g, const bool *need, rlx_tensor *
             col[d] = d == ax ? ni : 1;
         }
         ir_node *gn = ts_node(g);
-        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) {
-            ts_error(RLX_E_UNSUPPORTED, FN, "the gradient of a gather along axis %d of %s with indices %s (several "
-                     "dynamic dims merged)", ax, ts_shape_str(x), ts_shape_str(idx));
+        if (ts_reshape_rule(gn, x->rank, gs, &known) == 0) { /* several dynamic dims merged */
+            dx[0] = gather_flat_grad(x, idx, ax, g);
             return;
         }
         ir_node *g2 = ts_reshape_node(FN, gn, x->rank, gs);

@@ -115,6 +115,8 @@ static bool infer_movement(ir_op op, ir_node *x, const ir_attrs *a, int *rank, i
         *rank = a->shape.rank;
         memcpy(shape, a->shape.dims, sizeof a->shape.dims);
         if (op == IR_OP_RESHAPE) {
+            for (int i = 0; i < *rank; i++) /* a dim naming a symbol (<= -2, rlx_reshape) is traced as -1 */
+                shape[i] = shape[i] < -1 ? -1 : shape[i];
             if (ir_numel(*rank, shape) != ir_numel(x->rank, x->shape))
                 FAIL("reshape changes the element count");
             return true;

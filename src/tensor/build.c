@@ -98,8 +98,7 @@ ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *sh
 {
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
-    if (x->op == IR_OP_RESHAPE) /* a reshape of a reshape is one reshape */
-        x = x->src[0];
+    x = ts_reshape_base(x); /* a reshape of a reshape is one reshape */
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
     ir_attrs a;

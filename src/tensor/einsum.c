@@ -65,7 +65,7 @@ static bool reshape_follows(const ir_node *x, int rank, const int64_t *shape)
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return true;
     int64_t known;
-    return einsum_rule(ts_reshape_rule(x->op == IR_OP_RESHAPE ? x->src[0] : x, rank, shape, &known));
+    return einsum_rule(ts_reshape_rule(ts_reshape_base(x), rank, shape, &known));
 }
 
 /* rlx_reshape, where dims of size -1 are dynamic (several may be): over a

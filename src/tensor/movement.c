@@ -8,6 +8,67 @@
 
 #include "tensor/ts.h"
 
+bool ts_reshape_names_symbol(const ir_node *n)
+{
+    for (int i = 0; n->op == IR_OP_RESHAPE && i < n->attr.shape.rank; i++)
+        if (n->attr.shape.dims[i] <= -2)
+            return true;
+    return false;
+}
+
+ir_node *ts_reshape_base(const ir_node *x)
+{
+    return x->op == IR_OP_RESHAPE && !ts_reshape_names_symbol(x) ? x->src[0] : (ir_node *)(uintptr_t)x;
+}
+
+/* The symbol of each dynamic dim of n where tracing knows it (an input's
+ * or a reshape's that names it), 0 elsewhere; false when a dynamic dim
+ * has none. */
+static bool dim_symbols(const ir_node *n, int64_t *sym)
+{
+    bool all = true;
+    for (int d = 0; d < n->rank; d++) {
+        sym[d] = n->shape[d] >= 0 ? 0
+                 : n->op == IR_OP_INPUT ? n->attr.input.sym[d]
+                 : n->op == IR_OP_RESHAPE && n->attr.shape.dims[d] <= -2 ? n->attr.shape.dims[d]
+                                                                       : 0;
+        all &= n->shape[d] >= 0 || sym[d] <= -2;
+    }
+    return all;
+}
+
+/* The count check tracing can make for a reshape of x to dims naming
+ * symbols (infer: the place of a -1, or -1): when every dynamic dim of x
+ * is a known symbol and the target names each of them (and no other), the
+ * symbols cancel and the static parts must agree (*sx, *st: their counts;
+ * around a -1, divide). Otherwise the count is checked when bound. */
+static bool symbol_count_ok(const ir_node *x, int rank, const int64_t *dims, int infer, int64_t *sx, int64_t *st)
+{
+    int64_t xs[IR_MAX_RANK];
+    bool used[IR_MAX_RANK] = {false};
+    *sx = *st = 1;
+    if (!dim_symbols(x, xs))
+        return true;
+    for (int d = 0; d < x->rank; d++)
+        *sx *= x->shape[d] >= 0 ? x->shape[d] : 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] >= 0)
+            *st *= dims[i];
+        if (dims[i] >= -1)
+            continue;
+        int d = 0;
+        while (d < x->rank && (used[d] || xs[d] != dims[i]))
+            d++;
+        if (d == x->rank)
+            return true; /* a symbol x does not carry */
+        used[d] = true;
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (x->shape[d] < 0 && !used[d])
+            return true;
+    return infer < 0 ? *sx == *st : *st > 0 && *sx % *st == 0;
+}
+
 rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
 {
     const char *fn = "rlx_reshape";
@@ -23,7 +84,7 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         return NULL;
     }
     int64_t dims[IR_MAX_RANK], known = 1;
-    int infer = -1, more = 0;
+    int infer = -1, more = 0, sym = -1;
     bool dynamic = ir_node_numel(n) < 0;
     for (int i = 0; i < rank; i++) {
         dims[i] = shape[i];
@@ -31,6 +92,15 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
             more += infer >= 0;
             infer = infer < 0 ? i : infer;
             continue;
+        }
+        if (shape[i] <= -2 && dynamic) { /* a symbol (rlx_input): its bound size */
+            sym = i;
+            continue;
+        }
+        if (shape[i] <= -2) {
+            ts_error(RLX_E_SHAPE, fn, "shape %s names symbol %lld (dim %d), but input %s has no dynamic dim: "
+                     "nothing binds it", ts_dims_str(rank, shape), (long long)shape[i], i, ts_shape_str(n));
+            return NULL;
         }
         if (shape[i] < 0) {
             ts_error(RLX_E_SHAPE, fn, "shape %s: dim %d is %lld (one -1 allowed)", ts_dims_str(rank, shape), i,
@@ -44,6 +114,26 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
         known *= shape[i];
     }
     int64_t numel = ir_node_numel(n);
+    if (sym >= 0) { /* symbols name their dims; at most one -1 is left to the count */
+        int64_t sx, st;
+        if (more) {
+            ts_error(RLX_E_UNSUPPORTED, fn, "shape %s for input %s names symbols and has several -1s "
+                     "(at most one, inferred from the count)", ts_dims_str(rank, shape), ts_shape_str(n));
+            return NULL;
+        }
+        if (infer >= 0 && known == 0) {
+            ts_error(RLX_E_SHAPE, fn, "cannot infer -1 in %s for input %s: the other static dims have 0 elements",
+                     ts_dims_str(rank, shape), ts_shape_str(n));
+            return NULL;
+        }
+        if (!symbol_count_ok(n, rank, dims, infer, &sx, &st)) {
+            ts_error(RLX_E_SHAPE, fn, "shape %s does not fit input %s: with the symbols they share, %lld static "
+                     "elements%s %lld", ts_dims_str(rank, shape), ts_shape_str(n), (long long)st,
+                     infer >= 0 ? " do not divide" : " against", (long long)sx);
+            return NULL;
+        }
+        return ts_wrap(ts_reshape_node(fn, n, rank, dims));
+    }
     if (numel < 0) { /* a dynamic input: the -1 stays dynamic, a program infers it */
         if (infer < 0) {
             ts_error(RLX_E_SHAPE, fn, "shape %s for input %s with a dynamic dim needs a -1", ts_dims_str(rank, shape),

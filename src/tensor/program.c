@@ -353,6 +353,28 @@ rlx_status rlx_program_reuses(rlx_program *p, int64_t *reused)
     return RLX_OK;
 }
 
+/* Every symbol a reshape names (rlx_reshape) is carried by an input: one
+ * that none binds has no size. */
+static bool check_reshape_symbols(const char *fn, const rlx_program *p)
+{
+    for (long i = 0; i < p->count; i++) {
+        const ir_node *nd = p->order[i];
+        for (int d = 0; ts_reshape_names_symbol(nd) && d < nd->rank; d++) {
+            int64_t s = nd->attr.shape.dims[d];
+            long k = 0;
+            while (s <= -2 && k < p->keylen && p->sym[k] != s)
+                k++;
+            if (s <= -2 && k == p->keylen) {
+                ts_error(RLX_E_SHAPE, fn, "a reshape of %s to %s names symbol %lld, which no input of the program "
+                         "carries (nothing binds it)", ts_shape_str(nd->src[0]),
+                         ts_dims_str(nd->attr.shape.rank, nd->attr.shape.dims), (long long)s);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
 {
     const char *fn = "rlx_compile";
@@ -415,6 +437,10 @@ rlx_program *rlx_compile(rlx_tensor *const *outputs, int n)
         goto oom;
     for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
         memcpy(p->sym + k, p->inputs[j]->attr.input.sym, (size_t)p->inputs[j]->rank * sizeof *p->sym);
+    if (!check_reshape_symbols(fn, p)) {
+        program_free(p);
+        return NULL;
+    }
     p->jit = ts_backend_is_jit();
     if (p->jit && !dynamic) {
         /* static shapes: the one spec is made now, so a run only runs */
@@ -604,6 +630,59 @@ static bool is_true(const ir_node *n)
     return n->op == IR_OP_CONST && n->attr.cst.value != 0;
 }
 
+/* The bound size of symbol s: that of the first input dim carrying it
+ * (check_symbols makes them agree); -1 when no input carries it. */
+static int64_t symbol_size(const rlx_program *p, ir_node *const *made, int64_t s)
+{
+    for (long j = 0, k = 0; j < p->ninputs; k += p->inputs[j]->rank, j++)
+        for (int d = 0; d < p->inputs[j]->rank; d++)
+            if (p->sym[k + d] == s)
+                return made[ir_map_get(&p->pos, p->inputs[j])]->shape[d];
+    return -1;
+}
+
+/* The dims of a reshape naming symbols (rlx_reshape): each symbol's bound
+ * size, and a -1 inferred from the count, which must be x's. */
+static bool symbol_dims(const char *fn, const rlx_program *p, ir_node *const *made, const ir_node *x, ir_attrs *a)
+{
+    int64_t *dims = a->shape.dims, traced[IR_MAX_RANK], known = 1, n = ir_node_numel(x);
+    int infer = -1, r = a->shape.rank;
+    char named[200] = "";
+    size_t len = 0;
+    bool over = false;
+    memcpy(traced, dims, sizeof traced);
+    for (int i = 0; i < r; i++) {
+        if (dims[i] <= -2) {
+            int64_t s = dims[i];
+            if ((dims[i] = symbol_size(p, made, s)) < 0) { /* (rlx_compile checked) */
+                ts_error(RLX_E_INTERNAL, fn, "a reshape names symbol %lld, which no input carries", (long long)s);
+                return false;
+            }
+            bool listed = false;
+            for (int j = 0; j < i; j++)
+                listed |= traced[j] == s;
+            if (!listed && len < sizeof named)
+                len += (size_t)snprintf(named + len, sizeof named - len, "%ssymbol %lld bound to %lld",
+                                        len ? ", " : "", (long long)s, (long long)dims[i]);
+        }
+        if (dims[i] == -1)
+            infer = i;
+        else
+            over |= __builtin_mul_overflow(known, dims[i], &known);
+    }
+    if (!over && infer >= 0 && known > 0 && n % known == 0) {
+        dims[infer] = n / known;
+        return true;
+    }
+    if (!over && infer < 0 && known == n)
+        return true;
+    char why[64];
+    snprintf(why, sizeof why, over ? "overflows" : infer >= 0 ? "cannot infer its -1" : "has %lld", (long long)known);
+    ts_error(RLX_E_SHAPE, fn, "a reshape of %s (%lld elements) to %s, %s: %s %s", ts_shape_str(x), (long long)n,
+             ts_dims_str(r, traced), named, ts_dims_str(r, dims), why);
+    return false;
+}
+
 /* The dims of a reshape traced with dynamic (-1) dims, given its source x
  * as bound, by ts_reshape_rule: dims that only move with their source (a
  * reshape that adds or drops 1s) are taken from it; otherwise one unknown
@@ -614,9 +693,13 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
                          ir_attrs *a)
 {
     const ir_node *nd = p->order[at], *traced = nd->src[0];
+    if (ts_reshape_names_symbol(nd))
+        return symbol_dims(fn, p, made, x, a);
     int64_t known, n = ir_node_numel(x);
     int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
-    if ((rule == 0 || rule == 3) && traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE) {
+    /* (a reshape naming symbols may permute dynamic dims rule 1 would keep) */
+    if (traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE &&
+        (rule == 0 || rule == 3 || ts_reshape_names_symbol(traced->src[2]))) {
         long w = p->src_idx[p->src_at[at]], r = p->src_idx[p->src_at[w] + 2], y = p->src_idx[p->src_at[r]];
         const ir_node *yb = made[y];
         if (ir_shape_eq(p->order[y]->rank, p->order[y]->shape, a->shape.rank, a->shape.dims) &&

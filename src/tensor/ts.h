@@ -148,6 +148,15 @@ ir_node *ts_dyn_range(const char *fn, ir_node *n, int ax, int64_t start, int64_t
  * cannot be rebuilt). */
 int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_t *known);
 
+/* movement.c: whether n is a reshape whose target names symbols (attrs
+ * dims <= -2, rlx_reshape; its traced shape has -1 there): a program
+ * takes those dims from the inputs that carry the symbols. */
+bool ts_reshape_names_symbol(const ir_node *n);
+/* The node a reshape of x is made over (ts_reshape_node): x's source when
+ * x is a reshape (a reshape of a reshape is one), x itself when x names
+ * symbols (a reshape over its source could not rebuild x's dims). */
+ir_node *ts_reshape_base(const ir_node *x);
+
 /* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
  * program resolves them with ref's); NULL with the error recorded. */
 ir_node *ts_expand_like(const char *fn, ir_node *x, ir_node *ref);
