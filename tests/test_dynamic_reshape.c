@@ -13,9 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "dyn_check.h"
 
-enum { C = 3 };
 #define SB ((int64_t)-2) /* symbol B: x's rows */
 #define SS ((int64_t)-3) /* symbol S: y's rows */
 
@@ -26,113 +25,6 @@ static int64_t sz(rlx_tensor *t, int d, int64_t sym)
 {
     int64_t v = rlx_dim(t, d);
     return v >= 0 ? v : sym;
-}
-
-typedef rlx_tensor *(*expr2)(rlx_tensor *x, rlx_tensor *y);
-
-static rlx_tensor *loss_of(rlx_tensor *o) { return rlx_sum(rlx_mul(o, rlx_sin(o)), NULL, 0, false); }
-
-/* outs: f, then (grad) its loss and d loss / d x, d y; the count. */
-static int build(expr2 f, bool grad, rlx_tensor *x, rlx_tensor *y, rlx_tensor **outs)
-{
-    outs[0] = f(x, y);
-    if (!grad || !outs[0])
-        return 1;
-    outs[1] = loss_of(outs[0]);
-    if (rlx_grad(outs[1], (rlx_tensor *[]){x, y}, 2, outs + 2) != RLX_OK)
-        outs[2] = outs[3] = NULL;
-    return 4;
-}
-
-static double loss_at(expr2 f, const double *xd, int64_t nx, const double *yd, int64_t ny)
-{
-    double l = NAN;
-    rlx_tensor *o = loss_of(f(tf64(2, (int64_t[]){nx, C}, xd), tf64(2, (int64_t[]){ny, C}, yd)));
-    if (rlx_read_f64(o, &l, 1) != RLX_OK)
-        test_fail(__FILE__, __LINE__, "loss: %s", rlx_last_error());
-    return l;
-}
-
-/* Central differences at the first, a middle and the last element of x
- * and y, against the gradients got[2], got[3]. */
-static void check_fd(const char *name, expr2 f, rlx_tensor *xv, rlx_tensor *yv, rlx_tensor *const *got)
-{
-    int64_t nx = rlx_dim(xv, 0), ny = rlx_dim(yv, 0);
-    double xd[16 * C], yd[16 * C], gd[16 * C], h = 1e-6;
-    CHECK_EQ_INT(rlx_read_f64(xv, xd, (size_t)(nx * C)), RLX_OK);
-    CHECK_EQ_INT(rlx_read_f64(yv, yd, (size_t)(ny * C)), RLX_OK);
-    for (int w = 0; w < 2; w++) {
-        int64_t n = (w ? ny : nx) * C;
-        double *v = w ? yd : xd;
-        if (n == 0)
-            continue;
-        CHECK_EQ_INT(rlx_read_f64(got[2 + w], gd, (size_t)n), RLX_OK);
-        const int64_t ats[3] = {0, n / 2, n - 1};
-        for (int k = 0; k < 3; k++) {
-            int64_t at = ats[k];
-            v[at] += h;
-            double lp = loss_at(f, xd, nx, yd, ny);
-            v[at] -= 2 * h;
-            double lm = loss_at(f, xd, nx, yd, ny);
-            v[at] += h;
-            double fd = (lp - lm) / (2 * h);
-            if (fabs(fd - gd[at]) > 1e-5 * (1 + fabs(fd)))
-                test_fail(__FILE__, __LINE__, "%s at (%lld, %lld): d/d%c[%lld] finite difference %g, gradient %g", name,
-                          (long long)nx, (long long)ny, w ? 'y' : 'x', (long long)at, fd, gd[at]);
-        }
-    }
-}
-
-static const int64_t pairs[][2] = {{0, 0}, {1, 1}, {2, 3}, {3, 0}, {0, 2}, {5, 1}, {1, 4}, {4, 4}, {7, 2}, {1, 0}};
-
-/* f traced over x [B, C], y [S, C] and compiled once (with its gradients
- * when grad) against f over the bound values; bindings with B below minx
- * are skipped. */
-static void check(const char *name, expr2 f, bool grad, int64_t minx)
-{
-    const rlx_dtype dts[] = {RLX_F32, RLX_F64};
-    EACH_BACKEND(b)
-    {
-        const char *be = b ? "jit" : "ref";
-        for (int t = 0; t < 2; t++) {
-            rlx_tensor *x = rlx_input("x", dts[t], 2, (int64_t[]){SB, C});
-            rlx_tensor *y = rlx_input("y", dts[t], 2, (int64_t[]){SS, C}), *outs[4] = {0};
-            int n = build(f, grad, x, y, outs);
-            bool built = true;
-            for (int o = 0; o < n; o++)
-                built &= outs[o] != NULL;
-            rlx_program *p = built ? rlx_compile(outs, n) : NULL;
-            if (!p) {
-                test_fail(__FILE__, __LINE__, "%s (%s, %s): %s", name, be, rlx_dtype_name(dts[t]), rlx_last_error());
-                continue;
-            }
-            for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
-                int64_t nx = pairs[k][0], ny = pairs[k][1];
-                if (nx < minx)
-                    continue;
-                rlx_tensor *xv = trand(dts[t], 2, (int64_t[]){nx, C}, -1, 1);
-                rlx_tensor *yv = trand(dts[t], 2, (int64_t[]){ny, C}, -1, 1), *got[4] = {0}, *want[4] = {0};
-                rlx_binding bind[2] = {{"x", xv}, {"y", yv}};
-                if (rlx_program_run(p, bind, 2, got) != RLX_OK) {
-                    test_fail(__FILE__, __LINE__, "%s (%s, %s) at (%lld, %lld): %s", name, be,
-                              rlx_dtype_name(dts[t]), (long long)nx, (long long)ny, rlx_last_error());
-                    continue;
-                }
-                CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
-                build(f, grad, xv, yv, want);
-                for (int o = 0; o < n; o++) {
-                    CHECK_EQ_INT(rlx_rank(got[o]), rlx_rank(want[o]));
-                    for (int d = 0; d < rlx_rank(want[o]); d++)
-                        CHECK_EQ_INT(rlx_dim(got[o], d), rlx_dim(want[o], d));
-                    EXPECT_SAME(got[o], want[o], dts[t] == RLX_F32 ? 1e-4 : 1e-10);
-                }
-                if (grad && dts[t] == RLX_F64)
-                    check_fd(name, f, xv, yv, got);
-                CHECK_EQ_INT(rlx_set_option("backend", be), RLX_OK);
-            }
-            rlx_program_free(p);
-        }
-    }
 }
 
 /* [B, S, C] */
@@ -220,8 +112,8 @@ static rlx_tensor *g_gather_mid(rlx_tensor *x, rlx_tensor *y)
 
 TEST(grad_gather_index_with_two_dynamic_dims)
 {
-    check("gather_bs", g_gather_bs, true, 0);
-    check("gather_mid", g_gather_mid, true, 0);
+    dyn_check("gather_bs", g_gather_bs, true, SB, SS, 0, 0);
+    dyn_check("gather_mid", g_gather_mid, true, SB, SS, 0, 0);
     /* an index out of range: the gradient alone is RLX_E_ARG too, as the
      * gather (nothing lands in another row) */
     EACH_BACKEND(b)
@@ -254,13 +146,13 @@ static rlx_tensor *g_einsum(rlx_tensor *x, rlx_tensor *y)
 
 TEST(reshape_names_symbols)
 {
-    check("einsum", g_einsum, true, 0);
-    check("split_back", g_split_back, true, 0);
-    check("swap", g_swap, true, 0);
-    check("infer", g_infer, true, 1);
-    check("heads", g_heads, true, 0);
-    check("chain", g_chain, true, 0);
-    check("rotate", g_rotate, true, 0);
+    dyn_check("einsum", g_einsum, true, SB, SS, 0, 0);
+    dyn_check("split_back", g_split_back, true, SB, SS, 0, 0);
+    dyn_check("swap", g_swap, true, SB, SS, 0, 0);
+    dyn_check("infer", g_infer, true, SB, SS, 1, 0);
+    dyn_check("heads", g_heads, true, SB, SS, 0, 0);
+    dyn_check("chain", g_chain, true, SB, SS, 0, 0);
+    dyn_check("rotate", g_rotate, true, SB, SS, 0, 0);
 }
 
 /* A transformer-like block with B and S both dynamic: [B, S, D] ->
