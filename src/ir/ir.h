@@ -264,9 +264,6 @@ typedef struct {
 } ir_map;
 int ir_map_put(ir_map *m, const ir_node *n, long value); /* 1 new, 0 updated, -1 out of memory */
 long ir_map_get(const ir_map *m, const ir_node *n);     /* -1 when absent */
-/* Room for n entries without growing (one allocation, where growing by
- * doubling moves every entry each time); false when out of memory. */
-bool ir_map_reserve(ir_map *m, long n);
 void ir_map_free(ir_map *m);
 /* Nodes reachable from roots in post-order (sources before users), each
  * once; a walk stops at nodes for which stop(n, ctx) is true (they are

@@ -59,17 +59,6 @@ int ir_map_put(ir_map *m, const ir_node *n, long value)
     return 1;
 }
 
-bool ir_map_reserve(ir_map *m, long n)
-{
-    size_t cap = 64;
-    while (cap < 2 * (size_t)(n > 0 ? n : 0) + 2)
-        cap *= 2;
-    while (m->t.cap < cap)
-        if (!ir_table_grow(&m->t, sizeof(map_ent), 64))
-            return false;
-    return true;
-}
-
 long ir_map_get(const ir_map *m, const ir_node *n)
 {
     long j = find(&m->t, sizeof(map_ent), key_of(n));

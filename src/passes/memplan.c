@@ -166,7 +166,7 @@ rlx_status sched_memplan_build(sched_ctx *c, const sched_schedule *s, ir_node *c
     long *group = sl ? (long *)(sl + n1) : NULL, *slot_of = group ? group + n1 : NULL;
     unsigned char *pinned = slot_of ? (unsigned char *)(slot_of + n1) : NULL;
     out->last = ir_alloc((size_t)n1 * (2 * sizeof(long) + sizeof(int64_t)));
-    if (!sl || !out->last || !ir_map_reserve(&prod, nk))
+    if (!sl || !out->last)
         goto oom;
     out->reuses = out->last + n1;
     out->offset = (int64_t *)(out->reuses + n1);

@@ -1690,8 +1690,6 @@ int sched_rebuild(sched_ctx *sc, const sched_decisions *d, const sched_schedule 
             keep[i] = 1;
             continue;
         }
-        if (!mapped && !ir_map_reserve(&p.lv.pos, n))
-            goto oom;
         for (long j = 0; j < n && !mapped; j++) /* the lowering looks nodes up */
             if (ir_map_put(&p.lv.pos, order[j], j) < 0)
                 goto oom;

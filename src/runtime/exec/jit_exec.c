@@ -646,7 +646,7 @@ rlx_status rt_jit_plan_layout(rt_ctx *ctx, rt_jit_plan *p, ir_node *const *slots
         return ctx->status;
     p->fn = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->fn);
     p->kref = ir_calloc((size_t)(nk ? nk : 1), sizeof *p->kref);
-    if (!p->fn || !p->kref || !ir_map_reserve(&p->produced, nk) || !ir_map_reserve(&p->slot, nslots))
+    if (!p->fn || !p->kref)
         goto oom;
     for (long i = 0; i < nk; i++)
         if (p->s.k[i].kind != SCHED_VIEW && ir_map_put(&p->produced, p->s.k[i].node, i) < 0)
