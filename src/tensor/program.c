@@ -271,7 +271,7 @@ static program_spec *spec_for(const char *fn, rlx_program *p, const int64_t *key
                 p->capspecs = keep;
             }
         }
-        if (!like || p->capspecs < (p->nspecs < keep ? p->nspecs + 1 : keep)) {
+        if (!like || p->capspecs < keep) { /* (more than keep: program_specs was lowered) */
             spec_free(made);
             made = NULL;
         }
