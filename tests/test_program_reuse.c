@@ -296,6 +296,34 @@ TEST(reuse_arena_grows_only_for_larger)
     rlx_program_free(p);
 }
 
+/* One-input programs of the tests below: p runs f over xv (its value
+ * against f over xv on the oracle), then p keeps `kept` specs, has made
+ * `made` and reused `reused` plans. */
+typedef rlx_tensor *(*expr1)(rlx_tensor *x);
+
+static void run_counted(rlx_program *p, expr1 f, rlx_tensor *xv, int kept, int64_t made, int64_t reused)
+{
+    rlx_tensor *got = NULL;
+    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got), RLX_OK);
+    set_backend("ref");
+    rlx_tensor *want = f(xv);
+    if (got)
+        expect_like(got, want, RLX_F32);
+    set_backend("jit");
+    int k;
+    int64_t m, r;
+    CHECK_EQ_INT(rlx_program_specs(p, &k, &m), RLX_OK);
+    CHECK_EQ_INT(rlx_program_reuses(p, &r), RLX_OK);
+    CHECK_EQ_INT(k, kept);
+    CHECK_EQ_INT(m, made);
+    CHECK_EQ_INT(r, reused);
+}
+
+static rlx_tensor *softmax_of_rows(rlx_tensor *x)
+{
+    return rlx_softmax(rlx_add(rlx_mul_s(x, 3), rlx_sum(x, (int[]){0}, 1, true)), -1);
+}
+
 /* With 8 specs kept, a new binding evicts the least recently used before
  * it is planned, but never the plan it is made from: here the oldest
  * spec, (1, 5), is the only one of (1, more)'s size classes, and (1, 6)
@@ -305,8 +333,7 @@ TEST(reuse_arena_grows_only_for_larger)
  * still the least recently run; (1, 5) again is planned from (1, 6). */
 TEST(reuse_evicts_but_the_plan_reused)
 {
-    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, -1});
-    rlx_tensor *o = rlx_softmax(rlx_add(rlx_mul_s(x, 3), rlx_sum(x, (int[]){0}, 1, true)), -1);
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, -1}), *o = softmax_of_rows(x);
     rlx_program *p = rlx_compile(&o, 1);
     CHECK(p != NULL);
     if (!p)
@@ -315,23 +342,9 @@ TEST(reuse_evicts_but_the_plan_reused)
     /* after each binding: specs made and plans reused so far */
     const int64_t made_after[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
     const int64_t reused_after[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-    for (int k = 0; k < 11; k++) {
-        rlx_tensor *xv = data(RLX_F32, rows[k], cols[k], 300 + (uint64_t)k), *got = NULL;
-        rlx_binding b = {"x", xv};
-        CHECK_EQ_INT(rlx_program_run(p, &b, 1, &got), RLX_OK);
-        set_backend("ref");
-        rlx_tensor *want = rlx_softmax(rlx_add(rlx_mul_s(xv, 3), rlx_sum(xv, (int[]){0}, 1, true)), -1);
-        if (got)
-            expect_like(got, want, RLX_F32);
-        set_backend("jit");
-        int kept;
-        int64_t made, reused;
-        CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
-        CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
-        CHECK_EQ_INT(kept, k < 8 ? k + 1 : 8);
-        CHECK_EQ_INT(made, made_after[k]);
-        CHECK_EQ_INT(reused, reused_after[k]);
-    }
+    for (int k = 0; k < 11; k++)
+        run_counted(p, softmax_of_rows, data(RLX_F32, rows[k], cols[k], 300 + (uint64_t)k), k < 8 ? k + 1 : 8,
+                    made_after[k], reused_after[k]);
     rlx_program_free(p);
 }
 
@@ -345,49 +358,20 @@ TEST(reuse_program_specs_option)
     char v[32];
     CHECK_EQ_INT(rlx_get_option("program_specs", v, sizeof v), RLX_OK);
     CHECK(strcmp(v, "8") == 0);
-    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 3});
-    rlx_tensor *o = rlx_exp(rlx_sub(x, rlx_max(x, (int[]){0}, 1, true)));
+    rlx_tensor *x = rlx_input("x", RLX_F32, 2, (int64_t[]){-1, 3}), *o = softmax_of_rows(x);
     rlx_program *p = rlx_compile(&o, 1);
     CHECK(p != NULL);
     if (!p)
         return;
-    int kept;
-    int64_t made, reused;
     CHECK_EQ_INT(rlx_set_option("program_specs", "20"), RLX_OK);
     for (int rep = 0; rep < 2; rep++)
-        for (int64_t n = 2; n < 22; n++) {
-            rlx_tensor *xv = data(RLX_F32, n, 3, 400 + (uint64_t)n), *got = NULL;
-            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got), RLX_OK);
-            set_backend("ref");
-            rlx_tensor *want = rlx_exp(rlx_sub(xv, rlx_max(xv, (int[]){0}, 1, true)));
-            if (got)
-                expect_like(got, want, RLX_F32);
-            set_backend("jit");
-        }
-    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
-    CHECK_EQ_INT(kept, 20);
-    CHECK_EQ_INT(made, 20);
+        for (int64_t n = 2; n < 22; n++)
+            run_counted(p, softmax_of_rows, data(RLX_F32, n, 3, 400 + (uint64_t)n), rep ? 20 : (int)n - 1,
+                        rep ? 20 : n - 1, rep ? 19 : n - 2); /* the second time, every size is kept */
     CHECK_EQ_INT(rlx_set_option("program_specs", "2"), RLX_OK);
-    rlx_tensor *got = NULL;
-    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", data(RLX_F32, 30, 3, 7)}, 1, &got), RLX_OK);
-    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
-    CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
-    CHECK_EQ_INT(kept, 2);
-    CHECK_EQ_INT(made, 21);
-    CHECK_EQ_INT(reused, 20);
+    run_counted(p, softmax_of_rows, data(RLX_F32, 30, 3, 7), 2, 21, 20);
     CHECK_EQ_INT(rlx_set_option("program_specs", "1"), RLX_OK);
-    rlx_tensor *x31 = data(RLX_F32, 31, 3, 8);
-    CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", x31}, 1, &got), RLX_OK);
-    set_backend("ref");
-    rlx_tensor *want = rlx_exp(rlx_sub(x31, rlx_max(x31, (int[]){0}, 1, true)));
-    if (got)
-        expect_like(got, want, RLX_F32);
-    set_backend("jit");
-    CHECK_EQ_INT(rlx_program_specs(p, &kept, &made), RLX_OK);
-    CHECK_EQ_INT(rlx_program_reuses(p, &reused), RLX_OK);
-    CHECK_EQ_INT(kept, 1);
-    CHECK_EQ_INT(made, 22);
-    CHECK_EQ_INT(reused, 21);
+    run_counted(p, softmax_of_rows, data(RLX_F32, 31, 3, 8), 1, 22, 21);
     const char *bad[] = {"-1", "4097", "x", "", "2.5"};
     for (int i = 0; i < 5; i++)
         CHECK_ERR(rlx_set_option("program_specs", bad[i]), RLX_E_ARG, "rlx_set_option");
