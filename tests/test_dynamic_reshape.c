@@ -155,15 +155,20 @@ TEST(reshape_names_symbols)
     dyn_check("rotate", g_rotate, true, SB, SS, 0, 0);
 }
 
-/* A transformer-like block with B and S both dynamic: [B, S, D] ->
- * [B*S, D] -> linear -> gelu -> [B, S, D] by name -> residual and
- * layer norm; one program (with the gradients of X and W) run at several
+/* A transformer-like block with B and S both dynamic: [B, S, D] @ W^T
+ * (W broadcast over the dynamic batch: its gradient transposes the
+ * broadcast) -> causal attention over S with two heads -> [B*S, D] ->
+ * linear -> gelu -> [B, S, D] by name -> residual and layer norm (the
+ * attention's gradient splits into heads a cotangent that came back from
+ * [B*S, D]); one program (with the gradients of X and W) run at several
  * (B, S). */
 enum { D = 4 };
 static rlx_tensor *block(rlx_tensor *X, rlx_tensor *W, int64_t b, int64_t s)
 {
     rlx_tensor *bias = rlx_mul_s(rlx_arange(rlx_dtype_of(W), 0, D, 1), 0.25);
-    rlx_tensor *h = rlx_gelu_tanh(rlx_linear(rlx_reshape(X, 2, (int64_t[]){-1, D}), W, bias));
+    rlx_tensor *q = rlx_matmul(X, rlx_transpose(W, 0, NULL));
+    rlx_tensor *a = rlx_attention(q, X, X, 2, D / 2, RLX_MASK_CAUSAL, 0);
+    rlx_tensor *h = rlx_gelu_tanh(rlx_linear(rlx_reshape(a, 2, (int64_t[]){-1, D}), W, bias));
     rlx_tensor *y = rlx_add(rlx_reshape(h, 3, (int64_t[]){b, s, D}), X);
     return rlx_layer_norm(y, NULL, NULL, 1e-5);
 }

@@ -16,9 +16,29 @@ bool ts_reshape_names_symbol(const ir_node *n)
     return false;
 }
 
+bool ts_const_true(const ir_node *n)
+{
+    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
+        n = n->src[0];
+    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
+}
+
+/* A reshape of where(true, g, reshape(y)) with dynamic dims: a gradient
+ * going back through a reshape, which a program resolves to y's bound
+ * dims (vjp.c reshape_to_bound; program.c reshape_dims). */
+static bool reshape_to_bound(const ir_node *x)
+{
+    return x->op == IR_OP_RESHAPE && ir_node_numel(x) < 0 && x->src[0]->op == IR_OP_WHERE &&
+           ts_const_true(x->src[0]->src[0]) && x->src[0]->src[2]->op == IR_OP_RESHAPE;
+}
+
+/* Reshapes that name symbols or go back to bound dims stay: folded into
+ * the reshape over them, what they resolve from would be lost (a
+ * flattened [B*S, D] reshaped to [-1, -1, H, Dh] reads two ways). */
 ir_node *ts_reshape_base(const ir_node *x)
 {
-    return x->op == IR_OP_RESHAPE && !ts_reshape_names_symbol(x) ? x->src[0] : (ir_node *)(uintptr_t)x;
+    return x->op == IR_OP_RESHAPE && !ts_reshape_names_symbol(x) && !reshape_to_bound(x) ? x->src[0]
+                                                                                          : (ir_node *)(uintptr_t)x;
 }
 
 /* The symbol of each dynamic dim of n where tracing knows it (an input's

@@ -622,14 +622,6 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
     return reshape_ends(traced, rank, dims, &lo, &hi) ? 3 : 0;
 }
 
-/* A constant true, maybe reshaped or broadcast. */
-static bool is_true(const ir_node *n)
-{
-    while (n->op == IR_OP_RESHAPE || n->op == IR_OP_EXPAND)
-        n = n->src[0];
-    return n->op == IR_OP_CONST && n->attr.cst.value != 0;
-}
-
 /* The bound size of symbol s: that of the first input dim carrying it
  * (check_symbols makes them agree); -1 when no input carries it. */
 static int64_t symbol_size(const rlx_program *p, ir_node *const *made, int64_t s)
@@ -698,7 +690,7 @@ static bool reshape_dims(const char *fn, const rlx_program *p, ir_node *const *m
     int64_t known, n = ir_node_numel(x);
     int rule = ts_reshape_rule(traced, a->shape.rank, a->shape.dims, &known);
     /* (a reshape naming symbols may permute dynamic dims rule 1 would keep) */
-    if (traced->op == IR_OP_WHERE && is_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE &&
+    if (traced->op == IR_OP_WHERE && ts_const_true(traced->src[0]) && traced->src[2]->op == IR_OP_RESHAPE &&
         (rule == 0 || rule == 3 || ts_reshape_names_symbol(traced->src[2]))) {
         long w = p->src_idx[p->src_at[at]], r = p->src_idx[p->src_at[w] + 2], y = p->src_idx[p->src_at[r]];
         const ir_node *yb = made[y];
@@ -768,7 +760,7 @@ static bool resolve_pieces(const char *fn, const rlx_program *p, ir_node *const 
     if (*ix[0] < TS_DYN_PIECE && stop < TS_DYN_PIECE)
         return true;
     long c = p->src_idx[p->src_at[i]];
-    if (p->order[c]->op == IR_OP_WHERE && is_true(p->order[c]->src[0]))
+    if (p->order[c]->op == IR_OP_WHERE && ts_const_true(p->order[c]->src[0]))
         c = p->src_idx[p->src_at[c] + 2];
     const ir_node *cat = p->order[c];
     if (cat->op != IR_OP_CAT || cat->attr.ax.axis != d) {
@@ -893,7 +885,13 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
         } else if (any_loose && cls == IR_CLS_UNARY) {
             made[i] = remake(fn, private_nodes, nd, 1, src, &a);
             loose[i] = any_loose;
-        } else if (nd->op == IR_OP_WHERE && is_true(src[0]) && !loose[si[2]]) {
+        } else if (any_loose && nd->op == IR_OP_PERMUTE) {
+            /* (a weight broadcast over a dynamic batch, transposed by a
+             * matmul's gradient): loose where its source dim is */
+            made[i] = remake(fn, private_nodes, nd, 1, src, &a);
+            for (int d = 0; d < nd->rank; d++)
+                loose[i] |= (any_loose >> a.perm.perm[d] & 1u) << d;
+        } else if (nd->op == IR_OP_WHERE && ts_const_true(src[0]) && !loose[si[2]]) {
             /* where(true, a, ref): a in ref's shape, ref itself unread; an
              * iota (rlx_arange_of) or rand (a dropout mask; rand_seeded's
              * with its seed as made) traced over a dynamic dim is made in

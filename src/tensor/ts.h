@@ -152,9 +152,15 @@ int ts_reshape_rule(const ir_node *traced, int rank, const int64_t *dims, int64_
  * dims <= -2, rlx_reshape; its traced shape has -1 there): a program
  * takes those dims from the inputs that carry the symbols. */
 bool ts_reshape_names_symbol(const ir_node *n);
+/* Whether n is a nonzero constant, through reshapes and broadcasts (the
+ * condition of where(true, a, ref), how full_like and the gradients
+ * follow a dynamic shape). */
+bool ts_const_true(const ir_node *n);
 /* The node a reshape of x is made over (ts_reshape_node): x's source when
  * x is a reshape (a reshape of a reshape is one), x itself when x names
- * symbols (a reshape over its source could not rebuild x's dims). */
+ * symbols or goes back to a value's bound dims (a gradient through a
+ * reshape of dynamic dims): a reshape over its source could not rebuild
+ * x's dims. */
 ir_node *ts_reshape_base(const ir_node *x);
 
 /* construct.c: x broadcast to ref's shape, which may have dynamic dims (a
