@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ._base import (_lib, _c_int, _clear, _check, _i64s, _axis_arg, _no_out, _clip64, _pieces, _builtin_int,
-                    _builtin_float, _builtin_max, END, RlxError)
+                    _builtin_float, _builtin_max, END, RlxError, Status)
 from ._dtypes import _py_scalar
 from ._create import _symbol_id
 from ._tensor import Tensor, tensor, _wrap, _tt, _apply, _shape_arg, _handles, _attach
@@ -213,6 +213,9 @@ def split(x, split_size_or_sections, axis=0, *, dim=None):
         s = operator.index(s)
         if s <= 0:
             raise ValueError("split: piece size must be positive, got %d" % s)
+        if length < 0:  # the count of pieces would depend on the bound size
+            raise RlxError(Status.E_UNSUPPORTED, "split: pieces of size %d of dynamic axis %d: their count depends on "
+                           "the bound size; give the sizes with one -1 (the rest), or use chunk" % (s, ax))
         sizes = [s] * (length // s) + ([length % s] if length % s else [])
         if not sizes:
             sizes = [0]

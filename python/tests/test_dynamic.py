@@ -161,6 +161,25 @@ def test_once_refused_ops_over_dynamic_axes(rng):
             assert_close(g, w, rtol=1e-12, atol=1e-12)
 
 
+def test_split_of_a_dynamic_axis(rng):
+    # an int piece size would make as many pieces as the bound size allows:
+    # refused while tracing (it once split into one piece of size 1); sizes
+    # with a -1 and chunk work, and a static axis splits by the int
+    x = rlx.input("x", ("B", 4), dtype=rlx.float64)
+    with pytest.raises(rlx.RlxError) as e:
+        rlx.split(x, 2, 0)
+    assert e.value.status == rlx.E_UNSUPPORTED and "dynamic axis 0" in e.value.message
+    head, rest = rlx.split(x, [1, -1], 0)
+    a, b = rlx.split(x, 2, 1)
+    prog = rlx.compile([rest, head * 2, b - a])
+    for n in [1, 3, 6]:
+        xv = rng.standard_normal((n, 4))
+        got = prog.run(x=xv)
+        for g, w in zip(got, [xv[1:], 2 * xv[:1], xv[:, 2:] - xv[:, :2]]):
+            assert g.shape == w.shape
+            assert_close(g, w, rtol=0, atol=0)
+
+
 def test_einsum_merging_two_dynamic_dims(rng):
     x = rlx.input("x", (None, None, 3), dtype=rlx.float64)
     w = rng.standard_normal((3, 4))
