@@ -301,6 +301,39 @@ TEST(dynamic_empty_reduction_in_cat)
     rlx_program_free(p);
 }
 
+/* argmax/argmin over a dynamic axis bound to 0: RLX_E_SHAPE naming the op
+ * and the bound shape (as rlx_argmax refuses an empty axis while
+ * tracing), on both backends; an empty axis off the reduced one is fine,
+ * and so is the next run at other sizes. */
+TEST(dynamic_argmax_of_an_empty_axis)
+{
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-2, -3});
+        rlx_tensor *outs[2] = {rlx_argmax(x, 1, false), rlx_argmin(x, 0, true)};
+        rlx_program *p = rlx_compile(outs, 2);
+        CHECK(p != NULL);
+        const int64_t sizes[][2] = {{2, 3}, {2, 0}, {0, 2}, {0, 0}, {3, 2}};
+        const char *want[] = {NULL, "'argmax' over axis 1 of [2,0]", "'argmin' over axis 0 of [0,2]", "[0,0]", NULL};
+        for (int k = 0; p && k < 5; k++) {
+            int64_t b = sizes[k][0], s = sizes[k][1];
+            rlx_tensor *xv = trand(RLX_F64, 2, (int64_t[]){b, s}, -1, 1), *got[2] = {NULL, NULL};
+            rlx_status st = rlx_program_run(p, (rlx_binding[]){{"x", xv}}, 1, got);
+            if (want[k]) {
+                CHECK_EQ_INT(st, RLX_E_SHAPE);
+                CHECK(strstr(rlx_last_error(), "rlx_program_run") && strstr(rlx_last_error(), want[k]));
+                CHECK(got[0] == NULL && got[1] == NULL);
+                rlx_clear_error();
+                continue;
+            }
+            CHECK_EQ_INT(st, RLX_OK);
+            EXPECT_SAME(got[0], rlx_argmax(xv, 1, false), 0);
+            EXPECT_SAME(got[1], rlx_argmin(xv, 0, true), 0);
+        }
+        rlx_program_free(p);
+    }
+}
+
 TEST(dynamic_ops_never_wrong)
 {
     static const struct {
@@ -1353,7 +1386,7 @@ TEST(dynamic_einsum_dropout_edges)
     rlx_program_free(pd);
 }
 
-TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_introspection), T(dynamic_bindings),
+TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_argmax_of_an_empty_axis), T(dynamic_introspection), T(dynamic_bindings),
           T(dynamic_empty_reduction_in_cat), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),

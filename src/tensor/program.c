@@ -975,6 +975,15 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                 goto out;
             if (nd->op == IR_OP_ARGSORT && a.sort.k < 0) /* a whole line of a dynamic axis */
                 a.sort.k = src[0]->shape[a.sort.axis];
+            if ((nd->op == IR_OP_ARGMAX || nd->op == IR_OP_ARGMIN) && ir_node_numel(src[0]) == 0) {
+                /* as rlx_argmax refuses an empty axis while tracing */
+                for (int d = 0; d < src[0]->rank; d++)
+                    if ((a.red.mask >> d & 1) && src[0]->shape[d] == 0) {
+                        ts_error(RLX_E_SHAPE, fn, "'%s' over axis %d of %s, which is bound empty", ir_ops[nd->op].name,
+                                 d, ts_shape_str(src[0]));
+                        goto out;
+                    }
+            }
             for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
                 if (nd->src[0]->shape[d] < 0 && !resolve_pieces(fn, p, made, i, d, &a))
                     goto out;
