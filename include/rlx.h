@@ -334,7 +334,7 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * fewer categories than samples without replacement, RLX_E_SHAPE when
  * bound), gather/index_select with a dynamic count of indices or a dynamic axis
  * (and their scatter-add gradient), softmax_cross_entropy_with_logits over
- * a dynamic number of rows, rlx_arange_of (the positions 0..n-1 of a
+ * a dynamic number of rows or of classes, rlx_arange_of (the positions 0..n-1 of a
  * dynamic axis: e.g. a GPT's position embeddings over a dynamic sequence
  * length), einsum (a letter of dynamic size; see rlx_einsum), dropout
  * with a seed value or a seed tensor (rlx_dropout_seeded: the mask of the

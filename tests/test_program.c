@@ -334,6 +334,45 @@ TEST(dynamic_argmax_of_an_empty_axis)
     }
 }
 
+/* softmax_cross_entropy_with_logits over a dynamic count of rows and of
+ * classes (it once compared the labels with the traced -1 classes and
+ * failed every run): loss and gradient against the static graph on both
+ * backends, at sizes with 1 and several classes; a label >= the bound
+ * class count, or negative, is RLX_E_ARG at the run. */
+TEST(dynamic_cross_entropy_classes)
+{
+    EACH_BACKEND(be)
+    {
+        rlx_tensor *x = rlx_input("x", RLX_F64, 2, (int64_t[]){-2, -3}), *l = rlx_input("l", RLX_I32, 1, (int64_t[]){-2});
+        rlx_tensor *outs[2] = {rlx_softmax_cross_entropy_with_logits(rlx_tanh(x), l), NULL};
+        CHECK_EQ_INT(rlx_grad(rlx_sum(outs[0], NULL, 0, false), &x, 1, &outs[1]), RLX_OK);
+        rlx_program *p = rlx_compile(outs, 2);
+        CHECK(p != NULL);
+        const int64_t sizes[][2] = {{3, 5}, {2, 1}, {0, 4}, {4, 3}, {1, 7}, {3, 5}};
+        for (int k = 0; p && k < 6; k++) {
+            int64_t n = sizes[k][0], c = sizes[k][1];
+            int32_t lab[4];
+            for (int64_t i = 0; i < n; i++)
+                lab[i] = (int32_t)((i * 2 + k) % c);
+            rlx_tensor *xv = trand(RLX_F64, 2, (int64_t[]){n, c}, -2, 2), *lv = rlx_from_data(RLX_I32, 1, &n, lab);
+            rlx_tensor *got[2] = {NULL, NULL};
+            CHECK_EQ_INT(rlx_program_run(p, (rlx_binding[]){{"x", xv}, {"l", lv}}, 2, got), RLX_OK);
+            rlx_tensor *want = rlx_softmax_cross_entropy_with_logits(rlx_tanh(xv), lv), *gw = NULL;
+            CHECK_EQ_INT(rlx_grad(rlx_sum(want, NULL, 0, false), &xv, 1, &gw), RLX_OK);
+            EXPECT_SAME(got[0], want, 1e-12);
+            EXPECT_SAME(got[1], gw, 1e-12);
+            for (int bad = 0; n > 0 && bad < 2; bad++) {
+                lab[n - 1] = bad ? -1 : (int32_t)c;
+                rlx_tensor *lb = rlx_from_data(RLX_I32, 1, &n, lab), *none[2] = {NULL, NULL};
+                CHECK_ERR(rlx_program_run(p, (rlx_binding[]){{"x", xv}, {"l", lb}}, 2, none), RLX_E_ARG,
+                          "rlx_program_run");
+                CHECK(none[0] == NULL);
+            }
+        }
+        rlx_program_free(p);
+    }
+}
+
 TEST(dynamic_ops_never_wrong)
 {
     static const struct {
@@ -1386,7 +1425,7 @@ TEST(dynamic_einsum_dropout_edges)
     rlx_program_free(pd);
 }
 
-TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_argmax_of_an_empty_axis), T(dynamic_introspection), T(dynamic_bindings),
+TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_argmax_of_an_empty_axis), T(dynamic_cross_entropy_classes), T(dynamic_introspection), T(dynamic_bindings),
           T(dynamic_empty_reduction_in_cat), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),

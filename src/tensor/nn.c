@@ -171,18 +171,22 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
     if (!ts_open(fn))
         return NULL;
     int64_t n = ln->shape[0], c = ln->shape[1], flat = n * c;
+    bool dyn = n < 0 || c < 0;
     /* Pick row i's label from the flattened log-probabilities with a
      * gather. A label outside [0, C) (or NaN) is sent to index N*C, which
      * is out of range, so realization fails instead of reading another row
      * or counting from the end. */
     rlx_tensor *lab = rlx_cast(labels, RLX_I64); /* truncates float codes */
-    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(lab, 0), rlx_lt_s(lab, (double)c));
+    /* a dynamic C: the bound count of classes, as a value */
+    rlx_tensor *ct = c < 0 ? rlx_sum(rlx_ones_like(rlx_arange_of(logits, 1, RLX_I64)), NULL, 0, false) : NULL;
+    rlx_tensor *ok = rlx_logical_and(rlx_ge_s(lab, 0), ct ? rlx_lt(lab, ct) : rlx_lt_s(lab, (double)c));
     if (ir_dtype_is_float(yn->dtype))
         ok = rlx_logical_and(ok, rlx_eq(labels, labels));
-    rlx_tensor *idx = rlx_add(rlx_mul_s(rlx_arange_of(logits, 0, RLX_I64), (double)c), lab);
-    /* a dynamic N: an index past any tensor's end stands for N*C */
-    idx = rlx_where(ok, idx, n < 0 ? rlx_full_like(idx, 0x1p62) : rlx_full(RLX_I64, 1, &n, (double)flat));
-    rlx_tensor *ls = rlx_reshape(rlx_log_softmax(logits, 1), 1, n < 0 ? (const int64_t[]){-1} : &flat);
+    rlx_tensor *rows = rlx_arange_of(logits, 0, RLX_I64);
+    rlx_tensor *idx = rlx_add(ct ? rlx_mul(rows, ct) : rlx_mul_s(rows, (double)c), lab);
+    /* a dynamic N or C: an index past any tensor's end stands for N*C */
+    idx = rlx_where(ok, idx, dyn ? rlx_full_like(idx, 0x1p62) : rlx_full(RLX_I64, 1, &n, (double)flat));
+    rlx_tensor *ls = rlx_reshape(rlx_log_softmax(logits, 1), 1, dyn ? (const int64_t[]){-1} : &flat);
     return ts_close(rlx_neg(rlx_gather(ls, idx, 0)));
 }
 
