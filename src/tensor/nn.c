@@ -178,7 +178,7 @@ rlx_tensor *rlx_softmax_cross_entropy_with_logits(rlx_tensor *logits, rlx_tensor
      * or counting from the end. */
     rlx_tensor *lab = rlx_cast(labels, RLX_I64); /* truncates float codes */
     /* a dynamic C: the bound count of classes, as a value */
-    rlx_tensor *ct = c < 0 ? rlx_sum(rlx_ones_like(rlx_arange_of(logits, 1, RLX_I64)), NULL, 0, false) : NULL;
+    rlx_tensor *ct = c < 0 ? ts_dims_value(ln, 1, 2) : NULL;
     rlx_tensor *ok = rlx_logical_and(rlx_ge_s(lab, 0), ct ? rlx_lt(lab, ct) : rlx_lt_s(lab, (double)c));
     if (ir_dtype_is_float(yn->dtype))
         ok = rlx_logical_and(ok, rlx_eq(labels, labels));
