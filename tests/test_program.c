@@ -373,6 +373,35 @@ TEST(dynamic_cross_entropy_classes)
     }
 }
 
+/* rope with positions over a table of dynamic length: a negative position
+ * is RLX_E_ARG at the run (it once read the table's last row, as a gather
+ * counts from the end), as one past the bound length is. */
+TEST(dynamic_rope_table_positions)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F64, 3, (int64_t[]){1, -3, 4}), *p = rlx_input("p", RLX_I64, 1, (int64_t[]){-3});
+    rlx_tensor *c = rlx_input("c", RLX_F64, 2, (int64_t[]){-4, 2}), *s = rlx_input("s", RLX_F64, 2, (int64_t[]){-4, 2});
+    rlx_rope_opts o = {.positions = p};
+    rlx_tensor *y = rlx_rope_ex(x, c, s, 4, &o);
+    rlx_program *prog = rlx_compile(&y, 1);
+    CHECK(prog != NULL);
+    rlx_tensor *xv = trand(RLX_F64, 3, (int64_t[]){1, 3, 4}, -1, 1), *cv = trand(RLX_F64, 2, (int64_t[]){6, 2}, -1, 1),
+               *sv = trand(RLX_F64, 2, (int64_t[]){6, 2}, -1, 1);
+    const int64_t at[3][3] = {{5, 0, 2}, {0, -1, 2}, {0, 6, 1}};
+    for (int k = 0; prog && k < 3; k++) {
+        rlx_tensor *pv = rlx_from_data(RLX_I64, 1, (int64_t[]){3}, at[k]), *got = NULL;
+        rlx_status st = rlx_program_run(prog, (rlx_binding[]){{"x", xv}, {"p", pv}, {"c", cv}, {"s", sv}}, 4, &got);
+        if (k == 0) {
+            CHECK_EQ_INT(st, RLX_OK);
+            EXPECT_SAME(got, rlx_rope_ex(xv, cv, sv, 4, &(rlx_rope_opts){.positions = pv}), 0);
+        } else {
+            CHECK_EQ_INT(st, RLX_E_ARG);
+            CHECK(got == NULL);
+            rlx_clear_error();
+        }
+    }
+    rlx_program_free(prog);
+}
+
 TEST(dynamic_ops_never_wrong)
 {
     static const struct {
@@ -1425,7 +1454,7 @@ TEST(dynamic_einsum_dropout_edges)
     rlx_program_free(pd);
 }
 
-TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_argmax_of_an_empty_axis), T(dynamic_cross_entropy_classes), T(dynamic_introspection), T(dynamic_bindings),
+TEST_MAIN(T(dynamic_batch_matches_reference), T(dynamic_argmax_of_an_empty_axis), T(dynamic_cross_entropy_classes), T(dynamic_rope_table_positions), T(dynamic_introspection), T(dynamic_bindings),
           T(dynamic_empty_reduction_in_cat), T(dynamic_ops_never_wrong),
           T(dynamic_program_shared_by_threads), T(dynamic_allocation_failures), T(dynamic_axis_ops_match_static),
           T(dynamic_symbols), T(dynamic_spec_lru), T(dynamic_gradients_match_static),

@@ -430,8 +430,9 @@ static rlx_tensor *rope_rows(rlx_tensor *table, int64_t s, int64_t half, int64_t
     ir_node *pn = ts_node(pos);
     int64_t rows = ts_node(table)->shape[0];
     /* A negative position would count from the end in gather: send it out
-     * of range instead, so that it is an error at realize. */
-    rlx_tensor *idx = rlx_where(rlx_lt_s(pos, 0), rlx_full(pn->dtype, 0, NULL, (double)rows), pos);
+     * of range instead (past any end for a table of dynamic length), so
+     * that it is an error at realize. */
+    rlx_tensor *idx = rlx_where(rlx_lt_s(pos, 0), rlx_full(pn->dtype, 0, NULL, rows < 0 ? 0x1p62 : (double)rows), pos);
     rlx_tensor *g = rlx_gather(table, idx, 0);
     if (pn->rank == 1) {
         int64_t bs[3] = {s, 1, half};
