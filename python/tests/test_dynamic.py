@@ -161,6 +161,44 @@ def test_once_refused_ops_over_dynamic_axes(rng):
             assert_close(g, w, rtol=1e-12, atol=1e-12)
 
 
+def test_transformer_block_trains_over_batch_and_sequence(rng):
+    # one compiled training step of a pre-norm block over dynamic (B, S):
+    # [B, S, D] @ W^T (a weight broadcast over the batch, transposed by its
+    # gradient), causal attention (whose gradient splits into heads a
+    # cotangent that came back from [B*S, D]), a flattened MLP split back
+    # by name; loss and gradients against the same graph over the bound
+    # values on the reference backend (both once failed every run)
+    D, H = 8, 2
+    W = {k: rlx.tensor(rng.standard_normal(s) * 0.3, dtype=rlx.float64)
+         for k, s in dict(wq=(D, D), wk=(D, D), wv=(D, D), wo=(D, D), w1=(2 * D, D), w2=(D, 2 * D)).items()}
+
+    def loss(x, t, b, s):
+        h = x.layer_norm()
+        a = rlx.attention(h @ W["wq"].T, h @ W["wk"].T, h @ W["wv"].T, H, D // H, rlx.MASK_CAUSAL)
+        x = x + a @ W["wo"].T
+        f = ((x.reshape(-1, D) @ W["w1"].T).relu() @ W["w2"].T).reshape(b, s, D)
+        d = x + f - t
+        return (d * d).mean()
+
+    x, t = rlx.input("x", ("B", "S", D), dtype=rlx.float64), rlx.input("t", ("B", "S", D), dtype=rlx.float64)
+    params = [W[k] for k in ("wq", "wo", "w1")]
+    lo = loss(x, t, "B", "S")
+    prog = rlx.compile([lo] + list(rlx.grad(lo, params)))
+    for b, s in [(2, 3), (1, 1), (3, 5), (1, 7), (2, 3)]:
+        xv, tv = rng.standard_normal((b, s, D)), rng.standard_normal((b, s, D))
+        got = prog.run(x=xv, t=tv)
+        rlx.set_option("backend", "ref")
+        try:
+            ls = loss(rlx.tensor(xv), rlx.tensor(tv), b, s)
+            want = [ls] + list(rlx.grad(ls, params))
+            want = [w.numpy() for w in want]
+        finally:
+            rlx.set_option("backend", "jit")
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+
 def test_split_of_a_dynamic_axis(rng):
     # an int piece size would make as many pieces as the bound size allows:
     # refused while tracing (it once split into one piece of size 1); sizes
