@@ -501,6 +501,9 @@ static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o
         if (r < 2)
             return false;
         s->ax = (int)pg_next(g, (uint32_t)r - 1);
+        for (int i = 0; i + 1 < r && pg_next(g, 2); i++)
+            if (x->d[i].id == PG_ID_B && x->d[i + 1].id == PG_ID_S && x->d[i].st < 0 && x->d[i + 1].st < 0)
+                s->ax = i; /* often B*S, which symsplit takes apart */
         pg_dim a = x->d[s->ax], b = x->d[s->ax + 1], m;
         if (!pg_is_dyn(a) && !pg_is_dyn(b))
             m = (pg_dim){a.st * b.st, 0};
@@ -687,6 +690,10 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
     }
     if (!ndyn)
         R->in[0].d[0] = (pg_dim){-1, PG_ID_B};
+    if (pg_next(g, 4) == 0 && R->in[0].rank >= 2) { /* [B, S, ...]: a transformer's activations */
+        R->in[0].d[0] = (pg_dim){-1, PG_ID_B};
+        R->in[0].d[1] = (pg_dim){-1, PG_ID_S};
+    }
     R->nanon = anon - PG_ID_ANON;
     R->nextid = anon;
     for (int i = 0; i < R->nin; i++) {

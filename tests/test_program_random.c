@@ -85,4 +85,97 @@ TEST(slice_grad_stop_before_start)
                 slice_grad_at(ix[a], ix[b], n);
 }
 
-TEST_MAIN(T(random_programs), T(slice_grad_stop_before_start))
+/* Found by random_programs (seed 160): a reshape of a reshape is folded
+ * into one reshape of the first one's source, and over dynamic dims the
+ * folded one can be one a program cannot rebuild: [2, S, S] -> [2S, S]
+ * (traced as [-1, -1]) then unsqueeze -> [-1, -1, 1] of [2, S, S], which
+ * tracing refuses as ambiguous; traced, the run failed (RLX_E_UNSUPPORTED
+ * "a reshape traced to [-1,-1,1] cannot be specialized"). */
+TEST(reshape_then_unsqueeze_dynamic)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 3, (int64_t[]){2, -3, -3});
+    rlx_tensor *o = rlx_unsqueeze(rlx_reshape(x, 2, (int64_t[]){-1, -1}), 2), *g;
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(o, rlx_sin(o))), &x, 1, &g), RLX_OK);
+    rlx_program *p = rlx_compile((rlx_tensor *[]){o, g}, 2);
+    CHECK(p != NULL);
+    for (int64_t s = 0; p && s < 5; s++) {
+        rlx_tensor *xv = trand(RLX_F32, 3, (int64_t[]){2, s, s}, -1, 1), *got[2] = {0};
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+        test_backend_save();
+        CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+        rlx_tensor *want = rlx_unsqueeze(rlx_reshape(xv, 2, (int64_t[]){2 * s, s}), 2), *wg;
+        CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(want, rlx_sin(want))), &xv, 1, &wg), RLX_OK);
+        if (got[0] && got[1]) {
+            CHECK_EQ_INT(rlx_rank(got[0]), 3);
+            CHECK_EQ_INT(rlx_dim(got[0], 0), 2 * s);
+            EXPECT_SAME(got[0], want, 0);
+            EXPECT_SAME(got[1], wg, 1e-6);
+        }
+        test_backend_restore();
+    }
+    rlx_program_free(p);
+}
+
+/* Found by random_programs (seeds 54, 56, 125): the gradient of a
+ * batched matmul whose batch is dynamic, x [S, 3, K] @ w [K, 4], summed
+ * over the batch, transposes w broadcast over the batch; the program
+ * could not move a broadcast to a dynamic dim through a permute, and the
+ * run failed (RLX_E_UNSUPPORTED "'permute' of a broadcast to a dynamic
+ * dim cannot be specialized"). */
+TEST(batched_matmul_grad_dynamic_batch)
+{
+    rlx_tensor *w = trand(RLX_F64, 2, (int64_t[]){2, 4}, -1, 1);
+    rlx_tensor *x = rlx_input("x", RLX_F64, 3, (int64_t[]){-3, 3, 2});
+    rlx_tensor *y = rlx_sum(rlx_matmul(x, w), (int[]){0}, 1, false), *g;
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(y, rlx_sin(y))), &x, 1, &g), RLX_OK);
+    rlx_program *p = rlx_compile((rlx_tensor *[]){y, g}, 2);
+    CHECK(p != NULL);
+    for (int64_t s = 0; p && s < 5; s++) {
+        rlx_tensor *xv = trand(RLX_F64, 3, (int64_t[]){s, 3, 2}, -1, 1), *got[2] = {0};
+        if (rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "S = %lld: %s", (long long)s, rlx_last_error());
+            continue;
+        }
+        test_backend_save();
+        CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+        rlx_tensor *ys = rlx_sum(rlx_matmul(xv, w), (int[]){0}, 1, false), *gs;
+        CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(ys, rlx_sin(ys))), &xv, 1, &gs), RLX_OK);
+        CHECK_EQ_INT(rlx_dim(got[1], 0), s);
+        EXPECT_SAME(got[0], ys, 1e-12);
+        EXPECT_SAME(got[1], gs, 1e-12);
+        test_backend_restore();
+    }
+    rlx_program_free(p);
+}
+
+/* Found by random_programs (seed 101): rlx_gather refuses a non-empty
+ * index into an empty axis (NumPy's take does too), but a program ran it
+ * when the result was empty as well (x [0, 0, 3], index [0] along axis 1:
+ * no index is read), giving a value where the same graph over the bound
+ * values is an error. */
+TEST(gather_empty_axis_in_program)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 3, (int64_t[]){-1, -2, 3});
+    rlx_tensor *idx = ti64(1, (int64_t[]){1}, (int64_t[]){0}), *o = rlx_gather(x, idx, 1);
+    rlx_program *p = rlx_compile(&o, 1);
+    CHECK(p != NULL);
+    const int64_t sizes[][2] = {{0, 0}, {2, 0}, {0, 2}, {2, 2}};
+    for (int k = 0; p && k < 4; k++) {
+        rlx_tensor *xv = trand(RLX_F32, 3, (int64_t[]){sizes[k][0], sizes[k][1], 3}, -1, 1), *got = NULL;
+        rlx_clear_error();
+        rlx_status st = rlx_program_run(p, &(rlx_binding){"x", xv}, 1, &got);
+        if (sizes[k][1] == 0) {
+            CHECK(st != RLX_OK && got == NULL);
+            CHECK_NULL_ERR(rlx_gather(xv, idx, 1), RLX_E_SHAPE, "rlx_gather");
+        } else {
+            CHECK_EQ_INT(st, RLX_OK);
+            if (got)
+                EXPECT_SAME(got, rlx_gather(xv, idx, 1), 0);
+        }
+    }
+    rlx_clear_error();
+    rlx_program_free(p);
+}
+
+TEST_MAIN(T(random_programs), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
+          T(batched_matmul_grad_dynamic_batch), T(gather_empty_axis_in_program))
