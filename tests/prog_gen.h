@@ -408,6 +408,20 @@ static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o
     int nv = R->nv;
     *s = (pg_step){.op = (int)pg_next(g, PG_NOPS), .b = -1, .c = -1};
     s->a = pg_next(g, 2) ? nv - 1 : (int)pg_next(g, (uint32_t)nv);
+    /* symbol reshapes need B and S merged first: steer toward both */
+    uint32_t steer = pg_next(g, 8);
+    for (int v = 0; v < nv && steer < 2; v++) {
+        const pg_shape *sv = &R->shape[v];
+        for (int i = 0; i < sv->rank; i++) {
+            bool bs = sv->d[i].st < 0 && sv->d[i].id == PG_ID_BS;
+            bool adj = i + 1 < sv->rank && sv->d[i].st < 0 && sv->d[i].id == PG_ID_B && sv->d[i + 1].st < 0 &&
+                       sv->d[i + 1].id == PG_ID_S;
+            if ((steer == 0 && bs) || (steer == 1 && adj)) {
+                s->op = steer == 0 ? PG_SYMSPLIT : PG_MERGE;
+                s->a = v;
+            }
+        }
+    }
     s->sub = (int)pg_next(g, 8);
     const pg_shape *x = &R->shape[s->a];
     int r = x->rank;
@@ -523,7 +537,7 @@ static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o
         return true;
     }
     case PG_SPLIT: {
-        if (r >= PG_MAXR || pg_is_dyn(x->d[s->ax]))
+        if (!r || r >= PG_MAXR || pg_is_dyn(x->d[s->ax]))
             return false;
         int64_t k = x->d[s->ax].st, p = 1;
         for (int64_t q = 2; q < k; q++)
@@ -693,6 +707,8 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
     if (pg_next(g, 4) == 0 && R->in[0].rank >= 2) { /* [B, S, ...]: a transformer's activations */
         R->in[0].d[0] = (pg_dim){-1, PG_ID_B};
         R->in[0].d[1] = (pg_dim){-1, PG_ID_S};
+        for (int d = 2; d < R->in[0].rank; d++)
+            R->in[0].d[d] = (pg_dim){2 + d, 0};
     }
     R->nanon = anon - PG_ID_ANON;
     R->nextid = anon;

@@ -177,5 +177,27 @@ TEST(gather_empty_axis_in_program)
     rlx_program_free(p);
 }
 
-TEST_MAIN(T(random_programs), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
+/* Found by random_programs (seed 41): [0, 4, S] -> [0, -1] (a dynamic
+ * axis narrowed to 0, then two dims merged) traced, and every run failed
+ * (RLX_E_UNSUPPORTED "a reshape traced to [0,-1] cannot be specialized"):
+ * a -1 beside static dims of 0 elements cannot be inferred from the
+ * count, which rlx_input documents as RLX_E_SHAPE while tracing. One the
+ * program reads as the dynamic dims kept in place still traces and runs. */
+TEST(reshape_zero_dims_dynamic)
+{
+    rlx_tensor *x = rlx_input("x", RLX_F32, 3, (int64_t[]){0, 4, -3});
+    CHECK_NULL_ERR(rlx_reshape(x, 2, (int64_t[]){0, -1}), RLX_E_SHAPE, "rlx_reshape");
+    rlx_tensor *y = rlx_input("y", RLX_F32, 2, (int64_t[]){0, -3}), *o = rlx_reshape(y, 3, (int64_t[]){0, 1, -1});
+    rlx_program *p = rlx_compile(&o, 1);
+    CHECK(p != NULL);
+    rlx_tensor *got = NULL;
+    if (p)
+        CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"y", trand(RLX_F32, 2, (int64_t[]){0, 5}, -1, 1)}, 1, &got),
+                     RLX_OK);
+    if (got)
+        CHECK(rlx_rank(got) == 3 && rlx_dim(got, 0) == 0 && rlx_dim(got, 1) == 1 && rlx_dim(got, 2) == 5);
+    rlx_program_free(p);
+}
+
+TEST_MAIN(T(random_programs), T(reshape_zero_dims_dynamic), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
           T(batched_matmul_grad_dynamic_batch), T(gather_empty_axis_in_program))
