@@ -303,6 +303,10 @@ static inline rlx_tensor *pg_apply(const pg_recipe *R, const pg_step *s, rlx_ten
         }
         for (int i = ax + 1; i < r; i++)
             tg[tr++] = sh[i];
+        if (s->op == PG_SYMSPLIT) /* beside symbols the -1 is inferred from the count: so in the replay too */
+            for (int i = 0; i < tr; i++)
+                if (i != ax && i != ax + 1 && pg_is_dyn(R->shape[s->a].d[i < ax ? i : i - 1]))
+                    tg[i] = -1;
         return rlx_reshape(x, tr, tg);
     case PG_SLICE: return rlx_slice(x, ax, s->i0, s->i1, s->i2);
     case PG_FLIP: return rlx_flip(x, ax);
@@ -789,6 +793,7 @@ static inline int pg_outputs(const pg_recipe *R, rlx_tensor *const *val, rlx_ten
 
 typedef struct {
     long programs, bindings, both_ok, both_err, steps, live_steps, grads;
+    long prepared, reused; /* specializations planned, and made from a kept plan */
     long ops[PG_NOPS];
 } pg_stats;
 
@@ -1035,6 +1040,17 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
             pg_dump(m, &R);
         }
     }
+    int kept = 0;
+    int64_t prepared = 0, reused = 0;
+    if (rlx_program_specs(p, &kept, &prepared) != RLX_OK || rlx_program_reuses(p, &reused) != RLX_OK ||
+        (specs < 2 && kept > (int)specs + 1) || reused > prepared) {
+        pg_say(m, "program_specs %s: %d kept, %lld prepared, %lld reused\n", specs == 0 ? "1" : specs == 1 ? "2" : "8",
+               kept, (long long)prepared, (long long)reused);
+        pg_dump(m, &R);
+        ok = false;
+    }
+    st->prepared += prepared;
+    st->reused += reused;
     rlx_set_option("program_specs", "0");
     rlx_program_free(p);
     rlx_clear_error();

@@ -36,14 +36,16 @@ TEST(random_programs)
     }
     free(buf);
     printf("%ld programs (%ld steps traced, %ld live, %ld with gradients), %ld bindings: %ld ran in both, "
-           "%ld failed in both\n  live steps per op:",
-           st.programs, st.steps, st.live_steps, st.grads, st.bindings, st.both_ok, st.both_err);
+           "%ld failed in both; %ld specializations planned, %ld of them from a kept plan\n  live steps per op:",
+           st.programs, st.steps, st.live_steps, st.grads, st.bindings, st.both_ok, st.both_err, st.prepared,
+           st.reused);
     for (int i = 0; i < PG_NOPS; i++)
         printf(" %s %ld", pg_op_names[i], st.ops[i]);
     printf("\n");
     /* the check must compare values, not only agree on errors */
     if (n >= 50) {
         CHECK(st.both_ok > 4 * n);
+        CHECK(st.reused > n); /* plans derived from kept ones: the point of the sequences */
         for (int i = 0; i < PG_NOPS; i++)
             CHECK(st.ops[i] > 0);
     }
