@@ -107,6 +107,7 @@ typedef struct {
     int rank;
     pg_dim d[RLX_MAX_RANK];
     bool exact; /* built from exact operations only: comparisons are safe */
+    double mag; /* a rough bound of |values| (sums taken over at most 64 terms) */
 } pg_shape;
 
 typedef struct {
@@ -127,7 +128,8 @@ typedef struct {
     pg_shape shape[PG_MAXV];
     bool live[PG_MAXV]; /* reachable from the outputs */
     int nout, out[PG_MAXOUT];
-    bool grad; /* also d sum(o0 * sin(o0)) / d every input */
+    bool grad;      /* also d sum(o0 * w(o0)) / d every input, */
+    bool loss_tanh; /* w tanh where o0 can be large (sin of it would follow its rounding), else sin */
 } pg_recipe;
 
 /* ---------------------------------------------------- message buffer */
@@ -200,7 +202,8 @@ static inline void pg_dump(pg_msg *m, const pg_recipe *R)
     pg_say(m, "  outputs:");
     for (int o = 0; o < R->nout; o++)
         pg_say(m, " v%d", R->out[o]);
-    pg_say(m, R->grad ? "; and d sum(v%d * sin(v%d)) / d every input\n" : "\n", R->out[0], R->out[0]);
+    pg_say(m, R->grad ? "; and d sum(v%d * %s(v%d)) / d every input\n" : "\n", R->out[0],
+           R->loss_tanh ? "tanh" : "sin", R->out[0]);
 }
 
 /* ------------------------------------------------------ building */
@@ -407,7 +410,7 @@ static inline bool pg_ok_any(const pg_shape *a, const pg_shape *b, int arg)
 
 /* Draws a step for value R->nv and its tracker shape (dims PG_NEW where
  * tracing decides); false when the drawn op does not apply. */
-static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
+static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
 {
     int nv = R->nv;
     *s = (pg_step){.op = (int)pg_next(g, PG_NOPS), .b = -1, .c = -1};
@@ -437,6 +440,8 @@ static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o
     switch (s->op) {
     case PG_UNARY:
         s->sub %= 5;
+        if (s->sub == 2 && x->mag > 64)
+            s->sub = 1; /* sin of a large value would follow its last bits */
         o->exact = x->exact && (s->sub == 0 || s->sub == 3);
         return true;
     case PG_BINARY:
@@ -638,6 +643,33 @@ static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o
     }
 }
 
+/* pg_draw_op, and the bound of the result's magnitude. */
+static inline bool pg_draw_step(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
+{
+    if (!pg_draw_op(g, R, s, o))
+        return false;
+    double m = R->shape[s->a].mag, mb = s->b >= 0 ? R->shape[s->b].mag : 0, k = 1;
+    if (s->op == PG_LINEAR || s->op == PG_GRAM) {
+        const pg_shape *x = &R->shape[s->a];
+        k = (double)x->d[x->rank - 1].st;
+    }
+    static const double unary[] = {0, 2.72, 1, 0, 0};
+    switch (s->op) {
+    case PG_UNARY: o->mag = unary[s->sub] ? unary[s->sub] : s->sub == 4 ? sqrt(m) : m; break;
+    case PG_BINARY: o->mag = s->sub == 1 ? m * mb : s->sub == 3 ? fmax(m, mb) : m + mb; break;
+    case PG_WHERE: o->mag = fmax(m, R->shape[s->c].mag); break;
+    case PG_REDUCE: o->mag = s->sub == 0 ? 64 * m : s->sub == 3 ? m * m : m; break;
+    case PG_ROWOP: o->mag = s->sub == 0 ? 1 : s->sub == 1 ? 2 * m + 4 : 25; break;
+    case PG_LINEAR: o->mag = m * k + 1; break;
+    case PG_GRAM: o->mag = m * m * k; break;
+    case PG_CAT: o->mag = fmax(m, mb); break;
+    case PG_PAD: o->mag = fmax(m, 2); break;
+    case PG_CUMSUM: o->mag = 64 * m; break;
+    default: o->mag = m; break; /* views */
+    }
+    return true;
+}
+
 /* Checks the tracker's shape o against what tracing gave t and resolves
  * its PG_NEW dims (a fresh id, or the static size); false, with a message,
  * when they disagree. */
@@ -693,6 +725,7 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
         pg_shape *s = &R->in[i];
         s->rank = 1 + (int)pg_next(g, PG_MAXR);
         s->exact = true;
+        s->mag = 2;
         for (int d = 0; d < s->rank; d++) {
             uint32_t k = pg_next(g, 10);
             if (k < 5)
@@ -768,6 +801,7 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
     for (int o = 0; o < R->nout; o++)
         pg_mark_live(R, R->out[o]);
     R->grad = R->nout > 0 && pg_next(g, 2);
+    R->loss_tanh = R->nout > 0 && R->shape[R->out[0]].mag > 64;
     return true;
 }
 
@@ -781,7 +815,7 @@ static inline int pg_outputs(const pg_recipe *R, rlx_tensor *const *val, rlx_ten
         if (!(outs[n++] = val[R->out[o]]))
             return -1;
     if (R->grad) {
-        rlx_tensor *o0 = outs[0], *loss = rlx_sum_all(rlx_mul(o0, rlx_sin(o0)));
+        rlx_tensor *o0 = outs[0], *loss = rlx_sum_all(rlx_mul(o0, R->loss_tanh ? rlx_tanh(o0) : rlx_sin(o0)));
         if (rlx_grad(loss, leaves, R->nin, outs + n) != RLX_OK)
             return -1;
         n += R->nin;
