@@ -19,7 +19,8 @@
  * as constants and realized on the reference backend, and a run must
  * fail exactly when that replay fails (an op refusing the bound sizes).
  *
- * Self-contained (rlx.h only): the fuzzer links no harness.
+ * Needs rlx.h and ir/ir.h (the inputs a program reads), not the harness:
+ * the fuzzer links none.
  */
 #ifndef RLX_TEST_PROG_GEN_H
 #define RLX_TEST_PROG_GEN_H
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "rlx.h"
 
 /* ---------------------------------------------------------- the draws */
@@ -878,14 +880,6 @@ static inline void pg_draw_bindings(pg_rng *g, const pg_recipe *R, pg_bind *b, i
     }
 }
 
-static inline bool pg_has_dyn(const pg_shape *s)
-{
-    for (int i = 0; i < s->rank; i++)
-        if (pg_is_dyn(s->d[i]))
-            return true;
-    return false;
-}
-
 static inline bool pg_is_dead(const pg_recipe *R, int v) { return v >= R->nin && !R->live[v]; }
 
 /* rlx_read_f64 of t into a malloc'ed array; NULL when it fails. */
@@ -954,8 +948,8 @@ static inline double pg_max_abs(rlx_tensor *t)
 
 /* One binding: the program's run against the recipe replayed over the
  * same values on the reference backend. */
-static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nouts, const pg_bind *b,
-                                    uint64_t seed, pg_stats *st, pg_msg *m)
+static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nouts, const bool *reads,
+                                    const pg_bind *b, uint64_t seed, pg_stats *st, pg_msg *m)
 {
     rlx_tensor *leaves[PG_MAXIN], *vals[PG_MAXIN], *val[PG_MAXV] = {0}, *got[PG_MAXOUT + PG_MAXIN] = {0},
                *want[PG_MAXOUT + PG_MAXIN] = {0};
@@ -973,10 +967,7 @@ static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nout
             pg_say(m, "making input x%d: %s\n", i, rlx_last_error());
             return false;
         }
-        /* the program's inputs: those its outputs read (every one when
-         * it has gradients: a wrt it does not reach gets zeros of its
-         * shape, which a dynamic input's binding gives) */
-        if (R->live[i] || (R->grad && pg_has_dyn(&R->in[i])))
+        if (reads[i]) /* binding another is an error */
             bind[nbind++] = (rlx_binding){pg_in_name(i), vals[i]};
     }
     rlx_clear_error();
@@ -1045,6 +1036,17 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
         st->ops[R.step[v].op] += R.live[v];
     }
     st->grads += R.grad;
+    /* the inputs the program reads: those its graph reaches (not always
+     * the recipe's live ones: tracing drops an empty static piece of a
+     * cat, and a gradient of a dynamic input it does not reach reads its
+     * shape) */
+    bool reads[PG_MAXIN] = {false};
+    ir_node **order = NULL;
+    long count = ir_postorder((ir_node *const *)outs, nouts, NULL, NULL, &order);
+    for (long k = 0; k < count; k++)
+        for (int i = 0; i < R.nin; i++)
+            reads[i] |= order[k] == (ir_node *)val[i];
+    ir_free(order);
     rlx_program *p = rlx_compile(outs, nouts);
     if (!p) {
         pg_say(m, "rlx_compile: %s\n", rlx_last_error());
@@ -1062,7 +1064,7 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
     for (int i = 0; i < nb && ok; i++) {
         rlx_scope_begin();
         st->bindings++;
-        ok = pg_check_binding(&R, p, nouts, &b[i], seed + (uint64_t)i, st, m);
+        ok = pg_check_binding(&R, p, nouts, reads, &b[i], seed + (uint64_t)i, st, m);
         rlx_scope_end();
         if (!ok) {
             pg_say(m, "at binding %d of %d (program_specs %s):", i, nb, specs == 0 ? "1" : specs == 1 ? "2" : "8");
