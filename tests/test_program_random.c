@@ -19,7 +19,7 @@ static long env_long(const char *name, long dflt)
 
 TEST(random_programs)
 {
-    long n = env_long("RLX_PG_PROGRAMS", 150), seed0 = env_long("RLX_PG_SEED", 1);
+    long n = env_long("RLX_PG_PROGRAMS", 250), seed0 = env_long("RLX_PG_SEED", 1);
     pg_stats st = {0};
     char *buf = malloc(MSG);
     CHECK(buf != NULL);
