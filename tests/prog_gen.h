@@ -130,11 +130,6 @@ typedef struct {
     pg_shape shape[PG_MAXV];
     bool live[PG_MAXV]; /* reachable from the outputs */
     int nout, out[PG_MAXOUT];
-    int nexp; /* broadcasts of values to shapes with dynamic dims (pg_bcast_ok) */
-    struct {
-        int v;
-        pg_shape to;
-    } exp[4 * PG_MAXV];
     bool grad;      /* also d sum(o0 * w(o0)) / d every input, */
     bool loss_tanh; /* w tanh where o0 can be large (sin of it would follow its rounding), else sin */
 } pg_recipe;
@@ -397,43 +392,6 @@ static inline bool pg_ok_join(const pg_shape *a, const pg_shape *b, int need_exa
     return (!need_exact || b->exact) && pg_join(a, b, NULL);
 }
 
-/* Whether value v may be broadcast to shape t (by an elementwise op).
- * Avoids a library bug: two broadcasts of one value to shapes that trace
- * alike ([2, -1, -1]) but are not the same dims ([2, a, S] and [2, S, a])
- * are one hash-consed expand node, and the gradient adds the cotangents
- * of both uses there: the run fails with "'add' joins dims that tracing
- * took as equal, bound to [2,3,2] and [2,2,3]" (s = sum(x2);
- * roll(transpose(x1 * s) * s) and d/dx2; the report of the dynfuzz work
- * has the reproducer). */
-static inline bool pg_bcast_ok(pg_recipe *R, int v, const pg_shape *t)
-{
-    const pg_shape *x = &R->shape[v];
-    bool same = x->rank == t->rank, dyn = false;
-    for (int i = 0; i < t->rank; i++) {
-        dyn |= pg_is_dyn(t->d[i]);
-        same = same && pg_same_dim(x->d[i], t->d[i]);
-    }
-    if (same || !dyn)
-        return true;
-    for (int e = 0; e < R->nexp; e++) {
-        const pg_shape *u = &R->exp[e].to;
-        if (R->exp[e].v != v || u->rank != t->rank)
-            continue;
-        bool alike = true, equal = true;
-        for (int i = 0; i < t->rank; i++) {
-            alike = alike && u->d[i].st == t->d[i].st;
-            equal = equal && pg_same_dim(u->d[i], t->d[i]);
-        }
-        if (alike && !equal)
-            return false;
-    }
-    if (R->nexp < 4 * PG_MAXV) {
-        R->exp[R->nexp].v = v;
-        R->exp[R->nexp++].to = *t;
-    }
-    return true;
-}
-
 /* b can be cat with a along axis arg: every other dim the same. */
 static inline bool pg_ok_cat(const pg_shape *a, const pg_shape *b, int ax)
 {
@@ -496,8 +454,6 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
         if (s->b < 0 || (s->sub == 3 && !x->exact))
             return false;
         pg_join(x, &R->shape[s->b], o);
-        if (!pg_bcast_ok(R, s->a, o) || !pg_bcast_ok(R, s->b, o))
-            return false;
         o->exact = o->exact && s->sub == 3;
         return true;
     case PG_WHERE: {
@@ -512,9 +468,6 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
         if (s->c < 0)
             return false;
         pg_join(&j, &R->shape[s->c], o);
-        if (!pg_bcast_ok(R, s->a, &j) || !pg_bcast_ok(R, s->b, &j) || !pg_bcast_ok(R, s->a, o) ||
-            !pg_bcast_ok(R, s->c, o))
-            return false;
         o->exact = x->exact && R->shape[s->c].exact;
         return true;
     }

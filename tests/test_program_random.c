@@ -201,5 +201,46 @@ TEST(reshape_zero_dims_dynamic)
     rlx_program_free(p);
 }
 
-TEST_MAIN(T(random_programs), T(reshape_zero_dims_dynamic), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
+/* roll(transpose(x1 * s) * s), s = sum(x2): s is broadcast to [2, a, S]
+ * and to [2, S, a] (x1 [2, a, S]). */
+static rlx_tensor *twice_broadcast(rlx_tensor *x1, rlx_tensor *x2)
+{
+    rlx_tensor *s = rlx_sum_all(x2), *t = rlx_transpose(rlx_mul(x1, s), 3, (int[]){0, 2, 1});
+    return rlx_roll(rlx_mul(t, s), 1, -9);
+}
+
+/* Found by random_programs (seed 11889): the two broadcasts of s trace
+ * alike ([2, -1, -1]) and are one hash-consed expand node, where the
+ * gradient added the cotangents of both uses; bound to other sizes
+ * ([2, 3, 2] and [2, 2, 3]) the run failed ("'add' joins dims that
+ * tracing took as equal"). */
+TEST(grad_of_one_broadcast_to_two_dynamic_shapes)
+{
+    rlx_tensor *x1 = rlx_input("x1", RLX_F64, 3, (int64_t[]){2, -1, -3});
+    rlx_tensor *x2 = rlx_input("x2", RLX_F64, 1, (int64_t[]){-3}), *y = twice_broadcast(x1, x2), *g[2];
+    CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(y, rlx_sin(y))), (rlx_tensor *[]){x1, x2}, 2, g), RLX_OK);
+    rlx_program *p = rlx_compile((rlx_tensor *[]){y, g[0], g[1]}, 3);
+    CHECK(p != NULL);
+    const int64_t sizes[][2] = {{2, 3}, {3, 3}, {1, 4}, {0, 2}, {4, 1}};
+    for (int k = 0; p && k < 5; k++) {
+        int64_t a = sizes[k][0], s = sizes[k][1];
+        rlx_tensor *v1 = trand(RLX_F64, 3, (int64_t[]){2, a, s}, -1, 1), *v2 = trand(RLX_F64, 1, &s, -0.5, 0.5);
+        rlx_tensor *got[3] = {0}, *want[3];
+        if (rlx_program_run(p, (rlx_binding[]){{"x1", v1}, {"x2", v2}}, 2, got) != RLX_OK) {
+            test_fail(__FILE__, __LINE__, "a = %lld, S = %lld: %s", (long long)a, (long long)s, rlx_last_error());
+            continue;
+        }
+        test_backend_save();
+        CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+        want[0] = twice_broadcast(v1, v2);
+        CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(want[0], rlx_sin(want[0]))), (rlx_tensor *[]){v1, v2}, 2, want + 1),
+                     RLX_OK);
+        for (int o = 0; o < 3; o++)
+            EXPECT_SAME(got[o], want[o], 1e-12);
+        test_backend_restore();
+    }
+    rlx_program_free(p);
+}
+
+TEST_MAIN(T(random_programs), T(reshape_zero_dims_dynamic), T(grad_of_one_broadcast_to_two_dynamic_shapes), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
           T(batched_matmul_grad_dynamic_batch), T(gather_empty_axis_in_program))
