@@ -92,12 +92,13 @@ enum {
 typedef enum {
     PG_UNARY, PG_BINARY, PG_WHERE, PG_REDUCE, PG_ROWOP, PG_LINEAR, PG_GRAM, PG_PERMUTE, PG_UNSQUEEZE,
     PG_MERGE, PG_SPLIT, PG_SYMSPLIT, PG_SLICE, PG_FLIP, PG_ROLL, PG_NARROW, PG_CAT, PG_PAD, PG_CUMSUM,
-    PG_INDEX, PG_NOPS
+    PG_INDEX, PG_SELECT, PG_CHUNK, PG_SPLITN, PG_TILE, PG_NOPS
 } pg_opk;
 
 static const char *const pg_op_names[PG_NOPS] = {
     "unary", "binary", "where", "reduce", "rowop", "linear", "gram", "permute", "unsqueeze", "merge",
-    "split", "symsplit", "slice", "flip", "roll", "narrow", "cat", "pad", "cumsum", "index"};
+    "split", "symsplit", "slice", "flip", "roll", "narrow", "cat", "pad", "cumsum", "index", "select", "chunk",
+    "splitn", "tile"};
 
 /* st >= 0: static size (id 0); st < 0: dynamic, id says which size */
 typedef struct {
@@ -328,6 +329,15 @@ static inline rlx_tensor *pg_apply(const pg_recipe *R, const pg_step *s, rlx_ten
             idx = rlx_roll(idx, 0, s->i0);
         return s->sub & 4 ? rlx_gather(x, idx, ax) : rlx_index_select(x, ax, idx);
     }
+    case PG_SELECT: return rlx_select(x, ax, s->i0);
+    case PG_CHUNK:
+    case PG_SPLITN: {
+        rlx_tensor *out[3] = {0};
+        int64_t sizes[2] = {s->sub ? -1 : s->i0, s->sub ? s->i0 : -1};
+        rlx_status st = s->op == PG_CHUNK ? rlx_chunk(x, ax, (int)s->i0, out) : rlx_split(x, ax, 2, sizes, out);
+        return st == RLX_OK ? out[s->i1] : NULL;
+    }
+    case PG_TILE: return rlx_tile(x, ax, s->i0);
     default: return NULL;
     }
 }
@@ -641,6 +651,26 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
             s->b = -1;
         }
         return true;
+    case PG_SELECT: {
+        static const int64_t at[] = {0, 1, -1, 2};
+        if (!r)
+            return false;
+        s->i0 = at[pg_next(g, 4)];
+        o->rank--;
+        memmove(o->d + s->ax, o->d + s->ax + 1, (size_t)(o->rank - s->ax) * sizeof *o->d);
+        return true;
+    }
+    case PG_CHUNK:
+    case PG_SPLITN: /* piece i1 of i0 chunks, or of sizes {i0, -1} (sub 0) or {-1, i0} */
+        s->sub %= 2;
+        s->i0 = s->op == PG_CHUNK ? 2 + pg_next(g, 2) : 1 + pg_next(g, 3);
+        s->i1 = pg_next(g, s->op == PG_CHUNK ? (uint32_t)s->i0 : 2);
+        o->d[s->ax] = nd;
+        return r > 0;
+    case PG_TILE:
+        s->i0 = pg_next(g, 3);
+        o->d[s->ax] = nd;
+        return r > 0;
     default: return false;
     }
 }
