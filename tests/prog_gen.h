@@ -87,6 +87,8 @@ enum {
     PG_ID_BS = 3, /* a dim merged from a B dim and the S dim after it */
     PG_ID_ANON = 4,
     PG_NEW = -100, /* a builder's "dynamic or static as tracing says" */
+    PG_MAXID = 512,
+    PG_MAXELEMS = 1 << 18, /* a value's largest element count (the reference stays fast) */
 };
 
 typedef enum {
@@ -111,6 +113,7 @@ typedef struct {
     pg_dim d[RLX_MAX_RANK];
     bool exact; /* built from exact operations only: comparisons are safe */
     double mag; /* a rough bound of |values| (sums taken over at most 64 terms) */
+    int64_t newhi; /* the largest size of the dims the step makes (PG_NEW) */
 } pg_shape;
 
 typedef struct {
@@ -125,6 +128,7 @@ typedef struct {
 typedef struct {
     rlx_dtype dt;
     int nin, nanon, nextid;
+    int64_t hi[PG_MAXID]; /* per dynamic dim id: its largest size in any binding (sizes <= 9) */
     pg_shape in[PG_MAXIN];
     int nv;                /* values: the inputs, then one per step */
     pg_step step[PG_MAXV]; /* step[v] makes value v (v >= nin) */
@@ -212,6 +216,11 @@ static inline void pg_dump(pg_msg *m, const pg_recipe *R)
 /* ------------------------------------------------------ building */
 
 static inline bool pg_is_dyn(pg_dim d) { return d.st < 0; }
+
+static inline int64_t pg_hi(const pg_recipe *R, pg_dim d)
+{
+    return d.st >= 0 ? d.st : d.id > 0 && d.id < PG_MAXID ? R->hi[d.id] : 1 << 20;
+}
 
 /* A constant of n values in [-1, 1) from seed (the same in both builds). */
 static inline rlx_tensor *pg_const(rlx_dtype dt, int rank, const int64_t *shape, uint64_t seed)
@@ -449,6 +458,7 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
     s->seed = pg_mix(&(uint64_t){(uint64_t)nv * 7919u + pg_next(g, 1000)});
     *o = *x;
     pg_dim nd = {-1, PG_NEW};
+    o->newhi = r ? pg_hi(R, x->d[s->ax]) : 1; /* slices, narrows, chunks: no larger */
     switch (s->op) {
     case PG_UNARY:
         s->sub %= 5;
@@ -552,6 +562,7 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
             return false; /* several dynamic dims merge into a -1 only beside symbols */
         else
             m = nd;
+        o->newhi = pg_hi(R, a) * pg_hi(R, b);
         o->d[s->ax] = m;
         memmove(o->d + s->ax + 1, o->d + s->ax + 2, (size_t)(r - s->ax - 2) * sizeof *o->d);
         o->rank--;
@@ -615,6 +626,7 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
         s->b = pg_pick_where(g, R, pg_ok_cat, x, s->ax);
         if (s->b < 0)
             s->b = s->a;
+        o->newhi = pg_hi(R, x->d[s->ax]) + pg_hi(R, R->shape[s->b].d[s->ax]);
         o->d[s->ax] = nd;
         o->exact = x->exact && R->shape[s->b].exact;
         return true;
@@ -623,6 +635,7 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
         s->i0 = pg_next(g, 3);
         s->i1 = pg_next(g, 3);
         s->f = vals[pg_next(g, 3)];
+        o->newhi += s->i0 + s->i1;
         o->d[s->ax] = nd;
         return r > 0;
     }
@@ -669,6 +682,7 @@ static inline bool pg_draw_op(pg_rng *g, pg_recipe *R, pg_step *s, pg_shape *o)
         return r > 0;
     case PG_TILE:
         s->i0 = pg_next(g, 3);
+        o->newhi *= s->i0;
         o->d[s->ax] = nd;
         return r > 0;
     default: return false;
@@ -711,8 +725,11 @@ static inline bool pg_resolve(pg_recipe *R, pg_shape *o, rlx_tensor *t, pg_msg *
     int r = rlx_shape(t, sh, RLX_MAX_RANK);
     bool ok = r == o->rank;
     for (int i = 0; ok && i < r; i++) {
-        if (o->d[i].id == PG_NEW)
+        if (o->d[i].id == PG_NEW) {
             o->d[i] = sh[i] < 0 ? (pg_dim){-1, R->nextid++} : (pg_dim){sh[i], 0};
+            if (sh[i] < 0 && o->d[i].id < PG_MAXID)
+                R->hi[o->d[i].id] = o->newhi;
+        }
         else
             ok = o->d[i].st < 0 ? sh[i] < 0 : sh[i] == o->d[i].st;
     }
@@ -781,6 +798,8 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
     }
     R->nanon = anon - PG_ID_ANON;
     R->nextid = anon;
+    for (int id = 1; id < anon; id++)
+        R->hi[id] = id == PG_ID_BS ? 81 : 9;
     for (int i = 0; i < R->nin; i++) {
         int64_t sh[RLX_MAX_RANK];
         for (int d = 0; d < R->in[i].rank; d++) {
@@ -813,6 +832,11 @@ static inline bool pg_generate(pg_rng *g, pg_recipe *R, rlx_tensor **val, pg_msg
             pg_say(m, "at v%d (%s) ", R->nv - 1, pg_op_names[s.op]);
             return false;
         }
+        double elems = 1;
+        for (int d = 0; d < o.rank; d++)
+            elems *= (double)pg_hi(R, o.d[d]);
+        if (elems > PG_MAXELEMS)
+            continue; /* too large for some binding: not part of the recipe */
         R->shape[R->nv] = o;
         val[R->nv++] = t;
     }
@@ -1060,6 +1084,12 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
     }
     st->programs++;
     int nouts = pg_outputs(&R, val, val, outs);
+    if (getenv("RLX_PG_DUMP")) { /* the recipe before it runs (one that hangs prints nothing else) */
+        char dump[8192];
+        pg_msg dm = {dump, sizeof dump, 0};
+        pg_dump(&dm, &R);
+        fprintf(stderr, "%s", dump);
+    }
     if (nouts <= 0) {
         /* no step traced (or the gradient refused): nothing to run */
         rlx_clear_error();

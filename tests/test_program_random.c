@@ -4,7 +4,9 @@
  * bindings, against the same recipe over the bound values on the
  * reference backend. A failure prints the seed and the recipe; replay it
  * alone with RLX_PG_SEED=<seed> RLX_PG_PROGRAMS=1 ./test_program_random
- * (RLX_PG_PROGRAMS=n runs n programs from the seed).
+ * (RLX_PG_PROGRAMS=n runs n programs from the seed); RLX_PG_FILE=path
+ * replays an input of tests/fuzz/fuzz_program.c, RLX_PG_DUMP=1 prints
+ * each recipe before it runs.
  */
 #include "harness.h"
 #include "prog_gen.h"
@@ -26,6 +28,20 @@ TEST(random_programs)
     if (!buf)
         return;
     int failed = 0;
+    const char *file = getenv("RLX_PG_FILE"); /* a fuzz_program input, replayed here */
+    if (file) {
+        FILE *f = fopen(file, "rb");
+        static uint8_t bytes[1 << 16];
+        size_t len = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+        if (f)
+            fclose(f);
+        pg_rng g = pg_rng_bytes(bytes, len);
+        pg_msg m = {buf, MSG, 0};
+        buf[0] = 0;
+        if (!pg_check(&g, &st, &m))
+            test_fail(__FILE__, __LINE__, "%s: %s", file, buf);
+        n = 0;
+    }
     for (long k = 0; k < n; k++) {
         uint64_t seed = (uint64_t)(seed0 + k);
         pg_rng g = pg_rng_seed(seed);
