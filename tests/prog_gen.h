@@ -1045,7 +1045,18 @@ static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nout
             rok = (val[v] = pg_apply(R, &R->step[v], val, syms)) != NULL;
     }
     int nw = rok ? pg_outputs(R, val, leaves, want) : -1;
-    rok = nw == nouts && rlx_realize_many(want, nw) == RLX_OK;
+    /* every value the replay made is realized, as eager code computes
+     * each: a gather's index out of range is found when realized, and
+     * the static graph drops a piece of a cat bound empty (with the
+     * gather under it) where the program keeps a dynamic one */
+    rlx_tensor *all[PG_MAXV + PG_MAXOUT + PG_MAXIN];
+    int nall = 0;
+    for (int v = R->nin; v < R->nv && nw == nouts; v++)
+        if (need[v] && !zeroed[v])
+            all[nall++] = val[v];
+    for (int o = 0; o < nw; o++)
+        all[nall++] = want[o];
+    rok = nw == nouts && rlx_realize_many(all, nall) == RLX_OK;
     char rerr[512];
     snprintf(rerr, sizeof rerr, "%s", rok ? "" : rlx_last_error());
     rlx_clear_error();
