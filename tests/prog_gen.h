@@ -1002,7 +1002,8 @@ static inline double pg_max_abs(rlx_tensor *t)
 /* One binding: the program's run against the recipe replayed over the
  * same values on the reference backend. */
 static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nouts, const bool *reads,
-                                    const bool *need, const bool *zeroed, const pg_bind *b, uint64_t seed,
+                                    const bool *need, const bool *calc, const bool *zeroed, const pg_bind *b,
+                                    uint64_t seed,
                                     pg_stats *st, pg_msg *m)
 {
     rlx_tensor *leaves[PG_MAXIN], *vals[PG_MAXIN], *val[PG_MAXV] = {0}, *got[PG_MAXOUT + PG_MAXIN] = {0},
@@ -1052,7 +1053,7 @@ static inline bool pg_check_binding(const pg_recipe *R, rlx_program *p, int nout
     rlx_tensor *all[PG_MAXV + PG_MAXOUT + PG_MAXIN];
     int nall = 0;
     for (int v = R->nin; v < R->nv && nw == nouts; v++)
-        if (need[v] && !zeroed[v])
+        if (calc[v] && !zeroed[v])
             all[nall++] = val[v];
     for (int o = 0; o < nw; o++)
         all[nall++] = want[o];
@@ -1150,16 +1151,24 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
             piece[R.step[v].a] = piece[R.step[v].b] = true;
     for (int v = R.nin; v < R.nv; v++)
         zeroed[v] = zeroed[v] && piece[v];
+    /* calc: the values whose values (not only shapes: arange_of reads
+     * none of its source's) an output needs, which the replay realizes */
+    bool calc[PG_MAXV] = {false};
     for (int o = 0; o < R.nout; o++)
-        need[R.out[o]] = true;
+        need[R.out[o]] = calc[R.out[o]] = true;
     for (int v = R.nv - 1; v >= R.nin; v--)
         if (need[v] && !zeroed[v]) {
             const pg_step *sv = &R.step[v];
             need[sv->a] = true;
-            if (sv->b >= 0)
+            calc[sv->a] |= calc[v];
+            if (sv->b >= 0) {
                 need[sv->b] = true;
-            if (sv->c >= 0)
+                calc[sv->b] |= calc[v] && sv->op != PG_INDEX;
+            }
+            if (sv->c >= 0) {
                 need[sv->c] = true;
+                calc[sv->c] |= calc[v];
+            }
         }
     rlx_program *p = rlx_compile(outs, nouts);
     if (!p) {
@@ -1178,7 +1187,7 @@ static inline bool pg_check(pg_rng *g, pg_stats *st, pg_msg *m)
     for (int i = 0; i < nb && ok; i++) {
         rlx_scope_begin();
         st->bindings++;
-        ok = pg_check_binding(&R, p, nouts, reads, need, zeroed, &b[i], seed + (uint64_t)i, st, m);
+        ok = pg_check_binding(&R, p, nouts, reads, need, calc, zeroed, &b[i], seed + (uint64_t)i, st, m);
         rlx_scope_end();
         if (!ok) {
             pg_say(m, "at binding %d of %d (program_specs %s):", i, nb, specs == 0 ? "1" : specs == 1 ? "2" : "8");
