@@ -383,9 +383,10 @@ RLX_API rlx_tensor *rlx_ones_like(rlx_tensor *t);
  * ambiguous reshape of -1s (above; naming symbols resolves it), an einsum
  * intermediate of rank above 8 (dynamic batch
  * letters are not merged); at a run (no public call is known to make
- * one): an op other than elementwise, transpose, matmul or solve reading
- * a broadcast from 1 to a dynamic dim (the gradient of a batched matmul
- * by a weight transposes the weight's broadcast over the batch).
+ * one): an op other than elementwise, permute, matmul or solve reading a
+ * broadcast from 1 to a dynamic dim (for matmul and solve: in a matrix
+ * dim; the gradient of a batched matmul by a weight permutes the
+ * weight's broadcast over the batch).
  * None computes a wrong value. */
 RLX_API rlx_tensor *rlx_input(const char *name, rlx_dtype dt, int rank, const int64_t *shape);
 

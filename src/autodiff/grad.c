@@ -159,7 +159,23 @@ static rlx_status backprop_node(sweep *s, long i)
             break;
         }
         long j = ir_map_get(&s->pos, nd->src[k]);
-        rlx_tensor *acc = s->cot[j] ? rlx_add((rlx_tensor *)s->cot[j], dx[k]) : dx[k];
+        rlx_tensor *d = dx[k];
+        /* A broadcast to dynamic dims can be one node for uses that bind
+         * them differently (expands that trace alike are hash-consed:
+         * [2, a, S] and [2, S, a] are both [2, -1, -1]), so their
+         * cotangents cannot be added there; its VJP (a sum over the
+         * broadcast dims) is linear: each use's cotangent goes through it
+         * alone and they add up at its source. */
+        while (d && !s->keep[j] && s->order[j]->op == IR_OP_EXPAND && ir_node_numel(s->order[j]) < 0) {
+            ir_node *e = s->order[j];
+            bool need1 = true;
+            rlx_tensor *r = NULL;
+            ad_vjp_mark_used(e->op);
+            ad_vjp_of(e)->rule(e, d, &need1, &r);
+            d = r;
+            j = ir_map_get(&s->pos, e->src[0]);
+        }
+        rlx_tensor *acc = !d ? NULL : s->cot[j] ? rlx_add((rlx_tensor *)s->cot[j], d) : d;
         if (!acc) {
             st = rlx_last_status();
             break;

@@ -133,8 +133,20 @@ static rlx_tensor *place_dynamic(rlx_tensor *t, ir_node *x, int ax, int64_t star
     ir_node *lo = ts_dyn_range(FN, x, ax, 0, start, 1), *mid = NULL, *hi = NULL;
     if (lo && len >= 0)
         mid = ts_dyn_range(FN, x, ax, start, TS_DYN_IX, 1), hi = mid ? ts_dyn_range(FN, mid, ax, len, TS_DYN_IX, 1) : NULL;
-    else if (lo)
-        hi = ts_dyn_range(FN, x, ax, ts_dyn_stop(len), TS_DYN_IX, 1);
+    else if (lo) {
+        /* hi = x[max(start, stop):]: a stop before the start (an empty
+         * slice, as x[3:0]) must not overlap lo. Python indices (not
+         * tagged) are resolved in the same binding: a stop from the end
+         * is taken within x[start:], a start from the end within x[stop:] */
+        int64_t stop = ts_dyn_stop(len), tag = TS_DYN_ROLL - TS_DYN_IX;
+        bool plain = start < tag && stop < tag;
+        if (plain && stop < 0)
+            mid = ts_dyn_range(FN, x, ax, start, TS_DYN_IX, 1), hi = mid ? ts_dyn_range(FN, mid, ax, stop, TS_DYN_IX, 1) : NULL;
+        else if (plain && start < 0)
+            mid = ts_dyn_range(FN, x, ax, stop, TS_DYN_IX, 1), hi = mid ? ts_dyn_range(FN, mid, ax, start, TS_DYN_IX, 1) : NULL;
+        else
+            hi = ts_dyn_range(FN, x, ax, plain && start > stop ? start : stop, TS_DYN_IX, 1);
+    }
     ir_release(mid);
     if (!hi) {
         ir_release(lo);

@@ -98,7 +98,14 @@ ir_node *ts_reshape_node(const char *fn, ir_node *x, int rank, const int64_t *sh
 {
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
-    x = ts_reshape_base(x); /* a reshape of a reshape is one reshape */
+    /* a reshape of a reshape is one reshape, unless x has dynamic dims
+     * and the one reshape would be one a program cannot rebuild per
+     * binding where both steps can ([2, S, S] -> [2S, S] -> [2S, S, 1]:
+     * [2, S, S] -> [-1, -1, 1] is ambiguous) */
+    ir_node *base = ts_reshape_base(x);
+    int64_t known;
+    if (base != x && (ir_node_numel(x) >= 0 || ts_reshape_rule(base, rank, shape, &known)))
+        x = base;
     if (ir_shape_eq(x->rank, x->shape, rank, shape))
         return ir_retain(x);
     ir_attrs a;

@@ -161,6 +161,14 @@ rlx_tensor *rlx_reshape(rlx_tensor *x, int rank, const int64_t *shape)
             return NULL;
         }
         int64_t k;
+        if (!more && known == 0 && !ts_reshape_rule(n, rank, dims, &k)) {
+            /* a -1 beside static dims of 0 elements is read from the count
+             * only as the dynamic dims kept in place; else a run could not
+             * infer it ([0, 4, S] -> [0, -1]) */
+            ts_error(RLX_E_SHAPE, fn, "cannot infer -1 in %s for input %s: the other static dims have 0 elements",
+                     ts_dims_str(rank, shape), ts_shape_str(n));
+            return NULL;
+        }
         if (more && !ts_reshape_rule(n, rank, dims, &k)) {
             ts_error(RLX_E_UNSUPPORTED, fn,
                      "shape %s for input %s is ambiguous: its -1s are not the input's dynamic dims kept in place "

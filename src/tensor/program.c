@@ -885,12 +885,6 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
         } else if (any_loose && cls == IR_CLS_UNARY) {
             made[i] = remake(fn, private_nodes, nd, 1, src, &a);
             loose[i] = any_loose;
-        } else if (any_loose && nd->op == IR_OP_PERMUTE) {
-            /* (a weight broadcast over a dynamic batch, transposed by a
-             * matmul's gradient): loose where its source dim is */
-            made[i] = remake(fn, private_nodes, nd, 1, src, &a);
-            for (int d = 0; d < nd->rank; d++)
-                loose[i] |= (any_loose >> a.perm.perm[d] & 1u) << d;
         } else if (nd->op == IR_OP_WHERE && ts_const_true(src[0]) && !loose[si[2]]) {
             /* where(true, a, ref): a in ref's shape, ref itself unread; an
              * iota (rlx_arange_of) or rand (a dropout mask; rand_seeded's
@@ -947,10 +941,23 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                 ir_release(e[s]);
             /* loose where every source is */
             loose[i] = all;
+        } else if (any_loose && nd->op == IR_OP_PERMUTE) {
+            /* the broadcast dims move with the permutation, still loose (a
+             * gradient's transpose of a weight broadcast over a dynamic batch) */
+            made[i] = remake(fn, private_nodes, nd, 1, src, &a);
+            for (int d = 0; d < nd->rank; d++)
+                loose[i] |= (any_loose >> a.perm.perm[d] & 1u) << d;
         } else if (any_loose && (nd->op == IR_OP_MATMUL || nd->op == IR_OP_SOLVE)) {
-            /* batch dims broadcast as tracing did; the matrix dims stay */
+            /* batch dims broadcast as tracing did; the matrix dims stay
+             * (a loose matrix dim, 1 in made, would give a wrong shape) */
             int rank = src[0]->rank, nb = rank - 2, r = 0;
             int64_t batch[IR_MAX_RANK];
+            uint32_t mat = nb >= 0 ? 3u << nb : ~0u;
+            if ((loose[si[0]] | loose[si[1]]) & mat) {
+                ts_error(RLX_E_UNSUPPORTED, fn, "'%s' of a broadcast to a dynamic dim cannot be specialized",
+                         ir_ops[nd->op].name);
+                goto out;
+            }
             bool fits = src[1]->rank == rank && nb >= 0 &&
                         ir_broadcast_shapes(nb, src[0]->shape, nb, src[1]->shape, &r, batch);
             if (!fits) {
@@ -983,6 +990,13 @@ static bool instantiate(const char *fn, const rlx_program *p, bool private_nodes
                                  d, ts_shape_str(src[0]));
                         goto out;
                     }
+            }
+            if (nd->op == IR_OP_GATHER && src[0]->shape[a.ax.axis] == 0 && ir_node_numel(src[1]) > 0) {
+                /* rlx_gather's rule, even where the result is empty (no
+                 * index is read then, so the run would not notice) */
+                ts_error(RLX_E_SHAPE, fn, "'gather' cannot index the empty axis %d of %s", a.ax.axis,
+                         ts_shape_str(src[0]));
+                goto out;
             }
             for (int d = 0; nd->op == IR_OP_SLICE && d < nd->rank; d++) {
                 if (nd->src[0]->shape[d] < 0 && !resolve_pieces(fn, p, made, i, d, &a))
