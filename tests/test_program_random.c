@@ -258,5 +258,46 @@ TEST(grad_of_one_broadcast_to_two_dynamic_shapes)
     rlx_program_free(p);
 }
 
-TEST_MAIN(T(random_programs), T(reshape_zero_dims_dynamic), T(grad_of_one_broadcast_to_two_dynamic_shapes), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
+/* A loop nest one past the rank limit (SCHED_MAX_LOOP dims): six tiles of
+ * the static last axis of [S, S, S, 3], the value of five materialized
+ * for the gradient; its kernel splits 96 into 2x2x2x2x2x3 beside the
+ * three outer dims, and the innermost step was dropped (every element of
+ * a row read as its first: wrong values in 2/3 of y). Found by
+ * fuzz_program. With and without dynamic dims (the program's graph is not
+ * simplified, so the chain is lowered as traced). */
+static rlx_tensor *six_tiles(rlx_tensor *x)
+{
+    x = rlx_narrow(x, 3, 0, 3);
+    for (int i = 0; i < 6; i++)
+        x = rlx_tile(x, 3, 2);
+    return x;
+}
+
+TEST(loop_nest_at_the_rank_limit)
+{
+    const int64_t dyn[4] = {-3, -3, -3, -3}, fixed[4] = {3, 3, 3, 3};
+    for (int v = 0; v < 2; v++) {
+        rlx_tensor *x = rlx_input("x", RLX_F64, 4, v ? fixed : dyn), *y = six_tiles(x), *g;
+        CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(y, rlx_sin(y))), &x, 1, &g), RLX_OK);
+        rlx_program *p = rlx_compile((rlx_tensor *[]){y, g}, 2);
+        CHECK(p != NULL);
+        for (int64_t s = 3; p && s < (v ? 4 : 6); s++) {
+            int64_t sz[4] = {s, s, s, s};
+            rlx_tensor *xv = trand(RLX_F64, 4, sz, -1, 1), *got[2] = {0};
+            CHECK_EQ_INT(rlx_program_run(p, &(rlx_binding){"x", xv}, 1, got), RLX_OK);
+            test_backend_save();
+            CHECK_EQ_INT(rlx_set_option("backend", "ref"), RLX_OK);
+            rlx_tensor *want = six_tiles(xv), *wg;
+            CHECK_EQ_INT(rlx_grad(rlx_sum_all(rlx_mul(want, rlx_sin(want))), &xv, 1, &wg), RLX_OK);
+            if (got[0] && got[1]) {
+                EXPECT_SAME(got[0], want, 0);
+                EXPECT_SAME(got[1], wg, 1e-12);
+            }
+            test_backend_restore();
+        }
+        rlx_program_free(p);
+    }
+}
+
+TEST_MAIN(T(random_programs), T(loop_nest_at_the_rank_limit), T(reshape_zero_dims_dynamic), T(grad_of_one_broadcast_to_two_dynamic_shapes), T(slice_grad_stop_before_start), T(reshape_then_unsqueeze_dynamic),
           T(batched_matmul_grad_dynamic_batch), T(gather_empty_axis_in_program))

@@ -465,7 +465,9 @@ static int arg_index(lower_ctx *c, ir_node *n)
 static void affine_add_scaled(sched_affine *dst, const sched_affine *a, int64_t s)
 {
     dst->off += a->off * s;
-    for (int k = 0; k < IR_MAX_RANK; k++)
+    /* every loop dim: a loop split one past the rank limit has SCHED_MAX_LOOP
+     * (its innermost step was dropped, a stride 0 reading one element) */
+    for (int k = 0; k < SCHED_MAX_LOOP; k++)
         dst->stride[k] += a->stride[k] * s;
 }
 
