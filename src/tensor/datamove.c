@@ -54,12 +54,14 @@ rlx_tensor *rlx_cat(rlx_tensor *const *xs, int n, int axis)
         return NULL;
     }
     /* Empty pieces add nothing; when all are empty, the first one (cast)
-     * already has the result's shape. */
+     * already has the result's shape. A piece with dynamic dims stays: a
+     * program checks what made it when bound (a narrow that does not fit
+     * the bound size), as the static graph would. */
     int k = 0;
     ir_node *out = NULL;
     for (int i = 0; i < n; i++) {
         ir_node *x = ts_node(xs[i]);
-        if (x->shape[ax] == 0)
+        if (x->shape[ax] == 0 && ir_node_numel(x) == 0)
             continue;
         if (!(src[k] = ts_cast_node(fn, x, dt)))
             goto done;
